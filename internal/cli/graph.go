@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/spec"
+)
+
+func newGraphCmd(d *deps) *cobra.Command {
+	var file, format string
+	cmd := &cobra.Command{
+		Use:   "graph -f FILE [--format text|dot|mermaid|json]",
+		Short: "Show an environment's components and their dependencies",
+		Long: `Print the dependency graph of an environment: components by level (level 0
+has no dependencies; each level needs only earlier ones) and the edges that
+dependsOn and valueFrom create. dot feeds Graphviz; mermaid pastes into
+Markdown; json is for programs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			render, ok := graphFormats[format]
+			if !ok {
+				return fmt.Errorf("unknown format %q: use text, dot, mermaid or json", format)
+			}
+			env, err := loadEnv(file, d.stderr)
+			if err != nil {
+				return err
+			}
+			view, err := newGraphView(env)
+			if err != nil {
+				return err
+			}
+			return render(d.stdout, view)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file (required)")
+	_ = cmd.MarkFlagRequired("file")
+	cmd.Flags().StringVar(&format, "format", "text", "text, dot, mermaid or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "same as --format")
+	return cmd
+}
+
+type graphNode struct {
+	Name      string   `json:"name"`
+	Type      string   `json:"type"`
+	DependsOn []string `json:"dependsOn"`
+	Level     int      `json:"level"`
+}
+
+type graphView struct {
+	Environment string      `json:"environment"`
+	Nodes       []graphNode `json:"nodes"`
+	Levels      [][]string  `json:"levels"`
+}
+
+func newGraphView(env *spec.Environment) (graphView, error) {
+	g := env.Graph()
+	levels, err := g.Levels()
+	if err != nil {
+		return graphView{}, err
+	}
+	levelOf := map[string]int{}
+	for i, l := range levels {
+		for _, n := range l {
+			levelOf[n] = i
+		}
+	}
+	v := graphView{Environment: env.ID(), Levels: levels}
+	for _, l := range levels {
+		for _, n := range l {
+			deps := g.DependenciesOf(n)
+			if deps == nil {
+				deps = []string{}
+			}
+			v.Nodes = append(v.Nodes, graphNode{Name: n, Type: env.Component(n).Type, DependsOn: deps, Level: levelOf[n]})
+		}
+	}
+	return v, nil
+}
+
+var graphFormats = map[string]func(io.Writer, graphView) error{
+	"text":    graphText,
+	"json":    func(w io.Writer, v graphView) error { return writeJSON(w, v) },
+	"dot":     graphDot,
+	"mermaid": graphMermaid,
+}
+
+func graphText(w io.Writer, v graphView) error {
+	fmt.Fprintf(w, "%s: %d components in %d levels\n", v.Environment, len(v.Nodes), len(v.Levels))
+	width := 0
+	for _, n := range v.Nodes {
+		width = max(width, len(n.Name)+len(n.Type)+3)
+	}
+	level := -1
+	for _, n := range v.Nodes {
+		if n.Level != level {
+			level = n.Level
+			fmt.Fprintf(w, "\nlevel %d\n", level)
+		}
+		label := fmt.Sprintf("%s (%s)", n.Name, n.Type)
+		if len(n.DependsOn) == 0 {
+			fmt.Fprintf(w, "  %s\n", label)
+			continue
+		}
+		fmt.Fprintf(w, "  %-*s  ← %s\n", width, label, strings.Join(n.DependsOn, ", "))
+	}
+	return nil
+}
+
+func graphDot(w io.Writer, v graphView) error {
+	fmt.Fprintf(w, "digraph %q {\n  rankdir=LR;\n  node [shape=box];\n", v.Environment)
+	for _, n := range v.Nodes {
+		fmt.Fprintf(w, "  %q [label=\"%s\\n(%s)\"];\n", n.Name, n.Name, n.Type)
+	}
+	for _, n := range v.Nodes {
+		for _, dep := range n.DependsOn {
+			fmt.Fprintf(w, "  %q -> %q;\n", dep, n.Name)
+		}
+	}
+	fmt.Fprintln(w, "}")
+	return nil
+}
+
+func graphMermaid(w io.Writer, v graphView) error {
+	// Mermaid ids may not contain '-', which names often do: use a safe id and the name as label.
+	id := func(name string) string { return strings.ReplaceAll(name, "-", "_") }
+	fmt.Fprintln(w, "graph LR")
+	for _, n := range v.Nodes {
+		fmt.Fprintf(w, "  %s[\"%s (%s)\"]\n", id(n.Name), n.Name, n.Type)
+	}
+	for _, n := range v.Nodes {
+		for _, dep := range n.DependsOn {
+			fmt.Fprintf(w, "  %s --> %s\n", id(dep), id(n.Name))
+		}
+	}
+	return nil
+}

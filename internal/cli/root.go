@@ -1,0 +1,122 @@
+// Package cli is knit's command line: one file per command, each copying
+// flags into a call on the engine or store and handing the result to a view.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/diag"
+)
+
+// Exit codes shared by every command.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1
+	ExitChanges  = 2 // changes or drift present
+	ExitApproval = 3 // stopped at an approval gate
+)
+
+// ExitError carries a specific exit code out of a command. Err, when set, is
+// printed to stderr; a nil Err means the command already said what it had to.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// deps is what every command is handed: the streams and the environment.
+type deps struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	global globalFlags
+}
+
+type globalFlags struct {
+	dataDir  string
+	tfBinary string
+}
+
+// Run executes knit with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	d := &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			printError(stderr, ee.Err)
+		}
+		return ee.Code
+	}
+	printError(stderr, err)
+	return ExitFailure
+}
+
+func printError(w io.Writer, err error) {
+	if ds, ok := diag.From(err); ok {
+		fmt.Fprintln(w, ds.String())
+		return
+	}
+	fmt.Fprintln(w, "error:", err)
+}
+
+func newRootCmd(d *deps) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "knit",
+		Short: "Environment as Code: provision, reconcile and tear down whole environments",
+		Long: `knit provisions a whole environment declared in one YAML file (networking,
+clusters, databases, apps) with the real tools, in dependency order, keeps it
+in sync with that file, and tears it down.
+
+Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval gate.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&d.global.dataDir, "data-dir", "", "where knit keeps its store and work dirs (env KNIT_DATA_DIR, default $XDG_DATA_HOME/knit)")
+	root.PersistentFlags().StringVar(&d.global.tfBinary, "tf-binary", "", "OpenTofu or Terraform binary (env KNIT_TF_BINARY, default tofu then terraform on PATH)")
+	root.AddCommand(
+		newValidateCmd(d),
+		newGraphCmd(d),
+		newVersionCmd(d),
+	)
+	return root
+}
+
+// outputFlag registers -o/--output with text and json.
+func outputFlag(cmd *cobra.Command, dst *string) {
+	cmd.Flags().StringVarP(dst, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return fmt.Errorf("unknown output format %q: use text or json", o)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/diag"
+	"knit.dev/knit/internal/spec"
+)
+
+func newValidateCmd(d *deps) *cobra.Command {
+	var file, output string
+	cmd := &cobra.Command{
+		Use:   "validate -f FILE",
+		Short: "Check an environment file and report every problem at once",
+		Long: `Parse and validate an environment file. Every problem is reported, each as
+file:line:col: field: message, with a hint where one helps.
+Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			env, diags := spec.Load(file)
+			var err error
+			if output == "json" {
+				err = writeJSON(d.stdout, newValidateView(file, env, diags))
+			} else {
+				printValidate(d.stdout, file, env, diags)
+			}
+			if err != nil {
+				return err
+			}
+			if diags.HasErrors() {
+				return &ExitError{Code: ExitFailure}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file (required)")
+	_ = cmd.MarkFlagRequired("file")
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+type validateView struct {
+	File        string           `json:"file"`
+	Valid       bool             `json:"valid"`
+	Environment string           `json:"environment,omitempty"`
+	Components  int              `json:"components"`
+	Errors      int              `json:"errors"`
+	Warnings    int              `json:"warnings"`
+	Diagnostics diag.Diagnostics `json:"diagnostics"`
+}
+
+func newValidateView(file string, env *spec.Environment, diags diag.Diagnostics) validateView {
+	v := validateView{
+		File: file, Valid: !diags.HasErrors(), Diagnostics: diags,
+		Errors: len(diags.Errors()), Warnings: len(diags.Warnings()),
+	}
+	if v.Diagnostics == nil {
+		v.Diagnostics = diag.Diagnostics{}
+	}
+	if env != nil {
+		v.Environment = env.ID()
+		v.Components = len(env.Spec.Components)
+	}
+	return v
+}
+
+func printValidate(w io.Writer, file string, env *spec.Environment, diags diag.Diagnostics) {
+	for _, dg := range diags {
+		fmt.Fprintln(w, dg.String())
+	}
+	v := newValidateView(file, env, diags)
+	if v.Valid {
+		fmt.Fprintf(w, "%s: valid: environment %s, %s, %s\n", file, v.Environment, plural(v.Components, "component"), plural(v.Warnings, "warning"))
+		return
+	}
+	fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
+}

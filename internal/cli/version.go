@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/runner/terraform"
+)
+
+// Set at build time with -ldflags "-X knit.dev/knit/internal/cli.version=… -X …commit=…".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+type versionView struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Go      string `json:"go"`
+	Tool    string `json:"tool"`
+	ToolBin string `json:"toolPath,omitempty"`
+}
+
+func newVersionCmd(d *deps) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print knit's version and the OpenTofu/Terraform it would use",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			v := versionView{Version: version, Commit: commit, Go: runtime.Version(), Tool: "not found"}
+			if bin, err := terraform.Locate(d.global.tfBinary, d.getenv); err == nil {
+				v.ToolBin = bin.Path
+				if tv, err := bin.Version(cmd.Context()); err == nil {
+					v.Tool = tv
+				} else {
+					v.Tool = "unknown (" + err.Error() + ")"
+				}
+			}
+			if output == "json" {
+				return writeJSON(d.stdout, v)
+			}
+			fmt.Fprintf(d.stdout, "knit %s (commit %s, %s)\n", v.Version, v.Commit, v.Go)
+			if v.ToolBin != "" {
+				fmt.Fprintf(d.stdout, "tool: %s (%s)\n", v.Tool, v.ToolBin)
+			} else {
+				fmt.Fprintln(d.stdout, "tool: no OpenTofu or Terraform found (make tools, or --tf-binary)")
+			}
+			return nil
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}

@@ -1,0 +1,273 @@
+package dag
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrHold is the sentinel a Walk function wraps (checked with errors.Is) to
+// say "not done yet, and that is not a failure", e.g. a pending human
+// approval. The vertex becomes Held and its descendants Waiting.
+var ErrHold = errors.New("held")
+
+// Status is the outcome of one vertex in a walk.
+type Status string
+
+// Vertex statuses reported by Walk.
+const (
+	// Succeeded means fn returned nil.
+	Succeeded Status = "succeeded"
+	// Failed means fn returned a non-hold error or panicked.
+	Failed Status = "failed"
+	// Held means fn returned an error wrapping ErrHold.
+	Held Status = "held"
+	// Skipped means fn was not called because an ancestor failed or the
+	// graph has a cycle.
+	Skipped Status = "skipped"
+	// Waiting means fn was not called because an ancestor is Held.
+	Waiting Status = "waiting"
+	// Canceled means fn was not called because the context was done first.
+	Canceled Status = "canceled"
+)
+
+// OK reports whether s is Succeeded; every other status is not OK.
+func (s Status) OK() bool { return s == Succeeded }
+
+// VertexResult is what a walk did with one vertex.
+type VertexResult struct {
+	Status Status
+	// Err is the error fn returned (Failed, Held), the recovered panic
+	// (Failed) or the context's error (Canceled); nil otherwise.
+	Err error
+	// Reason explains why fn was not called (Skipped, Waiting, Canceled).
+	Reason string
+}
+
+// WalkResult is the outcome of a whole walk.
+type WalkResult struct {
+	// Vertices has an entry for every vertex of the walked graph.
+	Vertices map[string]VertexResult
+	// Err is a problem with the walk as a whole rather than a vertex: the
+	// *CycleError for a cyclic graph, or the context's error when
+	// cancellation kept vertices from starting. Vertex failures are not
+	// reported here; see Failed.
+	Err error
+}
+
+// WithStatus returns the sorted names of vertices with status s.
+func (r *WalkResult) WithStatus(s Status) []string {
+	names := []string{}
+	for _, n := range sortedKeys(r.Vertices) {
+		if r.Vertices[n].Status == s {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Failed returns the sorted names of vertices with status Failed.
+func (r *WalkResult) Failed() []string { return r.WithStatus(Failed) }
+
+// OK reports whether every vertex succeeded and the walk itself had no
+// error. A walk of an empty graph is OK.
+func (r *WalkResult) OK() bool {
+	if r.Err != nil {
+		return false
+	}
+	for _, v := range r.Vertices {
+		if !v.Status.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// Walk calls fn for every vertex, starting each vertex the moment all of its
+// dependencies have succeeded (not level by level), with at most parallelism
+// calls running at once (parallelism < 1 means 1). Among ready vertices the
+// alphabetically first starts first.
+//
+// The walker owns failure semantics:
+//   - fn returns nil: the vertex Succeeded and may unlock its dependents.
+//   - fn returns an error wrapping ErrHold: the vertex is Held; descendants
+//     are not run and become Waiting, Reason "waiting on <h>" where h is the
+//     nearest held ancestor (ties broken alphabetically).
+//   - fn returns any other error or panics: the vertex Failed; descendants
+//     are not run and become Skipped, Reason "upstream failed: <f>" where f
+//     is the alphabetically first failed ancestor. Skipped beats Waiting.
+//     Unrelated branches keep running to completion.
+//   - ctx is done: running calls finish (fn sees ctx and decides); vertices
+//     not yet started and not already blocked by a failure or hold become
+//     Canceled, Reason "canceled".
+//
+// Walk returns only after every fn call it started has returned, and leaves
+// no goroutines behind. If g has a cycle, fn is never called, every vertex
+// is Skipped with the cycle error text as Reason, and Err is the
+// *CycleError. g must not be mutated during the walk.
+func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.Context, v string) error) *WalkResult {
+	ix := g.snapshot()
+	res := &WalkResult{Vertices: make(map[string]VertexResult, len(ix.names))}
+	order, ok := ix.topoOrder()
+	if !ok {
+		cerr := &CycleError{Cycles: ix.cycles(MaxCycles)}
+		for _, n := range ix.names {
+			res.Vertices[n] = VertexResult{Status: Skipped, Reason: cerr.Error()}
+		}
+		res.Err = cerr
+		return res
+	}
+	w := &walker{
+		ix:     ix,
+		status: make([]Status, len(ix.names)),
+		errs:   make([]error, len(ix.names)),
+	}
+	w.run(ctx, max(parallelism, 1), fn)
+	w.settle(ctx, order, res)
+	return res
+}
+
+// outcome is one finished fn call, sent from its goroutine to the walker.
+type outcome struct {
+	v   int
+	err error
+}
+
+// walker holds the mutable state of one Walk. Only the goroutine running
+// Walk touches it; fn goroutines communicate solely through a channel.
+type walker struct {
+	ix     *indexed
+	status []Status // "" until the vertex has run or been settled
+	errs   []error
+}
+
+// run starts vertices as they become ready and collects their outcomes
+// until nothing is running and nothing more may start.
+func (w *walker) run(ctx context.Context, parallelism int, fn func(context.Context, string) error) {
+	n := len(w.ix.names)
+	// Buffered for every vertex so a finishing goroutine never blocks on
+	// send, whatever the walker is doing: no goroutine can leak.
+	results := make(chan outcome, n)
+	remaining := make([]int, n) // dependencies not yet succeeded
+	ready := &intHeap{}
+	for v := range n {
+		remaining[v] = len(w.ix.pred[v])
+		if remaining[v] == 0 {
+			heap.Push(ready, v)
+		}
+	}
+	running := 0
+	done := ctx.Done()
+	for {
+		for running < parallelism && ready.Len() > 0 && ctx.Err() == nil {
+			v := heap.Pop(ready).(int)
+			running++
+			go func() { results <- outcome{v: v, err: call(ctx, fn, w.ix.names[v])} }()
+		}
+		if running == 0 {
+			return
+		}
+		select {
+		case o := <-results:
+			running--
+			switch {
+			case o.err == nil:
+				w.status[o.v] = Succeeded
+				for _, s := range w.ix.succ[o.v] {
+					remaining[s]--
+					if remaining[s] == 0 {
+						heap.Push(ready, s)
+					}
+				}
+			case errors.Is(o.err, ErrHold):
+				w.status[o.v], w.errs[o.v] = Held, o.err
+			default:
+				// Dependents of a failure never reach remaining == 0, so
+				// they are never started; settle labels them afterwards.
+				w.status[o.v], w.errs[o.v] = Failed, o.err
+			}
+		case <-done:
+			// Wake up to stop starting new vertices; a nil channel keeps
+			// this case from firing again while running calls drain.
+			done = nil
+		}
+	}
+}
+
+// settle labels every vertex that never ran. It works from final statuses
+// in topological order, so the labels do not depend on the timing of the
+// walk, only on which vertices ran and how they ended.
+func (w *walker) settle(ctx context.Context, order []int, res *WalkResult) {
+	n := len(w.ix.names)
+	failedSrc := make([]string, n) // alphabetically first failed ancestor (or self)
+	holdDist := make([]int, n)     // distance to nearest held ancestor (0 = self)
+	holdName := make([]string, n)  // name of that ancestor, "" if none
+	for _, v := range order {
+		name := w.ix.names[v]
+		switch w.status[v] {
+		case Succeeded:
+			res.Vertices[name] = VertexResult{Status: Succeeded}
+			continue
+		case Failed:
+			failedSrc[v] = name
+			res.Vertices[name] = VertexResult{Status: Failed, Err: w.errs[v]}
+			continue
+		case Held:
+			holdName[v] = name
+			res.Vertices[name] = VertexResult{Status: Held, Err: w.errs[v]}
+			continue
+		}
+		for _, p := range w.ix.pred[v] {
+			if f := failedSrc[p]; f != "" && (failedSrc[v] == "" || f < failedSrc[v]) {
+				failedSrc[v] = f
+			}
+			if h := holdName[p]; h != "" {
+				d := holdDist[p] + 1
+				if holdName[v] == "" || d < holdDist[v] || (d == holdDist[v] && h < holdName[v]) {
+					holdName[v], holdDist[v] = h, d
+				}
+			}
+		}
+		switch {
+		case failedSrc[v] != "":
+			w.status[v] = Skipped
+			res.Vertices[name] = VertexResult{Status: Skipped, Reason: "upstream failed: " + failedSrc[v]}
+		case holdName[v] != "":
+			w.status[v] = Waiting
+			res.Vertices[name] = VertexResult{Status: Waiting, Reason: "waiting on " + holdName[v]}
+		default:
+			// Nothing upstream blocked it, so only cancellation can have
+			// kept it from running.
+			w.status[v] = Canceled
+			res.Vertices[name] = VertexResult{Status: Canceled, Err: ctx.Err(), Reason: "canceled"}
+			res.Err = ctx.Err()
+		}
+	}
+}
+
+// call runs fn, turning a panic into an error so one broken vertex fails
+// like any other instead of crashing the whole process.
+func call(ctx context.Context, fn func(context.Context, string) error, v string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("vertex %q panicked: %v", v, r)
+		}
+	}()
+	return fn(ctx, v)
+}
+
+// intHeap is a min-heap of vertex indices; since indices follow name order,
+// the ready vertex popped first is the alphabetically first one.
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,120 @@
+package terraform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoBinary means neither tofu nor terraform could be found.
+var ErrNoBinary = errors.New("no OpenTofu or Terraform binary found: install one, put it on PATH, or pass --tf-binary (in this repository: make tools)")
+
+// Binary is a located OpenTofu or Terraform executable and the CLI config
+// file knit runs it with.
+type Binary struct {
+	Path string
+	// CLIConfig is the TF_CLI_CONFIG_FILE knit sets for the tool, or "" to leave the tool's default.
+	CLIConfig string
+}
+
+// Locate finds the tool: explicit (flag or KNIT_TF_BINARY) first, else tofu,
+// then terraform on PATH. getenv is os.Getenv in production.
+func Locate(explicit string, getenv func(string) string) (Binary, error) {
+	if explicit == "" {
+		explicit = getenv("KNIT_TF_BINARY")
+	}
+	var path string
+	if explicit != "" {
+		p, err := exec.LookPath(explicit)
+		if err != nil {
+			return Binary{}, fmt.Errorf("tf binary %q: %w", explicit, err)
+		}
+		path = p
+	} else {
+		for _, name := range []string{"tofu", "terraform"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
+		}
+		if path == "" {
+			return Binary{}, ErrNoBinary
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		path = abs
+	}
+	return Binary{Path: path, CLIConfig: cliConfig(path, getenv)}, nil
+}
+
+// cliConfig picks the CLI config file: KNIT_TF_CLI_CONFIG, else an existing
+// TF_CLI_CONFIG_FILE, else a tofurc beside the binary's folder (the layout
+// make tools writes: .tools/bin/tofu and .tools/tofurc). A TF_CLI_CONFIG_FILE
+// naming a missing file is dropped, so the tool does not warn on every call.
+func cliConfig(bin string, getenv func(string) string) string {
+	if c := getenv("KNIT_TF_CLI_CONFIG"); c != "" {
+		return c
+	}
+	if c := getenv("TF_CLI_CONFIG_FILE"); c != "" && fileExists(c) {
+		return c
+	}
+	if c := filepath.Join(filepath.Dir(filepath.Dir(bin)), "tofurc"); fileExists(c) {
+		return c
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Env returns the environment the tool runs with: the caller's, minus
+// TF_CLI_CONFIG_FILE, plus knit's own settings.
+func (b Binary) Env(base []string) []string {
+	out := make([]string, 0, len(base)+4)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") || strings.HasPrefix(kv, "TF_IN_AUTOMATION=") || strings.HasPrefix(kv, "TF_INPUT=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "TF_IN_AUTOMATION=1", "TF_INPUT=0")
+	if b.CLIConfig != "" {
+		out = append(out, "TF_CLI_CONFIG_FILE="+b.CLIConfig)
+	}
+	return out
+}
+
+// Version asks the binary for its name and version, e.g. "OpenTofu v1.12.6".
+func (b Binary) Version(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, b.Path, "version", "-json")
+	cmd.Env = b.Env(os.Environ())
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", b.Path, err)
+	}
+	var v struct {
+		Version         string `json:"terraform_version"`
+		OpenTofuVersion string `json:"opentofu_version"`
+		Platform        string `json:"platform"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return "", fmt.Errorf("%s version: unreadable output: %w", b.Path, err)
+	}
+	name := "Terraform"
+	if strings.Contains(filepath.Base(b.Path), "tofu") || v.OpenTofuVersion != "" {
+		name = "OpenTofu"
+	}
+	ver := v.Version
+	if v.OpenTofuVersion != "" {
+		ver = v.OpenTofuVersion
+	}
+	return fmt.Sprintf("%s v%s", name, strings.TrimPrefix(ver, "v")), nil
+}

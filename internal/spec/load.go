@@ -1,0 +1,368 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"knit.dev/knit/internal/diag"
+)
+
+// MaxFileSize bounds what Load reads, so a hostile file cannot exhaust memory.
+const MaxFileSize = 16 << 20
+
+// Load reads, parses and validates the Environment file at path. It returns
+// the environment (nil only when the file cannot be parsed at all) and every
+// problem found; callers refuse to act when diags.HasErrors().
+func Load(path string) (*Environment, diag.Diagnostics) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: path}, Message: err.Error()}}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	return Parse(path, filepath.Dir(abs), data)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read environment file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read environment file: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("environment file is larger than %d MiB", MaxFileSize>>20)
+	}
+	return data, nil
+}
+
+// Parse parses and validates an Environment document. name is what positions
+// call the file; dir is the folder relative paths resolve against.
+func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
+	env, diags := decode(name, data)
+	if env == nil {
+		diags.Sort()
+		return nil, diags
+	}
+	env.Dir = dir
+	if env.Kind != KindEnvironment || env.APIVersion != APIVersionKnit && env.APIVersion != APIVersionCloudKnit {
+		// Another kind of document: checking it as an environment would only add noise.
+		diags.Sort()
+		return env, diags
+	}
+	diags = append(diags, substituteZLocals(env)...)
+	diags = append(diags, validate(env)...)
+	diags.Sort()
+	return env, diags
+}
+
+var yamlLine = regexp.MustCompile(`(?:line|yaml: line) (\d+)`)
+
+// decode turns the bytes into an Environment, collecting every structural problem.
+func decode(name string, data []byte) (*Environment, diag.Diagnostics) {
+	d := &decoder{file: name, pos: map[string]diag.Pos{}}
+	root, extraLine, err := firstDocument(data)
+	if err != nil {
+		pos := diag.Pos{File: name}
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			pos.Line, _ = strconv.Atoi(m[1])
+		}
+		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: pos, Message: "invalid YAML: " + err.Error(),
+			Hint: "check indentation and quoting around this line"}}
+	}
+	env := &Environment{File: name}
+	d.pos[""] = d.at(root)
+	d.mapping(root, "", false, map[string]field{
+		"apiVersion": d.str(&env.APIVersion),
+		"kind":       d.str(&env.Kind),
+		"metadata":   d.metadata(&env.Metadata),
+		"spec":       d.envSpec(&env.Spec),
+		// Kubernetes adds status to objects it returns; a file exported from a cluster may carry it.
+		"status": func(*yaml.Node, string) {},
+	})
+	if root.Kind != yaml.MappingNode {
+		return nil, d.diags
+	}
+	env.pos = d.pos
+	d.checkHeader(root, env)
+	if extraLine > 0 {
+		d.errorf(&yaml.Node{Line: extraLine, Column: 1}, "", "put each environment in its own file",
+			"a second YAML document: an environment file holds exactly one")
+	}
+	return env, d.diags
+}
+
+// firstDocument parses data and returns the first non-empty document's root,
+// and the line of a second document if there is one: one file holds one environment.
+func firstDocument(data []byte) (root *yaml.Node, extraLine int, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if root != nil {
+				return root, 0, nil // the later document is reported as extra, not parsed
+			}
+			return nil, 0, err
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		if root != nil {
+			return root, doc.Content[0].Line, nil
+		}
+		root = doc.Content[0]
+	}
+	if root == nil {
+		return nil, 0, errors.New("the file is empty")
+	}
+	return root, 0, nil
+}
+
+func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
+	at := func(path string) *yaml.Node {
+		if p, ok := d.pos[path]; ok {
+			return &yaml.Node{Line: p.Line, Column: p.Col}
+		}
+		return &yaml.Node{Line: root.Line, Column: root.Column}
+	}
+	switch env.APIVersion {
+	case APIVersionCloudKnit, APIVersionKnit:
+	case "":
+		d.errorf(at(""), "apiVersion", "add apiVersion: knit.dev/v1 (or stable.cloudknit.io/v1)", "missing required field")
+	default:
+		d.errorf(at("apiVersion"), "apiVersion", "use knit.dev/v1 or stable.cloudknit.io/v1",
+			"unsupported apiVersion %q", env.APIVersion)
+	}
+	switch env.Kind {
+	case KindEnvironment:
+	case "":
+		d.errorf(at(""), "kind", "add kind: Environment", "missing required field")
+	default:
+		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",
+			"unsupported kind %q", env.Kind)
+	}
+}
+
+func (d *decoder) metadata(m *Metadata) field {
+	return func(v *yaml.Node, path string) {
+		d.mapping(v, path, true, map[string]field{
+			"name":        d.str(&m.Name),
+			"namespace":   d.str(&m.Namespace),
+			"labels":      d.strMap(&m.Labels),
+			"annotations": d.strMap(&m.Annotations),
+		})
+	}
+}
+
+func (d *decoder) envSpec(s *EnvSpec) field {
+	return func(v *yaml.Node, path string) {
+		d.mapping(v, path, false, map[string]field{
+			"teamName":    d.str(&s.TeamName),
+			"envName":     d.str(&s.EnvName),
+			"description": d.str(&s.Description),
+			"autoApprove": d.boolean(&s.AutoApprove),
+			"teardown":    d.boolean(&s.Teardown),
+			"workspace":   d.str(&s.Workspace),
+			"zlocals": func(v *yaml.Node, path string) {
+				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+					var l LocalVariable
+					d.mapping(item, p, false, map[string]field{
+						"name": d.str(&l.Name), "value": d.str(&l.Value), "type": d.str(&l.Type),
+					})
+					s.ZLocals = append(s.ZLocals, l)
+				})
+			},
+			"selectiveReconcile": func(v *yaml.Node, path string) {
+				s.SelectiveReconcile = &SelectiveReconcile{}
+				sr := s.SelectiveReconcile
+				d.mapping(v, path, false, map[string]field{
+					"tagName": d.str(&sr.TagName), "tagValues": d.strList(&sr.TagValues), "skipMode": d.boolean(&sr.SkipMode),
+				})
+			},
+			"components": func(v *yaml.Node, path string) {
+				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+					c := &Component{}
+					d.component(c)(item, p)
+					s.Components = append(s.Components, c)
+				})
+			},
+		})
+	}
+}
+
+func (d *decoder) component(c *Component) field {
+	return func(v *yaml.Node, path string) {
+		d.mapping(v, path, false, map[string]field{
+			"name":              d.str(&c.Name),
+			"type":              d.str(&c.Type),
+			"subtype":           d.str(&c.Subtype),
+			"module":            d.module(&c.Module),
+			"chart":             d.chart(&c.Chart),
+			"manifests":         d.manifests(&c.Manifests),
+			"script":            d.script(&c.Script),
+			"dependsOn":         d.strList(&c.DependsOn),
+			"tags":              d.tags(&c.Tags),
+			"cronSchedule":      d.str(&c.CronSchedule),
+			"aws":               d.aws(&c.AWS),
+			"autoApprove":       d.optBool(&c.AutoApprove),
+			"destroy":           d.boolean(&c.Destroy),
+			"destroyProtection": d.boolean(&c.DestroyProtection),
+			"variablesFile":     d.variablesFile(&c.VariablesFile),
+			"overlayFiles":      d.overlayFiles(&c.OverlayFiles),
+			"overlayData":       d.overlayData(&c.OverlayData),
+			"variables":         d.variables(&c.Variables),
+			"secrets":           d.secrets(&c.Secrets),
+			"outputs":           d.outputs(&c.Outputs),
+		})
+	}
+}
+
+func (d *decoder) module(dst **Module) field {
+	return func(v *yaml.Node, path string) {
+		m := &Module{}
+		*dst = m
+		d.mapping(v, path, false, map[string]field{
+			"source": d.str(&m.Source), "name": d.str(&m.Name), "path": d.str(&m.Path), "version": d.str(&m.Version),
+		})
+	}
+}
+
+func (d *decoder) chart(dst **Chart) field {
+	return func(v *yaml.Node, path string) {
+		c := &Chart{}
+		*dst = c
+		d.mapping(v, path, false, map[string]field{
+			"path": d.str(&c.Path), "repo": d.str(&c.Repo), "name": d.str(&c.Name),
+			"version": d.str(&c.Version), "namespace": d.str(&c.Namespace),
+			"values": func(v *yaml.Node, p string) {
+				if m, ok := d.value(v, p, 0).(map[string]any); ok {
+					c.Values = m
+				} else if resolve(v) != nil && resolve(v).Tag != "!!null" {
+					d.errorf(v, p, "", "expected a mapping of chart values, found %s", kindName(resolve(v)))
+				}
+			},
+		})
+	}
+}
+
+func (d *decoder) manifests(dst **Manifests) field {
+	return func(v *yaml.Node, path string) {
+		m := &Manifests{}
+		*dst = m
+		d.mapping(v, path, false, map[string]field{"path": d.str(&m.Path), "namespace": d.str(&m.Namespace)})
+	}
+}
+
+func (d *decoder) script(dst **Script) field {
+	return func(v *yaml.Node, path string) {
+		s := &Script{}
+		*dst = s
+		d.mapping(v, path, false, map[string]field{"apply": d.str(&s.Apply), "destroy": d.str(&s.Destroy), "plan": d.str(&s.Plan)})
+	}
+}
+
+func (d *decoder) tags(dst *[]Tag) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var t Tag
+			d.mapping(item, p, false, map[string]field{"name": d.str(&t.Name), "value": d.str(&t.Value)})
+			*dst = append(*dst, t)
+		})
+	}
+}
+
+func (d *decoder) aws(dst **AWS) field {
+	return func(v *yaml.Node, path string) {
+		a := &AWS{}
+		*dst = a
+		d.mapping(v, path, false, map[string]field{
+			"region": d.str(&a.Region),
+			"assumeRole": func(v *yaml.Node, p string) {
+				r := &AssumeRole{}
+				a.AssumeRole = r
+				d.mapping(v, p, false, map[string]field{
+					"roleArn": d.str(&r.RoleARN), "sessionName": d.str(&r.SessionName), "externalId": d.str(&r.ExternalID),
+				})
+			},
+		})
+	}
+}
+
+func (d *decoder) variablesFile(dst **VariablesFile) field {
+	return func(v *yaml.Node, path string) {
+		f := &VariablesFile{}
+		*dst = f
+		d.mapping(v, path, false, map[string]field{"source": d.str(&f.Source), "path": d.str(&f.Path), "ref": d.str(&f.Ref)})
+	}
+}
+
+func (d *decoder) overlayFiles(dst *[]OverlayFile) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var o OverlayFile
+			d.mapping(item, p, false, map[string]field{"source": d.str(&o.Source), "ref": d.str(&o.Ref), "paths": d.strList(&o.Paths)})
+			*dst = append(*dst, o)
+		})
+	}
+}
+
+func (d *decoder) overlayData(dst *[]OverlayData) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var o OverlayData
+			d.mapping(item, p, false, map[string]field{"name": d.str(&o.Name), "data": d.str(&o.Data)})
+			*dst = append(*dst, o)
+		})
+	}
+}
+
+func (d *decoder) variables(dst *[]Variable) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var vr Variable
+			d.mapping(item, p, false, map[string]field{
+				"name":      d.str(&vr.Name),
+				"value":     func(v *yaml.Node, vp string) { vr.Value = d.value(v, vp, 0) },
+				"valueFrom": d.str(&vr.ValueFrom),
+			})
+			*dst = append(*dst, vr)
+		})
+	}
+}
+
+func (d *decoder) secrets(dst *[]Secret) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var s Secret
+			d.mapping(item, p, false, map[string]field{"name": d.str(&s.Name), "scope": d.str(&s.Scope), "key": d.str(&s.Key)})
+			*dst = append(*dst, s)
+		})
+	}
+}
+
+func (d *decoder) outputs(dst *[]Output) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var o Output
+			d.mapping(item, p, false, map[string]field{"name": d.str(&o.Name), "sensitive": d.boolean(&o.Sensitive)})
+			*dst = append(*dst, o)
+		})
+	}
+}

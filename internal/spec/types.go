@@ -1,0 +1,242 @@
+package spec
+
+import "knit.dev/knit/internal/diag"
+
+// API versions knit reads. Both share one shape; knit's adds component types
+// and blocks that CloudKnit never had.
+const (
+	APIVersionCloudKnit = "stable.cloudknit.io/v1"
+	APIVersionKnit      = "knit.dev/v1"
+	KindEnvironment     = "Environment"
+)
+
+// Component types.
+const (
+	TypeTerraform = "terraform"
+	TypeHelm      = "helm"
+	TypeManifests = "manifests"
+	TypeScript    = "script"
+)
+
+// Environment is one parsed Environment file. Every field CloudKnit defines is
+// kept, whether or not knit acts on it yet.
+type Environment struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	Spec       EnvSpec  `json:"spec"`
+
+	// File is the path the environment was read from; Dir the folder every
+	// relative path in it resolves against.
+	File string `json:"-"`
+	Dir  string `json:"-"`
+
+	pos map[string]diag.Pos
+}
+
+// Metadata is Kubernetes-style object metadata; unknown fields are allowed here.
+type Metadata struct {
+	Name        string            `json:"name,omitempty"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// EnvSpec is the body of an Environment.
+type EnvSpec struct {
+	TeamName           string              `json:"teamName"`
+	EnvName            string              `json:"envName"`
+	Description        string              `json:"description,omitempty"`
+	AutoApprove        bool                `json:"autoApprove,omitempty"`
+	Teardown           bool                `json:"teardown,omitempty"`
+	Workspace          string              `json:"workspace,omitempty"`
+	ZLocals            []LocalVariable     `json:"zlocals,omitempty"`
+	SelectiveReconcile *SelectiveReconcile `json:"selectiveReconcile,omitempty"`
+	Components         []*Component        `json:"components"`
+}
+
+// LocalVariable is a zlocal: a value substituted for ${zlocals.NAME} in strings.
+type LocalVariable struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Type  string `json:"type,omitempty"`
+}
+
+// SelectiveReconcile limits a run to components tagged TagName=one of TagValues
+// (or, with SkipMode, to all the others).
+type SelectiveReconcile struct {
+	TagName   string   `json:"tagName"`
+	TagValues []string `json:"tagValues"`
+	SkipMode  bool     `json:"skipMode,omitempty"`
+}
+
+// Component is one unit provisioned together.
+type Component struct {
+	Name              string         `json:"name"`
+	Type              string         `json:"type"`
+	Subtype           string         `json:"subtype,omitempty"`
+	Module            *Module        `json:"module,omitempty"`
+	Chart             *Chart         `json:"chart,omitempty"`
+	Manifests         *Manifests     `json:"manifests,omitempty"`
+	Script            *Script        `json:"script,omitempty"`
+	DependsOn         []string       `json:"dependsOn,omitempty"`
+	Tags              []Tag          `json:"tags,omitempty"`
+	CronSchedule      string         `json:"cronSchedule,omitempty"`
+	AWS               *AWS           `json:"aws,omitempty"`
+	AutoApprove       *bool          `json:"autoApprove,omitempty"`
+	Destroy           bool           `json:"destroy,omitempty"`
+	DestroyProtection bool           `json:"destroyProtection,omitempty"`
+	VariablesFile     *VariablesFile `json:"variablesFile,omitempty"`
+	OverlayFiles      []OverlayFile  `json:"overlayFiles,omitempty"`
+	OverlayData       []OverlayData  `json:"overlayData,omitempty"`
+	Variables         []Variable     `json:"variables,omitempty"`
+	Secrets           []Secret       `json:"secrets,omitempty"`
+	Outputs           []Output       `json:"outputs,omitempty"`
+}
+
+// Module says where a Terraform/OpenTofu module comes from.
+type Module struct {
+	Source  string `json:"source"`
+	Name    string `json:"name,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// Chart is a Helm chart (knit.dev/v1 only).
+type Chart struct {
+	Path      string         `json:"path,omitempty"`
+	Repo      string         `json:"repo,omitempty"`
+	Name      string         `json:"name,omitempty"`
+	Version   string         `json:"version,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
+	Values    map[string]any `json:"values,omitempty"`
+}
+
+// Manifests is a folder or file of Kubernetes manifests (knit.dev/v1 only).
+type Manifests struct {
+	Path      string `json:"path"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Script is a component run by user commands (knit.dev/v1 only). Apply prints
+// the component's outputs as a JSON object on stdout.
+type Script struct {
+	Apply   string `json:"apply"`
+	Destroy string `json:"destroy,omitempty"`
+	Plan    string `json:"plan,omitempty"`
+}
+
+// Tag labels a component for selectiveReconcile.
+type Tag struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// AWS is CloudKnit's provider block; kept, not acted on.
+type AWS struct {
+	Region     string      `json:"region,omitempty"`
+	AssumeRole *AssumeRole `json:"assumeRole,omitempty"`
+}
+
+// AssumeRole is CloudKnit's AWS role to assume.
+type AssumeRole struct {
+	RoleARN     string `json:"roleArn"`
+	SessionName string `json:"sessionName,omitempty"`
+	ExternalID  string `json:"externalId,omitempty"`
+}
+
+// VariablesFile is a .tfvars file, local (no Source) or from a git repository at Ref.
+type VariablesFile struct {
+	Source string `json:"source,omitempty"`
+	Path   string `json:"path"`
+	Ref    string `json:"ref,omitempty"`
+}
+
+// OverlayFile adds files to the module's folder, local (no Source) or from git.
+type OverlayFile struct {
+	Source string   `json:"source,omitempty"`
+	Ref    string   `json:"ref,omitempty"`
+	Paths  []string `json:"paths"`
+}
+
+// OverlayData adds a file with inline content to the module's folder.
+type OverlayData struct {
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// Variable is one module input: a literal Value (any YAML value; lists and
+// maps stay typed) or ValueFrom another component's output.
+type Variable struct {
+	Name      string `json:"name"`
+	Value     any    `json:"value,omitempty"`
+	ValueFrom string `json:"valueFrom,omitempty"`
+}
+
+// Secret names a secret to inject; kept, not yet acted on.
+type Secret struct {
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	Key   string `json:"key"`
+}
+
+// Output declares an output other components may reference.
+type Output struct {
+	Name      string `json:"name"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// ID returns the environment's identity, team/env.
+func (e *Environment) ID() string { return e.Spec.TeamName + "/" + e.Spec.EnvName }
+
+// Component returns the named component, or nil.
+func (e *Environment) Component(name string) *Component {
+	for _, c := range e.Spec.Components {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Pos returns where the field at path (e.g. "spec.components[1].dependsOn[0]")
+// was written; the file alone when unknown.
+func (e *Environment) Pos(path string) diag.Pos {
+	if p, ok := e.pos[path]; ok {
+		return p
+	}
+	return diag.Pos{File: e.File}
+}
+
+// EffectiveAutoApprove is the component's autoApprove, else the environment's.
+func (e *Environment) EffectiveAutoApprove(c *Component) bool {
+	if c.AutoApprove != nil {
+		return *c.AutoApprove
+	}
+	return e.Spec.AutoApprove
+}
+
+// Output returns the declared output by name, or nil.
+func (c *Component) Output(name string) *Output {
+	for i := range c.Outputs {
+		if c.Outputs[i].Name == name {
+			return &c.Outputs[i]
+		}
+	}
+	return nil
+}
+
+// HasTag reports whether the component carries tag name with one of values.
+func (c *Component) HasTag(name string, values []string) bool {
+	for _, t := range c.Tags {
+		if t.Name != name {
+			continue
+		}
+		for _, v := range values {
+			if t.Value == v {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,455 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/diag"
+)
+
+// errAt builds an error at the field path+"."+sub; the position is the
+// nearest ancestor field that was written (a missing field has no position).
+func errAt(env *Environment, path, sub, msg, hint string) diag.Diagnostic {
+	field := path
+	if sub != "" {
+		field = join(path, sub)
+	}
+	return diag.Diagnostic{Severity: diag.Error, Pos: env.nearestPos(field), Field: field, Message: msg, Hint: hint}
+}
+
+func warnAt(env *Environment, path, msg, hint string) diag.Diagnostic {
+	d := errAt(env, path, "", msg, hint)
+	d.Severity = diag.Warning
+	return d
+}
+
+func (e *Environment) nearestPos(path string) diag.Pos {
+	for p := path; p != ""; p = parentPath(p) {
+		if pos, ok := e.pos[p]; ok {
+			return pos
+		}
+	}
+	if pos, ok := e.pos[""]; ok {
+		return pos
+	}
+	return diag.Pos{File: e.File}
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// validator accumulates every problem of one environment.
+type validator struct {
+	env   *Environment
+	diags diag.Diagnostics
+	names map[string]int // component name → index
+}
+
+func (v *validator) err(path, sub, msg, hint string) {
+	v.diags = append(v.diags, errAt(v.env, path, sub, msg, hint))
+}
+
+func (v *validator) warn(path, msg, hint string) {
+	v.diags = append(v.diags, warnAt(v.env, path, msg, hint))
+}
+
+func validate(env *Environment) diag.Diagnostics {
+	v := &validator{env: env, names: map[string]int{}}
+	v.header()
+	v.componentNames()
+	for i, c := range env.Spec.Components {
+		v.component(fmt.Sprintf("spec.components[%d]", i), c)
+	}
+	v.cycles()
+	return v.diags
+}
+
+func (v *validator) header() {
+	s := &v.env.Spec
+	for _, f := range []struct{ name, value string }{{"teamName", s.TeamName}, {"envName", s.EnvName}} {
+		switch {
+		case f.value == "":
+			v.err("spec", f.name, "missing required field", "")
+		default:
+			if why := checkName(f.value); why != "" {
+				v.err("spec."+f.name, "", why, nameHint)
+			}
+		}
+	}
+	if len(s.Components) == 0 {
+		v.err("spec", "components", "an environment needs at least one component", "")
+	}
+	if sr := s.SelectiveReconcile; sr != nil {
+		if sr.TagName == "" {
+			v.err("spec.selectiveReconcile", "tagName", "missing required field", "")
+		}
+		if len(sr.TagValues) == 0 {
+			v.err("spec.selectiveReconcile", "tagValues", "missing required field", "list the tag values to reconcile")
+		}
+	}
+	if s.Workspace != "" {
+		v.warn("spec.workspace", "not yet supported: knit keeps the field but does not act on it", "")
+	}
+}
+
+func (v *validator) componentNames() {
+	for i, c := range v.env.Spec.Components {
+		p := fmt.Sprintf("spec.components[%d]", i)
+		if c.Name == "" {
+			v.err(p, "name", "missing required field", "")
+			continue
+		}
+		if why := checkName(c.Name); why != "" {
+			v.err(p+".name", "", why, nameHint)
+		}
+		if first, dup := v.names[c.Name]; dup {
+			v.err(p+".name", "", fmt.Sprintf("component %q is declared twice", c.Name),
+				fmt.Sprintf("the first is spec.components[%d] (line %d)", first, v.env.nearestPos(fmt.Sprintf("spec.components[%d]", first)).Line))
+			continue
+		}
+		v.names[c.Name] = i
+	}
+}
+
+func (v *validator) componentList() []string {
+	out := make([]string, 0, len(v.names))
+	for n := range v.names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var typesByAPI = map[string][]string{
+	APIVersionCloudKnit: {TypeTerraform},
+	APIVersionKnit:      {TypeTerraform, TypeHelm, TypeManifests, TypeScript},
+}
+
+func (v *validator) component(p string, c *Component) {
+	v.componentType(p, c)
+	if c.Destroy && v.env.Spec.Teardown {
+		v.err(p+".destroy", "", "destroy: true conflicts with spec.teardown: true",
+			"teardown destroys every component already; remove destroy from this component")
+	}
+	seen := map[string]bool{}
+	for i, dep := range c.DependsOn {
+		dp := fmt.Sprintf("%s.dependsOn[%d]", p, i)
+		switch {
+		case dep == c.Name:
+			v.err(dp, "", fmt.Sprintf("component %q depends on itself", c.Name), "remove it from dependsOn")
+		case !v.known(dep):
+			v.err(dp, "", fmt.Sprintf("component %q does not exist", dep), suggest(dep, v.componentList()))
+		case seen[dep]:
+			v.warn(dp, fmt.Sprintf("%q is listed twice in dependsOn", dep), "")
+		}
+		seen[dep] = true
+	}
+	v.variables(p, c)
+	v.outputs(p, c)
+	v.files(p, c)
+	v.notYetSupported(p, c)
+}
+
+func (v *validator) known(name string) bool { _, ok := v.names[name]; return ok }
+
+func (v *validator) componentType(p string, c *Component) {
+	allowed := typesByAPI[v.env.APIVersion]
+	if allowed == nil {
+		allowed = typesByAPI[APIVersionKnit]
+	}
+	switch {
+	case c.Type == "":
+		v.err(p, "type", "missing required field", "one of: "+strings.Join(allowed, ", "))
+	case !contains(allowed, c.Type):
+		hint := "one of: " + strings.Join(allowed, ", ")
+		if contains(typesByAPI[APIVersionKnit], c.Type) {
+			hint = fmt.Sprintf("type %s needs apiVersion: %s", c.Type, APIVersionKnit)
+		}
+		v.err(p+".type", "", fmt.Sprintf("unsupported component type %q", c.Type), hint)
+		return // which block it needs depends on a type it does not have
+	}
+	// Each type takes exactly its own block.
+	blocks := []struct {
+		typ, name string
+		set       bool
+	}{
+		{TypeTerraform, "module", c.Module != nil},
+		{TypeHelm, "chart", c.Chart != nil},
+		{TypeManifests, "manifests", c.Manifests != nil},
+		{TypeScript, "script", c.Script != nil},
+	}
+	for _, b := range blocks {
+		switch {
+		case b.typ == c.Type && !b.set:
+			v.err(p, b.name, "missing required field", fmt.Sprintf("a %s component needs a %s block", c.Type, b.name))
+		case b.typ != c.Type && b.set && c.Type != "":
+			v.err(p+"."+b.name, "", fmt.Sprintf("%s is only for type %s components", b.name, b.typ), "")
+		}
+	}
+	switch {
+	case c.Type == TypeTerraform && c.Module != nil:
+		v.module(p+".module", c.Module)
+	case c.Type == TypeHelm && c.Chart != nil:
+		if c.Chart.Path == "" && (c.Chart.Repo == "" || c.Chart.Name == "") {
+			v.err(p+".chart", "path", "missing required field", "set chart.path to a local chart, or chart.repo and chart.name")
+		}
+		v.localPath(p+".chart.path", c.Chart.Path)
+	case c.Type == TypeManifests && c.Manifests != nil:
+		if c.Manifests.Path == "" {
+			v.err(p+".manifests", "path", "missing required field", "")
+		}
+		v.localPath(p+".manifests.path", c.Manifests.Path)
+	case c.Type == TypeScript && c.Script != nil:
+		if c.Script.Apply == "" {
+			v.err(p+".script", "apply", "missing required field", "the command that creates or updates the component")
+		}
+	}
+}
+
+func (v *validator) module(p string, m *Module) {
+	if m.Source == "" {
+		v.err(p, "source", "missing required field", "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
+		return
+	}
+	if strings.Contains(m.Path, "..") {
+		v.err(p+".path", "", fmt.Sprintf("path %q must stay inside the module's source", m.Path), "")
+	}
+	src, err := v.env.ModuleSource(m)
+	switch {
+	case err != nil && m.Source == "aws" && m.Name == "":
+		v.err(p, "name", err.Error(), "")
+	case err != nil:
+		v.err(p+".source", "", err.Error(), "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
+	case src.Kind == SourceLocal:
+		if st, err := os.Stat(src.Path); err != nil || !st.IsDir() {
+			v.err(p+".source", "", fmt.Sprintf("module folder %q does not exist", m.Source), "paths are relative to the environment file's folder")
+		}
+	}
+}
+
+// localPath checks a path that is read from the environment's folder: it
+// must stay inside that folder and exist.
+func (v *validator) localPath(p, path string) {
+	if path == "" {
+		return
+	}
+	full, err := v.env.LocalPath(path)
+	if err != nil {
+		v.err(p, "", err.Error(), "keep files inside the environment's folder, or use a git source")
+		return
+	}
+	if _, err := os.Stat(full); err != nil {
+		v.err(p, "", fmt.Sprintf("%q does not exist", path), "paths are relative to the environment file's folder")
+	}
+}
+
+func (v *validator) files(p string, c *Component) {
+	if vf := c.VariablesFile; vf != nil {
+		if vf.Path == "" {
+			v.err(p+".variablesFile", "path", "missing required field", "")
+		} else if vf.Source == "" {
+			v.localPath(p+".variablesFile.path", vf.Path)
+		} else if strings.Contains(vf.Path, "..") {
+			v.err(p+".variablesFile.path", "", "path must stay inside the repository", "")
+		}
+	}
+	for i, o := range c.OverlayFiles {
+		op := fmt.Sprintf("%s.overlayFiles[%d]", p, i)
+		if len(o.Paths) == 0 {
+			v.err(op, "paths", "missing required field", "list the files or folders to add to the module")
+		}
+		for j, path := range o.Paths {
+			if o.Source == "" {
+				v.localPath(fmt.Sprintf("%s.paths[%d]", op, j), path)
+			}
+		}
+	}
+	for i, o := range c.OverlayData {
+		op := fmt.Sprintf("%s.overlayData[%d]", p, i)
+		switch {
+		case o.Name == "":
+			v.err(op, "name", "missing required field", "")
+		case strings.ContainsAny(o.Name, `/\`) || o.Name == "." || o.Name == "..":
+			v.err(op+".name", "", fmt.Sprintf("%q must be a plain file name", o.Name), "")
+		}
+	}
+}
+
+var valueFromRe = regexp.MustCompile(`^([a-z]([-a-z0-9]*[a-z0-9])?)\.([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$`)
+
+// ValueRef is a parsed valueFrom: Component.Output, or Component.Output[Index].
+type ValueRef struct {
+	Component string
+	Output    string
+	Index     *int
+}
+
+// ParseValueFrom parses "component.output" or "component.output[N]".
+func ParseValueFrom(s string) (ValueRef, bool) {
+	m := valueFromRe.FindStringSubmatch(s)
+	if m == nil {
+		return ValueRef{}, false
+	}
+	r := ValueRef{Component: m[1], Output: m[3]}
+	if m[5] != "" {
+		n, err := strconv.Atoi(m[5])
+		if err != nil {
+			return ValueRef{}, false
+		}
+		r.Index = &n
+	}
+	return r, true
+}
+
+func (v *validator) variables(p string, c *Component) {
+	seen := map[string]bool{}
+	for i, vr := range c.Variables {
+		vp := fmt.Sprintf("%s.variables[%d]", p, i)
+		if vr.Name == "" {
+			v.err(vp, "name", "missing required field", "")
+		} else if seen[vr.Name] {
+			v.err(vp+".name", "", fmt.Sprintf("variable %q is set twice", vr.Name), "remove one of them")
+		}
+		seen[vr.Name] = true
+		if vr.ValueFrom == "" {
+			continue
+		}
+		if vr.Value != nil {
+			v.err(vp, "", "set value or valueFrom, not both", "")
+		}
+		fp := vp + ".valueFrom"
+		ref, ok := ParseValueFrom(vr.ValueFrom)
+		if !ok {
+			v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", vr.ValueFrom),
+				"e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]")
+			continue
+		}
+		switch producer := v.env.Component(ref.Component); {
+		case ref.Component == c.Name:
+			v.err(fp, "", fmt.Sprintf("component %q cannot take a value from itself", c.Name), "")
+		case producer == nil:
+			v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
+		case producer.Output(ref.Output) == nil:
+			v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
+				hintOutputs(producer, ref.Output))
+		}
+	}
+}
+
+func hintOutputs(producer *Component, name string) string {
+	var names []string
+	for _, o := range producer.Outputs {
+		names = append(names, o.Name)
+	}
+	if s := suggest(name, names); s != "" {
+		return s
+	}
+	return fmt.Sprintf("add {name: %s} to the outputs of %q", name, producer.Name)
+}
+
+func (v *validator) outputs(p string, c *Component) {
+	seen := map[string]bool{}
+	for i, o := range c.Outputs {
+		op := fmt.Sprintf("%s.outputs[%d]", p, i)
+		switch {
+		case o.Name == "":
+			v.err(op, "name", "missing required field", "")
+		case seen[o.Name]:
+			v.err(op+".name", "", fmt.Sprintf("output %q is declared twice", o.Name), "")
+		}
+		seen[o.Name] = true
+	}
+}
+
+func (v *validator) notYetSupported(p string, c *Component) {
+	const hint = "knit keeps this field but does not act on it yet"
+	if len(c.Secrets) > 0 {
+		v.warn(p+".secrets", "not yet supported: secrets", hint)
+	}
+	if c.AWS != nil {
+		v.warn(p+".aws", "not yet supported: aws", hint)
+	}
+	if c.CronSchedule != "" {
+		v.warn(p+".cronSchedule", "not yet supported: cronSchedule", hint)
+	}
+	if c.Subtype != "" {
+		v.warn(p+".subtype", "not yet supported: subtype", hint)
+	}
+	if (c.Type == TypeHelm || c.Type == TypeManifests) && v.env.APIVersion == APIVersionKnit {
+		v.warn(p+".type", fmt.Sprintf("not yet supported: component type %s cannot be applied yet", c.Type), "validate and graph work; apply refuses it")
+	}
+	if c.Module != nil && c.Module.Source != "" {
+		if src, err := v.env.ModuleSource(c.Module); err == nil && src.Kind == SourceRegistry {
+			v.warn(p+".module.source", "not yet supported: registry module sources", "use a git URL or a local path")
+		}
+	}
+}
+
+// cycles reports every dependency cycle, positioned at its first component.
+func (v *validator) cycles() {
+	g := v.env.Graph()
+	for _, cyc := range g.Cycles() {
+		path := append(append([]string{}, cyc...), cyc[0])
+		p := fmt.Sprintf("spec.components[%d].dependsOn", v.names[cyc[0]])
+		v.err(p, "", "cycle: "+strings.Join(path, " → "), "break the cycle by removing one dependsOn or valueFrom")
+	}
+}
+
+// Graph returns the dependency graph: an edge from each dependsOn target and
+// each valueFrom producer to the component that needs it. Names that do not
+// exist are left out (validation reports them).
+func (e *Environment) Graph() *dag.Graph {
+	g := dag.New()
+	for _, c := range e.Spec.Components {
+		if c.Name != "" {
+			g.Add(c.Name)
+		}
+	}
+	for _, c := range e.Spec.Components {
+		for _, dep := range e.Dependencies(c) {
+			if g.Has(dep) && c.Name != "" && dep != c.Name { // a self-dependency is reported on its own
+				g.Connect(dep, c.Name)
+			}
+		}
+	}
+	return g
+}
+
+// Dependencies returns a component's direct dependencies: dependsOn plus
+// every valueFrom producer, deduplicated and sorted.
+func (e *Environment) Dependencies(c *Component) []string {
+	set := map[string]bool{}
+	for _, d := range c.DependsOn {
+		set[d] = true
+	}
+	for _, vr := range c.Variables {
+		if ref, ok := ParseValueFrom(vr.ValueFrom); ok {
+			set[ref.Component] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
