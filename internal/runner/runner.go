@@ -1,0 +1,103 @@
+// Package runner defines how the engine drives a tool for one component.
+// Nothing but the engine calls runners; one package per tool implements Runner.
+package runner
+
+import (
+	"context"
+	"io"
+
+	"knit.dev/knit/internal/spec"
+)
+
+// Component is everything a runner needs to act on one component.
+type Component struct {
+	// Env is the environment's ID (team/env); Spec is the whole environment,
+	// for resolving relative paths; Def is this component's definition.
+	Env  string
+	Spec *spec.Environment
+	Def  *spec.Component
+	// WorkDir is this component's own folder under the data dir; it persists
+	// between runs (state, .terraform, lock file live there).
+	WorkDir string
+	// Log receives the tool's combined output. Never nil.
+	Log io.Writer
+}
+
+// Inputs are the component's resolved variables: literal values and values
+// taken from other components' outputs, typed (numbers, lists and maps stay so).
+type Inputs map[string]any
+
+// Output is one output value.
+type Output struct {
+	Value     any  `json:"value"`
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Outputs maps output names to values.
+type Outputs map[string]Output
+
+// PlanOptions changes what Plan computes.
+type PlanOptions struct {
+	// Destroy plans the destruction of everything the component manages.
+	Destroy bool
+	// RefreshOnly plans only the adoption of out-of-band changes (drift).
+	RefreshOnly bool
+}
+
+// Action is what a plan does to one resource.
+type Action string
+
+// Resource actions.
+const (
+	ActionCreate  Action = "create"
+	ActionUpdate  Action = "update"
+	ActionDelete  Action = "delete"
+	ActionReplace Action = "replace"
+	ActionRead    Action = "read"
+)
+
+// ResourceChange is one resource a plan touches.
+type ResourceChange struct {
+	Address string `json:"address"`
+	Action  Action `json:"action"`
+	// Attributes names the attributes that differ, where the tool says.
+	Attributes []string `json:"attributes,omitempty"`
+}
+
+// Plan is what applying would change. An approval is of one exact Plan:
+// File (the tool's saved plan) is applied byte for byte.
+type Plan struct {
+	Add       int              `json:"add"`
+	Change    int              `json:"change"`
+	Destroy   int              `json:"destroy"`
+	Resources []ResourceChange `json:"resources,omitempty"`
+	// OutputChanges names outputs whose value would change.
+	OutputChanges []string `json:"outputChanges,omitempty"`
+	// File is the saved plan file in the work dir; Checksum its SHA-256.
+	File     string `json:"file,omitempty"`
+	Checksum string `json:"checksum,omitempty"`
+	// Destroying is true for a destroy plan.
+	Destroying bool `json:"destroying,omitempty"`
+}
+
+// HasChanges reports whether applying the plan would change any resource or output.
+func (p *Plan) HasChanges() bool {
+	return p != nil && (p.Add+p.Change+p.Destroy > 0 || len(p.OutputChanges) > 0)
+}
+
+// Runner drives one tool. Implementations must be safe for concurrent use on
+// different components; the engine never runs two operations on one component at once.
+type Runner interface {
+	// Fingerprint hashes what decides the component's result apart from the
+	// real world: module content, inputs, tool version. It never runs the tool
+	// against state and must be cheap.
+	Fingerprint(ctx context.Context, c Component, in Inputs) (string, error)
+	// Plan computes what Apply would do and saves it; it never changes anything.
+	Plan(ctx context.Context, c Component, in Inputs, opts PlanOptions) (*Plan, error)
+	// Apply applies exactly p and returns the component's outputs.
+	Apply(ctx context.Context, c Component, p *Plan) (Outputs, error)
+	// Destroy destroys everything the component manages.
+	Destroy(ctx context.Context, c Component, in Inputs) error
+	// Outputs reads the component's current outputs from its state.
+	Outputs(ctx context.Context, c Component) (Outputs, error)
+}
