@@ -104,6 +104,13 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 	root.AddCommand(
 		newValidateCmd(d),
 		newGraphCmd(d),
+		newPlanCmd(d),
+		newApplyCmd(d),
+		newTeardownCmd(d),
+		newStatusCmd(d),
+		newOutputCmd(d),
+		newHistoryCmd(d),
+		newLogsCmd(d),
 		newVersionCmd(d),
 	)
 	return root

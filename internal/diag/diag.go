@@ -97,7 +97,7 @@ func (ds Diagnostics) filter(s Severity) Diagnostics {
 	return out
 }
 
-// Sort orders diagnostics by file, line, column, then message, so output is stable.
+// Sort orders diagnostics by file, line, column, field, then message, so output is stable.
 func (ds Diagnostics) Sort() {
 	sort.SliceStable(ds, func(i, j int) bool {
 		a, b := ds[i], ds[j]
@@ -109,6 +109,9 @@ func (ds Diagnostics) Sort() {
 		}
 		if a.Pos.Col != b.Pos.Col {
 			return a.Pos.Col < b.Pos.Col
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
 		}
 		return a.Message < b.Message
 	})

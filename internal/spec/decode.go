@@ -1,7 +1,11 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +23,57 @@ type decoder struct {
 	file  string
 	diags diag.Diagnostics
 	pos   map[string]diag.Pos
+	// budget is how many more nodes the decoder may visit. Aliases let a
+	// small file name a node many times over (a "billion laughs" file), so
+	// visits are counted, not nodes written; see newDecoder.
+	budget    int
+	overspent bool
+	// tooDeep is set once a value has been reported as nested too deeply,
+	// so one runaway value yields one diagnostic.
+	tooDeep bool
+	// bad holds the field paths whose values could not be decoded; the
+	// validator does not also call them missing.
+	bad map[string]bool
+}
+
+// aliasAllowance is how many node visits beyond the file's own nodes alias
+// expansion may add: plenty for anchors used to share a few values, far too
+// few for an alias bomb to cost noticeable time or memory.
+const aliasAllowance = 100_000
+
+// maxMergeDepth bounds merge keys that merge maps that merge maps, so a
+// mapping merging itself cannot loop.
+const maxMergeDepth = 16
+
+func newDecoder(file string, root *yaml.Node) *decoder {
+	return &decoder{file: file, pos: map[string]diag.Pos{}, bad: map[string]bool{}, budget: 2*countNodes(root) + aliasAllowance}
+}
+
+// countNodes counts the nodes written in the file, not following aliases.
+func countNodes(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
+}
+
+// spend charges one node visit; once the budget is gone it reports the file
+// once and every later visit is refused.
+func (d *decoder) spend(n *yaml.Node) bool {
+	if d.budget > 0 {
+		d.budget--
+		return true
+	}
+	if !d.overspent {
+		d.overspent = true
+		d.errorf(n, "", "use fewer aliases, or write the values out",
+			"the file's aliases expand to too many values")
+	}
+	return false
 }
 
 // field handles the value of one known key; path is the value's field path.
@@ -26,6 +81,12 @@ type field func(v *yaml.Node, path string)
 
 func (d *decoder) at(n *yaml.Node) diag.Pos {
 	return diag.Pos{File: d.file, Line: n.Line, Col: n.Column}
+}
+
+// mismatch reports a value of the wrong kind at path and marks the path bad.
+func (d *decoder) mismatch(n *yaml.Node, path, hint, format string, args ...any) {
+	d.bad[path] = true
+	d.errorf(n, path, hint, format, args...)
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, hint, format string, args ...any) {
@@ -71,20 +132,26 @@ func resolve(n *yaml.Node) *yaml.Node {
 // mapping decodes a mapping node by dispatching each key to its handler.
 // Unknown keys are errors with a "did you mean" hint, unless open is true.
 func (d *decoder) mapping(n *yaml.Node, path string, open bool, fields map[string]field) {
+	d.mappingHints(n, path, open, fields, nil)
+}
+
+// mappingHints is mapping with hints for unknown keys that are likely
+// mistakes with a known fix, used where no "did you mean" applies.
+func (d *decoder) mappingHints(n *yaml.Node, path string, open bool, fields map[string]field, hints map[string]string) {
 	n = resolve(n)
-	if n == nil {
+	if n == nil || !d.spend(n) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
 		if n.Tag == "!!null" {
 			return
 		}
-		d.errorf(n, path, "", "expected a mapping, found %s", kindName(n))
+		d.mismatch(n, path, "", "expected a mapping, found %s", kindName(n))
 		return
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
+	for _, kv := range d.pairs(n, path, 0) {
+		k, v := kv.k, kv.v
 		key := k.Value
 		p := join(path, key)
 		if seen[key] {
@@ -95,13 +162,89 @@ func (d *decoder) mapping(n *yaml.Node, path string, open bool, fields map[strin
 		h, ok := fields[key]
 		if !ok {
 			if !open {
-				d.errorf(k, p, suggest(key, keys(fields)), "unknown field %q", key)
+				hint := suggest(key, keys(fields))
+				if hint == "" {
+					hint = hints[key]
+				}
+				d.errorf(k, p, hint, "unknown field %q", key)
 			}
 			continue
 		}
 		d.pos[p] = d.at(k)
 		h(v, p)
 	}
+}
+
+// pair is one key and its value in a mapping.
+type pair struct{ k, v *yaml.Node }
+
+// pairs returns the entries of mapping n with YAML merge keys ("<<: *base"
+// or "<<: [*a, *b]") expanded, as yaml.v3 and Kubernetes do: keys written in
+// n come first and win; merged keys follow, the earlier source winning.
+// Keys written twice in n are kept so that mapping can report them.
+func (d *decoder) pairs(n *yaml.Node, path string, depth int) []pair {
+	var out, merged []pair
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k == nil {
+			continue
+		}
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			merged = append(merged, d.mergeSources(k, v, path, depth)...)
+			continue
+		}
+		out = append(out, pair{k, v})
+	}
+	if len(merged) == 0 {
+		return out
+	}
+	written := make(map[string]bool, len(out)+len(merged))
+	for _, p := range out {
+		written[p.k.Value] = true
+	}
+	for _, p := range merged {
+		if !written[p.k.Value] {
+			written[p.k.Value] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// mergeSources returns the entries a merge key's value contributes.
+func (d *decoder) mergeSources(k, v *yaml.Node, path string, depth int) []pair {
+	if depth >= maxMergeDepth {
+		d.errorf(k, path, "", "merge keys (<<) nested too deeply")
+		return nil
+	}
+	v = resolve(v)
+	if v == nil || !d.spend(v) {
+		return nil
+	}
+	var sources []*yaml.Node
+	switch v.Kind {
+	case yaml.MappingNode:
+		sources = []*yaml.Node{v}
+	case yaml.SequenceNode:
+		sources = v.Content
+	}
+	if sources == nil {
+		d.errorf(k, path, "write <<: *anchor, or <<: [*a, *b]", "a merge key (<<) needs a mapping or a list of mappings, found %s", kindName(v))
+		return nil
+	}
+	var out []pair
+	for _, src := range sources {
+		src = resolve(src)
+		if src == nil || !d.spend(src) {
+			return out
+		}
+		if src.Kind != yaml.MappingNode {
+			d.errorf(src, path, "write <<: *anchor, or <<: [*a, *b]", "a merge key (<<) can merge only mappings, found %s", kindName(src))
+			continue
+		}
+		out = append(out, d.pairs(src, path, depth+1)...)
+	}
+	return out
 }
 
 func keys(m map[string]field) []string {
@@ -116,11 +259,11 @@ func keys(m map[string]field) []string {
 // sequence calls each for every item of a list node.
 func (d *decoder) sequence(n *yaml.Node, path string, each func(i int, item *yaml.Node, path string)) {
 	n = resolve(n)
-	if n == nil || n.Tag == "!!null" {
+	if n == nil || n.Tag == "!!null" || !d.spend(n) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "", "expected a list, found %s", kindName(n))
+		d.mismatch(n, path, "", "expected a list, found %s", kindName(n))
 		return
 	}
 	for i, item := range n.Content {
@@ -132,11 +275,11 @@ func (d *decoder) sequence(n *yaml.Node, path string, each func(i int, item *yam
 
 func (d *decoder) scalar(n *yaml.Node, path string) (*yaml.Node, bool) {
 	n = resolve(n)
-	if n == nil {
+	if n == nil || !d.spend(n) {
 		return nil, false
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.errorf(n, path, "", "expected a single value, found %s", kindName(n))
+		d.mismatch(n, path, "", "expected a single value, found %s", kindName(n))
 		return nil, false
 	}
 	return n, true
@@ -158,7 +301,7 @@ func (d *decoder) boolean(dst *bool) field {
 		}
 		b, err := strconv.ParseBool(n.Value)
 		if err != nil || (n.Tag != "!!bool" && n.Tag != "!!str") {
-			d.errorf(n, path, "write true or false", "expected true or false, found %q", n.Value)
+			d.mismatch(n, path, "write true or false", "expected true or false, found %q", n.Value)
 			return
 		}
 		*dst = b
@@ -200,22 +343,29 @@ func (d *decoder) strMap(dst *map[string]string) field {
 }
 
 // value decodes any YAML value into plain Go values (string, bool, int64,
-// float64, []any, map[string]any), keeping types so inputs arrive typed.
+// float64, []any, map[string]any), keeping types so inputs arrive typed. An
+// integer too large for int64 becomes a json.Number, so no digit is lost.
 func (d *decoder) value(n *yaml.Node, path string, depth int) any {
 	n = resolve(n)
-	if n == nil {
+	if n == nil || !d.spend(n) {
 		return nil
 	}
-	if depth > 64 {
-		d.errorf(n, path, "", "value nested too deeply")
+	if depth == 0 {
+		d.tooDeep = false
+	}
+	if depth > maxValueDepth {
+		if !d.tooDeep {
+			d.tooDeep = true
+			d.errorf(n, path, "", "value nested too deeply (more than %d levels)", maxValueDepth)
+		}
 		return nil
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			m[k] = d.value(n.Content[i+1], join(path, k), depth+1)
+		for _, kv := range d.pairs(n, path, 0) {
+			k := kv.k.Value
+			m[k] = d.value(kv.v, join(path, k), depth+1)
 		}
 		return m
 	case yaml.SequenceNode:
@@ -230,6 +380,11 @@ func (d *decoder) value(n *yaml.Node, path string, depth int) any {
 	return nil
 }
 
+// maxValueDepth bounds how deeply a variable's value may nest.
+const maxValueDepth = 64
+
+var bigInt = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
 func scalarValue(n *yaml.Node) any {
 	switch n.Tag {
 	case "!!null":
@@ -243,7 +398,13 @@ func scalarValue(n *yaml.Node) any {
 			return i
 		}
 	case "!!float":
-		if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		// yaml.v3 calls an integer beyond int64 a float; as a float64 it would lose digits.
+		if bigInt.MatchString(n.Value) {
+			if i, ok := new(big.Int).SetString(strings.ReplaceAll(n.Value, "_", ""), 10); ok && !i.IsInt64() {
+				return json.Number(i.String())
+			}
+		}
+		if f, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return f
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -58,8 +59,9 @@ func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
 		return nil, diags
 	}
 	env.Dir = dir
-	if env.Kind != KindEnvironment || env.APIVersion != APIVersionKnit && env.APIVersion != APIVersionCloudKnit {
+	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
+		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.
 		diags.Sort()
 		return env, diags
 	}
@@ -69,19 +71,18 @@ func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
 	return env, diags
 }
 
-var yamlLine = regexp.MustCompile(`(?:line|yaml: line) (\d+)`)
-
 // decode turns the bytes into an Environment, collecting every structural problem.
 func decode(name string, data []byte) (*Environment, diag.Diagnostics) {
-	d := &decoder{file: name, pos: map[string]diag.Pos{}}
-	root, extraLine, err := firstDocument(data)
+	root, extra, err := firstDocument(data)
 	if err != nil {
-		pos := diag.Pos{File: name}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			pos.Line, _ = strconv.Atoi(m[1])
-		}
-		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: pos, Message: "invalid YAML: " + err.Error(),
-			Hint: "check indentation and quoting around this line"}}
+		return nil, diag.Diagnostics{syntaxError(name, data, err)}
+	}
+	d := newDecoder(name, root)
+	if root.Kind != yaml.MappingNode {
+		// A scalar, a list, or null: nothing here is an environment.
+		d.errorf(root, "", "an environment file is a mapping that starts with apiVersion: and kind:",
+			"expected a mapping, found %s", kindName(root))
+		return nil, d.diags
 	}
 	env := &Environment{File: name}
 	d.pos[""] = d.at(root)
@@ -93,21 +94,29 @@ func decode(name string, data []byte) (*Environment, diag.Diagnostics) {
 		// Kubernetes adds status to objects it returns; a file exported from a cluster may carry it.
 		"status": func(*yaml.Node, string) {},
 	})
-	if root.Kind != yaml.MappingNode {
-		return nil, d.diags
-	}
 	env.pos = d.pos
+	env.bad = d.bad
 	d.checkHeader(root, env)
-	if extraLine > 0 {
-		d.errorf(&yaml.Node{Line: extraLine, Column: 1}, "", "put each environment in its own file",
+	switch {
+	case extra.err != nil:
+		d.diags = append(d.diags, syntaxError(name, data, extra.err))
+	case extra.line > 0:
+		d.errorf(&yaml.Node{Line: extra.line, Column: 1}, "", "put each environment in its own file",
 			"a second YAML document: an environment file holds exactly one")
 	}
 	return env, d.diags
 }
 
+// extraDoc is what follows the first document: the line a second document
+// starts on, or the error that stopped it from parsing.
+type extraDoc struct {
+	line int
+	err  error
+}
+
 // firstDocument parses data and returns the first non-empty document's root,
-// and the line of a second document if there is one: one file holds one environment.
-func firstDocument(data []byte) (root *yaml.Node, extraLine int, err error) {
+// and what follows it: one file holds one environment.
+func firstDocument(data []byte) (root *yaml.Node, extra extraDoc, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
@@ -117,22 +126,89 @@ func firstDocument(data []byte) (root *yaml.Node, extraLine int, err error) {
 		}
 		if err != nil {
 			if root != nil {
-				return root, 0, nil // the later document is reported as extra, not parsed
+				return root, extraDoc{err: err}, nil
 			}
-			return nil, 0, err
+			return nil, extraDoc{}, err
 		}
 		if len(doc.Content) == 0 {
 			continue
 		}
 		if root != nil {
-			return root, doc.Content[0].Line, nil
+			return root, extraDoc{line: doc.Content[0].Line}, nil
 		}
 		root = doc.Content[0]
 	}
 	if root == nil {
-		return nil, 0, errors.New("the file is empty")
+		return nil, extraDoc{}, errEmpty
 	}
-	return root, 0, nil
+	return root, extraDoc{}, nil
+}
+
+var errEmpty = errors.New("the file is empty")
+
+// yamlPrefix matches how yaml.v3 starts its messages: "yaml: line N: ".
+var yamlPrefix = regexp.MustCompile(`^yaml: (?:line (\d+): )?`)
+
+// syntaxError turns a YAML parse error into a diagnostic on the line where
+// the problem is. yaml.v3's own "line N" is where the enclosing block starts
+// (and, for parser errors, counted from 0), often lines above the mistake.
+func syntaxError(name string, data []byte, err error) diag.Diagnostic {
+	msg := err.Error()
+	pos := diag.Pos{File: name}
+	if m := yamlPrefix.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	hint := "check indentation and quoting around this line"
+	if errors.Is(err, errEmpty) {
+		hint = "an environment file starts with apiVersion: and kind:"
+	} else if line := failingLine(data, err.Error()); line > 0 {
+		pos.Line = line
+	}
+	return diag.Diagnostic{Severity: diag.Error, Pos: pos, Message: "invalid YAML: " + msg, Hint: hint}
+}
+
+// failingLine returns the first line n such that the file's first n lines
+// fail to parse with the same message as the whole file: the line on which
+// the parser gave up. Parsing is a left-to-right stream, so a prefix fails
+// that way exactly when it holds that line; a binary search needs about
+// log2(lines) parses. It returns 0 when it cannot tell.
+func failingLine(data []byte, msg string) int {
+	var ends []int // ends[i] is the offset just past line i+1
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	fails := func(lines int) bool {
+		err := parseAll(data[:ends[lines-1]])
+		return err != nil && err.Error() == msg
+	}
+	if !fails(len(ends)) {
+		return 0
+	}
+	lo, hi := 1, len(ends)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// parseAll returns the first error parsing data document by document.
+func parseAll(data []byte) error {
+	_, extra, err := firstDocument(data)
+	if err != nil {
+		return err
+	}
+	return extra.err
 }
 
 func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
@@ -147,8 +223,11 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 	case "":
 		d.errorf(at(""), "apiVersion", "add apiVersion: knit.dev/v1 (or stable.cloudknit.io/v1)", "missing required field")
 	default:
-		d.errorf(at("apiVersion"), "apiVersion", "use knit.dev/v1 or stable.cloudknit.io/v1",
-			"unsupported apiVersion %q", env.APIVersion)
+		hint := "use knit.dev/v1 or stable.cloudknit.io/v1"
+		if isCloudKnitAPI(env.APIVersion) {
+			hint = "CloudKnit's current version is " + APIVersionCloudKnit + ": change apiVersion to it (or to " + APIVersionKnit + ")"
+		}
+		d.errorf(at("apiVersion"), "apiVersion", hint, "unsupported apiVersion %q", env.APIVersion)
 	}
 	switch env.Kind {
 	case KindEnvironment:
@@ -159,6 +238,10 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 			"unsupported kind %q", env.Kind)
 	}
 }
+
+// isCloudKnitAPI reports whether v is any of CloudKnit's API versions,
+// current or old (stable.cloudknit.io/v1alpha1).
+func isCloudKnitAPI(v string) bool { return strings.HasPrefix(v, "stable.cloudknit.io/") }
 
 func (d *decoder) metadata(m *Metadata) field {
 	return func(v *yaml.Node, path string) {
@@ -207,9 +290,15 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 	}
 }
 
+// componentHints explain unknown component fields seen in real files.
+var componentHints = map[string]string{
+	// CloudKnit's README shows a helm component with source: {repo, path}.
+	"source": "a terraform component names its code in module: {source: ...}; a helm chart goes in chart: {path: ...} or chart: {repo: ..., name: ...} (apiVersion: knit.dev/v1)",
+}
+
 func (d *decoder) component(c *Component) field {
 	return func(v *yaml.Node, path string) {
-		d.mapping(v, path, false, map[string]field{
+		d.mappingHints(v, path, false, map[string]field{
 			"name":              d.str(&c.Name),
 			"type":              d.str(&c.Type),
 			"subtype":           d.str(&c.Subtype),
@@ -230,7 +319,7 @@ func (d *decoder) component(c *Component) field {
 			"variables":         d.variables(&c.Variables),
 			"secrets":           d.secrets(&c.Secrets),
 			"outputs":           d.outputs(&c.Outputs),
-		})
+		}, componentHints)
 	}
 }
 
@@ -255,7 +344,7 @@ func (d *decoder) chart(dst **Chart) field {
 				if m, ok := d.value(v, p, 0).(map[string]any); ok {
 					c.Values = m
 				} else if resolve(v) != nil && resolve(v).Tag != "!!null" {
-					d.errorf(v, p, "", "expected a mapping of chart values, found %s", kindName(resolve(v)))
+					d.mismatch(v, p, "", "expected a mapping of chart values, found %s", kindName(resolve(v)))
 				}
 			},
 		})

@@ -32,6 +32,7 @@ type Environment struct {
 	Dir  string `json:"-"`
 
 	pos map[string]diag.Pos
+	bad map[string]bool // field paths whose values could not be decoded
 }
 
 // Metadata is Kubernetes-style object metadata; unknown fields are allowed here.

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -59,6 +60,18 @@ func (v *validator) err(path, sub, msg, hint string) {
 	v.diags = append(v.diags, errAt(v.env, path, sub, msg, hint))
 }
 
+// missing reports the required field path.sub as missing, unless it (or
+// a field around it) was written but could not be decoded: that error
+// already says what is wrong.
+func (v *validator) missing(path, sub, hint string) {
+	for p := join(path, sub); p != ""; p = parentPath(p) {
+		if v.env.bad[p] {
+			return
+		}
+	}
+	v.err(path, sub, "missing required field", hint)
+}
+
 func (v *validator) warn(path, msg, hint string) {
 	v.diags = append(v.diags, warnAt(v.env, path, msg, hint))
 }
@@ -76,10 +89,14 @@ func validate(env *Environment) diag.Diagnostics {
 
 func (v *validator) header() {
 	s := &v.env.Spec
+	if _, ok := v.env.pos["spec"]; !ok {
+		v.missing("", "spec", "add spec: with teamName, envName and components")
+		return
+	}
 	for _, f := range []struct{ name, value string }{{"teamName", s.TeamName}, {"envName", s.EnvName}} {
 		switch {
 		case f.value == "":
-			v.err("spec", f.name, "missing required field", "")
+			v.missing("spec", f.name, "")
 		default:
 			if why := checkName(f.value); why != "" {
 				v.err("spec."+f.name, "", why, nameHint)
@@ -91,10 +108,10 @@ func (v *validator) header() {
 	}
 	if sr := s.SelectiveReconcile; sr != nil {
 		if sr.TagName == "" {
-			v.err("spec.selectiveReconcile", "tagName", "missing required field", "")
+			v.missing("spec.selectiveReconcile", "tagName", "")
 		}
 		if len(sr.TagValues) == 0 {
-			v.err("spec.selectiveReconcile", "tagValues", "missing required field", "list the tag values to reconcile")
+			v.missing("spec.selectiveReconcile", "tagValues", "list the tag values to reconcile")
 		}
 	}
 	if s.Workspace != "" {
@@ -106,7 +123,7 @@ func (v *validator) componentNames() {
 	for i, c := range v.env.Spec.Components {
 		p := fmt.Sprintf("spec.components[%d]", i)
 		if c.Name == "" {
-			v.err(p, "name", "missing required field", "")
+			v.missing(p, "name", "")
 			continue
 		}
 		if why := checkName(c.Name); why != "" {
@@ -163,16 +180,18 @@ func (v *validator) component(p string, c *Component) {
 func (v *validator) known(name string) bool { _, ok := v.names[name]; return ok }
 
 func (v *validator) componentType(p string, c *Component) {
-	allowed := typesByAPI[v.env.APIVersion]
-	if allowed == nil {
-		allowed = typesByAPI[APIVersionKnit]
+	allowed := typesByAPI[APIVersionKnit]
+	if isCloudKnitAPI(v.env.APIVersion) {
+		allowed = typesByAPI[APIVersionCloudKnit]
 	}
 	switch {
 	case c.Type == "":
-		v.err(p, "type", "missing required field", "one of: "+strings.Join(allowed, ", "))
+		v.missing(p, "type", "one of: "+strings.Join(allowed, ", "))
 	case !contains(allowed, c.Type):
 		hint := "one of: " + strings.Join(allowed, ", ")
-		if contains(typesByAPI[APIVersionKnit], c.Type) {
+		if s := suggest(c.Type, allowed); s != "" {
+			hint = s
+		} else if contains(typesByAPI[APIVersionKnit], c.Type) {
 			hint = fmt.Sprintf("type %s needs apiVersion: %s", c.Type, APIVersionKnit)
 		}
 		v.err(p+".type", "", fmt.Sprintf("unsupported component type %q", c.Type), hint)
@@ -191,7 +210,7 @@ func (v *validator) componentType(p string, c *Component) {
 	for _, b := range blocks {
 		switch {
 		case b.typ == c.Type && !b.set:
-			v.err(p, b.name, "missing required field", fmt.Sprintf("a %s component needs a %s block", c.Type, b.name))
+			v.missing(p, b.name, fmt.Sprintf("a %s component needs a %s block", c.Type, b.name))
 		case b.typ != c.Type && b.set && c.Type != "":
 			v.err(p+"."+b.name, "", fmt.Sprintf("%s is only for type %s components", b.name, b.typ), "")
 		}
@@ -201,33 +220,37 @@ func (v *validator) componentType(p string, c *Component) {
 		v.module(p+".module", c.Module)
 	case c.Type == TypeHelm && c.Chart != nil:
 		if c.Chart.Path == "" && (c.Chart.Repo == "" || c.Chart.Name == "") {
-			v.err(p+".chart", "path", "missing required field", "set chart.path to a local chart, or chart.repo and chart.name")
+			v.missing(p+".chart", "path", "set chart.path to a local chart, or chart.repo and chart.name")
 		}
 		v.localPath(p+".chart.path", c.Chart.Path)
 	case c.Type == TypeManifests && c.Manifests != nil:
 		if c.Manifests.Path == "" {
-			v.err(p+".manifests", "path", "missing required field", "")
+			v.missing(p+".manifests", "path", "")
 		}
 		v.localPath(p+".manifests.path", c.Manifests.Path)
 	case c.Type == TypeScript && c.Script != nil:
 		if c.Script.Apply == "" {
-			v.err(p+".script", "apply", "missing required field", "the command that creates or updates the component")
+			v.missing(p+".script", "apply", "the command that creates or updates the component")
 		}
 	}
 }
 
 func (v *validator) module(p string, m *Module) {
 	if m.Source == "" {
-		v.err(p, "source", "missing required field", "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
+		v.missing(p, "source", "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
 		return
 	}
-	if strings.Contains(m.Path, "..") {
-		v.err(p+".path", "", fmt.Sprintf("path %q must stay inside the module's source", m.Path), "")
+	if escapes(m.Path) {
+		v.err(p+".path", "", fmt.Sprintf("path %q must stay inside the module's source", m.Path),
+			"module.path is a folder inside the source, written relative to it")
+		return
 	}
 	src, err := v.env.ModuleSource(m)
 	switch {
 	case err != nil && m.Source == "aws" && m.Name == "":
 		v.err(p, "name", err.Error(), "")
+	case err != nil && IsLocalPath(m.Source):
+		v.err(p+".source", "", err.Error(), "keep modules inside the environment's folder, or use a git source")
 	case err != nil:
 		v.err(p+".source", "", err.Error(), "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
 	case src.Kind == SourceLocal:
@@ -256,21 +279,27 @@ func (v *validator) localPath(p, path string) {
 func (v *validator) files(p string, c *Component) {
 	if vf := c.VariablesFile; vf != nil {
 		if vf.Path == "" {
-			v.err(p+".variablesFile", "path", "missing required field", "")
+			v.missing(p+".variablesFile", "path", "")
 		} else if vf.Source == "" {
 			v.localPath(p+".variablesFile.path", vf.Path)
-		} else if strings.Contains(vf.Path, "..") {
-			v.err(p+".variablesFile.path", "", "path must stay inside the repository", "")
+		} else if escapes(vf.Path) {
+			v.err(p+".variablesFile.path", "", fmt.Sprintf("path %q must stay inside the repository", vf.Path),
+				"write it relative to the repository's root")
 		}
 	}
 	for i, o := range c.OverlayFiles {
 		op := fmt.Sprintf("%s.overlayFiles[%d]", p, i)
 		if len(o.Paths) == 0 {
-			v.err(op, "paths", "missing required field", "list the files or folders to add to the module")
+			v.missing(op, "paths", "list the files or folders to add to the module")
 		}
 		for j, path := range o.Paths {
-			if o.Source == "" {
-				v.localPath(fmt.Sprintf("%s.paths[%d]", op, j), path)
+			pp := fmt.Sprintf("%s.paths[%d]", op, j)
+			switch {
+			case o.Source == "":
+				v.localPath(pp, path)
+			case escapes(path):
+				v.err(pp, "", fmt.Sprintf("path %q must stay inside the repository", path),
+					"write it relative to the repository's root")
 			}
 		}
 	}
@@ -278,7 +307,7 @@ func (v *validator) files(p string, c *Component) {
 		op := fmt.Sprintf("%s.overlayData[%d]", p, i)
 		switch {
 		case o.Name == "":
-			v.err(op, "name", "missing required field", "")
+			v.missing(op, "name", "")
 		case strings.ContainsAny(o.Name, `/\`) || o.Name == "." || o.Name == "..":
 			v.err(op+".name", "", fmt.Sprintf("%q must be a plain file name", o.Name), "")
 		}
@@ -286,6 +315,10 @@ func (v *validator) files(p string, c *Component) {
 }
 
 var valueFromRe = regexp.MustCompile(`^([a-z]([-a-z0-9]*[a-z0-9])?)\.([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$`)
+
+// oldValueFrom is CloudKnit's earlier valueFrom form, a Terraform expression
+// reading another component's remote state.
+var oldValueFrom = regexp.MustCompile(`^data\.terraform_remote_state\.([^.]+)\.outputs\.(.+)$`)
 
 // ValueRef is a parsed valueFrom: Component.Output, or Component.Output[Index].
 type ValueRef struct {
@@ -316,7 +349,7 @@ func (v *validator) variables(p string, c *Component) {
 	for i, vr := range c.Variables {
 		vp := fmt.Sprintf("%s.variables[%d]", p, i)
 		if vr.Name == "" {
-			v.err(vp, "name", "missing required field", "")
+			v.missing(vp, "name", "")
 		} else if seen[vr.Name] {
 			v.err(vp+".name", "", fmt.Sprintf("variable %q is set twice", vr.Name), "remove one of them")
 		}
@@ -330,8 +363,11 @@ func (v *validator) variables(p string, c *Component) {
 		fp := vp + ".valueFrom"
 		ref, ok := ParseValueFrom(vr.ValueFrom)
 		if !ok {
-			v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", vr.ValueFrom),
-				"e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]")
+			hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
+			if m := oldValueFrom.FindStringSubmatch(vr.ValueFrom); m != nil {
+				hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
+			}
+			v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", vr.ValueFrom), hint)
 			continue
 		}
 		switch producer := v.env.Component(ref.Component); {
@@ -363,7 +399,7 @@ func (v *validator) outputs(p string, c *Component) {
 		op := fmt.Sprintf("%s.outputs[%d]", p, i)
 		switch {
 		case o.Name == "":
-			v.err(op, "name", "missing required field", "")
+			v.missing(op, "name", "")
 		case seen[o.Name]:
 			v.err(op+".name", "", fmt.Sprintf("output %q is declared twice", o.Name), "")
 		}
@@ -443,6 +479,16 @@ func (e *Environment) Dependencies(c *Component) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// escapes reports whether p, a path inside some root (a repository, a
+// module's source), is absolute or climbs out of that root.
+func escapes(p string) bool {
+	if p == "" {
+		return false
+	}
+	c := filepath.ToSlash(filepath.Clean(p))
+	return filepath.IsAbs(p) || strings.HasPrefix(p, "/") || c == ".." || strings.HasPrefix(c, "../")
 }
 
 func contains(list []string, s string) bool {

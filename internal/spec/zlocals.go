@@ -18,7 +18,9 @@ func substituteZLocals(env *Environment) diag.Diagnostics {
 	for i, l := range env.Spec.ZLocals {
 		p := fmt.Sprintf("spec.zlocals[%d]", i)
 		if l.Name == "" {
-			diags = append(diags, errAt(env, p, "name", "missing required field", ""))
+			if !env.bad[p+".name"] && !env.bad[p] {
+				diags = append(diags, errAt(env, p, "name", "missing required field", ""))
+			}
 			continue
 		}
 		if _, dup := values[l.Name]; dup {

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+)
+
+// runFlags are the flags shared by commands that run the engine.
+type runFlags struct {
+	file        string
+	components  []string
+	parallelism int
+	autoApprove bool
+	refresh     bool
+	reason      string
+	output      string
+}
+
+func (f *runFlags) register(cmd *cobra.Command, approve bool) {
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "environment file")
+	cmd.Flags().StringArrayVarP(&f.components, "component", "c", nil, "limit to this component and what it needs (repeatable)")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "how many components run at once")
+	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded in the audit trail")
+	outputFlag(cmd, &f.output)
+	if approve {
+		cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "apply plans of components whose autoApprove is false without asking")
+	}
+}
+
+func (f *runFlags) options(env *spec.Environment) engine.Options {
+	return engine.Options{
+		Components: f.components, Parallelism: f.parallelism, AutoApprove: f.autoApprove,
+		Refresh: f.refresh, Reason: f.reason, Source: env.File,
+	}
+}
+
+func newApplyCmd(d *deps) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE [-c COMP]... [--auto-approve]",
+		Short: "Provision an environment: plan and apply every component in dependency order",
+		Long: `Apply an environment file. Components run in dependency order, independent
+ones in parallel; outputs flow to the components that take them (valueFrom).
+A component whose inputs, module and tool are unchanged since its last apply
+is reported "up to date" without running the tool (--refresh plans it anyway).
+A component whose plan has changes and whose autoApprove is false is applied
+only with --auto-approve or a "yes" at the terminal; otherwise it stops
+awaiting approval and knit exits 3. spec.teardown: true tears down instead.
+
+Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			env, err := loadEnv(f.file, d.stderr)
+			if err != nil {
+				return err
+			}
+			opts := f.options(env)
+			if !f.autoApprove && isTerminal(d.stdin) && isTerminal(d.stderr) {
+				opts.Confirm = askApproval(d.stdin, d.stderr)
+			}
+			return d.runEngine(cmd.Context(), f.output, false, func(e *engine.Engine) (*engine.Result, error) {
+				return e.Apply(cmd.Context(), env, opts)
+			})
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().BoolVar(&f.refresh, "refresh", false, "plan every component, even those whose fingerprint is unchanged")
+	return cmd
+}
+
+// runEngine opens the store, builds the engine with progress on stderr,
+// runs fn, and renders the result.
+func (d *deps) runEngine(ctx context.Context, output string, detailed bool, fn func(*engine.Engine) (*engine.Result, error)) error {
+	st, dir, err := d.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	prog := newProgress(d.stderr)
+	e, err := d.newEngine(ctx, st, dir, prog.Event)
+	if err != nil {
+		prog.Close()
+		return err
+	}
+	res, err := fn(e)
+	prog.Close()
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		if err := writeJSON(d.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printResult(d.stdout, d.stderr, res)
+	}
+	if ctx.Err() != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("interrupted: run %s recorded as interrupted", res.RunID)}
+	}
+	return resultExit(res, detailed)
+}
+
+// askApproval asks at the terminal whether to apply a component's plan.
+func askApproval(in io.Reader, out io.Writer) func(string, *runner.Plan) bool {
+	r := bufio.NewReader(in)
+	return func(name string, p *runner.Plan) bool {
+		fmt.Fprintf(out, "\n%s: plan %s\n", name, planCounts(p))
+		for _, rc := range p.Resources {
+			fmt.Fprintf(out, "  %-8s %s\n", rc.Action, rc.Address)
+		}
+		fmt.Fprintf(out, "Apply %s? Only 'yes' is accepted: ", name)
+		line, _ := r.ReadString('\n')
+		return strings.TrimSpace(line) == "yes"
+	}
+}

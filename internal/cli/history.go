@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/store"
+)
+
+func newHistoryCmd(d *deps) *cobra.Command {
+	var output string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history ENV",
+		Short: "List an environment's runs, newest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			st, _, err := d.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			e, err := findEnv(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			runs, err := st.Runs(cmd.Context(), e.ID, limit)
+			if err != nil {
+				return err
+			}
+			if runs == nil {
+				runs = []store.Run{}
+			}
+			return render(d.stdout, output, runs, printHistory)
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many runs (0: all)")
+	return cmd
+}
+
+func printHistory(w io.Writer, runs []store.Run) {
+	fmt.Fprintf(w, "%-24s %-9s %-18s %-4s %-12s %-20s %-9s %s\n", "RUN", "KIND", "STATUS", "REV", "ACTOR", "STARTED", "TOOK", "REASON")
+	for _, r := range runs {
+		took := "-"
+		if !r.FinishedAt.IsZero() {
+			took = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
+		}
+		fmt.Fprintf(w, "%-24s %-9s %-18s %-4d %-12s %-20s %-9s %s\n", r.ID, r.Kind, r.Status, r.Revision, r.Actor,
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, r.Reason)
+	}
+}

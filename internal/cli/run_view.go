@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
+)
+
+// logTail is how many lines of a failed component's tool output are shown.
+const logTail = 40
+
+// printResult renders a run's outcome: one line per component, then a
+// summary, then the log tail of each failed component (on stderr).
+func printResult(stdout, stderr io.Writer, r *engine.Result) {
+	width := 9
+	for _, c := range r.Components {
+		width = max(width, len(c.Name))
+	}
+	fmt.Fprintf(stdout, "%s %s (run %s, revision %d): %s\n", r.Kind, r.Env, r.RunID, r.Revision, r.Status)
+	for _, c := range r.Components {
+		line := fmt.Sprintf("  %-*s  %-18s", width, c.Name, c.Status)
+		if c.Elapsed > 0 {
+			line += fmt.Sprintf(" %7s", c.Elapsed.Round(10*time.Millisecond))
+		}
+		if s := planCounts(c.Plan); s != "" {
+			line += "  " + s
+		}
+		if c.Reason != "" {
+			line += "  " + firstLine(c.Reason)
+		}
+		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(stdout, summary(r))
+	for _, c := range r.Components {
+		if c.Status != engine.Failed || c.Log == "" {
+			continue
+		}
+		fmt.Fprintf(stderr, "\n--- %s: last %d lines of tool output (knit logs %s %s) ---\n", c.Name, logTail, r.Env, c.Name)
+		fmt.Fprintln(stderr, tail(c.Log, logTail))
+	}
+}
+
+// planCounts renders "+1 ~0 -2" for a plan with changes.
+func planCounts(p *runner.Plan) string {
+	if !p.HasChanges() {
+		return ""
+	}
+	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
+}
+
+func summary(r *engine.Result) string {
+	counts := map[engine.Status]int{}
+	var order []engine.Status
+	for _, c := range r.Components {
+		if counts[c.Status] == 0 {
+			order = append(order, c.Status)
+		}
+		counts[c.Status]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, st := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+	}
+	return "  " + plural(len(r.Components), "component") + ": " + strings.Join(parts, ", ")
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// resultExit maps a run's outcome to knit's exit codes.
+func resultExit(r *engine.Result, detailed bool) error {
+	switch {
+	case r.Failed():
+		return &ExitError{Code: ExitFailure}
+	case r.Awaiting():
+		return &ExitError{Code: ExitApproval}
+	case detailed && r.HasChanges():
+		return &ExitError{Code: ExitChanges}
+	}
+	return nil
+}

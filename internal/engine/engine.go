@@ -1,0 +1,152 @@
+// Package engine orchestrates runs over an environment's dependency graph:
+// plan, apply and teardown, with valueFrom resolution, fingerprints, locks
+// and the approval gate. It talks to tools only through runner.Runner and to
+// the database only through store.Store.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// ErrUnsupportedType is returned for a component type no runner handles yet.
+var ErrUnsupportedType = errors.New("component type not supported yet")
+
+// Engine runs environments. Its fields are set once; it is safe to use from
+// one goroutine per run (runs on one environment are serialised by the lock).
+type Engine struct {
+	Store store.Store
+	// Runners by component type (spec.TypeTerraform, …).
+	Runners map[string]runner.Runner
+	// DataDir holds per-component work dirs under DataDir/work.
+	DataDir string
+	// Actor is who runs (OS user or token name), recorded in runs and audit.
+	Actor string
+	// OnEvent, when set, receives every component status change.
+	OnEvent func(Event)
+	// Now and host/pid identity are injectable for tests.
+	Now       func() time.Time
+	Host      string
+	PID       int
+	LockLease time.Duration
+}
+
+// Options are the knobs of one run.
+type Options struct {
+	// Components limits the run to these components and what they need
+	// (teardown: and what needs them). Empty means all.
+	Components  []string
+	Parallelism int
+	// AutoApprove applies plans of components whose autoApprove is false.
+	AutoApprove bool
+	// Confirm, when set, asks a person whether to apply a component's plan
+	// (interactive "yes"); it is called from several goroutines one at a time.
+	Confirm func(component string, p *runner.Plan) bool
+	// Refresh plans even components whose fingerprint is unchanged.
+	Refresh bool
+	Reason  string
+	// Source says where the spec came from (a file path), for the revision.
+	Source string
+}
+
+// ComponentResult is the outcome of one component in a run.
+type ComponentResult struct {
+	Name      string         `json:"name"`
+	Status    Status         `json:"status"`
+	Reason    string         `json:"reason,omitempty"`
+	Plan      *runner.Plan   `json:"plan,omitempty"`
+	Log       string         `json:"-"`
+	StartedAt time.Time      `json:"startedAt,omitzero"`
+	Elapsed   time.Duration  `json:"elapsedNs,omitempty"`
+	Outputs   runner.Outputs `json:"-"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	RunID      string             `json:"runId"`
+	Env        string             `json:"env"`
+	Kind       string             `json:"kind"`
+	Revision   int                `json:"revision"`
+	Status     string             `json:"status"`
+	Components []*ComponentResult `json:"components"`
+}
+
+// Failed reports whether any component ended in an error status.
+func (r *Result) Failed() bool {
+	for _, c := range r.Components {
+		if c.Status.IsError() {
+			return true
+		}
+	}
+	return false
+}
+
+// Awaiting reports whether any component stopped at the approval gate.
+func (r *Result) Awaiting() bool {
+	for _, c := range r.Components {
+		if c.Status == Awaiting {
+			return true
+		}
+	}
+	return false
+}
+
+// HasChanges reports whether any plan in the run has changes.
+func (r *Result) HasChanges() bool {
+	for _, c := range r.Components {
+		if c.Plan.HasChanges() {
+			return true
+		}
+	}
+	return false
+}
+
+// Component returns the named component's result, or nil.
+func (r *Result) Component(name string) *ComponentResult {
+	for _, c := range r.Components {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (r *Result) sort() {
+	sort.Slice(r.Components, func(i, j int) bool { return r.Components[i].Name < r.Components[j].Name })
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) runnerFor(c *spec.Component) (runner.Runner, error) {
+	r, ok := e.Runners[c.Type]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w: %s (knit applies terraform components today)", c.Name, ErrUnsupportedType, c.Type)
+	}
+	return r, nil
+}
+
+// workDir is a component's persistent folder: DataDir/work/TEAM/ENV/COMPONENT.
+func (e *Engine) workDir(env *spec.Environment, c *spec.Component) string {
+	return filepath.Join(e.DataDir, "work", env.Spec.TeamName, env.Spec.EnvName, c.Name)
+}
+
+func (e *Engine) component(env *spec.Environment, c *spec.Component, log *logBuffer) (runner.Component, error) {
+	dir := e.workDir(env, c)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return runner.Component{}, err
+	}
+	return runner.Component{Env: env.ID(), Spec: env, Def: c, WorkDir: dir, Log: log}, nil
+}

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// ErrMissingOutput means an input's producer has no such output (yet).
+type missingOutputError struct {
+	Variable, Producer, Output string
+}
+
+func (e *missingOutputError) Error() string {
+	return fmt.Sprintf("input %s: %s has no output %q (apply %s first, or check that its module declares the output)",
+		e.Variable, e.Producer, e.Output, e.Producer)
+}
+
+// resolveInputs builds a component's inputs: literal values as written, and
+// valueFrom values taken from the producers' stored outputs (index applied).
+// It also returns the sensitive values among them, for redaction.
+func resolveInputs(c *spec.Component, states map[string]store.ComponentState) (runner.Inputs, []string, error) {
+	in := runner.Inputs{}
+	var secrets []string
+	for _, v := range c.Variables {
+		if v.ValueFrom == "" {
+			in[v.Name] = v.Value
+			continue
+		}
+		ref, ok := spec.ParseValueFrom(v.ValueFrom)
+		if !ok {
+			return nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
+		}
+		out, ok := states[ref.Component].Outputs[ref.Output]
+		if !ok {
+			return nil, nil, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output}
+		}
+		var val any
+		if err := json.Unmarshal(out.Value, &val); err != nil {
+			return nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
+		}
+		if ref.Index != nil {
+			list, ok := val.([]any)
+			if !ok {
+				return nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
+			}
+			if *ref.Index >= len(list) {
+				return nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
+			}
+			val = list[*ref.Index]
+		}
+		in[v.Name] = val
+		if out.Sensitive {
+			secrets = append(secrets, sensitiveStrings(val)...)
+		}
+	}
+	return in, secrets, nil
+}
+
+// sensitiveStrings lists the string forms of a sensitive value that could show up in a log.
+func sensitiveStrings(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, sensitiveStrings(e)...)
+		}
+		return out
+	case map[string]any:
+		var out []string
+		for _, e := range x {
+			out = append(out, sensitiveStrings(e)...)
+		}
+		return out
+	case nil, bool:
+		return nil
+	}
+	return []string{fmt.Sprint(v)}
+}
+
+// encodeOutputs turns runner outputs into stored outputs.
+func encodeOutputs(outs runner.Outputs) (map[string]store.OutputValue, error) {
+	m := make(map[string]store.OutputValue, len(outs))
+	for name, o := range outs {
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", name, err)
+		}
+		m[name] = store.OutputValue{Value: b, Sensitive: o.Sensitive}
+	}
+	return m, nil
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// session is one run in progress: its record, lock, the components' known
+// states (updated as components finish, so dependents see fresh outputs)
+// and the results so far.
+type session struct {
+	e       *Engine
+	env     *spec.Environment
+	opts    Options
+	run     store.Run
+	release func()
+	db      context.Context // for store writes: survives cancellation of the run
+
+	mu      sync.Mutex
+	states  map[string]store.ComponentState
+	result  *Result
+	confirm sync.Mutex // one interactive question at a time
+}
+
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
+}
+
+// begin records the revision, takes the lock, marks runs left by a crashed
+// knit as interrupted, and creates the run record.
+func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, opts Options) (*session, error) {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	now := e.now()
+	rev, err := e.Store.PutRevision(ctx, store.Environment{
+		ID: env.ID(), Team: env.Spec.TeamName, Name: env.Spec.EnvName, Metadata: env.Metadata.Name,
+	}, store.Revision{Env: env.ID(), Hash: hex.EncodeToString(sum[:]), Source: opts.Source, Spec: body, CreatedAt: now})
+	if err != nil {
+		return nil, fmt.Errorf("record revision: %w", err)
+	}
+	runID := newRunID(now)
+	release, err := e.lock(ctx, env.ID(), runID)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{e: e, env: env, opts: opts, release: release, db: context.WithoutCancel(ctx)}
+	if _, err := e.Store.InterruptRuns(ctx, env.ID(), processAliveHere(e.Host), now); err != nil {
+		release()
+		return nil, fmt.Errorf("recover crashed runs: %w", err)
+	}
+	s.run = store.Run{ID: runID, Env: env.ID(), Kind: kind, Revision: rev.Number, Status: store.StatusRunning,
+		Actor: e.Actor, Reason: opts.Reason, PID: e.PID, StartedAt: now}
+	if err := e.Store.CreateRun(ctx, s.run); err != nil {
+		release()
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
+		s.end(ctx, err)
+		return nil, err
+	}
+	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev.Number}
+	return s, nil
+}
+
+// processAliveHere reports a process as alive only if it runs on this host;
+// runs recorded elsewhere are assumed alive (their lease decides).
+func processAliveHere(host string) func(pid int) bool {
+	return func(pid int) bool { return processAlive(pid) }
+}
+
+// end finishes the run record, sets the environment status, writes the
+// audit event and releases the lock. It runs even after cancellation.
+func (s *session) end(ctx context.Context, runErr error) {
+	defer s.release()
+	status := store.StatusSucceeded
+	switch {
+	case ctx.Err() != nil:
+		status = store.StatusInterrupted
+	case runErr != nil || (s.result != nil && s.result.Failed()):
+		status = store.StatusFailed
+	case s.result != nil && s.result.Awaiting():
+		status = store.StatusAwaiting
+	}
+	msg := ""
+	if runErr != nil {
+		msg = runErr.Error()
+	}
+	if s.result != nil {
+		s.result.Status = status
+		s.result.sort()
+	}
+	_ = s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now())
+}
+
+// snapshot returns a copy of the known component states.
+func (s *session) snapshot() map[string]store.ComponentState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]store.ComponentState, len(s.states))
+	for k, v := range s.states {
+		out[k] = v
+	}
+	return out
+}
+
+// add registers a component's result entry and announces its first status.
+func (s *session) add(name string, st Status) *ComponentResult {
+	cr := &ComponentResult{Name: name, Status: st, StartedAt: s.e.now()}
+	s.mu.Lock()
+	s.result.Components = append(s.result.Components, cr)
+	s.mu.Unlock()
+	s.e.emit(Event{Time: cr.StartedAt, RunID: s.run.ID, Component: name, Status: st})
+	return cr
+}
+
+// set moves a component to a new status and announces it.
+func (s *session) set(cr *ComponentResult, st Status, reason string) {
+	now := s.e.now()
+	s.mu.Lock()
+	cr.Status, cr.Reason = st, reason
+	if st.IsTerminal() {
+		cr.Elapsed = now.Sub(cr.StartedAt)
+	}
+	s.mu.Unlock()
+	s.e.emit(Event{Time: now, RunID: s.run.ID, Component: cr.Name, Status: st, Reason: reason, Elapsed: cr.Elapsed})
+}
+
+// record writes a finished component run and, if state is set, the
+// component's new state, in one store transaction.
+func (s *session) record(op string, cr *ComponentResult, storeRun *store.ComponentRun, state *store.ComponentState) error {
+	var planJSON []byte
+	if cr.Plan != nil {
+		planJSON, _ = json.Marshal(cr.Plan)
+	}
+	if storeRun == nil {
+		storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op, StartedAt: cr.StartedAt}
+		if err := s.e.Store.StartComponentRun(s.db, storeRun); err != nil {
+			return err
+		}
+	}
+	storeRun.Status, storeRun.Reason, storeRun.PlanSummary = string(cr.Status), cr.Reason, planJSON
+	storeRun.Log, storeRun.FinishedAt = cr.Log, s.e.now()
+	if state != nil {
+		state.Env, state.Component, state.Revision, state.UpdatedAt = s.env.ID(), cr.Name, s.run.Revision, storeRun.FinishedAt
+	}
+	if err := s.e.Store.FinishComponentRun(s.db, *storeRun, state); err != nil {
+		return fmt.Errorf("record %s: %w", cr.Name, err)
+	}
+	if state != nil {
+		s.mu.Lock()
+		s.states[cr.Name] = *state
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// started writes a component run in the "running" state before the tool
+// starts, so a crash leaves a trail.
+func (s *session) started(op string, cr *ComponentResult) (*store.ComponentRun, error) {
+	r := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
+		Status: store.StatusRunning, StartedAt: cr.StartedAt}
+	if err := s.e.Store.StartComponentRun(s.db, r); err != nil {
+		return nil, fmt.Errorf("record %s: %w", cr.Name, err)
+	}
+	return r, nil
+}
+
+// settle records the components the walk never ran (skipped behind a
+// failure, waiting behind an approval, interrupted) so the store shows them.
+func (s *session) settle(op string, wr *dag.WalkResult, reasonFor func(name string, vr dag.VertexResult) (Status, string)) {
+	for name, vr := range wr.Vertices {
+		if s.result.Component(name) != nil {
+			continue
+		}
+		st, reason := reasonFor(name, vr)
+		cr := s.add(name, st)
+		cr.Reason = reason
+		_ = s.record(op, cr, nil, nil)
+	}
+}
+
+// defaultSettle maps the walker's verdict on a component that never ran.
+func defaultSettle(_ string, vr dag.VertexResult) (Status, string) {
+	switch vr.Status {
+	case dag.Waiting:
+		return Waiting, vr.Reason
+	case dag.Canceled:
+		return Canceled, "interrupted before it started"
+	default:
+		return Skipped, vr.Reason
+	}
+}
+
+// selected returns the environment's graph limited to opts.Components and
+// what they depend on; unknown names are an error.
+func (s *session) selected() (*dag.Graph, error) {
+	g := s.env.Graph()
+	if len(s.opts.Components) == 0 {
+		return g, nil
+	}
+	for _, c := range s.opts.Components {
+		if !g.Has(c) {
+			return nil, fmt.Errorf("no component %q in %s", c, s.env.ID())
+		}
+	}
+	return g.WithDependencies(s.opts.Components), nil
+}
+
+// canceled reports whether err is the run being interrupted.
+func canceled(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err != nil)
+}

@@ -1,0 +1,54 @@
+package engine
+
+// Status is where one component stands in a run. Statuses are ordered by
+// severity so a run's components roll up into one environment status.
+type Status string
+
+// Component statuses.
+const (
+	Pending    Status = "pending"
+	Planning   Status = "planning"
+	Applying   Status = "applying"
+	Destroying Status = "destroying"
+
+	UpToDate  Status = "up to date"        // fingerprint unchanged: the tool was not run
+	NoChanges Status = "no changes"        // planned, nothing to do
+	Planned   Status = "planned"           // plan has changes (plan runs only)
+	Deferred  Status = "known after apply" // inputs come from components not yet applied
+	Applied   Status = "applied"
+	Destroyed Status = "destroyed"
+	Awaiting  Status = "awaiting-approval"
+	Waiting   Status = "waiting" // an upstream component awaits approval
+	Skipped   Status = "skipped" // an upstream component failed
+	Refused   Status = "refused" // destroyProtection, or a live dependent
+	Failed    Status = "failed"
+	Canceled  Status = "interrupted"
+)
+
+// IsTerminal reports whether the component is done for this run.
+func (s Status) IsTerminal() bool {
+	switch s {
+	case Pending, Planning, Applying, Destroying:
+		return false
+	}
+	return true
+}
+
+// IsError reports whether the status makes the run fail.
+func (s Status) IsError() bool {
+	return s == Failed || s == Refused || s == Skipped || s == Canceled
+}
+
+var severity = map[Status]int{
+	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, Planned: 1, Deferred: 1,
+	Pending: 2, Planning: 2, Applying: 2, Destroying: 2,
+	Waiting: 3, Awaiting: 4, Skipped: 5, Refused: 6, Canceled: 7, Failed: 8,
+}
+
+// Worse returns the more severe of a and b.
+func Worse(a, b Status) Status {
+	if severity[b] > severity[a] {
+		return b
+	}
+	return a
+}

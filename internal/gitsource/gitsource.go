@@ -1,0 +1,253 @@
+// Package gitsource fetches git repositories into a local cache and exports
+// the files of one commit, for modules, variables files and overlays that a
+// component takes from git. It runs the git binary; nothing else in knit does.
+//
+// Layout under Cache.Dir:
+//
+//	mirrors/<hash of URL>.git   a bare mirror per URL, fetched on use
+//	mirrors/<hash of URL>.lock  serialises work on that mirror across processes
+//	checkouts/<commit>          the files of one commit, written once, then only read
+package gitsource
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// ErrUnknownRef means the repository has no tag, branch or commit by that name.
+var ErrUnknownRef = errors.New("unknown git ref")
+
+// Cache keeps bare mirrors and per-commit checkouts under Dir. The zero value
+// with Dir set is ready to use. A Cache is safe for concurrent use, and
+// several processes may share one Dir: work on a URL is serialised by a
+// mutex and a file lock.
+type Cache struct {
+	// Dir is the cache's root folder; it is created on first use.
+	Dir string
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+var fullCommit = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// Checkout returns a folder holding the files of url at ref, and the commit
+// ref resolved to. Ref may be a tag, a branch, a commit (full or abbreviated)
+// or "" for the default branch. The mirror is fetched first unless ref is a
+// full commit hash it already has. The folder is shared and must not be
+// modified; it stays valid for the life of the cache. Submodules are not
+// fetched.
+func (c *Cache) Checkout(ctx context.Context, url, ref string) (dir, commit string, err error) {
+	err = c.withMirror(ctx, url, ref, func(mirror string) error {
+		if commit, err = resolve(ctx, mirror, ref); err != nil {
+			return err
+		}
+		dir, err = c.export(ctx, mirror, commit)
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("git %s at %s: %w", url, refName(ref), err)
+	}
+	return dir, commit, nil
+}
+
+// Resolve fetches url and returns the commit ref names, without exporting files.
+func (c *Cache) Resolve(ctx context.Context, url, ref string) (commit string, err error) {
+	err = c.withMirror(ctx, url, ref, func(mirror string) error {
+		commit, err = resolve(ctx, mirror, ref)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("git %s at %s: %w", url, refName(ref), err)
+	}
+	return commit, nil
+}
+
+// ReadFile returns the content of the file at p (slash-separated, relative to
+// the repository's root) in url at ref. A missing file is an error wrapping
+// fs.ErrNotExist.
+func (c *Cache) ReadFile(ctx context.Context, url, ref, p string) ([]byte, error) {
+	clean := path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "./"))
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(clean, "/") {
+		return nil, fmt.Errorf("git %s: path %q is not inside the repository", url, p)
+	}
+	var data []byte
+	err := c.withMirror(ctx, url, ref, func(mirror string) error {
+		commit, err := resolve(ctx, mirror, ref)
+		if err != nil {
+			return err
+		}
+		obj := commit + ":" + clean
+		if _, err := run(ctx, mirror, nil, "cat-file", "-e", obj); err != nil {
+			return fmt.Errorf("%s: %w", clean, fs.ErrNotExist)
+		}
+		data, err = run(ctx, mirror, nil, "cat-file", "blob", obj)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("git %s at %s: %w", url, refName(ref), err)
+	}
+	return data, nil
+}
+
+// withMirror runs fn with the URL's mirror up to date, holding its locks.
+func (c *Cache) withMirror(ctx context.Context, url, ref string, fn func(mirror string) error) error {
+	if url == "" {
+		return errors.New("empty repository URL")
+	}
+	if strings.HasPrefix(ref, "-") || strings.HasPrefix(url, "-") {
+		return fmt.Errorf("refusing ref %q / URL %q that starts with '-'", ref, url)
+	}
+	key := urlKey(url)
+	mirrors := filepath.Join(c.Dir, "mirrors")
+	if err := os.MkdirAll(mirrors, 0o755); err != nil {
+		return err
+	}
+	mu := c.urlMutex(key)
+	mu.Lock()
+	defer mu.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(mirrors, key+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	mirror := filepath.Join(mirrors, key+".git")
+	if err := update(ctx, mirror, url, ref); err != nil {
+		return err
+	}
+	return fn(mirror)
+}
+
+func (c *Cache) urlMutex(key string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.locks == nil {
+		c.locks = map[string]*sync.Mutex{}
+	}
+	m := c.locks[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		c.locks[key] = m
+	}
+	return m
+}
+
+// update clones the mirror the first time and fetches it afterwards, except
+// when ref is a full commit hash the mirror already holds.
+func update(ctx context.Context, mirror, url, ref string) error {
+	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil {
+		tmp, err := os.MkdirTemp(filepath.Dir(mirror), ".clone-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if _, err := run(ctx, "", nil, "clone", "--mirror", "--quiet", "--", url, tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, mirror)
+	}
+	if fullCommit.MatchString(ref) {
+		if _, err := run(ctx, mirror, nil, "cat-file", "-e", ref+"^{commit}"); err == nil {
+			return nil
+		}
+	}
+	_, err := run(ctx, mirror, nil, "fetch", "--quiet", "--prune", "--force", "origin")
+	return err
+}
+
+// resolve turns ref into a full commit hash.
+func resolve(ctx context.Context, mirror, ref string) (string, error) {
+	name := ref
+	if name == "" {
+		name = "HEAD"
+	}
+	out, err := run(ctx, mirror, nil, "rev-parse", "--verify", "--quiet", name+"^{commit}")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("%w %q", ErrUnknownRef, ref)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// export writes the files of commit to checkouts/<commit> once; later calls
+// reuse the folder. It writes into a temporary folder and renames it, so a
+// checkout folder is always complete.
+func (c *Cache) export(ctx context.Context, mirror, commit string) (string, error) {
+	root := filepath.Join(c.Dir, "checkouts")
+	dir := filepath.Join(root, commit)
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return dir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(root, ".tmp-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	index := tmp + ".index"
+	defer os.Remove(index)
+	// A private index file keeps the shared mirror untouched.
+	env := []string{"GIT_INDEX_FILE=" + index, "GIT_WORK_TREE=" + tmp}
+	if _, err := run(ctx, mirror, env, "read-tree", "--reset", "-u", commit); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another process exported the same commit first.
+		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+			return dir, nil
+		}
+		return "", err
+	}
+	return dir, nil
+}
+
+// run executes git with an explicit environment and never prompts for
+// credentials. gitDir, when set, selects the repository. Stderr is kept for
+// the error.
+func run(ctx context.Context, gitDir string, env []string, args ...string) ([]byte, error) {
+	full := args
+	if gitDir != "" {
+		full = append([]string{"--git-dir=" + gitDir}, args...)
+	}
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+func urlKey(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return hex.EncodeToString(sum[:10])
+}
+
+func refName(ref string) string {
+	if ref == "" {
+		return "default branch"
+	}
+	return ref
+}

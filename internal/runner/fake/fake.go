@@ -1,0 +1,170 @@
+// Package fake is an in-memory runner.Runner for engine unit tests: it
+// records every call, can block or fail on demand, and treats a component's
+// "world" as its last applied inputs.
+package fake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// Call is one recorded runner call.
+type Call struct {
+	Op        string // fingerprint, plan, apply, destroy, outputs
+	Component string
+	Inputs    runner.Inputs
+	Start     time.Time
+	End       time.Time
+}
+
+// Runner is a fake runner. Set fields before use; it is safe for concurrent use.
+type Runner struct {
+	// OutputsFor computes a component's outputs from its inputs; nil: no outputs.
+	OutputsFor func(component string, in runner.Inputs) runner.Outputs
+	// Fail makes the named operation ("plan", "apply", "destroy") of a component fail.
+	Fail map[string]map[string]error
+	// Hook, when set, runs at the start of every plan/apply/destroy (e.g. to block).
+	Hook func(ctx context.Context, op, component string) error
+
+	mu      sync.Mutex
+	calls   []Call
+	applied map[string]runner.Inputs // the "world": last applied inputs
+	outs    map[string]runner.Outputs
+}
+
+func (r *Runner) record(c Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+}
+
+// Calls returns the recorded calls, optionally only those of op.
+func (r *Runner) Calls(op string) []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Call
+	for _, c := range r.calls {
+		if op == "" || c.Op == op {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Applied reports whether the component currently exists in the fake world.
+func (r *Runner) Applied(component string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.applied[component]
+	return ok
+}
+
+func (r *Runner) begin(ctx context.Context, op, comp string) error {
+	if r.Hook != nil {
+		if err := r.Hook(ctx, op, comp); err != nil {
+			return err
+		}
+	}
+	if err := r.Fail[comp][op]; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// Fingerprint hashes the component name and inputs.
+func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.Inputs) (string, error) {
+	r.record(Call{Op: "fingerprint", Component: c.Def.Name, Inputs: in})
+	b, _ := json.Marshal(in)
+	sum := sha256.Sum256(append([]byte(c.Def.Name+"\x00"), b...))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Plan has changes when the component does not exist or its inputs differ.
+func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	call := Call{Op: "plan", Component: c.Def.Name, Inputs: in, Start: time.Now()}
+	defer func() { call.End = time.Now(); r.record(call) }()
+	if err := r.begin(ctx, "plan", c.Def.Name); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.Log, "planning %s\n", c.Def.Name)
+	r.mu.Lock()
+	prev, exists := r.applied[c.Def.Name]
+	r.mu.Unlock()
+	p := &runner.Plan{Destroying: opts.Destroy}
+	pb, _ := json.Marshal(prev)
+	ib, _ := json.Marshal(in)
+	switch {
+	case opts.Destroy && exists:
+		p.Destroy = 1
+	case opts.Destroy:
+	case !exists:
+		p.Add = 1
+	case string(pb) != string(ib):
+		p.Change = 1
+	}
+	p.Resources = nil
+	if p.HasChanges() {
+		p.Resources = []runner.ResourceChange{{Address: "fake." + c.Def.Name, Action: runner.ActionCreate}}
+	}
+	p.Checksum = string(ib)
+	return p, nil
+}
+
+// Apply makes the planned inputs the component's world and returns outputs.
+func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
+	call := Call{Op: "apply", Component: c.Def.Name, Start: time.Now()}
+	defer func() { call.End = time.Now(); r.record(call) }()
+	if err := r.begin(ctx, "apply", c.Def.Name); err != nil {
+		return nil, err
+	}
+	var in runner.Inputs
+	_ = json.Unmarshal([]byte(p.Checksum), &in)
+	call.Inputs = in
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied, r.outs = map[string]runner.Inputs{}, map[string]runner.Outputs{}
+	}
+	if p.Destroying {
+		delete(r.applied, c.Def.Name)
+		delete(r.outs, c.Def.Name)
+		return runner.Outputs{}, nil
+	}
+	r.applied[c.Def.Name] = in
+	outs := runner.Outputs{}
+	if r.OutputsFor != nil {
+		outs = r.OutputsFor(c.Def.Name, in)
+	}
+	r.outs[c.Def.Name] = outs
+	fmt.Fprintf(c.Log, "applied %s\n", c.Def.Name)
+	return outs, nil
+}
+
+// Destroy removes the component from the fake world.
+func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
+	call := Call{Op: "destroy", Component: c.Def.Name, Inputs: in, Start: time.Now()}
+	defer func() { call.End = time.Now(); r.record(call) }()
+	if err := r.begin(ctx, "destroy", c.Def.Name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.applied, c.Def.Name)
+	delete(r.outs, c.Def.Name)
+	return nil
+}
+
+// Outputs returns the component's outputs as of its last apply.
+func (r *Runner) Outputs(_ context.Context, c runner.Component) (runner.Outputs, error) {
+	r.record(Call{Op: "outputs", Component: c.Def.Name})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.outs[c.Def.Name], nil
+}

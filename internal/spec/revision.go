@@ -1,0 +1,23 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+)
+
+// FromJSON rebuilds an environment stored as JSON (a revision), read from
+// source; relative paths resolve against source's folder again.
+func FromJSON(body []byte, source string) (*Environment, error) {
+	env := &Environment{}
+	if err := json.Unmarshal(body, env); err != nil {
+		return nil, fmt.Errorf("stored environment is unreadable: %w", err)
+	}
+	env.File = source
+	if source != "" {
+		if abs, err := filepath.Abs(source); err == nil {
+			env.Dir = filepath.Dir(abs)
+		}
+	}
+	return env, nil
+}

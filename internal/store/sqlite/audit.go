@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// AppendAudit implements store.Store. e.ID is ignored (the store numbers
+// events in the order they are appended); a zero e.Time becomes now.
+func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
+	if e.Action == "" {
+		return errors.New("append audit event: Action is required")
+	}
+	if e.Time.IsZero() {
+		e.Time = s.now()
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_events
+			(env, actor, action, component, revision, run_id, reason, detail, time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.Env, e.Actor, e.Action, e.Component, e.Revision, e.RunID, e.Reason, e.Detail, ts(e.Time))
+		if err != nil {
+			return fmt.Errorf("append audit event %s on %s: %w", e.Action, e.Env, err)
+		}
+		return nil
+	})
+}
+
+// Audit implements store.Store, in the order the events were appended.
+func (s *Store) Audit(ctx context.Context, env string) ([]store.AuditEvent, error) {
+	query := `SELECT id, env, actor, action, component, revision, run_id, reason, detail, time FROM audit_events`
+	var args []any
+	if env != "" {
+		query += ` WHERE env = ?`
+		args = append(args, env)
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	defer rows.Close()
+	var events []store.AuditEvent
+	for rows.Next() {
+		var e store.AuditEvent
+		err := rows.Scan(&e.ID, &e.Env, &e.Actor, &e.Action, &e.Component, &e.Revision, &e.RunID,
+			&e.Reason, &e.Detail, timeCol{&e.Time})
+		if err != nil {
+			return nil, fmt.Errorf("list audit events: %w", err)
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	return events, nil
+}

@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// StartComponentRun implements store.Store. An empty Status becomes
+// store.StatusRunning; cr.ID and cr.Status are set on success. The run
+// cr.RunID must exist.
+func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) error {
+	if cr.RunID == "" || cr.Env == "" || cr.Component == "" {
+		return errors.New("start component run: RunID, Env and Component are required")
+	}
+	status := cr.Status
+	if status == "" {
+		status = store.StatusRunning
+	}
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO component_runs
+			(run_id, env, component, operation, status, reason, plan_summary, log, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cr.RunID, cr.Env, cr.Component, cr.Operation, status, cr.Reason, cr.PlanSummary, cr.Log,
+			ts(cr.StartedAt), ts(cr.FinishedAt))
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+	}
+	cr.ID, cr.Status = id, status
+	return nil
+}
+
+// FinishComponentRun implements store.Store. It records cr's status,
+// reason, plan summary, log and finish time on the row cr.ID (a missing
+// row is store.ErrNotFound); state's Env and Component default to cr's.
+func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, state *store.ComponentState) error {
+	var st store.ComponentState
+	if state != nil {
+		st = *state
+		if st.Env == "" {
+			st.Env = cr.Env
+		}
+		if st.Component == "" {
+			st.Component = cr.Component
+		}
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE component_runs
+			SET status = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ? WHERE id = ?`,
+			cr.Status, cr.Reason, cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
+		if err := affected(res, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
+			return err
+		}
+		if state == nil {
+			return nil
+		}
+		return s.putState(ctx, tx, st)
+	})
+}
+
+const componentRunColumns = `id, run_id, env, component, operation, status, reason, plan_summary, log, started_at, finished_at`
+
+func scanComponentRun(sc interface{ Scan(...any) error }) (store.ComponentRun, error) {
+	var cr store.ComponentRun
+	err := sc.Scan(&cr.ID, &cr.RunID, &cr.Env, &cr.Component, &cr.Operation, &cr.Status, &cr.Reason,
+		&cr.PlanSummary, &cr.Log, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
+	return cr, err
+}
+
+// ComponentRuns implements store.Store: runID's component runs in the
+// order they started, logs included. An unknown run has none.
+func (s *Store) ComponentRuns(ctx context.Context, runID string) ([]store.ComponentRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list component runs of %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var crs []store.ComponentRun
+	for rows.Next() {
+		cr, err := scanComponentRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list component runs of %s: %w", runID, err)
+		}
+		crs = append(crs, cr)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list component runs of %s: %w", runID, err)
+	}
+	return crs, nil
+}
+
+// LastComponentRun implements store.Store: the component run started last;
+// none is store.ErrNotFound.
+func (s *Store) LastComponentRun(ctx context.Context, env, component string) (store.ComponentRun, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs
+		WHERE env = ? AND component = ? ORDER BY id DESC LIMIT 1`, env, component)
+	cr, err := scanComponentRun(row)
+	if err != nil {
+		return store.ComponentRun{}, notFound(err, "last run of component %s in %s", component, env)
+	}
+	return cr, nil
+}
+
+// ComponentStates implements store.Store, keyed by component name; sensitive
+// outputs come back decrypted. A state without outputs has nil Outputs.
+func (s *Store) ComponentStates(ctx context.Context, env string) (map[string]store.ComponentState, error) {
+	states := map[string]store.ComponentState{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := readStates(ctx, tx, env, states); err != nil {
+			return err
+		}
+		return s.readOutputs(ctx, tx, env, states)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("component states of %s: %w", env, err)
+	}
+	return states, nil
+}
+
+func readStates(ctx context.Context, tx *sql.Tx, env string, states map[string]store.ComponentState) error {
+	rows, err := tx.QueryContext(ctx, `SELECT env, component, status, fingerprint, revision, updated_at
+		FROM component_states WHERE env = ?`, env)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st store.ComponentState
+		if err := rows.Scan(&st.Env, &st.Component, &st.Status, &st.Fingerprint, &st.Revision, timeCol{&st.UpdatedAt}); err != nil {
+			return err
+		}
+		states[st.Component] = st
+	}
+	return rows.Err()
+}
+
+func (s *Store) readOutputs(ctx context.Context, tx *sql.Tx, env string, states map[string]store.ComponentState) error {
+	rows, err := tx.QueryContext(ctx, `SELECT component, name, value, sensitive FROM outputs WHERE env = ?`, env)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var component, name string
+		var v store.OutputValue
+		if err := rows.Scan(&component, &name, &v.Value, &v.Sensitive); err != nil {
+			return err
+		}
+		if v.Sensitive {
+			if v.Value, err = s.sealer.open(v.Value, outputAD(env, component, name)); err != nil {
+				return fmt.Errorf("output %s.%s: %w", component, name, err)
+			}
+		}
+		st := states[component]
+		if st.Outputs == nil {
+			st.Outputs = map[string]store.OutputValue{}
+		}
+		st.Outputs[name] = v
+		states[component] = st
+	}
+	return rows.Err()
+}
+
+// PutComponentState implements store.Store: it replaces the component's
+// state and all its outputs.
+func (s *Store) PutComponentState(ctx context.Context, st store.ComponentState) error {
+	return s.write(ctx, func(tx *sql.Tx) error { return s.putState(ctx, tx, st) })
+}
+
+// putState upserts st and replaces its outputs, sealing sensitive ones.
+func (s *Store) putState(ctx context.Context, tx *sql.Tx, st store.ComponentState) error {
+	if st.Env == "" || st.Component == "" {
+		return errors.New("put component state: Env and Component are required")
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO component_states (env, component, status, fingerprint, revision, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (env, component) DO UPDATE SET status = excluded.status, fingerprint = excluded.fingerprint,
+			revision = excluded.revision, updated_at = excluded.updated_at`,
+		st.Env, st.Component, st.Status, st.Fingerprint, st.Revision, ts(st.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("put state of %s in %s: %w", st.Component, st.Env, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM outputs WHERE env = ? AND component = ?`, st.Env, st.Component); err != nil {
+		return fmt.Errorf("clear outputs of %s in %s: %w", st.Component, st.Env, err)
+	}
+	for name, v := range st.Outputs {
+		value := v.Value
+		if v.Sensitive {
+			if value, err = s.sealer.seal(v.Value, outputAD(st.Env, st.Component, name)); err != nil {
+				return fmt.Errorf("seal output %s.%s: %w", st.Component, name, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO outputs (env, component, name, value, sensitive) VALUES (?, ?, ?, ?, ?)`,
+			st.Env, st.Component, name, value, v.Sensitive)
+		if err != nil {
+			return fmt.Errorf("put output %s.%s in %s: %w", st.Component, name, st.Env, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// PutRevision implements store.Store. rev.Env defaults to env.ID, rev.Hash
+// to the SHA-256 of rev.Spec and rev.CreatedAt to now. A new revision also
+// refreshes the environment's team, name and metadata name.
+func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev store.Revision) (store.Revision, error) {
+	if env.ID == "" {
+		return store.Revision{}, errors.New("put revision: environment has no ID")
+	}
+	if rev.Env == "" {
+		rev.Env = env.ID
+	}
+	if rev.Env != env.ID {
+		return store.Revision{}, fmt.Errorf("put revision: revision is for %s, environment is %s", rev.Env, env.ID)
+	}
+	if rev.Hash == "" {
+		sum := sha256.Sum256(rev.Spec)
+		rev.Hash = hex.EncodeToString(sum[:])
+	}
+	if rev.CreatedAt.IsZero() {
+		rev.CreatedAt = s.now()
+	}
+	var out store.Revision
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		latest, err := revision(ctx, tx, env.ID, 0)
+		switch {
+		case err == nil && latest.Hash == rev.Hash:
+			out = latest
+			return nil
+		case err == nil:
+			rev.Number = latest.Number + 1
+		case errors.Is(err, store.ErrNotFound):
+			rev.Number = 1
+		default:
+			return err
+		}
+		if err := upsertEnvironment(ctx, tx, env, rev); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (env, number, hash, source, spec, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("insert revision: %w", err)
+		}
+		out = rev
+		return nil
+	})
+	if err != nil {
+		return store.Revision{}, fmt.Errorf("put revision of %s: %w", env.ID, err)
+	}
+	return out, nil
+}
+
+// upsertEnvironment creates env at rev or points it at rev.
+func upsertEnvironment(ctx context.Context, tx *sql.Tx, env store.Environment, rev store.Revision) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO environments (id, team, name, metadata, revision, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET team = excluded.team, name = excluded.name,
+			metadata = excluded.metadata, revision = excluded.revision, updated_at = excluded.updated_at`,
+		env.ID, env.Team, env.Name, env.Metadata, rev.Number, env.Status, ts(rev.CreatedAt), ts(rev.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("upsert environment: %w", err)
+	}
+	return nil
+}
+
+// Revision implements store.Store; a missing revision is store.ErrNotFound.
+func (s *Store) Revision(ctx context.Context, env string, n int) (store.Revision, error) {
+	return revision(ctx, s.db, env, n)
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func revision(ctx context.Context, q querier, env string, n int) (store.Revision, error) {
+	query := `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ? AND number = ?`
+	args := []any{env, n}
+	if n == 0 {
+		query = `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ? ORDER BY number DESC LIMIT 1`
+		args = args[:1]
+	}
+	var r store.Revision
+	err := q.QueryRowContext(ctx, query, args...).Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt})
+	if err != nil {
+		if n == 0 {
+			return store.Revision{}, notFound(err, "latest revision of %s", env)
+		}
+		return store.Revision{}, notFound(err, "revision %d of %s", n, env)
+	}
+	return r, nil
+}
+
+const environmentColumns = `id, team, name, metadata, revision, status, created_at, updated_at`
+
+func scanEnvironment(sc interface{ Scan(...any) error }) (store.Environment, error) {
+	var e store.Environment
+	err := sc.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt})
+	return e, err
+}
+
+// Environment implements store.Store; a missing one is store.ErrNotFound.
+func (s *Store) Environment(ctx context.Context, id string) (store.Environment, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+environmentColumns+` FROM environments WHERE id = ?`, id)
+	e, err := scanEnvironment(row)
+	if err != nil {
+		return store.Environment{}, notFound(err, "environment %s", id)
+	}
+	return e, nil
+}
+
+// Environments implements store.Store, ordered by ID.
+func (s *Store) Environments(ctx context.Context) ([]store.Environment, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+environmentColumns+` FROM environments ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	defer rows.Close()
+	var envs []store.Environment
+	for rows.Next() {
+		e, err := scanEnvironment(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list environments: %w", err)
+		}
+		envs = append(envs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	return envs, nil
+}
+
+// SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
+// now. A missing environment is store.ErrNotFound.
+func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE environments SET status = ?, updated_at = ? WHERE id = ?`, status, ts(s.now()), id)
+		return affected(res, err, "set status of environment %s", id)
+	})
+}
+
+// affected checks that an UPDATE or DELETE touched a row, returning
+// store.ErrNotFound if it did not.
+func affected(res sql.Result, err error, what string, args ...any) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(what, args...), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(what, args...), err)
+	}
+	if n == 0 {
+		return notFound(sql.ErrNoRows, what, args...)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"knit.dev/knit/internal/store"
+)
+
+// CreateRun implements store.Store. The ID must be new.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if r.ID == "" || r.Env == "" {
+		return errors.New("create run: ID and Env are required")
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt))
+		if err != nil {
+			return fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+		return nil
+	})
+}
+
+// FinishRun implements store.Store; a missing run is store.ErrNotFound.
+func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
+			status, errMsg, ts(at), id)
+		return affected(res, err, "finish run %s", id)
+	})
+}
+
+const runColumns = `id, env, kind, revision, status, actor, reason, error, pid, started_at, finished_at`
+
+func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
+	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Error, &r.PID,
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+	return r, err
+}
+
+// Run implements store.Store; a missing run is store.ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if err != nil {
+		return store.Run{}, notFound(err, "run %s", id)
+	}
+	return r, nil
+}
+
+// Runs implements store.Store: newest start first, and of runs started at
+// the same time the one created last first.
+func (s *Store) Runs(ctx context.Context, env string, limit int) ([]store.Run, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE env = ?
+		ORDER BY started_at DESC, rowid DESC LIMIT ?`, env, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", env, err)
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs of %s: %w", env, err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs of %s: %w", env, err)
+	}
+	return runs, nil
+}
+
+// InterruptRuns implements store.Store. Each interrupted run gets an error
+// naming its vanished process (unless it already had one), and its
+// component runs still running are interrupted too. alive must not be nil.
+func (s *Store) InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error) {
+	if alive == nil {
+		return nil, errors.New("interrupt runs: alive func is nil")
+	}
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		dead, err := deadRuns(ctx, tx, env, alive)
+		if err != nil {
+			return err
+		}
+		for _, r := range dead {
+			if err := interruptRun(ctx, tx, r, at); err != nil {
+				return err
+			}
+			ids = append(ids, r.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("interrupt runs of %s: %w", env, err)
+	}
+	return ids, nil
+}
+
+// deadRuns lists env's running runs whose process is not alive, oldest first.
+func deadRuns(ctx context.Context, tx *sql.Tx, env string, alive func(int) bool) ([]store.Run, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE env = ? AND status = ?
+		ORDER BY started_at, rowid`, env, store.StatusRunning)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var dead []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		if !alive(r.PID) {
+			dead = append(dead, r)
+		}
+	}
+	return dead, rows.Err()
+}
+
+func interruptRun(ctx context.Context, tx *sql.Tx, r store.Run, at time.Time) error {
+	msg := r.Error
+	if msg == "" {
+		msg = fmt.Sprintf("knit process %d ended before the run finished", r.PID)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
+		store.StatusInterrupted, msg, ts(at), r.ID)
+	if err != nil {
+		return fmt.Errorf("interrupt run %s: %w", r.ID, err)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE component_runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?`,
+		store.StatusInterrupted, ts(at), r.ID, store.StatusRunning)
+	if err != nil {
+		return fmt.Errorf("interrupt component runs of %s: %w", r.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+// Package sqlite implements store.Store on an SQLite database file
+// (modernc.org/sqlite, no cgo) in knit's data directory.
+//
+// The database runs in WAL mode so readers never wait for the writer. Every
+// method that changes state is one BEGIN IMMEDIATE transaction: it takes the
+// write lock up front, so two writers never deadlock upgrading from a read
+// lock. Within one process writes are also queued on a semaphore, so they
+// wait in Go rather than in SQLite's busy handler; across processes the busy
+// timeout does the waiting. Sensitive outputs are sealed with AES-256-GCM
+// under the key in knit.key next to the database.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"knit.dev/knit/internal/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// File names inside the data directory.
+const (
+	DBFile  = "knit.db"
+	KeyFile = "knit.key"
+)
+
+// busyTimeout is how long a statement waits for another process's write
+// transaction before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is a store.Store backed by SQLite. It is safe for concurrent use,
+// also by several processes sharing one data directory.
+type Store struct {
+	db     *sql.DB
+	sealer *sealer
+	// writes holds one token; a writer takes it for the length of its
+	// transaction.
+	writes chan struct{}
+	now    func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database in dataDir and brings its
+// schema up to date. dataDir is created with mode 0700 and knit.db with
+// 0600; the encryption key knit.key is read, or created on first use. Open
+// fails with ErrSchemaNewer when the database was written by a newer knit.
+func Open(ctx context.Context, dataDir string) (*Store, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, DBFile)
+	// Create the file ourselves so it is private: SQLite would use 0644, and
+	// the WAL and shared-memory files inherit the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	f.Close()
+	key, err := loadOrCreateKey(filepath.Join(dataDir, KeyFile))
+	if err != nil {
+		return nil, err
+	}
+	sl, err := newSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s := &Store{db: db, sealer: sl, writes: make(chan struct{}, 1), now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn is the driver's connection string for the database file at path:
+// the pragmas every connection needs and BEGIN IMMEDIATE for write
+// transactions.
+func dsn(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Close closes the database. Calls after Close fail.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+// write runs fn in one write transaction, committing if fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.writes <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writes }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in one read transaction, a consistent snapshot that never
+// blocks or is blocked by the writer.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// notFound turns sql.ErrNoRows into store.ErrNotFound wrapped with what.
+func notFound(err error, what string, args ...any) error {
+	msg := fmt.Sprintf(what, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", msg, store.ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// timeLayout is fixed-width so stored times sort as text in time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// ts is t as stored: UTC text, or NULL for the zero time.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// timeCol scans a column written by ts into t.
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.t = time.Time{}
+		return nil
+	case string:
+		t, err := time.Parse(timeLayout, v)
+		*c.t = t
+		return err
+	case []byte:
+		t, err := time.Parse(timeLayout, string(v))
+		*c.t = t
+		return err
+	}
+	return fmt.Errorf("time column holds %T", src)
+}

@@ -1,0 +1,311 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/storetest"
+)
+
+func openT(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openT(t, t.TempDir()) })
+}
+
+func versions(t *testing.T, s *Store) []int {
+	t.Helper()
+	rows, err := s.db.Query(`SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func TestMigrationsRecordedOnce(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := openT(t, dir)
+	if got := versions(t, s); len(got) != len(ms) || got[len(got)-1] != len(ms) {
+		t.Fatalf("schema_migrations holds %v, want 1..%d", got, len(ms))
+	}
+	s.Close()
+	s = openT(t, dir)
+	if got := versions(t, s); len(got) != len(ms) {
+		t.Errorf("after reopening schema_migrations holds %v, want 1..%d", got, len(ms))
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	if _, err := s.db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (999, 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := Open(t.Context(), dir)
+	if !errors.Is(err, ErrSchemaNewer) || !strings.Contains(err.Error(), "999") {
+		t.Fatalf("opening a version-999 database: err = %v, want ErrSchemaNewer naming 999", err)
+	}
+}
+
+func TestFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data dir?#%")
+	openT(t, dir)
+	for name, want := range map[string]os.FileMode{".": 0o700, DBFile: 0o600, KeyFile: 0o600} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %#o, want %#o", name, fi.Mode().Perm(), want)
+		}
+		if name == KeyFile && fi.Size() != keySize {
+			t.Errorf("key file holds %d bytes, want %d", fi.Size(), keySize)
+		}
+	}
+}
+
+func TestGroupReadableKeyRefused(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir).Close()
+	if err := os.Chmod(filepath.Join(dir, KeyFile), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(t.Context(), dir)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("opening with a group-readable key: err = %v, want advice to chmod 600", err)
+	}
+}
+
+func TestKeyCreationRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), KeyFile)
+	keys := make([][]byte, 16)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			k, err := loadOrCreateKey(path)
+			if err != nil {
+				t.Error(err)
+			}
+			keys[i] = k
+		})
+	}
+	wg.Wait()
+	for i, k := range keys {
+		if len(k) != keySize || !bytes.Equal(k, keys[0]) {
+			t.Fatalf("racer %d got key %x, racer 0 got %x", i, k, keys[0])
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Errorf("temporary key files left behind: %v", ents)
+	}
+}
+
+func putSecret(t *testing.T, s *Store, secret, visible string) {
+	t.Helper()
+	err := s.PutComponentState(t.Context(), store.ComponentState{Env: "team/web", Component: "db", Status: "applied",
+		Outputs: map[string]store.OutputValue{
+			"password": {Value: []byte(`"` + secret + `"`), Sensitive: true},
+			"host":     {Value: []byte(`"` + visible + `"`)},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWrongKeyFailsClearly(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	putSecret(t, s, "secret", "host")
+	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, KeyFile), bytes.Repeat([]byte{1}, keySize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openT(t, dir).ComponentStates(t.Context(), "team/web")
+	if err == nil || !strings.Contains(err.Error(), "knit.key is not the key") {
+		t.Fatalf("reading with another key: err = %v", err)
+	}
+}
+
+// dataBytes is every database file in dir (knit.db, -wal, -shm) concatenated.
+func dataBytes(t *testing.T, dir string) []byte {
+	t.Helper()
+	var all []byte
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(filepath.Join(dir, DBFile+suffix))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+func TestSensitivePlaintextNotOnDisk(t *testing.T) {
+	const secret, visible = "pl41nt3xt-s3cr3t-7c1e", "v1s1bl3-h0st-7c1e"
+	dir := t.TempDir()
+	s := openT(t, dir)
+	putSecret(t, s, secret, visible)
+
+	wal, err := os.ReadFile(filepath.Join(dir, DBFile+"-wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The non-sensitive value proves the search looks where the data is.
+	if !bytes.Contains(wal, []byte(visible)) {
+		t.Fatal("control value not found in knit.db-wal before checkpoint")
+	}
+	if bytes.Contains(dataBytes(t, dir), []byte(secret)) {
+		t.Fatal("sensitive plaintext found in the database files before checkpoint")
+	}
+
+	if _, err := s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(filepath.Join(dir, DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(db, []byte(visible)) {
+		t.Fatal("control value not found in knit.db after checkpoint")
+	}
+	if bytes.Contains(dataBytes(t, dir), []byte(secret)) {
+		t.Fatal("sensitive plaintext found in the database files after checkpoint")
+	}
+
+	states, err := s.ComponentStates(t.Context(), "team/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(states["db"].Outputs["password"].Value); got != `"`+secret+`"` {
+		t.Errorf("sensitive output read back as %s", got)
+	}
+}
+
+func TestDurableAcrossReopen(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	now := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	s := openT(t, dir)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.PutRevision(ctx, store.Environment{ID: "team/web", Team: "team", Name: "web"},
+		store.Revision{Hash: "h1", Spec: []byte(`{}`), CreatedAt: now})
+	must(err)
+	must(s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/web", Status: store.StatusRunning, StartedAt: now}))
+	cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", StartedAt: now}
+	must(s.StartComponentRun(ctx, cr))
+	cr.Status, cr.Log = store.StatusSucceeded, "done"
+	must(s.FinishComponentRun(ctx, *cr, &store.ComponentState{Status: "applied", UpdatedAt: now,
+		Outputs: map[string]store.OutputValue{"pw": {Value: []byte(`"pw"`), Sensitive: true}}}))
+	must(s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r1", Expires: now.Add(time.Hour)}, now, nil))
+	must(s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Action: "apply", Time: now}))
+	must(s.Close())
+
+	s = openT(t, dir)
+	e, err := s.Environment(ctx, "team/web")
+	must(err)
+	r, err := s.Run(ctx, "r1")
+	must(err)
+	last, err := s.LastComponentRun(ctx, "team/web", "db")
+	must(err)
+	states, err := s.ComponentStates(ctx, "team/web")
+	must(err)
+	events, err := s.Audit(ctx, "")
+	must(err)
+	if e.Revision != 1 || !r.StartedAt.Equal(now) || last.Log != "done" ||
+		string(states["db"].Outputs["pw"].Value) != `"pw"` || len(events) != 1 {
+		t.Errorf("after reopen: env %+v, run %+v, last %+v, states %+v, events %+v", e, r, last, states, events)
+	}
+	var le *store.LockedError
+	if err := s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r2"}, now, nil); !errors.As(err, &le) {
+		t.Errorf("lock did not survive reopen: err = %v", err)
+	}
+}
+
+// TestTwoStoresShareADirectory stands in for two knit processes: separate
+// pools and write queues, so only SQLite's locking keeps them apart.
+func TestTwoStoresShareADirectory(t *testing.T) {
+	dir := t.TempDir()
+	stores := []*Store{openT(t, dir), openT(t, dir)}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			s := stores[i%2]
+			for j := range 25 {
+				e := store.AuditEvent{Env: "team/web", Action: "apply", Detail: fmt.Sprintf("%d/%d", i, j)}
+				if err := s.AppendAudit(t.Context(), e); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	events, err := stores[0].Audit(t.Context(), "team/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 100 {
+		t.Errorf("got %d events, want 100", len(events))
+	}
+}
+
+// BenchmarkFinishComponentRun measures recording one component run with a
+// state of three outputs, one sensitive.
+func BenchmarkFinishComponentRun(b *testing.B) {
+	ctx := context.Background()
+	s := openT(b, b.TempDir())
+	if err := s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/web", Status: store.StatusRunning}); err != nil {
+		b.Fatal(err)
+	}
+	state := &store.ComponentState{Status: "applied", Outputs: map[string]store.OutputValue{
+		"host":     {Value: []byte(`"db.internal"`)},
+		"port":     {Value: []byte(`5432`)},
+		"password": {Value: []byte(`"hunter2"`), Sensitive: true},
+	}}
+	for b.Loop() {
+		cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply"}
+		if err := s.StartComponentRun(ctx, cr); err != nil {
+			b.Fatal(err)
+		}
+		cr.Status = store.StatusSucceeded
+		if err := s.FinishComponentRun(ctx, *cr, state); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

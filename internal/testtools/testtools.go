@@ -1,0 +1,132 @@
+// Package testtools finds the real tools that end-to-end tests drive (the
+// OpenTofu that `make tools` installs into .tools, the git binary) and offers
+// small helpers around them. Import it from _test files only.
+//
+// A missing tool skips the test with a message naming `make tools`, except
+// when CI=true or KNIT_REQUIRE_TOOLS=1 (as `make test` sets): then it fails.
+// Under `go test -short` tests that need tools are skipped.
+package testtools
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/runner/terraform"
+)
+
+// ModuleRoot returns the folder holding go.mod, found by walking up from the
+// test's working directory. It fails the test when there is none.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testtools: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Tofu returns the OpenTofu binary installed by `make tools`
+// (<module root>/.tools/bin/tofu, with .tools/tofurc as its CLI config, which
+// points at the offline provider mirror). It skips or fails the test when the
+// binary is absent, see the package comment.
+func Tofu(t testing.TB) terraform.Binary {
+	t.Helper()
+	skipShort(t, "tofu")
+	root := ModuleRoot(t)
+	bin := filepath.Join(root, ".tools", "bin", "tofu")
+	if st, err := os.Stat(bin); err != nil || st.IsDir() {
+		missing(t, "tofu not found: run make tools")
+	}
+	b := terraform.Binary{Path: bin}
+	if rc := filepath.Join(root, ".tools", "tofurc"); fileExists(rc) {
+		b.CLIConfig = rc
+	}
+	return b
+}
+
+// Git returns the path of the git binary, skipping or failing the test when
+// there is none.
+func Git(t testing.TB) string {
+	t.Helper()
+	skipShort(t, "git")
+	p, err := exec.LookPath("git")
+	if err != nil {
+		missing(t, "git not found: install git (Debian package git)")
+	}
+	return p
+}
+
+// RunGit runs git in dir with a fixed identity and default branch "main", so
+// tests can build repositories without any global git configuration. It
+// fails the test on error and returns the trimmed stdout.
+func RunGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	full := append([]string{
+		"-c", "user.name=knit test", "-c", "user.email=test@knit.dev",
+		"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
+	}, args...)
+	cmd := exec.Command(Git(t), full...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// WriteFiles writes files (slash-separated path relative to dir → content),
+// creating folders as needed.
+func WriteFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Required reports whether missing tools fail tests rather than skip them.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("KNIT_REQUIRE_TOOLS") == "1"
+}
+
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if Required() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func skipShort(t testing.TB, tool string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: skipping a test that runs %s", tool)
+	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
