@@ -12,9 +12,9 @@ import (
 	"knit.dev/knit/internal/engine"
 )
 
-// isTerminal reports whether f is an interactive terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether s (stdin, stdout or stderr) is an interactive terminal.
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
 	if !ok {
 		return false
 	}

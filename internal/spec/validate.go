@@ -366,6 +366,9 @@ func (v *validator) variables(p string, c *Component) {
 			hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
 			if m := oldValueFrom.FindStringSubmatch(vr.ValueFrom); m != nil {
 				hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
+				if !v.known(m[1]) {
+					hint += fmt.Sprintf(" (no component is named %q yet)", m[1])
+				}
 			}
 			v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", vr.ValueFrom), hint)
 			continue

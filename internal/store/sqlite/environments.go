@@ -13,7 +13,7 @@ import (
 
 // PutRevision implements store.Store. rev.Env defaults to env.ID, rev.Hash
 // to the SHA-256 of rev.Spec and rev.CreatedAt to now. A new revision also
-// refreshes the environment's team, name and metadata name.
+// refreshes the environment's team, name and metadata name (those env sets).
 func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev store.Revision) (store.Revision, error) {
 	if env.ID == "" {
 		return store.Revision{}, errors.New("put revision: environment has no ID")
@@ -62,12 +62,16 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 	return out, nil
 }
 
-// upsertEnvironment creates env at rev or points it at rev.
+// upsertEnvironment creates env at rev or points it at rev, keeping the
+// stored team, name and metadata name where env leaves them empty.
 func upsertEnvironment(ctx context.Context, tx *sql.Tx, env store.Environment, rev store.Revision) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO environments (id, team, name, metadata, revision, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET team = excluded.team, name = excluded.name,
-			metadata = excluded.metadata, revision = excluded.revision, updated_at = excluded.updated_at`,
+		ON CONFLICT (id) DO UPDATE SET
+			team = COALESCE(NULLIF(excluded.team, ''), team),
+			name = COALESCE(NULLIF(excluded.name, ''), name),
+			metadata = COALESCE(NULLIF(excluded.metadata, ''), metadata),
+			revision = excluded.revision, updated_at = excluded.updated_at`,
 		env.ID, env.Team, env.Name, env.Metadata, rev.Number, env.Status, ts(rev.CreatedAt), ts(rev.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("upsert environment: %w", err)

@@ -76,6 +76,8 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	// Keep a few connections open: each new one re-runs the pragmas.
+	db.SetMaxIdleConns(8)
 	s := &Store{db: db, sealer: sl, writes: make(chan struct{}, 1), now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -157,6 +159,7 @@ func ts(t time.Time) any {
 // timeCol scans a column written by ts into t.
 type timeCol struct{ t *time.Time }
 
+// Scan implements sql.Scanner.
 func (c timeCol) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:

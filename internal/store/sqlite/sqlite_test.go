@@ -95,6 +95,24 @@ func TestFilesArePrivate(t *testing.T) {
 	}
 }
 
+func TestPragmas(t *testing.T) {
+	s := openT(t, t.TempDir())
+	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000"} {
+		var got string
+		if err := s.db.QueryRow(`PRAGMA ` + pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+	// Foreign keys are enforced: a component run needs its run.
+	err := s.StartComponentRun(t.Context(), &store.ComponentRun{RunID: "nope", Env: "team/web", Component: "db"})
+	if err == nil {
+		t.Error("started a component run of a run that does not exist")
+	}
+}
+
 func TestGroupReadableKeyRefused(t *testing.T) {
 	dir := t.TempDir()
 	openT(t, dir).Close()
@@ -259,16 +277,19 @@ func TestDurableAcrossReopen(t *testing.T) {
 
 // TestTwoStoresShareADirectory stands in for two knit processes: separate
 // pools and write queues, so only SQLite's locking keeps them apart.
+// PutRevision reads the latest revision before writing the next, the case
+// where deferred transactions fail with "database is locked".
 func TestTwoStoresShareADirectory(t *testing.T) {
 	dir := t.TempDir()
 	stores := []*Store{openT(t, dir), openT(t, dir)}
+	env := store.Environment{ID: "team/web"}
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
 			s := stores[i%2]
 			for j := range 25 {
-				e := store.AuditEvent{Env: "team/web", Action: "apply", Detail: fmt.Sprintf("%d/%d", i, j)}
-				if err := s.AppendAudit(t.Context(), e); err != nil {
+				spec := fmt.Appendf(nil, `{"writer":%d,"n":%d}`, i, j)
+				if _, err := s.PutRevision(t.Context(), env, store.Revision{Spec: spec}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -276,12 +297,12 @@ func TestTwoStoresShareADirectory(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	events, err := stores[0].Audit(t.Context(), "team/web")
+	latest, err := stores[0].Revision(t.Context(), "team/web", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 100 {
-		t.Errorf("got %d events, want 100", len(events))
+	if latest.Number != 100 {
+		t.Errorf("latest revision is %d, want 100", latest.Number)
 	}
 }
 

@@ -1,0 +1,97 @@
+package terraform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// ErrPlanChanged means the saved plan file is not the one that was approved:
+// it was replaced by a newer plan, edited, or removed. Plan again.
+var ErrPlanChanged = errors.New("the saved plan changed since it was made; plan again")
+
+// StateLockedError means the tool could not take the state lock because
+// another run holds it. The fields are the tool's lock info, where it gave
+// any.
+type StateLockedError struct {
+	ID        string
+	Path      string
+	Operation string
+	Who       string
+	Created   string
+	// Err is the tool's error, stderr included.
+	Err error
+}
+
+// Error names the holder and what to do.
+func (e *StateLockedError) Error() string {
+	var b strings.Builder
+	b.WriteString("state is locked")
+	if e.Who != "" {
+		fmt.Fprintf(&b, " by %s", e.Who)
+	}
+	if e.Operation != "" {
+		fmt.Fprintf(&b, " (%s", strings.TrimPrefix(e.Operation, "OperationType"))
+		if e.Created != "" {
+			fmt.Fprintf(&b, " since %s", e.Created)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(": another run is using this component; wait for it to finish")
+	if e.ID != "" {
+		fmt.Fprintf(&b, ", or, if it died, run force-unlock %s in the component's module folder", e.ID)
+	}
+	return b.String()
+}
+
+// Unwrap returns the tool's error.
+func (e *StateLockedError) Unwrap() error { return e.Err }
+
+var lockInfoLine = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Created):\s*(.*?)\s*$`)
+
+// stateLocked recognises the tool's "Error acquiring the state lock" in its
+// output (tfexec puts stderr in the error's text). It is the one place knit
+// reads the tool's stderr; it returns nil when the output says something else.
+func stateLocked(err error) *StateLockedError {
+	if err == nil || !strings.Contains(err.Error(), "Error acquiring the state lock") {
+		return nil
+	}
+	e := &StateLockedError{Err: err}
+	text := err.Error()
+	if i := strings.Index(text, "Lock Info:"); i >= 0 {
+		for _, m := range lockInfoLine.FindAllStringSubmatch(text[i:], -1) {
+			switch m[1] {
+			case "ID":
+				e.ID = m[2]
+			case "Path":
+				e.Path = m[2]
+			case "Operation":
+				e.Operation = m[2]
+			case "Who":
+				e.Who = m[2]
+			case "Created":
+				e.Created = m[2]
+			}
+		}
+	}
+	return e
+}
+
+// wrap adds the operation and component to err, turning a held state lock
+// into a *StateLockedError. Cancellation stays visible to errors.Is.
+func wrap(op string, c runner.Component, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s %s: interrupted: %w", op, name(c), err)
+	}
+	if l := stateLocked(err); l != nil {
+		return fmt.Errorf("%s %s: %w", op, name(c), l)
+	}
+	return fmt.Errorf("%s %s: %w", op, name(c), err)
+}

@@ -1,0 +1,53 @@
+package terraform
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// Fingerprint hashes what decides the component's result apart from the real
+// world: the tool version, the module (for git, the resolved commit and
+// folder), the variables file, overlays, the inputs (as canonical JSON) and
+// the backend knit writes. It hashes the content of every file that would
+// land in the module folder, caching file hashes by path, size and mtime. It
+// never runs the tool and writes nothing, but resolving a git source fetches
+// it (no fetch for a full commit hash already cached).
+func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.Inputs) (string, error) {
+	l, err := r.layout(ctx, c, in)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", name(c), err)
+	}
+	sum, err := r.layoutHash(l, r.opts.ToolVersion, func(string) bool { return true })
+	if err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", name(c), err)
+	}
+	return sum, nil
+}
+
+// layoutHash hashes the tool version, the layout's commit and run folder,
+// and the paths, modes and content of the files that match.
+func (r *Runner) layoutHash(l *layout, tool string, match func(rel string) bool) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "knit/terraform v1\ntool %q\ncommit %q\nsub %q\n", tool, l.commit, l.sub)
+	names := make([]string, 0, len(l.files))
+	for rel := range l.files {
+		if match(rel) {
+			names = append(names, rel)
+		}
+	}
+	sort.Strings(names)
+	for _, rel := range names {
+		f := l.files[rel]
+		sum, err := r.hashes.sum(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%q %o %s\n", rel, f.mode, sum)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,163 @@
+package terraform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/runner"
+)
+
+// DefaultGracePeriod is how long a cancelled tool may take to stop after its
+// interrupt before it is killed, when Options.GracePeriod is zero.
+const DefaultGracePeriod = 60 * time.Second
+
+// Names inside a component's work dir. The module copy lives in moduleDir;
+// everything that must survive re-copying it (state, saved plan, init stamp)
+// lives beside it.
+const (
+	moduleDir = "module"
+	stateFile = "terraform.tfstate"
+	planFile  = "plan.tfplan"
+	stampFile = "init.stamp"
+)
+
+// Options configures a Runner.
+type Options struct {
+	// DataDir holds what components share: the provider plugin cache
+	// (DataDir/plugin-cache) and the git cache (DataDir/git).
+	DataDir string
+	// ToolVersion is the tool's name and version (Binary.Version's answer);
+	// it is part of every fingerprint, so upgrading the tool re-plans.
+	ToolVersion string
+	// GracePeriod is how long a cancelled tool gets between its interrupt
+	// (SIGINT) and SIGKILL. Zero means DefaultGracePeriod.
+	GracePeriod time.Duration
+}
+
+// Runner runs OpenTofu or Terraform for terraform components. It implements
+// runner.Runner and is safe for concurrent use on different components; it
+// relies on the engine never running two operations on one component at once.
+type Runner struct {
+	bin  Binary
+	opts Options
+	git  *gitsource.Cache
+
+	hashes fileHashes
+	// initMu serialises init across components: the shared plugin cache is
+	// not safe for concurrent installs.
+	initMu sync.Mutex
+	// inits counts init runs, for tests.
+	inits atomic.Int64
+}
+
+var _ runner.Runner = (*Runner)(nil)
+
+// New returns a Runner that runs bin with opts.
+func New(bin Binary, opts Options) *Runner {
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = DefaultGracePeriod
+	}
+	return &Runner{
+		bin:  bin,
+		opts: opts,
+		git:  &gitsource.Cache{Dir: filepath.Join(opts.DataDir, "git")},
+	}
+}
+
+func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "plugin-cache") }
+
+// env is the environment the tool runs with: the caller's, with knit's CLI
+// config, automation settings and the shared plugin cache. Variables that
+// tfexec manages itself (TF_IN_AUTOMATION, TF_INPUT, TF_LOG*, TF_CLI_ARGS*,
+// TF_VAR_*, ...) are dropped: tfexec refuses them in SetEnv, sets
+// TF_IN_AUTOMATION=1 on every command and passes -input=false; inputs come
+// only from knit's own files.
+func (r *Runner) env() map[string]string {
+	m := map[string]string{}
+	for _, kv := range r.bin.Env(os.Environ()) {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	m["TF_PLUGIN_CACHE_DIR"] = r.pluginCache()
+	m["CHECKPOINT_DISABLE"] = "1"
+	return tfexec.CleanEnv(m)
+}
+
+// session is one operation's handle on the tool, in one folder. Commands whose
+// stdout is data (show -json, output -json) run quiet so neither plans nor
+// sensitive outputs reach the log; the others stream into it.
+type session struct {
+	tf  *tfexec.Terraform
+	log io.Writer
+}
+
+// session prepares tfexec for dir. Cancelling ctx sends the tool SIGINT and,
+// if it has not exited after the grace period, SIGKILL (tfexec sets
+// exec.Cmd.Cancel to an interrupt and WaitDelay to the grace period; the tool
+// runs in its own process group, so a terminal's Ctrl-C reaches it only this way).
+func (r *Runner) session(ctx context.Context, dir string, log io.Writer) (*session, error) {
+	tf, err := tfexec.NewTerraform(dir, r.bin.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.SetEnv(r.env()); err != nil {
+		return nil, err
+	}
+	if err := tf.SetWaitDelay(r.opts.GracePeriod); err != nil {
+		return nil, err
+	}
+	log = &lockedWriter{w: log}
+	tf.SetStderr(log)
+	// tfexec asks the tool for its version before some commands and copies
+	// the answer to stdout's writer; ask now, while stdout is still unset.
+	if _, _, err := tf.Version(ctx, false); err != nil {
+		return nil, err
+	}
+	return &session{tf: tf, log: log}, nil
+}
+
+func (s *session) loud() *tfexec.Terraform  { s.tf.SetStdout(s.log); return s.tf }
+func (s *session) quiet() *tfexec.Terraform { s.tf.SetStdout(nil); return s.tf }
+
+// lockedWriter serialises writes: tfexec copies stdout and stderr from two
+// goroutines, and the component's log need not be safe for that.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// workDir returns the component's work dir as an absolute path.
+func workDir(c runner.Component) (string, error) {
+	if c.WorkDir == "" {
+		return "", fmt.Errorf("component %s has no work dir", c.Def.Name)
+	}
+	return filepath.Abs(c.WorkDir)
+}
+
+func name(c runner.Component) string {
+	if c.Def == nil {
+		return "?"
+	}
+	return c.Def.Name
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

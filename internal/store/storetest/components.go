@@ -1,0 +1,126 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/store"
+)
+
+func testComponentRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	must(t, s.CreateRun(ctx, run("r1", "team/web", at(0))))
+	db := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning, StartedAt: at(time.Second)}
+	app := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "app", Operation: "apply", Status: store.StatusRunning, StartedAt: at(2 * time.Second)}
+	must(t, s.StartComponentRun(ctx, db))
+	must(t, s.StartComponentRun(ctx, app))
+	if db.ID == 0 || app.ID == 0 || db.ID == app.ID {
+		t.Fatalf("component run IDs %d and %d: want distinct and non-zero", db.ID, app.ID)
+	}
+
+	// Finishing with a state records the run, the state and its outputs together.
+	db.Status, db.Reason, db.Log, db.FinishedAt = store.StatusSucceeded, "created", "Apply complete!\n", at(time.Minute)
+	db.PlanSummary = []byte(`{"add":1}`)
+	state := &store.ComponentState{Env: "team/web", Component: "db", Status: "applied", Fingerprint: "fp1", Revision: 1,
+		UpdatedAt: at(time.Minute), Outputs: map[string]store.OutputValue{
+			"host": {Value: []byte(`"db.internal"`)},
+			"port": {Value: []byte(`5432`)},
+		}}
+	must(t, s.FinishComponentRun(ctx, *db, state))
+	app.Status, app.FinishedAt = store.StatusFailed, at(2*time.Minute)
+	must(t, s.FinishComponentRun(ctx, *app, nil))
+	wantNotFound(t, s.FinishComponentRun(ctx, store.ComponentRun{ID: 999999, Status: store.StatusFailed}, nil), "finish unknown component run")
+
+	crs, err := s.ComponentRuns(ctx, "r1")
+	must(t, err)
+	if len(crs) != 2 {
+		t.Fatalf("got %d component runs, want 2", len(crs))
+	}
+	equal(t, "first component run", crs[0].Status, store.StatusSucceeded)
+	equal(t, "first component run plan", crs[0].PlanSummary, db.PlanSummary)
+	equal(t, "first component run finish", crs[0].FinishedAt, at(time.Minute))
+	equal(t, "second component run", crs[1].Status, store.StatusFailed)
+
+	states, err := s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	equal(t, "states after finishing db with a state and app without", states,
+		map[string]store.ComponentState{"db": *state})
+
+	// A later finish replaces the state and all its outputs.
+	redo := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning}
+	must(t, s.StartComponentRun(ctx, redo))
+	redo.Status = store.StatusSucceeded
+	state2 := &store.ComponentState{Status: "applied", Fingerprint: "fp2", Revision: 2, UpdatedAt: at(time.Hour),
+		Outputs: map[string]store.OutputValue{"host": {Value: []byte(`"db2.internal"`)}}}
+	must(t, s.FinishComponentRun(ctx, *redo, state2))
+	states, err = s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	got := states["db"]
+	if got.Env != "team/web" || got.Component != "db" {
+		t.Errorf("state Env/Component should default to the component run's, got %q/%q", got.Env, got.Component)
+	}
+	equal(t, "replaced outputs", got.Outputs, state2.Outputs)
+	equal(t, "replaced fingerprint", got.Fingerprint, "fp2")
+}
+
+func testLastComponentRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	_, err := s.LastComponentRun(ctx, "team/web", "db")
+	wantNotFound(t, err, "last run of a component never run")
+	for i, id := range []string{"r1", "r2"} {
+		must(t, s.CreateRun(ctx, run(id, "team/web", at(time.Duration(i)*time.Hour))))
+		cr := &store.ComponentRun{RunID: id, Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning,
+			StartedAt: at(time.Duration(i) * time.Hour)}
+		must(t, s.StartComponentRun(ctx, cr))
+		cr.Status, cr.Log, cr.FinishedAt = store.StatusSucceeded, "log of "+id, at(time.Duration(i)*time.Hour+time.Minute)
+		must(t, s.FinishComponentRun(ctx, *cr, nil))
+	}
+	last, err := s.LastComponentRun(ctx, "team/web", "db")
+	must(t, err)
+	if last.RunID != "r2" || last.Log != "log of r2" || last.Status != store.StatusSucceeded {
+		t.Errorf("last component run: run %s, status %s, log %q; want r2, succeeded, %q", last.RunID, last.Status, last.Log, "log of r2")
+	}
+	_, err = s.LastComponentRun(ctx, "team/api", "db")
+	wantNotFound(t, err, "last run of the same component in another env")
+}
+
+func testComponentStates(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	states, err := s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	if len(states) != 0 {
+		t.Errorf("new store has states %v", states)
+	}
+	web := store.ComponentState{Env: "team/web", Component: "db", Status: "applied", Fingerprint: "fp", Revision: 3,
+		UpdatedAt: at(0), Outputs: map[string]store.OutputValue{"url": {Value: []byte(`"postgres://db"`)}}}
+	api := store.ComponentState{Env: "team/api", Component: "db", Status: "failed", Revision: 1, UpdatedAt: at(time.Second)}
+	must(t, s.PutComponentState(ctx, web))
+	must(t, s.PutComponentState(ctx, api))
+	states, err = s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	equal(t, "states of team/web", states, map[string]store.ComponentState{"db": web})
+
+	web.Status, web.Outputs = "destroyed", nil
+	must(t, s.PutComponentState(ctx, web))
+	states, err = s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	if got := states["db"]; got.Status != "destroyed" || len(got.Outputs) != 0 {
+		t.Errorf("after replacing with no outputs: status %q, outputs %v", got.Status, got.Outputs)
+	}
+	states, err = s.ComponentStates(ctx, "team/api")
+	must(t, err)
+	equal(t, "states of team/api", states, map[string]store.ComponentState{"db": api})
+}
+
+func testSensitiveOutputs(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	outputs := map[string]store.OutputValue{
+		"password": {Value: []byte(`"hunter2-sensitive"`), Sensitive: true},
+		"config":   {Value: []byte(`{"user":"app","tls":true}`), Sensitive: true},
+		"host":     {Value: []byte(`"db.internal"`)},
+	}
+	must(t, s.PutComponentState(ctx, store.ComponentState{Env: "team/web", Component: "db", Status: "applied", Outputs: outputs}))
+	states, err := s.ComponentStates(ctx, "team/web")
+	must(t, err)
+	equal(t, "outputs read back", states["db"].Outputs, outputs)
+}

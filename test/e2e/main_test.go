@@ -1,0 +1,185 @@
+// Package e2e runs the real knit binary against the real OpenTofu and
+// providers that `make tools` installs, in temporary folders.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	knitBin string // built once by TestMain
+	tofuBin string // "" when not installed
+	repo    string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	repo, err = repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "knit-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	knitBin = filepath.Join(tmp, "knit")
+	build := exec.Command("go", "build", "-o", knitBin, "./cmd/knit")
+	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build knit:", err)
+		return 1
+	}
+	if p := filepath.Join(repo, ".tools", "bin", "tofu"); isExecutable(p) {
+		tofuBin = p
+	}
+	return m.Run()
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&0o111 != 0
+}
+
+// requireTofu fails in CI (or under make, KNIT_REQUIRE_TOOLS=1) and skips
+// elsewhere when OpenTofu has not been installed.
+func requireTofu(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: not in -short mode")
+	}
+	if tofuBin != "" {
+		return
+	}
+	if os.Getenv("CI") == "true" || os.Getenv("KNIT_REQUIRE_TOOLS") == "1" {
+		t.Fatal("OpenTofu is not installed in .tools: run make tools")
+	}
+	t.Skip("OpenTofu is not installed in .tools: run make tools")
+}
+
+// world is one test's folder: environment files, modules, and knit's data dir.
+type world struct {
+	t       *testing.T
+	dir     string
+	dataDir string
+	env     []string
+}
+
+func newWorld(t *testing.T) *world {
+	requireTofu(t)
+	dir := t.TempDir()
+	w := &world{t: t, dir: dir, dataDir: filepath.Join(dir, ".knit")}
+	w.env = append(os.Environ(),
+		"KNIT_DATA_DIR="+w.dataDir,
+		"KNIT_TF_BINARY="+tofuBin,
+		"KNIT_ACTOR=e2e",
+		"HOME="+dir, // keep ~/.terraform.d and the like out of the real home
+	)
+	return w
+}
+
+// write creates files (path → content) under the world's folder.
+func (w *world) write(files map[string]string) {
+	w.t.Helper()
+	for name, content := range files {
+		p := filepath.Join(w.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w *world) path(name string) string { return filepath.Join(w.dir, name) }
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// knit runs the knit binary in the world's folder.
+func (w *world) knit(args ...string) result {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, knitBin, args...)
+	cmd.Dir, cmd.Env = w.dir, w.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatalf("knit %s: %v", strings.Join(args, " "), err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// ok runs knit and fails the test unless it exits 0.
+func (w *world) ok(args ...string) result {
+	w.t.Helper()
+	r := w.knit(args...)
+	if r.code != 0 {
+		w.t.Fatalf("knit %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func (w *world) read(name string) string {
+	w.t.Helper()
+	b, err := os.ReadFile(w.path(name))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// git runs git in dir with a fixed identity.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
