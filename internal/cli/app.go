@@ -9,6 +9,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/script"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -59,23 +60,31 @@ func (d *deps) actor() string {
 }
 
 // newEngine wires the engine with the store and the runners for each type.
+// A missing OpenTofu/Terraform fails only the terraform components.
 func (d *deps) newEngine(ctx context.Context, st store.Store, dataDir string, onEvent func(engine.Event)) (*engine.Engine, error) {
-	bin, err := terraform.Locate(d.global.tfBinary, d.getenv)
-	if err != nil {
-		return nil, err
-	}
-	tv, err := bin.Version(ctx)
-	if err != nil {
-		return nil, err
-	}
 	host, _ := os.Hostname()
 	return &engine.Engine{
-		Store:   st,
-		Runners: map[string]runner.Runner{spec.TypeTerraform: terraform.New(bin, terraform.Options{DataDir: dataDir, ToolVersion: tv})},
+		Store: st,
+		Runners: map[string]runner.Runner{
+			spec.TypeTerraform: d.terraformRunner(ctx, dataDir),
+			spec.TypeScript:    script.New(),
+		},
 		DataDir: dataDir,
 		Actor:   d.actor(),
 		OnEvent: onEvent,
 		Host:    host,
 		PID:     os.Getpid(),
 	}, nil
+}
+
+func (d *deps) terraformRunner(ctx context.Context, dataDir string) runner.Runner {
+	bin, err := terraform.Locate(d.global.tfBinary, d.getenv)
+	if err != nil {
+		return runner.Unavailable(err)
+	}
+	tv, err := bin.CachedVersion(ctx, filepath.Join(dataDir, "cache"))
+	if err != nil {
+		return runner.Unavailable(err)
+	}
+	return terraform.New(bin, terraform.Options{DataDir: dataDir, ToolVersion: tv})
 }

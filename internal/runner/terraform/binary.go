@@ -2,6 +2,8 @@ package terraform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,4 +119,31 @@ func (b Binary) Version(ctx context.Context) (string, error) {
 		ver = v.OpenTofuVersion
 	}
 	return fmt.Sprintf("%s v%s", name, strings.TrimPrefix(ver, "v")), nil
+}
+
+// CachedVersion is Version, remembered in dir keyed by the binary's path,
+// size and modification time, so that a run with nothing to do starts no
+// tool process at all.
+func (b Binary) CachedVersion(ctx context.Context, dir string) (string, error) {
+	st, err := os.Stat(b.Path)
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", b.Path, st.Size(), st.ModTime().UnixNano())
+	sum := sha256.Sum256([]byte(key))
+	file := filepath.Join(dir, "tool-version-"+hex.EncodeToString(sum[:8]))
+	if v, err := os.ReadFile(file); err == nil && len(v) > 0 {
+		return string(v), nil
+	}
+	v, err := b.Version(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		tmp := file + ".tmp"
+		if os.WriteFile(tmp, []byte(v), 0o600) == nil {
+			_ = os.Rename(tmp, file)
+		}
+	}
+	return v, nil
 }

@@ -1,0 +1,199 @@
+// Package script runs knit.dev/v1 `type: script` components: user commands
+// run by sh, inputs given as JSON on stdin and as KNIT_VAR_<NAME>
+// environment variables, outputs read as a JSON object from apply's stdout.
+package script
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"knit.dev/knit/internal/procexec"
+	"knit.dev/knit/internal/runner"
+)
+
+// Runner runs script components. It keeps each component's last outputs
+// and planned inputs in its work dir.
+type Runner struct{}
+
+// New returns a script runner.
+func New() *Runner { return &Runner{} }
+
+const (
+	outputsFile = "outputs.json"
+	planFile    = "plan.json"
+)
+
+// Fingerprint hashes the commands and inputs.
+func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.Inputs) (string, error) {
+	b, err := json.Marshal(struct {
+		Apply, Destroy, Plan string
+		In                   runner.Inputs
+	}{c.Def.Script.Apply, c.Def.Script.Destroy, c.Def.Script.Plan, in})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Plan runs the plan command when there is one (exit 0: no changes, 2:
+// changes, like terraform's -detailed-exitcode); without one, a component
+// always has one change: running its apply command. The plan saves the
+// inputs it was made with, so Apply applies exactly them.
+func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	p := &runner.Plan{Destroying: opts.Destroy}
+	addr := "script." + c.Def.Name
+	switch {
+	case opts.Destroy:
+		if _, err := os.Stat(filepath.Join(c.WorkDir, outputsFile)); err == nil {
+			p.Destroy, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionDelete}}
+		}
+	case c.Def.Script.Plan == "":
+		p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
+	default:
+		_, err := run(ctx, c, c.Def.Script.Plan, in)
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee) && ee.ExitCode() == 2:
+			p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
+		default:
+			return nil, fmt.Errorf("plan command: %w", err)
+		}
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	p.File = filepath.Join(c.WorkDir, planFile)
+	if err := os.WriteFile(p.File, body, 0o600); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	p.Checksum = hex.EncodeToString(sum[:])
+	return p, nil
+}
+
+// Apply runs the apply command with the planned inputs (or the destroy
+// command for a destroy plan) and records its outputs.
+func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
+	body, err := os.ReadFile(p.File)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != p.Checksum {
+		return nil, errors.New("the saved plan changed since it was made: plan again")
+	}
+	var in runner.Inputs
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, err
+	}
+	if p.Destroying {
+		return runner.Outputs{}, r.Destroy(ctx, c, in)
+	}
+	stdout, err := run(ctx, c, c.Def.Script.Apply, in)
+	if err != nil {
+		return nil, fmt.Errorf("apply command: %w", err)
+	}
+	outs, err := parseOutputs(c, stdout)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(outs)
+	if err := os.WriteFile(filepath.Join(c.WorkDir, outputsFile), b, 0o600); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// Destroy runs the destroy command, if any, and forgets the outputs.
+func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
+	if c.Def.Script.Destroy != "" {
+		if _, err := run(ctx, c, c.Def.Script.Destroy, in); err != nil {
+			return fmt.Errorf("destroy command: %w", err)
+		}
+	}
+	err := os.Remove(filepath.Join(c.WorkDir, outputsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Outputs returns the outputs recorded by the last apply.
+func (r *Runner) Outputs(_ context.Context, c runner.Component) (runner.Outputs, error) {
+	b, err := os.ReadFile(filepath.Join(c.WorkDir, outputsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return runner.Outputs{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var outs runner.Outputs
+	return outs, json.Unmarshal(b, &outs)
+}
+
+// parseOutputs reads apply's stdout as a JSON object (empty: no outputs),
+// flagging outputs the spec declares sensitive.
+func parseOutputs(c runner.Component, stdout []byte) (runner.Outputs, error) {
+	outs := runner.Outputs{}
+	if len(bytes.TrimSpace(stdout)) == 0 {
+		return outs, nil
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(stdout, &raw); err != nil {
+		return nil, fmt.Errorf("apply command must print its outputs as one JSON object on stdout: %w", err)
+	}
+	for k, v := range raw {
+		o := c.Def.Output(k)
+		outs[k] = runner.Output{Value: v, Sensitive: o != nil && o.Sensitive}
+	}
+	return outs, nil
+}
+
+// run executes command with sh in the work dir; stderr goes to the log.
+func run(ctx context.Context, c runner.Component, command string, in runner.Inputs) ([]byte, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	cmd := procexec.Command(ctx, "sh", "-c", command)
+	cmd.Dir = c.WorkDir
+	cmd.Env = append(os.Environ(), inputEnv(in)...)
+	cmd.Stdin = bytes.NewReader(body)
+	var stdout bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&stdout, c.Log)
+	cmd.Stderr = c.Log
+	err = cmd.Run()
+	return stdout.Bytes(), err
+}
+
+// inputEnv renders inputs as KNIT_VAR_<NAME>=value (strings raw, others JSON).
+func inputEnv(in runner.Inputs) []string {
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, ok := in[k].(string)
+		if !ok {
+			b, _ := json.Marshal(in[k])
+			v = string(b)
+		}
+		env = append(env, "KNIT_VAR_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))+"="+v)
+	}
+	return env
+}

@@ -1,0 +1,146 @@
+package terraform_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/testtools"
+)
+
+// echoModule takes untyped variables (type = any), so a value arrives with
+// the JSON type knit wrote: a number as a number, not a string.
+var echoModule = map[string]string{
+	"mod/main.tf": `
+variable "n" { type = any }
+variable "l" { type = any }
+variable "m" { type = any }
+
+resource "terraform_data" "echo" {
+  input = { n = var.n, l = var.l, m = var.m }
+}
+
+output "n"   { value = var.n }
+output "l"   { value = var.l }
+output "m"   { value = var.m }
+output "sum" { value = var.n + var.m.k }
+output "secret" {
+  value     = "hunter2"
+  sensitive = true
+}
+`,
+	"mod/scripts/run.sh": "#!/bin/sh\necho hi\n",
+}
+
+var echoInputs = runner.Inputs{"n": 3, "l": []any{"a", "b"}, "m": map[string]any{"k": 1}}
+
+func TestPlanApplyOutputsTyped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	if err := os.Chmod(f.envDir+"/mod/scripts/run.sh", 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	p := f.plan(echoInputs, runner.PlanOptions{})
+	if p.Add != 1 || p.Change != 0 || p.Destroy != 0 || addresses(p) != "terraform_data.echo:create" {
+		t.Errorf("plan = %+v, want one create of terraform_data.echo", p)
+	}
+	if want := []string{"l", "m", "n", "secret", "sum"}; !reflect.DeepEqual(p.OutputChanges, want) {
+		t.Errorf("OutputChanges = %v, want %v", p.OutputChanges, want)
+	}
+	if !strings.HasPrefix(p.File, f.c.WorkDir) || len(p.Checksum) != 64 {
+		t.Errorf("File %q / Checksum %q: want a saved plan in the work dir", p.File, p.Checksum)
+	}
+
+	out := f.apply(p)
+	want := runner.Outputs{
+		"n":      {Value: float64(3)},
+		"l":      {Value: []any{"a", "b"}},
+		"m":      {Value: map[string]any{"k": float64(1)}},
+		"sum":    {Value: float64(4)},
+		"secret": {Value: "hunter2", Sensitive: true},
+	}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("Apply outputs = %#v\nwant %#v", out, want)
+	}
+	read, err := f.r.Outputs(context.Background(), f.c)
+	if err != nil || !reflect.DeepEqual(read, want) {
+		t.Errorf("Outputs = %#v, %v; want %#v", read, err, want)
+	}
+	if strings.Contains(f.log.String(), "hunter2") {
+		t.Error("a sensitive value reached the log")
+	}
+	if st, err := os.Stat(f.moduleFile("scripts/run.sh")); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("scripts/run.sh lost its exec bit: %v", err)
+	}
+}
+
+func TestUnchangedPlanSkipsInit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	f.planApply(echoInputs)
+	if f.inits() != 1 {
+		t.Fatalf("inits = %d after the first plan, want 1", f.inits())
+	}
+
+	// Nothing changed: no changes, and init does not run again.
+	mark := len(f.log.String())
+	if p := f.plan(echoInputs, runner.PlanOptions{}); p.HasChanges() {
+		t.Errorf("second plan has changes: %+v", p)
+	}
+	if f.inits() != 1 || strings.Contains(f.log.String()[mark:], "Initializing") {
+		t.Errorf("init ran again for an unchanged module (inits = %d)", f.inits())
+	}
+
+	// A new input value changes the resource, still without init.
+	in := runner.Inputs{"n": 4, "l": []any{"a", "b"}, "m": map[string]any{"k": 1}}
+	p := f.plan(in, runner.PlanOptions{})
+	if p.Change != 1 || len(p.Resources) != 1 || !reflect.DeepEqual(p.Resources[0].Attributes, []string{"input", "output"}) {
+		t.Errorf("plan after input change = %+v, want one update of input/output", p)
+	}
+	if f.inits() != 1 {
+		t.Errorf("a new input re-ran init")
+	}
+
+	// A new module file re-runs init; removing it from the source removes it
+	// from the copy, while .terraform stays.
+	f.writeSource(map[string]string{"mod/extra.tf": `output "extra" { value = "x" }`})
+	f.plan(echoInputs, runner.PlanOptions{})
+	if f.inits() != 2 || !fileExists(f.moduleFile("extra.tf")) {
+		t.Errorf("after adding extra.tf: inits = %d, copied = %v; want 2, true", f.inits(), fileExists(f.moduleFile("extra.tf")))
+	}
+	if err := os.Remove(f.envDir + "/mod/extra.tf"); err != nil {
+		t.Fatal(err)
+	}
+	f.plan(echoInputs, runner.PlanOptions{})
+	if fileExists(f.moduleFile("extra.tf")) {
+		t.Error("extra.tf is still in the module copy after leaving the source")
+	}
+	if !fileExists(f.moduleFile(".terraform")) {
+		t.Error(".terraform was removed from the module copy")
+	}
+}
+
+func TestApplyRefusesChangedPlan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	p := f.plan(echoInputs, runner.PlanOptions{})
+	data, err := os.ReadFile(p.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.File, append(data, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Apply(context.Background(), f.c, p); !errors.Is(err, terraform.ErrPlanChanged) {
+		t.Fatalf("Apply of a tampered plan: err = %v, want ErrPlanChanged", err)
+	}
+	if fileExists(f.c.WorkDir + "/terraform.tfstate") {
+		t.Error("the tampered plan changed state")
+	}
+}

@@ -1,0 +1,5 @@
+package terraform
+
+// InitCount reports how many times r ran init, for tests proving that an
+// unchanged module is not initialised again.
+func InitCount(r *Runner) int64 { return r.inits.Load() }

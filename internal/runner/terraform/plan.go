@@ -1,0 +1,93 @@
+package terraform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// Plan lays out the work dir, runs init if needed, and saves a plan to
+// <WorkDir>/plan.tfplan (replacing the previous one, which invalidates any
+// approval of it), then summarises `show -json` of that file. It changes no
+// real resources and no state.
+func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	if opts.Destroy && opts.RefreshOnly {
+		return nil, fmt.Errorf("plan %s: a plan cannot be both destroy and refresh-only", name(c))
+	}
+	p, err := r.prepare(ctx, c, in)
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	wd, _ := workDir(c)
+	file := filepath.Join(wd, planFile)
+	if _, err := p.s.loud().Plan(ctx, planOptions(file, opts)...); err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	raw, err := p.s.quiet().ShowPlanFile(ctx, file)
+	if err != nil {
+		return nil, wrap("show plan", c, err)
+	}
+	sum, err := hashFile(file)
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	plan := summarize(raw, opts.RefreshOnly)
+	plan.File, plan.Checksum, plan.Destroying = file, sum, opts.Destroy
+	return &plan, nil
+}
+
+// planOptions are the flags Plan adds to tfexec's (-no-color -input=false
+// -detailed-exitcode -lock=true -refresh=true): the saved plan's path, and
+// -destroy or -refresh-only.
+func planOptions(file string, opts runner.PlanOptions) []tfexec.PlanOption {
+	out := []tfexec.PlanOption{tfexec.Out(file)}
+	if opts.Destroy {
+		out = append(out, tfexec.Destroy(true))
+	}
+	if opts.RefreshOnly {
+		out = append(out, tfexec.RefreshOnly(true))
+	}
+	return out
+}
+
+// Apply applies exactly the saved plan p.File, after checking that its
+// SHA-256 still equals p.Checksum (else ErrPlanChanged), and returns the
+// outputs. A destroy plan is applied the same way. Apply does not re-copy
+// the module: the plan carries its own configuration. The tool itself
+// refuses a plan made against state that has changed since.
+func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
+	if p == nil || p.File == "" {
+		return nil, fmt.Errorf("apply %s: no saved plan", name(c))
+	}
+	sum, err := hashFile(p.File)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && sum != p.Checksum) {
+		return nil, fmt.Errorf("apply %s: %w", name(c), ErrPlanChanged)
+	}
+	if err != nil {
+		return nil, wrap("apply", c, err)
+	}
+	dir, err := runDir(c)
+	if err != nil {
+		return nil, wrap("apply", c, err)
+	}
+	s, err := r.session(ctx, dir, c.Log)
+	if err != nil {
+		return nil, wrap("apply", c, err)
+	}
+	if err := s.loud().Apply(ctx, applyOptions(p.File)...); err != nil {
+		return nil, wrap("apply", c, err)
+	}
+	return r.outputs(ctx, c, s)
+}
+
+// applyOptions are the flags Apply adds to tfexec's (-no-color
+// -auto-approve -input=false -lock=true -refresh=true): the saved plan.
+func applyOptions(file string) []tfexec.ApplyOption {
+	return []tfexec.ApplyOption{tfexec.DirOrPlan(file)}
+}
