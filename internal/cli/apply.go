@@ -104,8 +104,9 @@ func (d *deps) runEngine(ctx context.Context, output string, detailed bool, fn f
 			return err
 		}
 	} else {
-		printResult(d.stdout, d.stderr, res)
+		printResult(d.stdout, res)
 	}
+	printFailureLogs(d.stderr, res)
 	if ctx.Err() != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("interrupted: run %s recorded as interrupted", res.RunID)}
 	}

@@ -9,17 +9,19 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"knit.dev/knit/internal/engine"
 )
 
-// isTerminal reports whether s (stdin, stdout or stderr) is an interactive terminal.
+// isTerminal reports whether s (stdin, stdout or stderr) is an interactive
+// terminal; /dev/null is a character device too, so ask the terminal driver.
 func isTerminal(s any) bool {
 	f, ok := s.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // progress shows a run's component states on stderr: a live table redrawn

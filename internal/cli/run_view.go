@@ -13,9 +13,8 @@ import (
 // logTail is how many lines of a failed component's tool output are shown.
 const logTail = 40
 
-// printResult renders a run's outcome: one line per component, then a
-// summary, then the log tail of each failed component (on stderr).
-func printResult(stdout, stderr io.Writer, r *engine.Result) {
+// printResult renders a run's outcome: one line per component, then a summary.
+func printResult(stdout io.Writer, r *engine.Result) {
 	width := 9
 	for _, c := range r.Components {
 		width = max(width, len(c.Name))
@@ -35,6 +34,10 @@ func printResult(stdout, stderr io.Writer, r *engine.Result) {
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
 	}
 	fmt.Fprintln(stdout, summary(r))
+}
+
+// printFailureLogs shows the tail of each failed component's tool output.
+func printFailureLogs(stderr io.Writer, r *engine.Result) {
 	for _, c := range r.Components {
 		if c.Status != engine.Failed || c.Log == "" {
 			continue
