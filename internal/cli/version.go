@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -21,6 +22,8 @@ type versionView struct {
 	Go      string `json:"go"`
 	Tool    string `json:"tool"`
 	ToolBin string `json:"toolPath,omitempty"`
+	// ToolErr says why no tool was found when one was named (--tf-binary, KNIT_TF_BINARY).
+	ToolErr string `json:"toolError,omitempty"`
 }
 
 func newVersionCmd(d *deps) *cobra.Command {
@@ -34,21 +37,28 @@ func newVersionCmd(d *deps) *cobra.Command {
 				return err
 			}
 			v := versionView{Version: version, Commit: commit, Go: runtime.Version(), Tool: "not found"}
-			if bin, err := terraform.Locate(d.global.tfBinary, d.getenv); err == nil {
+			bin, err := terraform.Locate(d.global.tfBinary, d.getenv)
+			switch {
+			case err == nil:
 				v.ToolBin = bin.Path
 				if tv, err := bin.Version(cmd.Context()); err == nil {
 					v.Tool = tv
 				} else {
 					v.Tool = "unknown (" + err.Error() + ")"
 				}
+			case !errors.Is(err, terraform.ErrNoBinary):
+				v.ToolErr = err.Error() // the named binary is missing or not executable
 			}
 			if output == "json" {
 				return writeJSON(d.stdout, v)
 			}
 			fmt.Fprintf(d.stdout, "knit %s (commit %s, %s)\n", v.Version, v.Commit, v.Go)
-			if v.ToolBin != "" {
+			switch {
+			case v.ToolBin != "":
 				fmt.Fprintf(d.stdout, "tool: %s (%s)\n", v.Tool, v.ToolBin)
-			} else {
+			case v.ToolErr != "":
+				fmt.Fprintf(d.stdout, "tool: no OpenTofu or Terraform: %s\n", v.ToolErr)
+			default:
 				fmt.Fprintln(d.stdout, "tool: no OpenTofu or Terraform found (make tools, or --tf-binary)")
 			}
 			return nil

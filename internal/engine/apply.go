@@ -15,6 +15,7 @@ const (
 	stateApplied   = "applied"
 	stateFailed    = "failed"
 	stateAwaiting  = "awaiting-approval"
+	stateDrifted   = "drifted"
 	stateDestroyed = "destroyed"
 )
 
@@ -56,92 +57,169 @@ func (s *session) apply(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	wr := g.Subgraph(keep).Walk(ctx, s.opts.Parallelism, s.applyOne)
+	wr := g.Subgraph(keep).Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+		return s.converge(ctx, s.newStep(name, Planning), nil, nil)
+	})
 	s.settle("apply", wr, defaultSettle)
 	return nil
 }
 
-// applyOne plans one component and applies the plan when it is approved.
-func (s *session) applyOne(ctx context.Context, name string) error {
-	c := s.env.Component(name)
-	cr := s.add(name, Planning)
-	var log logBuffer
-	var secrets []string
-	var storeRun *store.ComponentRun
-	fail := func(st Status, err error) error {
-		if canceled(ctx, err) {
-			st = Canceled
-		}
-		cr.Log = log.Redacted(secrets)
-		s.set(cr, st, redact(err.Error(), secrets))
-		prev := s.snapshot()[name]
-		_ = s.record("apply", cr, storeRun, &store.ComponentState{Status: stateFailed, Outputs: prev.Outputs})
-		return err
-	}
+// step is one component's work within a run: its result entry, log, the
+// secrets to redact from that log, and its stored component run.
+type step struct {
+	s        *session
+	c        *spec.Component
+	cr       *ComponentResult
+	log      logBuffer
+	secrets  []string
+	storeRun *store.ComponentRun
+	op       string
+	force    bool // plan even if the fingerprint is unchanged
+}
 
-	r, err := s.e.runnerFor(c)
-	if err != nil {
-		return fail(Failed, err)
+func (s *session) newStep(name string, first Status) *step {
+	return &step{s: s, c: s.env.Component(name), cr: s.add(name, first), op: "apply"}
+}
+
+// fail records the step as failed (interrupted if the run was cancelled),
+// keeping the component's previous outputs.
+func (st *step) fail(ctx context.Context, err error) error {
+	status := Failed
+	if canceled(ctx, err) {
+		status = Canceled
 	}
-	states := s.snapshot()
-	in, secrets, err := resolveInputs(c, states)
-	if err != nil {
-		return fail(Failed, err)
+	changing := st.op != "drift" || st.cr.Status == Applying // a failed drift check changes nothing
+	st.cr.Log = st.log.Redacted(st.secrets)
+	st.s.set(st.cr, status, redact(err.Error(), st.secrets))
+	var state *store.ComponentState
+	if changing {
+		state = &store.ComponentState{Status: stateFailed, Outputs: st.s.snapshot()[st.c.Name].Outputs}
 	}
-	rc, err := s.e.component(s.env, c, &log)
+	_ = st.s.record(st.op, st.cr, st.storeRun, state)
+	return err
+}
+
+// prepared is what converge needs about a component before it plans.
+type prepared struct {
+	r  runner.Runner
+	rc runner.Component
+	in runner.Inputs
+	fp string
+}
+
+// prepare resolves the runner, inputs and fingerprint of a step's component.
+func (st *step) prepare(ctx context.Context) (*prepared, error) {
+	r, err := st.s.e.runnerFor(st.c)
 	if err != nil {
-		return fail(Failed, err)
+		return nil, err
+	}
+	in, secrets, err := resolveInputs(st.c, st.s.snapshot())
+	st.secrets = secrets
+	if err != nil {
+		return nil, err
+	}
+	rc, err := st.s.e.component(st.s.env, st.c, &st.log)
+	if err != nil {
+		return nil, err
 	}
 	fp, err := r.Fingerprint(ctx, rc, in)
 	if err != nil {
-		return fail(Failed, err)
+		return nil, err
 	}
-	prev := states[name]
-	if !s.opts.Refresh && prev.Status == stateApplied && prev.Fingerprint == fp {
-		s.set(cr, UpToDate, "")
-		return s.record("apply", cr, nil, nil)
-	}
+	return &prepared{r: r, rc: rc, in: in, fp: fp}, nil
+}
 
-	if storeRun, err = s.started("apply", cr); err != nil {
-		return err
+// converge makes one component match the spec: skip it when its fingerprint
+// is unchanged, apply an approved plan when one is waiting, otherwise plan
+// (unless p and plan are given, as drift does), gate on approval, and apply.
+func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
+	var err error
+	if p == nil {
+		if p, err = st.prepare(ctx); err != nil {
+			return st.fail(ctx, err)
+		}
 	}
-	plan, err := r.Plan(ctx, rc, in, runner.PlanOptions{})
-	if err != nil {
-		return fail(Failed, fmt.Errorf("plan: %w", err))
+	prev := s.snapshot()[st.c.Name]
+	if plan == nil && !s.opts.Refresh && !st.force && prev.Status == stateApplied && prev.Fingerprint == p.fp {
+		s.set(st.cr, UpToDate, "")
+		return s.record(st.op, st.cr, nil, nil)
 	}
-	cr.Plan = plan
-	if plan.HasChanges() && !s.approved(c, plan) {
-		cr.Log = log.Redacted(secrets)
-		s.set(cr, Awaiting, "plan has changes; approve with --auto-approve or answer yes")
-		err := s.record("apply", cr, storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
-		if err != nil {
+	if st.storeRun == nil {
+		if st.storeRun, err = s.started(st.op, st.cr); err != nil {
 			return err
 		}
-		return fmt.Errorf("%s: %w", name, dag.ErrHold)
 	}
+	approved, staleWhy, err := s.approvedPlan(st.c.Name, p.fp)
+	if err != nil {
+		return st.fail(ctx, err)
+	}
+	if approved != nil {
+		return s.applyPlan(ctx, st, p, approved.plan, func(err error) { s.closeApproval(approved, err) })
+	}
+	if plan == nil {
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{}); err != nil {
+			return st.fail(ctx, fmt.Errorf("plan: %w", err))
+		}
+	}
+	st.cr.Plan = plan
+	if plan.HasChanges() && !s.approved(st.c, plan) {
+		return s.hold(st, p, plan, staleWhy)
+	}
+	return s.applyPlan(ctx, st, p, plan, nil)
+}
 
+// applyPlan applies plan (or, with no changes, reads outputs) and records
+// the component's new state; done, if set, learns the outcome.
+func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error)) error {
+	st.cr.Plan = plan
 	var outs runner.Outputs
+	var err error
 	if plan.HasChanges() {
-		s.set(cr, Applying, "")
-		outs, err = r.Apply(ctx, rc, plan)
+		s.set(st.cr, Applying, "")
+		outs, err = p.r.Apply(ctx, p.rc, plan)
 	} else {
-		outs, err = r.Outputs(ctx, rc)
+		outs, err = p.r.Outputs(ctx, p.rc)
+	}
+	if done != nil {
+		done(err)
 	}
 	if err != nil {
-		return fail(Failed, fmt.Errorf("apply: %w", err))
+		return st.fail(ctx, fmt.Errorf("apply: %w", err))
 	}
 	stored, err := encodeOutputs(outs)
 	if err != nil {
-		return fail(Failed, err)
+		return st.fail(ctx, err)
 	}
-	cr.Outputs = outs
-	cr.Log = log.Redacted(append(secrets, sensitiveOutputs(outs)...))
-	st := Applied
+	st.cr.Outputs = outs
+	st.cr.Log = st.log.Redacted(append(st.secrets, sensitiveOutputs(outs)...))
+	status := Applied
 	if !plan.HasChanges() {
-		st = NoChanges
+		status = NoChanges
 	}
-	s.set(cr, st, "")
-	return s.record("apply", cr, storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: fp, Outputs: stored})
+	s.set(st.cr, status, "")
+	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: stored})
+}
+
+// hold stops a component at the approval gate: its plan is kept for a
+// person to approve, and its dependents wait.
+func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string) error {
+	id, err := s.requestApproval(st.c.Name, p.fp, plan)
+	if err != nil {
+		return st.fail(context.Background(), err)
+	}
+	reason := fmt.Sprintf("plan has changes: approve it with knit approve %s %s (approval #%d)", s.env.ID(), st.c.Name, id)
+	if staleWhy != "" {
+		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
+			staleWhy, s.env.ID(), st.c.Name, id)
+	}
+	st.cr.Log = st.log.Redacted(st.secrets)
+	s.set(st.cr, Awaiting, reason)
+	prev := s.snapshot()[st.c.Name]
+	err = s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", st.c.Name, dag.ErrHold)
 }
 
 // approved decides whether a plan with changes may be applied now.
@@ -167,7 +245,7 @@ func sensitiveOutputs(outs runner.Outputs) []string {
 	return out
 }
 
-// audit records the run in the audit trail.
+// audit records the run in the audit trail and sets the environment's status.
 func (s *session) audit(action string, err error) {
 	detail := s.result.Status
 	if err != nil {
@@ -181,7 +259,7 @@ func (s *session) audit(action string, err error) {
 	if action == "teardown" && s.result.Status == store.StatusSucceeded {
 		status = "torn-down"
 	}
-	if action != "plan" && status != "" {
+	if status != "" {
 		_ = s.e.Store.SetEnvironmentStatus(s.db, s.env.ID(), status)
 	}
 }

@@ -59,14 +59,19 @@ type Options struct {
 
 // ComponentResult is the outcome of one component in a run.
 type ComponentResult struct {
-	Name      string         `json:"name"`
-	Status    Status         `json:"status"`
-	Reason    string         `json:"reason,omitempty"`
-	Plan      *runner.Plan   `json:"plan,omitempty"`
-	Log       string         `json:"-"`
-	StartedAt time.Time      `json:"startedAt,omitzero"`
-	Elapsed   time.Duration  `json:"elapsedNs,omitempty"`
-	Outputs   runner.Outputs `json:"-"`
+	Name   string       `json:"name"`
+	Status Status       `json:"status"`
+	Reason string       `json:"reason,omitempty"`
+	Plan   *runner.Plan `json:"plan,omitempty"`
+	// Drift is what a drift check found (in sync, drifted, affected), kept
+	// when reconciliation then moves Status on.
+	Drift Status `json:"drift,omitempty"`
+	// AffectedBy lists the upstream outputs whose drift affects this component.
+	AffectedBy []string       `json:"affectedBy,omitempty"`
+	Log        string         `json:"-"`
+	StartedAt  time.Time      `json:"startedAt,omitzero"`
+	Elapsed    time.Duration  `json:"elapsedNs,omitempty"`
+	Outputs    runner.Outputs `json:"-"`
 }
 
 // Result is the outcome of a run.
@@ -103,6 +108,16 @@ func (r *Result) Awaiting() bool {
 func (r *Result) HasChanges() bool {
 	for _, c := range r.Components {
 		if c.Plan.HasChanges() {
+			return true
+		}
+	}
+	return false
+}
+
+// HasDrift reports whether a drift check found any component out of sync.
+func (r *Result) HasDrift() bool {
+	for _, c := range r.Components {
+		if c.Drift == Drifted || c.Drift == Affected {
 			return true
 		}
 	}

@@ -40,3 +40,10 @@ func redact(s string, secrets []string) string {
 	}
 	return s
 }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

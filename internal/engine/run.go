@@ -26,6 +26,8 @@ type session struct {
 	run     store.Run
 	release func()
 	db      context.Context // for store writes: survives cancellation of the run
+	// reconcile: a drift run also brings drifted components back.
+	reconcile bool
 
 	mu      sync.Mutex
 	states  map[string]store.ComponentState
@@ -208,18 +210,30 @@ func defaultSettle(_ string, vr dag.VertexResult) (Status, string) {
 }
 
 // selected returns the environment's graph limited to opts.Components and
-// what they depend on; unknown names are an error.
+// what they depend on, then to the components selectiveReconcile picks;
+// unknown names are an error.
 func (s *session) selected() (*dag.Graph, error) {
 	g := s.env.Graph()
-	if len(s.opts.Components) == 0 {
-		return g, nil
-	}
 	for _, c := range s.opts.Components {
 		if !g.Has(c) {
 			return nil, fmt.Errorf("no component %q in %s", c, s.env.ID())
 		}
 	}
-	return g.WithDependencies(s.opts.Components), nil
+	if len(s.opts.Components) > 0 {
+		g = g.WithDependencies(s.opts.Components)
+	}
+	sr := s.env.Spec.SelectiveReconcile
+	if sr == nil || sr.TagName == "" {
+		return g, nil
+	}
+	var keep []string
+	for _, name := range g.Vertices() {
+		// skipMode leaves the tagged components alone; otherwise only they run.
+		if s.env.Component(name).HasTag(sr.TagName, sr.TagValues) != sr.SkipMode {
+			keep = append(keep, name)
+		}
+	}
+	return g.Subgraph(keep), nil
 }
 
 // canceled reports whether err is the run being interrupted.

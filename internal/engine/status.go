@@ -15,14 +15,20 @@ const (
 	NoChanges Status = "no changes"        // planned, nothing to do
 	Planned   Status = "planned"           // plan has changes (plan runs only)
 	Deferred  Status = "known after apply" // inputs come from components not yet applied
-	Applied   Status = "applied"
-	Destroyed Status = "destroyed"
-	Awaiting  Status = "awaiting-approval"
-	Waiting   Status = "waiting" // an upstream component awaits approval
-	Skipped   Status = "skipped" // an upstream component failed
-	Refused   Status = "refused" // destroyProtection, or a live dependent
-	Failed    Status = "failed"
-	Canceled  Status = "interrupted"
+
+	Checking   Status = "checking"
+	InSync     Status = "in sync"
+	Drifted    Status = "drifted"
+	Affected   Status = "affected by upstream drift"
+	NotApplied Status = "not applied"
+	Applied    Status = "applied"
+	Destroyed  Status = "destroyed"
+	Awaiting   Status = "awaiting-approval"
+	Waiting    Status = "waiting" // an upstream component awaits approval
+	Skipped    Status = "skipped" // an upstream component failed
+	Refused    Status = "refused" // destroyProtection, or a live dependent
+	Failed     Status = "failed"
+	Canceled   Status = "interrupted"
 )
 
 // IsTerminal reports whether the component is done for this run.
@@ -40,8 +46,9 @@ func (s Status) IsError() bool {
 }
 
 var severity = map[Status]int{
-	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, Planned: 1, Deferred: 1,
-	Pending: 2, Planning: 2, Applying: 2, Destroying: 2,
+	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, InSync: 0, NotApplied: 0,
+	Planned: 1, Deferred: 1, Drifted: 1, Affected: 1,
+	Pending: 2, Planning: 2, Applying: 2, Destroying: 2, Checking: 2,
 	Waiting: 3, Awaiting: 4, Skipped: 5, Refused: 6, Canceled: 7, Failed: 8,
 }
 

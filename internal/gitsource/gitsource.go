@@ -18,12 +18,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+
+	"knit.dev/knit/internal/procexec"
 )
 
 // ErrUnknownRef means the repository has no tag, branch or commit by that name.
@@ -218,7 +219,8 @@ func (c *Cache) export(ctx context.Context, mirror, commit string) (string, erro
 	return dir, nil
 }
 
-// run executes git with an explicit environment and never prompts for
+// run executes git through procexec (SIGINT on cancellation, SIGKILL after a
+// grace period) with an explicit environment, never prompting for
 // credentials. gitDir, when set, selects the repository. Stderr is kept for
 // the error.
 func run(ctx context.Context, gitDir string, env []string, args ...string) ([]byte, error) {
@@ -226,7 +228,7 @@ func run(ctx context.Context, gitDir string, env []string, args ...string) ([]by
 	if gitDir != "" {
 		full = append([]string{"--git-dir=" + gitDir}, args...)
 	}
-	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd := procexec.Command(ctx, "git", full...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer

@@ -189,6 +189,9 @@ func (d *decoder) pairs(n *yaml.Node, path string, depth int) []pair {
 		if k == nil {
 			continue
 		}
+		if !d.spend(k) {
+			break
+		}
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			merged = append(merged, d.mergeSources(k, v, path, depth)...)
 			continue

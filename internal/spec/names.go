@@ -22,10 +22,20 @@ func checkName(s string) string {
 
 const nameHint = "use lower-case letters, digits and '-', starting with a letter and ending with a letter or digit (RFC 1035)"
 
+// maxSuggest bounds the length of words suggest compares: names and fields
+// are short, and the edit distance costs the product of the two lengths.
+const maxSuggest = 64
+
 // suggest returns a "did you mean" hint for the candidate closest to s, or "".
 func suggest(s string, candidates []string) string {
 	best, bestD := "", 3
+	if len(s) > maxSuggest {
+		return ""
+	}
 	for _, c := range candidates {
+		if len(c) > maxSuggest || len(c) > len(s)+bestD || len(s) > len(c)+bestD {
+			continue // too long to compare, or too different in length to be close
+		}
 		if d := distance(s, c); d < bestD {
 			best, bestD = c, d
 		}

@@ -15,6 +15,10 @@ import (
 // ErrNotFound is returned when the asked-for record does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrConflict is returned when a record is not in the state a change expects
+// (e.g. deciding an approval someone else already decided).
+var ErrConflict = errors.New("conflict")
+
 // LockedError is returned by AcquireLock when a live lease is held by someone else.
 type LockedError struct {
 	Env    string
@@ -171,6 +175,8 @@ type Store interface {
 	AcquireLock(ctx context.Context, l Lock, now time.Time, dead func(holder Lock) bool) error
 	RenewLock(ctx context.Context, env, runID string, expires time.Time) error
 	ReleaseLock(ctx context.Context, env, runID string) error
+
+	Approvals
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events, oldest first; env "" means all environments.

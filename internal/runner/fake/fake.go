@@ -9,6 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -56,6 +59,14 @@ func (r *Runner) Calls(op string) []Call {
 		}
 	}
 	return out
+}
+
+// Drift simulates an out-of-band change: the component's resources vanish
+// from the world, so the next plan re-creates them (and changes its outputs).
+func (r *Runner) Drift(component string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.applied, component)
 }
 
 // Applied reports whether the component currently exists in the fake world.
@@ -110,10 +121,23 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		p.Change = 1
 	}
 	p.Resources = nil
+	if !exists && !opts.Destroy && r.OutputsFor != nil {
+		// Re-creating a resource gives new output values.
+		for name := range r.OutputsFor(c.Def.Name, in) {
+			p.OutputChanges = append(p.OutputChanges, name)
+		}
+		sort.Strings(p.OutputChanges)
+	}
 	if p.HasChanges() {
 		p.Resources = []runner.ResourceChange{{Address: "fake." + c.Def.Name, Action: runner.ActionCreate}}
 	}
-	p.Checksum = string(ib)
+	// Like a real tool, the plan is saved to a file that Apply applies exactly.
+	p.File = filepath.Join(c.WorkDir, "fake.plan")
+	if err := os.WriteFile(p.File, ib, 0o600); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(ib)
+	p.Checksum = hex.EncodeToString(sum[:])
 	return p, nil
 }
 
@@ -124,8 +148,15 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err := r.begin(ctx, "apply", c.Def.Name); err != nil {
 		return nil, err
 	}
+	body, err := os.ReadFile(p.File)
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != p.Checksum {
+		return nil, fmt.Errorf("plan file %s changed since it was made", p.File)
+	}
 	var in runner.Inputs
-	_ = json.Unmarshal([]byte(p.Checksum), &in)
+	_ = json.Unmarshal(body, &in)
 	call.Inputs = in
 	r.mu.Lock()
 	defer r.mu.Unlock()

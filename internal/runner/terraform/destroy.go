@@ -14,30 +14,56 @@ import (
 // present (some modules need variables to destroy). When knit keeps the
 // state and it holds no resources (the component was never applied, or was
 // already destroyed) Destroy succeeds without running the tool. With a
-// backend of the module's own, the tool always runs.
+// backend of the module's own, the tool always runs. When the module's source
+// can no longer be read (its folder was deleted with the component), Destroy
+// falls back to the module copy from the component's last run.
 func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
-	l, err := r.layout(ctx, c, in)
-	if err != nil {
-		return wrap("destroy", c, err)
-	}
 	wd, err := workDir(c)
 	if err != nil {
 		return err
 	}
-	if !l.ownBackend && !stateHasResources(filepath.Join(wd, stateFile)) {
-		fmt.Fprintf(c.Log, "knit: %s has no resources in its state; nothing to destroy\n", name(c))
+	hasState := stateHasResources(filepath.Join(wd, stateFile))
+	l, err := r.layout(ctx, c, in)
+	if err != nil {
+		return r.destroyLastCopy(ctx, c, hasState, err)
+	}
+	if !l.ownBackend && !hasState {
+		fmt.Fprintf(c.Log, "knit: %s has no resources in its state; nothing to destroy\n", compName(c))
 		return nil
 	}
-	p, err := r.prepare(ctx, c, in)
+	p, err := r.prepareLayout(ctx, c, l)
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
-	// tfexec's flags: -no-color -auto-approve -input=false -lock=true
-	// -refresh=true; the refresh lets the tool skip objects already gone.
-	if err := p.s.loud().Destroy(ctx); err != nil {
+	return r.destroy(ctx, c, p.s)
+}
+
+// destroyLastCopy destroys with the module copy a previous run left, when
+// the source cannot be read (srcErr). Without such a copy srcErr is
+// returned: knit cannot tell whether a backend of the module's own holds
+// resources, and never reports a destroy it did not do.
+func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, hasState bool, srcErr error) error {
+	dir, err := runDir(c)
+	if err != nil || !exists(filepath.Join(dir, ".terraform")) {
+		return wrap("destroy", c, srcErr)
+	}
+	if exists(filepath.Join(dir, backendFile)) && !hasState {
+		fmt.Fprintf(c.Log, "knit: %s has no resources in its state; nothing to destroy\n", compName(c))
+		return nil
+	}
+	fmt.Fprintf(c.Log, "knit: cannot read %s's module source (%v); destroying with the copy from its last run\n", compName(c), srcErr)
+	s, err := r.session(ctx, dir, c.Log)
+	if err != nil {
 		return wrap("destroy", c, err)
 	}
-	return nil
+	return r.destroy(ctx, c, s)
+}
+
+// destroy runs the tool's destroy with tfexec's flags: -no-color
+// -auto-approve -input=false -lock=true -refresh=true; the refresh lets the
+// tool skip objects already gone.
+func (r *Runner) destroy(ctx context.Context, c runner.Component, s *session) error {
+	return wrap("destroy", c, s.loud().Destroy(ctx))
 }
 
 // stateHasResources reports whether the local state file at p records any

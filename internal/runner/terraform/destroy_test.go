@@ -3,6 +3,7 @@ package terraform_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,26 @@ func TestDestroyRunsDestroyProvisioners(t *testing.T) {
 	}
 	if f.inits() != inits || !strings.Contains(f.log.String(), "nothing to destroy") {
 		t.Error("second Destroy ran the tool")
+	}
+}
+
+func TestDestroyAfterSourceRemoved(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), markerModule, localModule("mod"))
+	marker := filepath.Join(t.TempDir(), "marker")
+	in := runner.Inputs{"marker": marker}
+	f.planApply(in)
+	if err := os.RemoveAll(filepath.Join(f.envDir, "mod")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Plan(context.Background(), f.c, in, runner.PlanOptions{}); err == nil {
+		t.Error("Plan without a module source succeeded")
+	}
+	if err := f.r.Destroy(context.Background(), f.c, in); err != nil {
+		t.Fatalf("Destroy: %v\n%s", err, f.log)
+	}
+	if !fileExists(marker) || !strings.Contains(f.log.String(), "copy from its last run") {
+		t.Error("Destroy did not fall back to the last module copy")
 	}
 }
 

@@ -74,7 +74,7 @@ func TestDriftAndRefreshOnly(t *testing.T) {
 	}
 }
 
-func TestStateLocked(t *testing.T) {
+func TestStateLockHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
 	f.planApply(echoInputs)

@@ -88,10 +88,10 @@ func wrap(op string, c runner.Component, err error) error {
 		return nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s %s: interrupted: %w", op, name(c), err)
+		return fmt.Errorf("%s %s: interrupted: %w", op, compName(c), err)
 	}
 	if l := stateLocked(err); l != nil {
-		return fmt.Errorf("%s %s: %w", op, name(c), l)
+		return fmt.Errorf("%s %s: %w", op, compName(c), l)
 	}
-	return fmt.Errorf("%s %s: %w", op, name(c), err)
+	return fmt.Errorf("%s %s: %w", op, compName(c), err)
 }

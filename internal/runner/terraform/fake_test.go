@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,13 +87,13 @@ func TestToolCommandLines(t *testing.T) {
 	}
 	want := []string{
 		"init -no-color -input=false -backend=true -get=true -upgrade=false",
-		"plan -no-color -input=false -detailed-exitcode -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
+		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
 		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -destroy",
+		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -destroy",
 		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -refresh-only",
+		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -refresh-only",
 		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
+		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
 		"show -json -no-color " + planPath,
 		"apply -no-color -auto-approve -input=false -lock=true -parallelism=10 -refresh=true " + planPath,
 		"output -no-color -json",
@@ -118,29 +119,35 @@ func TestToolCommandLines(t *testing.T) {
 	}
 }
 
-// TestCancelKillsAfterGracePeriod: a tool that ignores SIGINT is killed once
-// the grace period is over.
+// TestCancelKillsAfterGracePeriod: a tool that ignores SIGINT gets it, and
+// is killed once the grace period is over.
 func TestCancelKillsAfterGracePeriod(t *testing.T) {
 	t.Parallel()
-	bin, logs := fakeTool(t, `trap 'echo interrupted >> `+"$(dirname \"$0\")"+`/signals.log' INT
-while :; do sleep 0.05; done
-`)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH: cannot build the stub tool")
+	}
+	dir := t.TempDir()
+	bin := terraform.Binary{Path: filepath.Join(dir, "tofu")}
+	if out, err := exec.Command(goBin, "build", "-o", bin.Path, "./testdata/stubborn").CombinedOutput(); err != nil {
+		t.Fatalf("build stub: %v\n%s", err, out)
+	}
 	f := newFixture(t, bin, map[string]string{"mod/main.tf": "# fake"}, localModule("mod"))
 	f.r = terraform.New(bin, terraform.Options{DataDir: f.data, GracePeriod: 300 * time.Millisecond})
 	if err := os.MkdirAll(f.moduleFile(".terraform"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := f.r.Outputs(ctx, f.c)
+	_, err = f.r.Outputs(ctx, f.c)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Outputs returned after %v; the grace period is 300ms", d)
 	}
-	if s, _ := os.ReadFile(filepath.Join(logs, "signals.log")); !strings.Contains(string(s), "interrupted") {
+	if s, _ := os.ReadFile(filepath.Join(dir, "signals.log")); !strings.Contains(string(s), "interrupted") {
 		t.Error("the tool got no SIGINT before being killed")
 	}
 }

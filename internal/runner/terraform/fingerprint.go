@@ -20,11 +20,11 @@ import (
 func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.Inputs) (string, error) {
 	l, err := r.layout(ctx, c, in)
 	if err != nil {
-		return "", fmt.Errorf("fingerprint %s: %w", name(c), err)
+		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
 	}
 	sum, err := r.layoutHash(l, r.opts.ToolVersion, func(string) bool { return true })
 	if err != nil {
-		return "", fmt.Errorf("fingerprint %s: %w", name(c), err)
+		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
 	}
 	return sum, nil
 }

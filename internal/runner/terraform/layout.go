@@ -114,9 +114,12 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 			return nil, err
 		}
 	}
+	// Never copy knit's own folders, should a module's source contain them.
 	t := tree{files: l.files, skip: map[string]bool{}}
-	if real, err := filepath.EvalSymlinks(wd); err == nil {
-		t.skip[real] = true
+	for _, d := range []string{wd, r.opts.DataDir} {
+		if real, err := filepath.EvalSymlinks(d); err == nil && d != "" {
+			t.skip[real] = true
+		}
 	}
 	if err := t.add(root, root, "."); err != nil {
 		return nil, fmt.Errorf("module: %w", err)

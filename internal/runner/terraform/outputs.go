@@ -39,7 +39,7 @@ func (r *Runner) outputs(ctx context.Context, c runner.Component, s *session) (r
 		var v any
 		if len(m.Value) > 0 {
 			if err := json.Unmarshal(m.Value, &v); err != nil {
-				return nil, fmt.Errorf("outputs %s: output %q: %w", name(c), k, err)
+				return nil, fmt.Errorf("outputs %s: output %q: %w", compName(c), k, err)
 			}
 		}
 		out[k] = runner.Output{Value: v, Sensitive: m.Sensitive}

@@ -18,7 +18,7 @@ import (
 // real resources and no state.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
 	if opts.Destroy && opts.RefreshOnly {
-		return nil, fmt.Errorf("plan %s: a plan cannot be both destroy and refresh-only", name(c))
+		return nil, fmt.Errorf("plan %s: a plan cannot be both destroy and refresh-only", compName(c))
 	}
 	p, err := r.prepare(ctx, c, in)
 	if err != nil {
@@ -63,11 +63,11 @@ func planOptions(file string, opts runner.PlanOptions) []tfexec.PlanOption {
 // refuses a plan made against state that has changed since.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
 	if p == nil || p.File == "" {
-		return nil, fmt.Errorf("apply %s: no saved plan", name(c))
+		return nil, fmt.Errorf("apply %s: no saved plan", compName(c))
 	}
 	sum, err := hashFile(p.File)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && sum != p.Checksum) {
-		return nil, fmt.Errorf("apply %s: %w", name(c), ErrPlanChanged)
+		return nil, fmt.Errorf("apply %s: %w", compName(c), ErrPlanChanged)
 	}
 	if err != nil {
 		return nil, wrap("apply", c, err)

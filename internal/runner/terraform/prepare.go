@@ -26,6 +26,11 @@ func (r *Runner) prepare(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return nil, err
 	}
+	return r.prepareLayout(ctx, c, l)
+}
+
+// prepareLayout is prepare with the layout already collected.
+func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layout) (*prepared, error) {
 	wd, err := workDir(c)
 	if err != nil {
 		return nil, err

@@ -150,7 +150,7 @@ func workDir(c runner.Component) (string, error) {
 	return filepath.Abs(c.WorkDir)
 }
 
-func name(c runner.Component) string {
+func compName(c runner.Component) string {
 	if c.Def == nil {
 		return "?"
 	}

@@ -31,6 +31,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SensitiveOutputs", testSensitiveOutputs},
 		{"Locks", testLocks},
 		{"LockTakeover", testLockTakeover},
+		{"CreateApproval", testCreateApproval},
+		{"OpenApproval", testOpenApproval},
+		{"ListApprovals", testListApprovals},
+		{"DecideApproval", testDecideApproval},
+		{"DecideApprovalRace", testDecideApprovalRace},
 		{"Audit", testAudit},
 		{"ConcurrentWrites", testConcurrentWrites},
 	}

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// ErrStale means an approval no longer matches the environment: the spec,
+// the component's inputs or its state changed since the plan was made.
+var ErrStale = errors.New("approval is stale")
+
+// ErrNothingToApprove means no plan of the component awaits a decision.
+var ErrNothingToApprove = errors.New("nothing awaits approval")
+
+// approvedPlan is an approval ready to apply, with its saved plan.
+type approvedPlan struct {
+	a    store.Approval
+	plan *runner.Plan
+}
+
+// approvedPlan returns the component's approved plan if it still matches
+// the environment. Otherwise it marks the approval stale and says why.
+func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
+	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", nil
+	}
+	if err != nil || a.Status != store.ApprovalApproved {
+		return nil, "", err
+	}
+	why := s.staleness(a, fp)
+	if why != "" {
+		s.markStale(a, why)
+		return nil, why, nil
+	}
+	plan := &runner.Plan{}
+	if err := json.Unmarshal(a.Plan, plan); err != nil {
+		return nil, "", fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err)
+	}
+	plan.File, plan.Checksum = a.PlanFile, a.PlanChecksum
+	return &approvedPlan{a: a, plan: plan}, "", nil
+}
+
+// staleness says why an approved plan may no longer be applied, or "".
+func (s *session) staleness(a store.Approval, fp string) string {
+	switch {
+	case a.Revision != s.run.Revision:
+		return fmt.Sprintf("approval #%d was for revision %d, and the environment is now at revision %d", a.ID, a.Revision, s.run.Revision)
+	case a.Fingerprint != fp:
+		return fmt.Sprintf("approval #%d: the module, inputs or upstream outputs of %s changed since the plan", a.ID, a.Component)
+	}
+	if sum, err := fileSHA256(a.PlanFile); err != nil || sum != a.PlanChecksum {
+		return fmt.Sprintf("approval #%d: the saved plan file is missing or changed", a.ID)
+	}
+	return ""
+}
+
+func (s *session) markStale(a store.Approval, why string) {
+	if err := s.e.Store.DecideApproval(s.db, a.ID, store.ApprovalApproved, store.ApprovalStale, s.e.Actor, why, s.e.now()); err == nil {
+		_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.e.Actor, Action: "approval-stale",
+			Component: a.Component, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()})
+	}
+}
+
+// closeApproval records what became of an approved plan's apply.
+func (s *session) closeApproval(ap *approvedPlan, err error) {
+	if err != nil {
+		// A saved plan that failed to apply cannot be applied again: the state moved.
+		s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
+		return
+	}
+	_ = s.e.Store.DecideApproval(s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, s.e.Actor, ap.a.Reason, s.e.now())
+}
+
+// requestApproval keeps a copy of the plan file that cannot be overwritten
+// by later plans, and records a pending approval of exactly that file.
+func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, error) {
+	dir := filepath.Join(s.e.DataDir, "approvals", s.env.Spec.TeamName, s.env.Spec.EnvName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s", name, s.run.ID, filepath.Ext(plan.File)))
+	if err := copyFile(plan.File, file); err != nil {
+		return 0, fmt.Errorf("keep plan for approval: %w", err)
+	}
+	kept := *plan
+	kept.File = file
+	body, err := json.Marshal(&kept)
+	if err != nil {
+		return 0, err
+	}
+	a := &store.Approval{Env: s.env.ID(), Component: name, RunID: s.run.ID, Revision: s.run.Revision,
+		Fingerprint: fp, PlanFile: file, PlanChecksum: plan.Checksum, Plan: body,
+		Status: store.ApprovalPending, CreatedAt: s.e.now()}
+	if err := s.e.Store.CreateApproval(s.db, a); err != nil {
+		return 0, err
+	}
+	return a.ID, nil
+}
+
+// Decide approves or rejects the plan awaiting approval for component,
+// recording who and why in the audit trail. Approving a plan made for an
+// older revision than the environment's latest fails with ErrStale.
+func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, reason string) (store.Approval, error) {
+	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
+		return a, fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
+	}
+	if err != nil {
+		return a, err
+	}
+	to, action := store.ApprovalRejected, "reject"
+	if approve {
+		to, action = store.ApprovalApproved, "approve"
+		if rev, err := e.Store.Revision(ctx, env.ID(), 0); err == nil && rev.Number != a.Revision {
+			return a, fmt.Errorf("%w: approval #%d is for revision %d, and %s is now at revision %d: run knit apply for a fresh plan, then approve that",
+				ErrStale, a.ID, a.Revision, env.ID(), rev.Number)
+		}
+	}
+	now := e.now()
+	if err := e.Store.DecideApproval(ctx, a.ID, store.ApprovalPending, to, e.Actor, reason, now); err != nil {
+		return a, err
+	}
+	a.Status, a.DecidedBy, a.Reason, a.DecidedAt = to, e.Actor, reason, now
+	var p runner.Plan
+	_ = json.Unmarshal(a.Plan, &p)
+	err = e.Store.AppendAudit(ctx, store.AuditEvent{Env: env.ID(), Actor: e.Actor, Action: action, Component: component,
+		Revision: a.Revision, RunID: a.RunID, Reason: reason, Time: now,
+		Detail: fmt.Sprintf("approval #%d: +%d ~%d -%d", a.ID, p.Add, p.Change, p.Destroy)})
+	return a, err
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,207 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/store"
+)
+
+func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, diamond)
+	if _, err := h.e.Apply(ctx, env, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.e.Drift(ctx, env, engine.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
+	if res.HasDrift() {
+		t.Error("drift reported on an untouched environment")
+	}
+
+	h.r.Drift("c") // c's resources vanish: its plan re-creates them and changes its outputs
+	applies := len(h.r.Calls("apply"))
+	res, err = h.e.Drift(ctx, env, engine.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.Drifted, "d": engine.Affected})
+	if got := strings.Join(res.Component("d").AffectedBy, ","); got != "c.token,c.zones" {
+		t.Errorf("d affected by %q", got)
+	}
+	if !strings.Contains(res.Component("c").Reason, "fake.c") {
+		t.Errorf("c's reason does not name the resource: %q", res.Component("c").Reason)
+	}
+	if len(h.r.Calls("apply")) != applies {
+		t.Error("a drift check applied something")
+	}
+	if e, _ := h.st.Environment(ctx, "t/diamond"); e.Status != "drifted" {
+		t.Errorf("environment status %q, want drifted", e.Status)
+	}
+	events, _ := h.st.Audit(ctx, "t/diamond")
+	if !hasAudit(events, "drift-found", "c") {
+		t.Errorf("no drift-found audit event for c: %+v", events)
+	}
+
+	// A plain apply now re-applies c (its state says drifted), then d.
+	res, err = h.e.Apply(ctx, env, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Component("c").Status; st != engine.Applied || !h.r.Applied("c") {
+		t.Errorf("apply after drift: c %q", st)
+	}
+}
+
+func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	// b may be fixed at once; a and c need a person.
+	env := parse(t, strings.Replace(strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1),
+		"    - name: b\n", "    - name: b\n      autoApprove: true\n", 1))
+	if _, err := h.e.Apply(ctx, env, engine.Options{AutoApprove: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Drift("b")
+	h.r.Drift("c")
+	res, err := h.e.Drift(ctx, env, engine.Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.Applied, "c": engine.Awaiting, "d": engine.Waiting})
+	if !h.r.Applied("b") || h.r.Applied("c") {
+		t.Errorf("world after reconcile: b %v c %v", h.r.Applied("b"), h.r.Applied("c"))
+	}
+	pending, _ := h.st.ListApprovals(ctx, "t/diamond", store.ApprovalPending)
+	if len(pending) != 1 || pending[0].Component != "c" {
+		t.Fatalf("pending approvals %+v", pending)
+	}
+
+	// A person approves c's exact plan; applying carries on to d without planning c again.
+	plansOfC := countCalls(h, "plan", "c")
+	if _, err := h.e.Decide(ctx, env, "c", true, "looks right"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = h.e.Apply(ctx, env, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Component("c").Status; st != engine.Applied || !h.r.Applied("c") {
+		t.Errorf("approved c: %q (%s)", st, res.Component("c").Reason)
+	}
+	if countCalls(h, "plan", "c") != plansOfC {
+		t.Error("c was planned again instead of applying the approved plan")
+	}
+	if a, _ := h.st.Approval(ctx, pending[0].ID); a.Status != store.ApprovalApplied {
+		t.Errorf("approval status %q, want applied", a.Status)
+	}
+	events, _ := h.st.Audit(ctx, "t/diamond")
+	if !hasAudit(events, "approve", "c") {
+		t.Error("approval not in the audit trail")
+	}
+	for _, e := range events {
+		if e.Action == "approve" && (e.Actor != "tester" || e.Reason != "looks right") {
+			t.Errorf("approve event %+v", e)
+		}
+	}
+}
+
+func TestStaleApprovalIsRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	doc := strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1)
+	env := parse(t, doc)
+	res, _ := h.e.Apply(ctx, env, engine.Options{})
+	if res.Component("a").Status != engine.Awaiting {
+		t.Fatalf("a: %q", res.Component("a").Status)
+	}
+	if _, err := h.e.Decide(ctx, env, "a", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The file changes after the approval: the approved plan must not be applied.
+	changed := parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 4}", 1))
+	res, err := h.e.Apply(ctx, changed, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Component("a")
+	if a.Status != engine.Awaiting || !strings.Contains(a.Reason, "revision 1") || !strings.Contains(a.Reason, "knit approve") {
+		t.Errorf("a: %q: %s", a.Status, a.Reason)
+	}
+	if h.r.Applied("a") {
+		t.Error("the stale plan was applied")
+	}
+	all, _ := h.st.ListApprovals(ctx, "t/diamond")
+	if len(all) != 2 || all[0].Status != store.ApprovalStale || all[1].Status != store.ApprovalPending {
+		t.Errorf("approvals %+v", all)
+	}
+	// Approving a plan made for an older revision is refused outright: here
+	// the pending plan is for revision 2, and a plan run records revision 3.
+	if _, err := h.e.Plan(ctx, parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 5}", 1)), engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Decide(ctx, env, "a", true, ""); !errors.Is(err, engine.ErrStale) || !strings.Contains(err.Error(), "knit apply") {
+		t.Errorf("approving a plan of an older revision: %v", err)
+	}
+	if _, err := h.e.Decide(ctx, env, "nope", true, ""); !errors.Is(err, engine.ErrNothingToApprove) {
+		t.Errorf("decide on a component with nothing pending: %v", err)
+	}
+}
+
+func TestRejectRecordsWhoAndWhy(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1))
+	_, _ = h.e.Apply(ctx, env, engine.Options{})
+	a, err := h.e.Decide(ctx, env, "a", false, "not during the freeze")
+	if err != nil || a.Status != store.ApprovalRejected {
+		t.Fatalf("reject: %+v %v", a, err)
+	}
+	events, _ := h.st.Audit(ctx, "t/diamond")
+	if !hasAudit(events, "reject", "a") {
+		t.Error("rejection not audited")
+	}
+}
+
+func TestSelectiveReconcileLimitsTheRun(t *testing.T) {
+	h := newHarness(t)
+	doc := strings.Replace(diamond, "  components:\n", "  selectiveReconcile: {tagName: tier, tagValues: [core]}\n  components:\n", 1)
+	doc = strings.Replace(doc, "    - name: a\n", "    - name: a\n      tags: [{name: tier, value: core}]\n", 1)
+	res, err := h.e.Apply(context.Background(), parse(t, doc), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied})
+	skip := strings.Replace(doc, "tagValues: [core]}", "tagValues: [core], skipMode: true}", 1)
+	res, err = h.e.Apply(context.Background(), parse(t, skip), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"b": engine.Applied, "c": engine.Applied, "d": engine.Applied})
+}
+
+func countCalls(h *harness, op, comp string) int {
+	n := 0
+	for _, c := range h.r.Calls(op) {
+		if c.Component == comp {
+			n++
+		}
+	}
+	return n
+}
+
+func hasAudit(events []store.AuditEvent, action, comp string) bool {
+	for _, e := range events {
+		if e.Action == action && e.Component == comp {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package terraform
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// The fixtures in testdata/plans are `tofu show -json` of real plans made by
+// OpenTofu v1.12.6 (paths rewritten to /work/env).
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file        string
+		refreshOnly bool
+		want        runner.Plan
+	}{
+		{"create.json", false, runner.Plan{
+			Add:           1,
+			Resources:     []runner.ResourceChange{{Address: "terraform_data.echo", Action: runner.ActionCreate}},
+			OutputChanges: []string{"n", "secret"},
+		}},
+		{"no_changes.json", false, runner.Plan{}},
+		{"update_replace_delete_forget.json", false, runner.Plan{
+			Add: 1, Change: 1, Destroy: 2,
+			Resources: []runner.ResourceChange{
+				{Address: "terraform_data.del", Action: runner.ActionDelete},
+				{Address: "terraform_data.fgt", Action: ActionForget},
+				{Address: "terraform_data.rep", Action: runner.ActionReplace, Attributes: []string{"id", "triggers_replace"}},
+				{Address: "terraform_data.upd", Action: runner.ActionUpdate, Attributes: []string{"input", "output"}},
+			},
+			OutputChanges: []string{"v"},
+		}},
+		{"destroy.json", false, runner.Plan{
+			Destroy: 4,
+			Resources: []runner.ResourceChange{
+				{Address: "terraform_data.del", Action: runner.ActionDelete},
+				{Address: "terraform_data.fgt", Action: runner.ActionDelete},
+				{Address: "terraform_data.rep", Action: runner.ActionDelete},
+				{Address: "terraform_data.upd", Action: runner.ActionDelete},
+			},
+			OutputChanges: []string{"same", "v"},
+		}},
+		// A normal plan ignores drift it also reports (local_file.f deleted).
+		{"read.json", false, runner.Plan{
+			Add: 2,
+			Resources: []runner.ResourceChange{
+				{Address: "data.local_file.r", Action: runner.ActionRead},
+				{Address: "local_file.f", Action: runner.ActionCreate},
+				{Address: "local_file.g", Action: runner.ActionCreate},
+			},
+		}},
+		{"refresh_only_drift.json", true, runner.Plan{
+			Destroy:   1,
+			Resources: []runner.ResourceChange{{Address: "local_file.f", Action: runner.ActionDelete}},
+		}},
+		{"refresh_only_drift.json", false, runner.Plan{}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "plans", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p tfjson.Plan
+			if err := json.Unmarshal(data, &p); err != nil {
+				t.Fatal(err)
+			}
+			if got := summarize(&p, tc.refreshOnly); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("summarize:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestChangedAttributes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ch   tfjson.Change
+		want []string
+	}{
+		{"scalar", tfjson.Change{Before: map[string]any{"a": 1.0, "b": "x"}, After: map[string]any{"a": 2.0, "b": "x"}}, []string{"a"}},
+		{"nested", tfjson.Change{Before: map[string]any{"tags": map[string]any{"k": "v"}}, After: map[string]any{"tags": map[string]any{"k": "w"}}}, []string{"tags"}},
+		{"unknown after apply", tfjson.Change{Before: map[string]any{"id": "1"}, After: map[string]any{}, AfterUnknown: map[string]any{"id": true}}, []string{"id"}},
+		{"added and removed", tfjson.Change{Before: map[string]any{"old": 1.0}, After: map[string]any{"new": 1.0}}, []string{"new", "old"}},
+		{"not objects", tfjson.Change{Before: "a", After: "b"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := changedAttributes(&tc.ch); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("changedAttributes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSummarizeNil(t *testing.T) {
+	t.Parallel()
+	if got := summarize(nil, false); !reflect.DeepEqual(got, runner.Plan{}) {
+		t.Errorf("summarize(nil) = %+v", got)
+	}
+}

@@ -1,0 +1,190 @@
+package terraform
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/runner"
+)
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncDir(t *testing.T) {
+	t.Parallel()
+	dst := t.TempDir()
+	l := &layout{sub: "run", files: map[string]file{
+		"run/main.tf":    {data: []byte("a"), mode: 0o644},
+		"run/same.tf":    {data: []byte("same"), mode: 0o644},
+		"run/script.sh":  {data: []byte("#!/bin/sh"), mode: 0o755},
+		"lib/mod/x.tf":   {data: []byte("x"), mode: 0o644},
+		"run/dir/f.json": {data: []byte("{}"), mode: 0o644},
+	}}
+	// What a previous run left: tool-owned files, a stale file and folder,
+	// and a folder where a file must go.
+	write(t, filepath.Join(dst, "run/.terraform/providers/p"), "provider")
+	write(t, filepath.Join(dst, "run/.terraform.lock.hcl"), "lock")
+	write(t, filepath.Join(dst, "run/stale.tf"), "old")
+	write(t, filepath.Join(dst, "gone/deep/old.tf"), "old")
+	write(t, filepath.Join(dst, "run/main.tf/inner"), "was a folder")
+	write(t, filepath.Join(dst, "run/same.tf"), "same")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(dst, "run/same.tf"), old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syncDir(l, dst); err != nil {
+		t.Fatal(err)
+	}
+	for rel, f := range l.files {
+		got, err := os.ReadFile(filepath.Join(dst, rel))
+		if err != nil || string(got) != string(f.data) {
+			t.Errorf("%s = %q, %v; want %q", rel, got, err, f.data)
+		}
+		if st, _ := os.Stat(filepath.Join(dst, rel)); st.Mode().Perm() != f.mode {
+			t.Errorf("%s mode = %v, want %v", rel, st.Mode().Perm(), f.mode)
+		}
+	}
+	for _, keep := range []string{"run/.terraform/providers/p", "run/.terraform.lock.hcl"} {
+		if _, err := os.Stat(filepath.Join(dst, keep)); err != nil {
+			t.Errorf("%s was removed", keep)
+		}
+	}
+	for _, gone := range []string{"run/stale.tf", "gone"} {
+		if _, err := os.Stat(filepath.Join(dst, gone)); err == nil {
+			t.Errorf("%s is still there", gone)
+		}
+	}
+	if st, _ := os.Stat(filepath.Join(dst, "run/same.tf")); !st.ModTime().Equal(old) {
+		t.Error("an unchanged file was rewritten")
+	}
+	entries, _ := os.ReadDir(filepath.Join(dst, "run"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".knit-tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+func TestTreeRules(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	write(t, filepath.Join(src, "main.tf"), "a")
+	write(t, filepath.Join(src, "shared/lib.tf"), "lib")
+	write(t, filepath.Join(src, ".git/HEAD"), "ref")
+	write(t, filepath.Join(src, ".terraform/x"), "x")
+	write(t, filepath.Join(src, "terraform.tfstate"), "{}")
+	write(t, filepath.Join(src, "terraform.tfstate.backup"), "{}")
+	write(t, filepath.Join(src, ".terraform.lock.hcl"), "lock")
+	if err := os.Symlink("shared", filepath.Join(src, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("main.tf", filepath.Join(src, "alias.tf")); err != nil {
+		t.Fatal(err)
+	}
+	tr := tree{files: map[string]file{}, skip: map[string]bool{}}
+	if err := tr.add(src, src, "."); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rel := range tr.files {
+		got = append(got, rel)
+	}
+	want := map[string]bool{"main.tf": true, "shared/lib.tf": true, "linked/lib.tf": true, "alias.tf": true, ".terraform.lock.hcl": true}
+	if len(got) != len(want) {
+		t.Errorf("files = %v, want %v", got, want)
+	}
+	for _, rel := range got {
+		if !want[rel] {
+			t.Errorf("unexpected file %s", rel)
+		}
+	}
+
+	// A symlink out of the source is refused.
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "secret"), "s")
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(src, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	err := tree{files: map[string]file{}}.add(src, src, ".")
+	if err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("symlink out of the source: err = %v", err)
+	}
+}
+
+func TestDeclaresBackend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, rel, content string
+		want               bool
+	}{
+		{"none", "run/main.tf", `terraform { required_version = ">= 1.0" }`, false},
+		{"s3", "run/main.tf", "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n  }\n}", true},
+		{"cloud", "run/versions.tf", "terraform {\n  cloud {\n    organization = \"o\"\n  }\n}", true},
+		{"json", "run/main.tf.json", `{"terraform": {"backend": {"local": {}}}}`, true},
+		{"comment mention", "run/main.tf", `# the backend "s3" is configured elsewhere`, false},
+		{"other folder", "other/main.tf", "terraform {\n  backend \"s3\" {}\n}", false},
+		{"not configuration", "run/notes.md", "terraform {\n  backend \"s3\" {}\n}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &layout{sub: "run", files: map[string]file{
+				tc.rel: {data: []byte(tc.content)},
+				// knit's own backend file never counts.
+				"run/" + backendFile: {data: []byte("terraform {\n  backend \"local\" {}\n}")},
+			}}
+			if got := declaresBackend(l); got != tc.want {
+				t.Errorf("declaresBackend = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("TF_VAR_x", "1")
+	t.Setenv("TF_CLI_ARGS_plan", "-destroy")
+	t.Setenv("TF_LOG", "TRACE")
+	r := New(Binary{Path: "/bin/tofu", CLIConfig: "/etc/knit/tofurc"}, Options{DataDir: "/data"})
+	env := r.env()
+	if env["TF_CLI_CONFIG_FILE"] != "/etc/knit/tofurc" || env["TF_PLUGIN_CACHE_DIR"] != "/data/plugin-cache" || env["CHECKPOINT_DISABLE"] != "1" {
+		t.Errorf("env lacks knit's settings: %v", env)
+	}
+	for _, k := range []string{"TF_VAR_x", "TF_CLI_ARGS_plan", "TF_LOG", "TF_IN_AUTOMATION", "TF_INPUT"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("env keeps %s, which tfexec manages or refuses", k)
+		}
+	}
+	if _, ok := env["PATH"]; !ok {
+		t.Error("env lost PATH")
+	}
+}
+
+func TestInputsFileIsCanonical(t *testing.T) {
+	t.Parallel()
+	a, b := &layout{sub: ".", files: map[string]file{}}, &layout{sub: ".", files: map[string]file{}}
+	if err := a.addKnitFiles("/w", runner.Inputs{"b": 1, "a": []any{"x"}, "m": map[string]any{"z": 1, "y": 2.5}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.addKnitFiles("/w", runner.Inputs{"m": map[string]any{"y": 2.5, "z": 1}, "a": []any{"x"}, "b": 1.0}); err != nil {
+		t.Fatal(err)
+	}
+	got, other := string(a.files[inputsFile].data), string(b.files[inputsFile].data)
+	if got != other {
+		t.Errorf("equal inputs gave different files:\n%s\n%s", got, other)
+	}
+	if !strings.Contains(got, `"b": 1,`) || !strings.Contains(got, `"y": 2.5`) {
+		t.Errorf("inputs file = %s", got)
+	}
+	if !strings.Contains(string(a.files[backendFile].data), `path = "/w/terraform.tfstate"`) {
+		t.Errorf("backend file = %s", a.files[backendFile].data)
+	}
+}

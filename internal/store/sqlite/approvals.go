@@ -1,0 +1,156 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/store"
+)
+
+// approvalStatuses are the statuses DecideApproval may move an approval to.
+var approvalStatuses = []string{store.ApprovalPending, store.ApprovalApproved, store.ApprovalRejected,
+	store.ApprovalApplied, store.ApprovalStale}
+
+// CreateApproval implements store.Store. a.Status is set to pending and a
+// zero a.CreatedAt to now; a.ID is set on success. Env and Component are
+// required. Earlier open approvals of the component become stale in the
+// same transaction, keeping who decided them.
+func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
+	if a.Env == "" || a.Component == "" {
+		return errors.New("create approval: Env and Component are required")
+	}
+	created := a.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?
+			WHERE env = ? AND component = ? AND status IN (?, ?)`,
+			store.ApprovalStale, a.Env, a.Component, store.ApprovalPending, store.ApprovalApproved)
+		if err != nil {
+			return fmt.Errorf("mark earlier approvals stale: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO approvals
+			(env, component, run_id, revision, fingerprint, plan_file, plan_checksum, plan, status, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.Env, a.Component, a.RunID, a.Revision, a.Fingerprint, a.PlanFile, a.PlanChecksum, a.Plan,
+			store.ApprovalPending, ts(created))
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create approval for %s in %s: %w", a.Component, a.Env, err)
+	}
+	a.ID, a.Status, a.CreatedAt = id, store.ApprovalPending, created
+	return nil
+}
+
+const approvalColumns = `id, env, component, run_id, revision, fingerprint, plan_file, plan_checksum, plan,
+	status, created_at, decided_by, reason, decided_at`
+
+func scanApproval(sc interface{ Scan(...any) error }) (store.Approval, error) {
+	var a store.Approval
+	err := sc.Scan(&a.ID, &a.Env, &a.Component, &a.RunID, &a.Revision, &a.Fingerprint, &a.PlanFile,
+		&a.PlanChecksum, &a.Plan, &a.Status, timeCol{&a.CreatedAt}, &a.DecidedBy, &a.Reason, timeCol{&a.DecidedAt})
+	return a, err
+}
+
+// Approval implements store.Store; a missing approval is store.ErrNotFound.
+func (s *Store) Approval(ctx context.Context, id int64) (store.Approval, error) {
+	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	if err != nil {
+		return store.Approval{}, notFound(err, "approval %d", id)
+	}
+	return a, nil
+}
+
+// OpenApproval implements store.Store. CreateApproval keeps at most one
+// approval of a component open; should there be more, the newest wins.
+func (s *Store) OpenApproval(ctx context.Context, env, component string) (store.Approval, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
+		WHERE env = ? AND component = ? AND status IN (?, ?) ORDER BY id DESC LIMIT 1`,
+		env, component, store.ApprovalPending, store.ApprovalApproved)
+	a, err := scanApproval(row)
+	if err != nil {
+		return store.Approval{}, notFound(err, "open approval of %s in %s", component, env)
+	}
+	return a, nil
+}
+
+// ListApprovals implements store.Store: oldest creation time first, and of
+// approvals created at the same time the one created first first.
+func (s *Store) ListApprovals(ctx context.Context, env string, statuses ...string) ([]store.Approval, error) {
+	var where []string
+	var args []any
+	if env != "" {
+		where = append(where, `env = ?`)
+		args = append(args, env)
+	}
+	if len(statuses) > 0 {
+		where = append(where, `status IN (?`+strings.Repeat(`, ?`, len(statuses)-1)+`)`)
+		for _, st := range statuses {
+			args = append(args, st)
+		}
+	}
+	query := `SELECT ` + approvalColumns + ` FROM approvals`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	defer rows.Close()
+	var as []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+		as = append(as, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	return as, nil
+}
+
+// DecideApproval implements store.Store. The status is compared and set in
+// one write transaction, so of two people deciding the same approval
+// exactly one wins; the other gets an error wrapping store.ErrConflict that
+// names the current status. A missing approval is store.ErrNotFound; to
+// must be one of the approval statuses. A zero at becomes now.
+func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error {
+	if !slices.Contains(approvalStatuses, to) {
+		return fmt.Errorf("decide approval %d: unknown status %q", id, to)
+	}
+	if at.IsZero() {
+		at = s.now()
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var current string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, id).Scan(&current)
+		if err != nil {
+			return notFound(err, "approval %d", id)
+		}
+		if current != from {
+			return fmt.Errorf("its status is %s: %w", current, store.ErrConflict)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
+			WHERE id = ?`, to, actor, reason, ts(at), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("decide approval %d (%s to %s): %w", id, from, to, err)
+	}
+	return nil
+}
