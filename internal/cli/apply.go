@@ -70,7 +70,7 @@ Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
 			if !f.autoApprove && isTerminal(d.stdin) && isTerminal(d.stderr) {
 				opts.Confirm = askApproval(d.stdin, d.stderr)
 			}
-			return d.runEngine(cmd.Context(), f.output, false, func(e *engine.Engine) (*engine.Result, error) {
+			return d.runEngine(cmd.Context(), runView{output: f.output}, func(e *engine.Engine) (*engine.Result, error) {
 				return e.Apply(cmd.Context(), env, opts)
 			})
 		},
@@ -80,9 +80,19 @@ Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
 	return cmd
 }
 
+// runView says how a command shows a run's result and which exit code it
+// maps to.
+type runView struct {
+	output string
+	// json, when set, turns the result into the JSON document to print.
+	json func(*engine.Result) any
+	// exit, when set, maps the result to an exit error (default: resultExit).
+	exit func(*engine.Result) error
+}
+
 // runEngine opens the store, builds the engine with progress on stderr,
 // runs fn, and renders the result.
-func (d *deps) runEngine(ctx context.Context, output string, detailed bool, fn func(*engine.Engine) (*engine.Result, error)) error {
+func (d *deps) runEngine(ctx context.Context, v runView, fn func(*engine.Engine) (*engine.Result, error)) error {
 	st, dir, err := d.openStore(ctx)
 	if err != nil {
 		return err
@@ -96,11 +106,15 @@ func (d *deps) runEngine(ctx context.Context, output string, detailed bool, fn f
 	}
 	res, err := fn(e)
 	prog.Close()
-	if err != nil {
+	if err != nil || res == nil {
 		return err
 	}
-	if output == "json" {
-		if err := writeJSON(d.stdout, res); err != nil {
+	if v.output == "json" {
+		var doc any = res
+		if v.json != nil {
+			doc = v.json(res)
+		}
+		if err := writeJSON(d.stdout, doc); err != nil {
 			return err
 		}
 	} else {
@@ -110,7 +124,10 @@ func (d *deps) runEngine(ctx context.Context, output string, detailed bool, fn f
 	if ctx.Err() != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("interrupted: run %s recorded as interrupted", res.RunID)}
 	}
-	return resultExit(res, detailed)
+	if v.exit != nil {
+		return v.exit(res)
+	}
+	return resultExit(res, false)
 }
 
 // askApproval asks at the terminal whether to apply a component's plan.

@@ -125,16 +125,31 @@ func graphDot(w io.Writer, v graphView) error {
 }
 
 func graphMermaid(w io.Writer, v graphView) error {
-	// Mermaid ids may not contain '-', which names often do: use a safe id and the name as label.
-	id := func(name string) string { return strings.ReplaceAll(name, "-", "_") }
 	fmt.Fprintln(w, "graph LR")
 	for _, n := range v.Nodes {
-		fmt.Fprintf(w, "  %s[\"%s (%s)\"]\n", id(n.Name), n.Name, n.Type)
+		fmt.Fprintf(w, "  %s[\"%s (%s)\"]\n", mermaidID(n.Name), n.Name, n.Type)
 	}
 	for _, n := range v.Nodes {
 		for _, dep := range n.DependsOn {
-			fmt.Fprintf(w, "  %s --> %s\n", id(dep), id(n.Name))
+			fmt.Fprintf(w, "  %s --> %s\n", mermaidID(dep), mermaidID(n.Name))
 		}
 	}
 	return nil
+}
+
+// mermaidKeywords are words Mermaid reads as syntax where a node id stands.
+var mermaidKeywords = map[string]bool{
+	"end": true, "graph": true, "flowchart": true, "subgraph": true, "direction": true,
+	"style": true, "class": true, "classdef": true, "linkstyle": true, "click": true, "call": true, "href": true,
+}
+
+// mermaidID turns a component name into a Mermaid node id: ids may not
+// contain '-', which names often do, nor be a keyword such as "end". The
+// name itself is the node's label.
+func mermaidID(name string) string {
+	id := strings.ReplaceAll(name, "-", "_")
+	if mermaidKeywords[id] {
+		id += "_"
+	}
+	return id
 }

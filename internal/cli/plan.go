@@ -26,7 +26,8 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			return d.runEngine(cmd.Context(), f.output, detailed, func(e *engine.Engine) (*engine.Result, error) {
+			v := runView{output: f.output, exit: func(r *engine.Result) error { return resultExit(r, detailed) }}
+			return d.runEngine(cmd.Context(), v, func(e *engine.Engine) (*engine.Result, error) {
 				env, err := d.envFromArgs(cmd, e, f.file, args)
 				if err != nil {
 					return nil, err

@@ -32,8 +32,53 @@ func printResult(stdout io.Writer, r *engine.Result) {
 			line += "  " + firstLine(c.Reason)
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		if showsResources(r, c) {
+			printResources(stdout, width, c.Plan)
+		}
 	}
 	fmt.Fprintln(stdout, summary(r))
+	if d := destroys(r); d > 0 && r.Kind != "teardown" {
+		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
+	}
+}
+
+// showsResources: plans and drift checks list the resources each plan
+// touches; applies list them only where a person must decide.
+func showsResources(r *engine.Result, c *engine.ComponentResult) bool {
+	if !c.Plan.HasChanges() {
+		return false
+	}
+	return r.Kind == "plan" || r.Kind == "drift" || c.Status == engine.Awaiting
+}
+
+// printResources lists a plan's resources, destroys marked so they stand out.
+func printResources(w io.Writer, indent int, p *runner.Plan) {
+	pad := strings.Repeat(" ", indent+4)
+	for _, rc := range p.Resources {
+		mark := ""
+		if rc.Action == runner.ActionDelete || rc.Action == runner.ActionReplace {
+			mark = "   <-- DESTROY"
+		}
+		attrs := ""
+		if len(rc.Attributes) > 0 {
+			attrs = " (" + strings.Join(rc.Attributes, ", ") + ")"
+		}
+		fmt.Fprintf(w, "%s%-3s %s%s%s\n", pad, actionSymbol(rc.Action), rc.Address, attrs, mark)
+	}
+	for _, o := range p.OutputChanges {
+		fmt.Fprintf(w, "%s%-3s output.%s\n", pad, "~", o)
+	}
+}
+
+// destroys counts the resources the run's plans would destroy.
+func destroys(r *engine.Result) int {
+	n := 0
+	for _, c := range r.Components {
+		if c.Plan != nil && c.Plan.HasChanges() && c.Status != engine.Applied && c.Status != engine.Destroyed {
+			n += c.Plan.Destroy
+		}
+	}
+	return n
 }
 
 // printFailureLogs shows the tail of each failed component's tool output.

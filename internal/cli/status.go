@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,6 +103,44 @@ type environmentView struct {
 	store.Environment
 	Components []componentStatus `json:"components"`
 	LastRun    *store.Run        `json:"lastRun,omitempty"`
+	LastDrift  *driftStatus      `json:"lastDrift,omitempty"`
+}
+
+// driftStatus is the outcome of the environment's latest drift check.
+type driftStatus struct {
+	RunID     string    `json:"runId"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Status    string    `json:"status"`
+	Drifted   []string  `json:"drifted"`
+	Affected  []string  `json:"affected,omitempty"`
+	Failed    []string  `json:"failed,omitempty"`
+}
+
+// lastDrift finds the newest drift run and what it found per component.
+func lastDrift(ctx context.Context, st store.Store, env string) *driftStatus {
+	runs, err := st.Runs(ctx, env, 0)
+	if err != nil {
+		return nil
+	}
+	for _, r := range runs {
+		if r.Kind != "drift" {
+			continue
+		}
+		d := &driftStatus{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
+		crs, _ := st.ComponentRuns(ctx, r.ID)
+		for _, cr := range crs {
+			switch cr.Status {
+			case "drifted":
+				d.Drifted = append(d.Drifted, cr.Component)
+			case "affected by upstream drift":
+				d.Affected = append(d.Affected, cr.Component)
+			case "failed":
+				d.Failed = append(d.Failed, cr.Component)
+			}
+		}
+		return d
+	}
+	return nil
 }
 
 func environmentStatus(ctx context.Context, st store.Store, ref string) (environmentView, error) {
@@ -128,6 +167,7 @@ func environmentStatus(ctx context.Context, st store.Store, ref string) (environ
 	if runs, err := st.Runs(ctx, e.ID, 1); err == nil && len(runs) > 0 {
 		v.LastRun = &runs[0]
 	}
+	v.LastDrift = lastDrift(ctx, st, e.ID)
 	return v, nil
 }
 
@@ -135,6 +175,16 @@ func printEnvironmentStatus(w io.Writer, v environmentView) {
 	fmt.Fprintf(w, "%s: %s (revision %d)\n", v.ID, v.Status, v.Revision)
 	if r := v.LastRun; r != nil {
 		fmt.Fprintf(w, "last run: %s %s, %s ago by %s (run %s)\n", r.Kind, r.Status, ago(r.StartedAt), r.Actor, r.ID)
+	}
+	if d := v.LastDrift; d != nil {
+		found := "everything in sync"
+		if len(d.Drifted)+len(d.Affected) > 0 {
+			found = "drifted: " + strings.Join(append(append([]string{}, d.Drifted...), d.Affected...), ", ")
+		}
+		if len(d.Failed) > 0 {
+			found += "; check failed: " + strings.Join(d.Failed, ", ")
+		}
+		fmt.Fprintf(w, "last drift check: %s ago: %s (run %s)\n", ago(d.CheckedAt), found, d.RunID)
 	}
 	fmt.Fprintf(w, "\n  %-24s %-18s %-8s %s\n", "COMPONENT", "STATUS", "REVISION", "UPDATED")
 	for _, c := range v.Components {

@@ -25,7 +25,7 @@ there is no terminal. History stays in the store.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			return d.runEngine(cmd.Context(), f.output, false, func(e *engine.Engine) (*engine.Result, error) {
+			return d.runEngine(cmd.Context(), runView{output: f.output}, func(e *engine.Engine) (*engine.Result, error) {
 				env, err := d.envFromArgs(cmd, e, f.file, args)
 				if err != nil {
 					return nil, err

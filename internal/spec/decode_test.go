@@ -139,10 +139,13 @@ func TestDecodeStructure(t *testing.T) {
 		{
 			"components is not a list",
 			header + "    name: a\n",
-			[]string{
-				`7:3 spec.components: an environment needs at least one component`,
-				`8:5 spec.components: expected a list, found a mapping`,
-			},
+			[]string{`8:5 spec.components: expected a list, found a mapping`},
+			"",
+		},
+		{
+			"spec is not a mapping",
+			"apiVersion: knit.dev/v1\nkind: Environment\nspec: [a]\n",
+			[]string{`3:7 spec: expected a mapping, found a list`},
 			"",
 		},
 		{
@@ -384,5 +387,22 @@ func TestDeepNesting(t *testing.T) {
 	}
 	if len(ds) != 1 {
 		t.Errorf("want one diagnostic, got %d", len(ds))
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	env := mustParse(t, strings.Replace(header, "metadata: {name: shop-dev}", `metadata:
+  name: shop-dev
+  namespace: zmart-config
+  labels: {team: shop, tier: "1"}
+  annotations: {note: hello}
+  uid: 1234`, 1)+"    - {name: a, type: script, script: {apply: x}}\n")
+	want := Metadata{Name: "shop-dev", Namespace: "zmart-config",
+		Labels: map[string]string{"team": "shop", "tier": "1"}, Annotations: map[string]string{"note": "hello"}}
+	if !reflect.DeepEqual(env.Metadata, want) {
+		t.Errorf("metadata = %+v, want %+v", env.Metadata, want)
+	}
+	if env.ID() != "shop/dev" {
+		t.Errorf("ID = %q", env.ID())
 	}
 }

@@ -64,12 +64,20 @@ func (v *validator) err(path, sub, msg, hint string) {
 // a field around it) was written but could not be decoded: that error
 // already says what is wrong.
 func (v *validator) missing(path, sub, hint string) {
-	for p := join(path, sub); p != ""; p = parentPath(p) {
+	if !v.undecodable(join(path, sub)) {
+		v.err(path, sub, "missing required field", hint)
+	}
+}
+
+// undecodable reports whether the field at path, or one around it, was
+// written but could not be decoded.
+func (v *validator) undecodable(path string) bool {
+	for p := path; p != ""; p = parentPath(p) {
 		if v.env.bad[p] {
-			return
+			return true
 		}
 	}
-	v.err(path, sub, "missing required field", hint)
+	return false
 }
 
 func (v *validator) warn(path, msg, hint string) {
@@ -103,7 +111,7 @@ func (v *validator) header() {
 			}
 		}
 	}
-	if len(s.Components) == 0 {
+	if len(s.Components) == 0 && !v.undecodable("spec.components") {
 		v.err("spec", "components", "an environment needs at least one component", "")
 	}
 	if sr := s.SelectiveReconcile; sr != nil {

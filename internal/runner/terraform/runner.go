@@ -53,9 +53,11 @@ type Runner struct {
 	git  *gitsource.Cache
 
 	hashes fileHashes
-	// initMu serialises init across components: the shared plugin cache is
-	// not safe for concurrent installs.
-	initMu sync.Mutex
+	// toolMu guards the shared plugin cache: every tool run holds it for
+	// reading, and init, which may (re)install providers into the cache,
+	// holds it for writing, so no plan reads a provider folder that an init
+	// is replacing.
+	toolMu sync.RWMutex
 	// inits counts init runs, for tests.
 	inits atomic.Int64
 }

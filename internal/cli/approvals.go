@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+func newApprovalsCmd(d *deps) *cobra.Command {
+	var output string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "approvals [ENV]",
+		Short: "List plans waiting for a person's approval",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			st, _, err := d.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			env := ""
+			if len(args) == 1 {
+				e, err := findEnv(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
+				}
+				env = e.ID
+			}
+			statuses := []string{store.ApprovalPending}
+			if all {
+				statuses = nil
+			}
+			list, err := st.ListApprovals(cmd.Context(), env, statuses...)
+			if err != nil {
+				return err
+			}
+			views := make([]approvalView, 0, len(list))
+			for _, a := range list {
+				views = append(views, newApprovalView(a))
+			}
+			return render(d.stdout, output, views, printApprovals)
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().BoolVar(&all, "all", false, "include decided, applied and stale approvals")
+	return cmd
+}
+
+type approvalView struct {
+	store.Approval
+	Plan runner.Plan `json:"plan"`
+}
+
+func newApprovalView(a store.Approval) approvalView {
+	v := approvalView{Approval: a}
+	_ = json.Unmarshal(a.Plan, &v.Plan)
+	v.Approval.Plan = nil
+	return v
+}
+
+func printApprovals(w io.Writer, list []approvalView) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "nothing waits for approval")
+		return
+	}
+	fmt.Fprintf(w, "%-5s %-24s %-20s %-10s %-14s %-6s %s\n", "ID", "ENVIRONMENT", "COMPONENT", "STATUS", "PLAN", "AGE", "RESOURCES")
+	for _, a := range list {
+		var addrs []string
+		for _, r := range a.Plan.Resources {
+			addrs = append(addrs, fmt.Sprintf("%s %s", actionSymbol(r.Action), r.Address))
+		}
+		res := fmt.Sprint(len(addrs))
+		if len(addrs) > 0 {
+			res = addrs[0]
+			if len(addrs) > 1 {
+				res += fmt.Sprintf(" (+%d more)", len(addrs)-1)
+			}
+		}
+		fmt.Fprintf(w, "%-5d %-24s %-20s %-10s %-14s %-6s %s\n", a.ID, a.Env, a.Component, a.Status,
+			fmt.Sprintf("+%d ~%d -%d", a.Plan.Add, a.Plan.Change, a.Plan.Destroy), ago(a.CreatedAt), res)
+	}
+}
+
+func newDecideCmd(d *deps, approve bool) *cobra.Command {
+	var reason, output string
+	var noApply bool
+	use, short := "reject ENV COMPONENT [--reason …]", "Reject the plan waiting for approval"
+	if approve {
+		use, short = "approve ENV COMPONENT [--reason …]", "Approve the exact plan waiting for approval, then apply it"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `.
+
+Who and why are recorded in the audit trail. Approving applies the saved plan
+file itself, byte for byte, at once (unless --no-apply), and carries on with
+the components that waited on it. If anything changed since the plan (a new
+revision, new upstream outputs, the state), the approval is stale: knit
+refuses to apply it and makes a fresh plan that needs approval.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			return d.runEngine(cmd.Context(), runView{output: output}, func(e *engine.Engine) (*engine.Result, error) {
+				env, err := envFromStore(cmd.Context(), e.Store, args[0])
+				if err != nil {
+					return nil, err
+				}
+				a, err := e.Decide(cmd.Context(), env, args[1], approve, reason)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", env.ID(), a.ID, args[1], a.Status, a.DecidedBy)
+				if !approve || noApply {
+					return nil, errDecided
+				}
+				return e.Apply(cmd.Context(), env, engine.Options{Parallelism: 4, Reason: reason, Source: env.File})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit trail")
+	outputFlag(cmd, &output)
+	if approve {
+		cmd.Flags().BoolVar(&noApply, "no-apply", false, "record the approval only; the next knit apply (or the server) applies it")
+	}
+	return cmd
+}
+
+// errDecided ends a decide command that does not run the engine, successfully.
+var errDecided = &ExitError{Code: ExitOK}
+
+func actionSymbol(a runner.Action) string {
+	switch a {
+	case runner.ActionCreate:
+		return "+"
+	case runner.ActionUpdate:
+		return "~"
+	case runner.ActionDelete:
+		return "-"
+	case runner.ActionReplace:
+		return "-/+"
+	}
+	return "<="
+}
+
+func newAuditCmd(d *deps) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "audit [ENV]",
+		Short: "Show who did what, when and why: applies, approvals, drift findings, teardowns",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			st, _, err := d.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			env := ""
+			if len(args) == 1 {
+				e, err := findEnv(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
+				}
+				env = e.ID
+			}
+			events, err := st.Audit(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			if events == nil {
+				events = []store.AuditEvent{}
+			}
+			return render(d.stdout, output, events, printAudit)
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func printAudit(w io.Writer, events []store.AuditEvent) {
+	fmt.Fprintf(w, "%-20s %-20s %-12s %-14s %-16s %-4s %s\n", "TIME", "ENVIRONMENT", "ACTOR", "ACTION", "COMPONENT", "REV", "REASON / DETAIL")
+	for _, e := range events {
+		why := e.Reason
+		if e.Detail != "" {
+			if why != "" {
+				why += " — "
+			}
+			why += e.Detail
+		}
+		rev := "-"
+		if e.Revision > 0 {
+			rev = strconv.Itoa(e.Revision)
+		}
+		fmt.Fprintf(w, "%-20s %-20s %-12s %-14s %-16s %-4s %s\n", e.Time.Local().Format("2006-01-02 15:04:05"),
+			e.Env, e.Actor, e.Action, orDash(e.Component), rev, firstLine(why))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
+)
+
+func newDriftCmd(d *deps) *cobra.Command {
+	var f runFlags
+	var reconcile bool
+	cmd := &cobra.Command{
+		Use:   "drift (ENV | -f FILE) [-c COMP]... [--reconcile]",
+		Short: "Check every applied component against reality, and optionally bring it back",
+		Long: `Plan every applied component against reality (in parallel along the graph)
+and report each as in sync, drifted (with the resources and attributes that
+differ) or failed. A component that takes an output that drift would change
+is reported as affected by upstream drift.
+
+With --reconcile, drifted and affected components are brought back in graph
+order: applied at once where autoApprove allows, otherwise stopped awaiting
+approval of their exact plan (knit approvals, knit approve).
+
+Exit codes without --reconcile: 0 all in sync, 2 drift found, 1 error.
+With --reconcile: 0 reconciled, 3 waiting for approval, 1 error.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			v := runView{output: f.output, json: func(r *engine.Result) any { return newDriftReport(r) }, exit: driftExit(reconcile)}
+			return d.runEngine(cmd.Context(), v, func(e *engine.Engine) (*engine.Result, error) {
+				env, err := d.envFromArgs(cmd, e, f.file, args)
+				if err != nil {
+					return nil, err
+				}
+				return e.Drift(cmd.Context(), env, f.options(env), reconcile)
+			})
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().BoolVar(&reconcile, "reconcile", false, "bring drifted components back (autoApprove ones at once, others after approval)")
+	return cmd
+}
+
+// driftComponent is one component of a drift report, stable for golden tests.
+type driftComponent struct {
+	Name       string                  `json:"name"`
+	Status     engine.Status           `json:"status"`
+	Drift      engine.Status           `json:"drift,omitempty"`
+	Reason     string                  `json:"reason,omitempty"`
+	AffectedBy []string                `json:"affectedBy,omitempty"`
+	Resources  []runner.ResourceChange `json:"resources,omitempty"`
+	Outputs    []string                `json:"outputChanges,omitempty"`
+}
+
+type driftReport struct {
+	Env        string           `json:"env"`
+	RunID      string           `json:"runId"`
+	Revision   int              `json:"revision"`
+	Status     string           `json:"status"`
+	Drift      bool             `json:"drift"`
+	Components []driftComponent `json:"components"`
+}
+
+func newDriftReport(r *engine.Result) driftReport {
+	rep := driftReport{Env: r.Env, RunID: r.RunID, Revision: r.Revision, Status: r.Status, Drift: r.HasDrift(), Components: []driftComponent{}}
+	for _, c := range r.Components {
+		dc := driftComponent{Name: c.Name, Status: c.Status, Drift: c.Drift, Reason: c.Reason, AffectedBy: c.AffectedBy}
+		if c.Plan != nil && c.Drift == engine.Drifted {
+			dc.Resources, dc.Outputs = c.Plan.Resources, c.Plan.OutputChanges
+		}
+		rep.Components = append(rep.Components, dc)
+	}
+	return rep
+}
+
+// driftExit: a plain check exits 2 when it finds drift; a reconcile exits
+// like an apply (3 when a plan waits for approval).
+func driftExit(reconcile bool) func(*engine.Result) error {
+	return func(r *engine.Result) error {
+		if reconcile || r.Failed() || !r.HasDrift() {
+			return resultExit(r, false)
+		}
+		return &ExitError{Code: ExitChanges}
+	}
+}
