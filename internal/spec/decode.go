@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -114,11 +115,25 @@ func kindName(n *yaml.Node) string {
 		if n.Tag == "!!null" {
 			return "null"
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return quote(n.Value)
 	case yaml.AliasNode:
 		return "an alias"
 	}
 	return "nothing"
+}
+
+// quote quotes a value written in the file for a message, shortened so a
+// huge value cannot swamp the output.
+func quote(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }
 
 // resolve follows aliases (bounded, so a self-referencing alias cannot loop).
@@ -155,7 +170,7 @@ func (d *decoder) mappingHints(n *yaml.Node, path string, open bool, fields map[
 		key := k.Value
 		p := join(path, key)
 		if seen[key] {
-			d.errorf(k, p, "remove one of the two", "%q is set twice", key)
+			d.errorf(k, p, "remove one of the two", "%s is set twice", quote(key))
 			continue
 		}
 		seen[key] = true
@@ -166,7 +181,7 @@ func (d *decoder) mappingHints(n *yaml.Node, path string, open bool, fields map[
 				if hint == "" {
 					hint = hints[key]
 				}
-				d.errorf(k, p, hint, "unknown field %q", key)
+				d.errorf(k, p, hint, "unknown field %s", quote(key))
 			}
 			continue
 		}
@@ -304,7 +319,7 @@ func (d *decoder) boolean(dst *bool) field {
 		}
 		b, err := strconv.ParseBool(n.Value)
 		if err != nil || (n.Tag != "!!bool" && n.Tag != "!!str") {
-			d.mismatch(n, path, "write true or false", "expected true or false, found %q", n.Value)
+			d.mismatch(n, path, "write true or false", "expected true or false, found %s", quote(n.Value))
 			return
 		}
 		*dst = b

@@ -227,7 +227,7 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 		if isCloudKnitAPI(env.APIVersion) {
 			hint = "CloudKnit's current version is " + APIVersionCloudKnit + ": change apiVersion to it (or to " + APIVersionKnit + ")"
 		}
-		d.errorf(at("apiVersion"), "apiVersion", hint, "unsupported apiVersion %q", env.APIVersion)
+		d.errorf(at("apiVersion"), "apiVersion", hint, "unsupported apiVersion %s", quote(env.APIVersion))
 	}
 	switch env.Kind {
 	case KindEnvironment:
@@ -235,7 +235,7 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 		d.errorf(at(""), "kind", "add kind: Environment", "missing required field")
 	default:
 		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",
-			"unsupported kind %q", env.Kind)
+			"unsupported kind %s", quote(env.Kind))
 	}
 }
 

@@ -13,9 +13,9 @@ func checkName(s string) string {
 	case s == "":
 		return "must not be empty"
 	case len(s) > 63:
-		return fmt.Sprintf("%q is %d characters long; the limit is 63", s, len(s))
+		return fmt.Sprintf("%s is %d characters long; the limit is 63", quote(s), len(s))
 	case !rfc1035.MatchString(s):
-		return fmt.Sprintf("%q is not a valid name", s)
+		return fmt.Sprintf("%s is not a valid name", quote(s))
 	}
 	return ""
 }
