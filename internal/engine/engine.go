@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -134,8 +135,24 @@ func (r *Result) Component(name string) *ComponentResult {
 	return nil
 }
 
-func (r *Result) sort() {
-	sort.Slice(r.Components, func(i, j int) bool { return r.Components[i].Name < r.Components[j].Name })
+// sortByGraph orders components as they depend on each other: by level in
+// g, then by name.
+func (r *Result) sortByGraph(g *dag.Graph) {
+	level := map[string]int{}
+	if levels, err := g.Levels(); err == nil {
+		for i, l := range levels {
+			for _, n := range l {
+				level[n] = i
+			}
+		}
+	}
+	sort.Slice(r.Components, func(i, j int) bool {
+		a, b := r.Components[i], r.Components[j]
+		if level[a.Name] != level[b.Name] {
+			return level[a.Name] < level[b.Name]
+		}
+		return a.Name < b.Name
+	})
 }
 
 func (e *Engine) now() time.Time {

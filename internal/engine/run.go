@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -62,7 +61,10 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 		return nil, err
 	}
 	s := &session{e: e, env: env, opts: opts, release: release, db: context.WithoutCancel(ctx)}
-	if _, err := e.Store.InterruptRuns(ctx, env.ID(), processAliveHere(e.Host), now); err != nil {
+	// Every run holds the lock, and now we do: a run of this environment
+	// still recorded as running belongs to a knit that died.
+	dead := func(int) bool { return false }
+	if _, err := e.Store.InterruptRuns(ctx, env.ID(), dead, now); err != nil {
 		release()
 		return nil, fmt.Errorf("recover crashed runs: %w", err)
 	}
@@ -78,12 +80,6 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 	}
 	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev.Number}
 	return s, nil
-}
-
-// processAliveHere reports a process as alive only if it runs on this host;
-// runs recorded elsewhere are assumed alive (their lease decides).
-func processAliveHere(host string) func(pid int) bool {
-	return func(pid int) bool { return processAlive(pid) }
 }
 
 // end finishes the run record, sets the environment status, writes the
@@ -105,7 +101,7 @@ func (s *session) end(ctx context.Context, runErr error) {
 	}
 	if s.result != nil {
 		s.result.Status = status
-		s.result.sort()
+		s.result.sortByGraph(s.env.Graph())
 	}
 	_ = s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now())
 }
@@ -236,7 +232,8 @@ func (s *session) selected() (*dag.Graph, error) {
 	return g.Subgraph(keep), nil
 }
 
-// canceled reports whether err is the run being interrupted.
+// canceled reports whether err came from the run being interrupted: once
+// the run's context is done, a failing tool was most likely stopped by it.
 func canceled(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err != nil)
+	return err != nil && ctx.Err() != nil
 }

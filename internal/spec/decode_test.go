@@ -406,3 +406,20 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("ID = %q", env.ID())
 	}
 }
+
+func TestLongValuesAreShortened(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	key := long[:1000] // YAML keys may be at most 1024 characters
+	_, ds := parse(t, header+"    - name: "+long+"\n      type: script\n      script: {apply: x}\n      autoApprove: "+long+"\n      "+key+": 1\n")
+	if len(ds) != 3 {
+		t.Fatalf("want 3 diagnostics (name, autoApprove, unknown field), got:\n%s", ds)
+	}
+	for _, d := range ds {
+		if len(d.Message) > 200 || !strings.Contains(d.Message, `xxx"…`) {
+			t.Errorf("message not shortened (%d bytes): %.120s", len(d.Message), d.Message)
+		}
+	}
+	if got := quote("ééééééééééééééééééééééééééééééééééééééééé"); !strings.HasSuffix(got, `"…`) || strings.ContainsRune(got, '\uFFFD') || strings.Contains(got, `\x`) {
+		t.Errorf("quote cut a character in half: %s", got)
+	}
+}

@@ -257,7 +257,7 @@ func TestKilledApplyResumesAndConcurrentApplyIsRefused(t *testing.T) {
 	w.write(map[string]string{"modules/node/main.tf": nodeModule})
 	w.writeEnv(envFile("kill",
 		node("first", ""),
-		node("slow", "        - {name: delay, value: 30}\n      dependsOn: [first]\n"),
+		node("slow", "        - {name: delay, value: 8}\n      dependsOn: [first]\n"),
 		node("last", "      dependsOn: [slow]\n"),
 	))
 	cmd := exec.Command(knitBin, "apply", "-f", "env.yaml")
