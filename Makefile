@@ -39,6 +39,10 @@ test-short: ## unit tests only, no tools needed
 fuzz: ## fuzz the environment loader
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/spec
 
+bench: tools build ## measure knit against the tools' critical path; rewrites docs/benchmarks.md
+	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
+	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md $(BENCHFLAGS)
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

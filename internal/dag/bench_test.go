@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// BenchmarkBuild1000 measures building a 1000-vertex graph in 10 layers
+// (three edges per vertex) with Add and Connect.
+func BenchmarkBuild1000(b *testing.B) {
+	for b.Loop() {
+		if g := layered(10, 100); len(g.Vertices()) != 1000 {
+			b.Fatal("wrong size")
+		}
+	}
+}
+
 // BenchmarkWalk1000 measures walker overhead: 1000 vertices in 10 layers,
 // fn does nothing.
 func BenchmarkWalk1000(b *testing.B) {

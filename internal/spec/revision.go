@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 // source; relative paths resolve against source's folder again.
 func FromJSON(body []byte, source string) (*Environment, error) {
 	env := &Environment{}
-	if err := json.Unmarshal(body, env); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // integers beyond float64's precision stay exact, as Parse keeps them
+	if err := dec.Decode(env); err != nil {
 		return nil, fmt.Errorf("stored environment is unreadable: %w", err)
 	}
 	env.File = source

@@ -330,3 +330,27 @@ func BenchmarkFinishComponentRun(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkComponentStates1000 measures reading the states of an
+// environment of 1,000 components with three outputs each, one sensitive:
+// what every run reads when it begins.
+func BenchmarkComponentStates1000(b *testing.B) {
+	ctx := context.Background()
+	s := openT(b, b.TempDir())
+	for i := range 1000 {
+		st := store.ComponentState{Env: "team/web", Component: fmt.Sprintf("c%04d", i), Status: "applied", Outputs: map[string]store.OutputValue{
+			"host":     {Value: []byte(`"db.internal"`)},
+			"port":     {Value: []byte(`5432`)},
+			"password": {Value: []byte(`"hunter2"`), Sensitive: true},
+		}}
+		if err := s.PutComponentState(ctx, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		states, err := s.ComponentStates(ctx, "team/web")
+		if err != nil || len(states) != 1000 {
+			b.Fatal(len(states), err)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// Command knit-bench measures knit against the critical path of the tools it
+// runs and rewrites docs/benchmarks.md. `make bench` builds and runs it; see
+// internal/bench for what is measured and how.
+//
+//	knit-bench [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] ...
+//	knit-bench engine-fake -f FILE -data-dir DIR [-parallelism N]
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"knit.dev/knit/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "engine-fake" {
+		err = engineFake(ctx, os.Args[2:])
+	} else {
+		err = suite(ctx, os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "knit-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// engineFake is one measured process of the engine-alone figures.
+func engineFake(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("engine-fake", flag.ExitOnError)
+	file := fs.String("f", "", "environment file")
+	data := fs.String("data-dir", "", "data dir")
+	par := fs.Int("parallelism", 4, "parallelism")
+	_ = fs.Parse(args)
+	return bench.ApplyFake(ctx, *file, *data, *par)
+}
+
+func suite(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("knit-bench", flag.ExitOnError)
+	cfg := bench.Config{Log: os.Stderr}
+	out := fs.String("out", "docs/benchmarks.md", "the report to rewrite (empty: none)")
+	goBench := fs.String("gobench", "./internal/...", "packages whose Go benchmarks run (empty: none)")
+	keep := fs.Bool("keep", false, "keep the scratch folder")
+	fs.StringVar(&cfg.Knit, "knit", "bin/knit", "knit binary")
+	fs.StringVar(&cfg.Tofu, "tofu", ".tools/bin/tofu", "OpenTofu binary")
+	fs.StringVar(&cfg.CLIConfig, "tofurc", "", "OpenTofu CLI config (default: tofurc beside the binary's folder)")
+	fs.IntVar(&cfg.Modules, "modules", 20, "modules per terraform environment")
+	fs.StringVar(&cfg.Delay, "delay", "0.5", "local-exec sleep per module, in seconds")
+	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "parallelism of knit and the baseline")
+	fs.IntVar(&cfg.Repeat, "repeat", 3, "times each terraform measurement is taken (median kept)")
+	fs.IntVar(&cfg.Components, "components", 1000, "components of the engine-alone environment")
+	fs.IntVar(&cfg.Small, "small", 100, "components of the small environment flat memory is compared with")
+	_ = fs.Parse(args)
+
+	var err error
+	for _, p := range []*string{&cfg.Knit, &cfg.Tofu} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+		if _, err := os.Stat(*p); err != nil {
+			return fmt.Errorf("%w (make build tools)", err)
+		}
+	}
+	if cfg.CLIConfig == "" {
+		cfg.CLIConfig = filepath.Join(filepath.Dir(filepath.Dir(cfg.Tofu)), "tofurc")
+	}
+	if cfg.Self, err = os.Executable(); err != nil {
+		return err
+	}
+	if cfg.Work, err = bench.TempWork(); err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(cfg.Work)
+	} else {
+		fmt.Fprintln(os.Stderr, "knit-bench: scratch folder", cfg.Work)
+	}
+	// knit finds the tool by --tf-binary, and its CLI config beside it.
+	os.Setenv("KNIT_TF_CLI_CONFIG", cfg.CLIConfig)
+	os.Setenv("KNIT_ACTOR", "bench")
+
+	machine := bench.Describe(ctx, cfg.Knit, cfg.Tofu)
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	doc := bench.Doc{Machine: machine, Config: cfg, Results: res}
+	if *goBench != "" {
+		gargs := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", *goBench}
+		doc.GoBenchCmd = "go " + strings.Join(gargs, " ")
+		fmt.Fprintln(os.Stderr, "knit-bench:", doc.GoBenchCmd)
+		cmd := exec.CommandContext(ctx, "go", gargs...)
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", doc.GoBenchCmd, err, buf.String())
+		}
+		doc.GoBench = buf.String()
+		res.Figures = append(res.Figures, bench.GoFigures(doc.GoBench)...)
+	}
+	fmt.Print(bench.Table(res.Figures))
+	if *out == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := bench.WriteDoc(&b, doc); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "knit-bench: wrote", *out)
+	return os.WriteFile(*out, b.Bytes(), 0o644)
+}
