@@ -1,0 +1,139 @@
+package script_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/script"
+	"knit.dev/knit/internal/spec"
+)
+
+func component(t *testing.T, s spec.Script, outputs ...spec.Output) (runner.Component, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	def := &spec.Component{Name: "job", Type: spec.TypeScript, Script: &s, Outputs: outputs}
+	return runner.Component{Env: "t/e", Def: def, WorkDir: t.TempDir(), Log: &log}, &log
+}
+
+func TestApplyPassesInputsAndReadsOutputs(t *testing.T) {
+	c, log := component(t, spec.Script{
+		// Inputs arrive as JSON on stdin and as KNIT_VAR_*; outputs are the JSON printed on stdout.
+		Apply: `echo "stdin: $(cat)" >&2; printf '{"greeting": "hello %s", "n": %s, "token": "t0k3n"}' "$KNIT_VAR_WHO" "$KNIT_VAR_COUNT"`,
+	}, spec.Output{Name: "token", Sensitive: true})
+	r := script.New()
+	ctx := context.Background()
+	in := runner.Inputs{"who": "world", "count": 3, "tags": []any{"a"}}
+	p, err := r.Plan(ctx, c, in, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HasChanges() || p.Change != 1 {
+		t.Fatalf("plan without a plan command: %+v", p)
+	}
+	outs, err := r.Apply(ctx, c, p)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if outs["greeting"].Value != "hello world" || outs["n"].Value != float64(3) {
+		t.Errorf("outputs %+v", outs)
+	}
+	if !outs["token"].Sensitive || outs["greeting"].Sensitive {
+		t.Errorf("sensitivity %+v", outs)
+	}
+	if !strings.Contains(log.String(), `stdin: {"count":3,"tags":["a"],"who":"world"}`) {
+		t.Errorf("inputs not on stdin as JSON:\n%s", log)
+	}
+	again, err := r.Outputs(ctx, c)
+	if err != nil || again["greeting"].Value != "hello world" {
+		t.Errorf("stored outputs %+v %v", again, err)
+	}
+}
+
+func TestPlanCommandExitCodes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		plan    string
+		changes bool
+		fails   bool
+	}{{"exit 0", false, false}, {"exit 2", true, false}, {"exit 1", false, true}} {
+		c, _ := component(t, spec.Script{Apply: "true", Plan: tc.plan})
+		p, err := script.New().Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+		if (err != nil) != tc.fails {
+			t.Errorf("%s: err %v", tc.plan, err)
+			continue
+		}
+		if err == nil && p.HasChanges() != tc.changes {
+			t.Errorf("%s: changes %v", tc.plan, p.HasChanges())
+		}
+	}
+}
+
+func TestApplyAppliesExactlyThePlannedInputs(t *testing.T) {
+	c, _ := component(t, spec.Script{Apply: `cat > applied.json`})
+	r := script.New()
+	ctx := context.Background()
+	p, err := r.Plan(ctx, c, runner.Inputs{"v": 1}, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.File, []byte(`{"v":2}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(ctx, c, p); err == nil || !strings.Contains(err.Error(), "changed") {
+		t.Errorf("a tampered plan was applied: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.WorkDir, "applied.json")); err == nil {
+		t.Error("apply command ran")
+	}
+}
+
+func TestDestroyRunsDestroyCommandAndForgetsOutputs(t *testing.T) {
+	c, _ := component(t, spec.Script{Apply: `echo '{"x": 1}'`, Destroy: `touch destroyed`})
+	r := script.New()
+	ctx := context.Background()
+	p, _ := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+	if _, err := r.Apply(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+	dp, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{Destroy: true})
+	if err != nil || dp.Destroy != 1 {
+		t.Fatalf("destroy plan %+v %v", dp, err)
+	}
+	if _, err := r.Apply(ctx, c, dp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(c.WorkDir, "destroyed")); err != nil {
+		t.Error("destroy command did not run")
+	}
+	if outs, _ := r.Outputs(ctx, c); len(outs) != 0 {
+		t.Errorf("outputs after destroy: %v", outs)
+	}
+}
+
+func TestBadOutputIsAClearError(t *testing.T) {
+	c, _ := component(t, spec.Script{Apply: `echo not json`})
+	r := script.New()
+	p, _ := r.Plan(context.Background(), c, runner.Inputs{}, runner.PlanOptions{})
+	if _, err := r.Apply(context.Background(), c, p); err == nil || !strings.Contains(err.Error(), "JSON object") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestFingerprintFollowsCommandsAndInputs(t *testing.T) {
+	r := script.New()
+	ctx := context.Background()
+	c1, _ := component(t, spec.Script{Apply: "a"})
+	c2, _ := component(t, spec.Script{Apply: "b"})
+	f1, _ := r.Fingerprint(ctx, c1, runner.Inputs{"x": 1})
+	f1again, _ := r.Fingerprint(ctx, c1, runner.Inputs{"x": 1})
+	f2, _ := r.Fingerprint(ctx, c2, runner.Inputs{"x": 1})
+	f3, _ := r.Fingerprint(ctx, c1, runner.Inputs{"x": 2})
+	if f1 != f1again || f1 == f2 || f1 == f3 {
+		t.Errorf("fingerprints %s %s %s %s", f1, f1again, f2, f3)
+	}
+}
