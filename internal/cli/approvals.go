@@ -21,35 +21,25 @@ func newApprovalsCmd(d *deps) *cobra.Command {
 		Short: "List plans waiting for a person's approval",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			st, _, err := d.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			env := ""
-			if len(args) == 1 {
-				e, err := findEnv(cmd.Context(), st, args[0])
+			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+				env, err := optionalEnv(cmd.Context(), st, args)
 				if err != nil {
 					return err
 				}
-				env = e.ID
-			}
-			statuses := []string{store.ApprovalPending}
-			if all {
-				statuses = nil
-			}
-			list, err := st.ListApprovals(cmd.Context(), env, statuses...)
-			if err != nil {
-				return err
-			}
-			views := make([]approvalView, 0, len(list))
-			for _, a := range list {
-				views = append(views, newApprovalView(a))
-			}
-			return render(d.stdout, output, views, printApprovals)
+				statuses := []string{store.ApprovalPending}
+				if all {
+					statuses = nil
+				}
+				list, err := st.ListApprovals(cmd.Context(), env, statuses...)
+				if err != nil {
+					return err
+				}
+				views := make([]approvalView, 0, len(list))
+				for _, a := range list {
+					views = append(views, newApprovalView(a))
+				}
+				return render(d.stdout, output, views, printApprovals)
+			})
 		},
 	}
 	outputFlag(cmd, &output)
@@ -163,30 +153,20 @@ func newAuditCmd(d *deps) *cobra.Command {
 		Short: "Show who did what, when and why: applies, approvals, drift findings, teardowns",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			st, _, err := d.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			env := ""
-			if len(args) == 1 {
-				e, err := findEnv(cmd.Context(), st, args[0])
+			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+				env, err := optionalEnv(cmd.Context(), st, args)
 				if err != nil {
 					return err
 				}
-				env = e.ID
-			}
-			events, err := st.Audit(cmd.Context(), env)
-			if err != nil {
-				return err
-			}
-			if events == nil {
-				events = []store.AuditEvent{}
-			}
-			return render(d.stdout, output, events, printAudit)
+				events, err := st.Audit(cmd.Context(), env)
+				if err != nil {
+					return err
+				}
+				if events == nil {
+					events = []store.AuditEvent{}
+				}
+				return render(d.stdout, output, events, printAudit)
+			})
 		},
 	}
 	outputFlag(cmd, &output)

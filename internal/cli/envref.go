@@ -57,3 +57,26 @@ func envFromStore(ctx context.Context, st store.Store, ref string) (*spec.Enviro
 	}
 	return spec.FromJSON(rev.Spec, rev.Source)
 }
+
+// withStore checks the -o value, opens the store for fn and closes it after.
+func (d *deps) withStore(ctx context.Context, output string, fn func(store.Store) error) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	st, _, err := d.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// optionalEnv resolves an optional ENV argument to an environment ID; no
+// argument means every environment ("").
+func optionalEnv(ctx context.Context, st store.Store, args []string) (string, error) {
+	if len(args) == 0 {
+		return "", nil
+	}
+	e, err := findEnv(ctx, st, args[0])
+	return e.ID, err
+}

@@ -18,26 +18,20 @@ func newHistoryCmd(d *deps) *cobra.Command {
 		Short: "List an environment's runs, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			st, _, err := d.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			e, err := findEnv(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			runs, err := st.Runs(cmd.Context(), e.ID, limit)
-			if err != nil {
-				return err
-			}
-			if runs == nil {
-				runs = []store.Run{}
-			}
-			return render(d.stdout, output, runs, printHistory)
+			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+				e, err := findEnv(cmd.Context(), st, args[0])
+				if err != nil {
+					return err
+				}
+				runs, err := st.Runs(cmd.Context(), e.ID, limit)
+				if err != nil {
+					return err
+				}
+				if runs == nil {
+					runs = []store.Run{}
+				}
+				return render(d.stdout, output, runs, printHistory)
+			})
 		},
 	}
 	outputFlag(cmd, &output)

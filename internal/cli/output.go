@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,45 +25,49 @@ One value is printed raw (strings without quotes), for scripts. Sensitive
 values are masked unless --show-sensitive is given.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			st, _, err := d.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			e, err := findEnv(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			states, err := st.ComponentStates(cmd.Context(), e.ID)
-			if err != nil {
-				return err
-			}
-			view := map[string]map[string]outputView{}
-			for name, s := range states {
-				if len(args) > 1 && name != args[1] {
-					continue
+			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+				view, err := outputs(cmd.Context(), st, args, showSensitive)
+				if err != nil {
+					return err
 				}
-				view[name] = outputsView(s.Outputs, showSensitive)
-			}
-			if len(args) > 1 && view[args[1]] == nil {
-				return fmt.Errorf("%s has no component %q with outputs", e.ID, args[1])
-			}
-			if len(args) == 3 {
-				o, ok := view[args[1]][args[2]]
-				if !ok {
-					return fmt.Errorf("%s.%s has no output %q", e.ID, args[1], args[2])
+				if len(args) == 3 {
+					return render(d.stdout, output, view[args[1]][args[2]], printRaw)
 				}
-				return render(d.stdout, output, o, printRaw)
-			}
-			return render(d.stdout, output, view, printOutputs)
+				return render(d.stdout, output, view, printOutputs)
+			})
 		},
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "print sensitive values in plain text")
 	return cmd
+}
+
+// outputs reads ENV [COMP [NAME]]'s outputs, masking sensitive values
+// unless showSensitive.
+func outputs(ctx context.Context, st store.Store, args []string, showSensitive bool) (map[string]map[string]outputView, error) {
+	e, err := findEnv(ctx, st, args[0])
+	if err != nil {
+		return nil, err
+	}
+	states, err := st.ComponentStates(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	view := map[string]map[string]outputView{}
+	for name, s := range states {
+		if len(args) == 1 || name == args[1] {
+			view[name] = outputsView(s.Outputs, showSensitive)
+		}
+	}
+	if len(args) > 1 && view[args[1]] == nil {
+		return nil, fmt.Errorf("%s has no component %q with outputs", e.ID, args[1])
+	}
+	if len(args) == 3 {
+		if _, ok := view[args[1]][args[2]]; !ok {
+			return nil, fmt.Errorf("%s.%s has no output %q", e.ID, args[1], args[2])
+		}
+	}
+	return view, nil
 }
 
 type outputView struct {

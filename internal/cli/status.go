@@ -20,26 +20,20 @@ func newStatusCmd(d *deps) *cobra.Command {
 		Short: "Show environments, or one environment's components, as knit last saw them",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			st, _, err := d.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if len(args) == 0 {
-				v, err := listEnvironments(cmd.Context(), st)
+			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+				if len(args) == 0 {
+					v, err := listEnvironments(cmd.Context(), st)
+					if err != nil {
+						return err
+					}
+					return render(d.stdout, output, v, printEnvironments)
+				}
+				v, err := environmentStatus(cmd.Context(), st, args[0])
 				if err != nil {
 					return err
 				}
-				return render(d.stdout, output, v, printEnvironments)
-			}
-			v, err := environmentStatus(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			return render(d.stdout, output, v, printEnvironmentStatus)
+				return render(d.stdout, output, v, printEnvironmentStatus)
+			})
 		},
 	}
 	outputFlag(cmd, &output)
