@@ -472,3 +472,26 @@ func TestPlanOfNewEnvironmentDefersDownstream(t *testing.T) {
 		t.Error("plan of a new environment has no changes")
 	}
 }
+
+func TestApplyOfTeardownTrueDestroysInReverse(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.e.Apply(ctx, parse(t, strings.Replace(diamond, "  autoApprove: true\n", "  autoApprove: true\n  teardown: true\n", 1)), engine.Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != "teardown" {
+		t.Errorf("run kind %q, want teardown", res.Kind)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Destroyed, "b": engine.Destroyed, "c": engine.Destroyed, "d": engine.Destroyed})
+	var order []string
+	for _, c := range h.r.Calls("destroy") {
+		order = append(order, c.Component)
+	}
+	if strings.Join(order, ",") != "d,b,c,a" {
+		t.Errorf("destroy order %v", order)
+	}
+}
