@@ -4,6 +4,7 @@
 //
 //	knit-bench [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] ...
 //	knit-bench engine-fake -f FILE -data-dir DIR [-parallelism N]
+//	knit-bench generate -dir DIR [-kind terraform|script] [-shape chain|wide|layered] [-n N]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"knit.dev/knit/internal/bench"
 )
@@ -25,9 +27,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "engine-fake" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "engine-fake":
 		err = engineFake(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "generate":
+		err = generate(os.Args[2:])
+	default:
 		err = suite(ctx, os.Args[1:])
 	}
 	if err != nil {
@@ -44,6 +49,32 @@ func engineFake(ctx context.Context, args []string) error {
 	par := fs.Int("parallelism", 4, "parallelism")
 	_ = fs.Parse(args)
 	return bench.ApplyFake(ctx, *file, *data, *par)
+}
+
+// generate writes one environment as the suite would, to look at or to
+// profile knit on.
+func generate(args []string) error {
+	fs := flag.NewFlagSet("generate", flag.ExitOnError)
+	dir := fs.String("dir", "", "folder to write into")
+	kind := fs.String("kind", "terraform", "terraform or script components")
+	shape := fs.String("shape", "layered", "chain, wide or layered")
+	n := fs.Int("n", 20, "components")
+	delay := fs.String("delay", "0.5", "local-exec sleep per terraform module, in seconds")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("generate: -dir is required")
+	}
+	var e *bench.Env
+	var err error
+	if *kind == "script" {
+		e, err = bench.GenerateScript(*dir, bench.Shape(*shape), *n)
+	} else {
+		e, err = bench.GenerateTerraform(*dir, bench.Shape(*shape), *n, *delay)
+	}
+	if err == nil {
+		fmt.Println(e.File)
+	}
+	return err
 }
 
 func suite(ctx context.Context, args []string) error {
@@ -90,6 +121,7 @@ func suite(ctx context.Context, args []string) error {
 	os.Setenv("KNIT_TF_CLI_CONFIG", cfg.CLIConfig)
 	os.Setenv("KNIT_ACTOR", "bench")
 
+	start := time.Now()
 	machine := bench.Describe(ctx, cfg.Knit, cfg.Tofu)
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
@@ -109,6 +141,7 @@ func suite(ctx context.Context, args []string) error {
 		doc.GoBench = buf.String()
 		res.Figures = append(res.Figures, bench.GoFigures(doc.GoBench)...)
 	}
+	res.Elapsed = time.Since(start)
 	fmt.Print(bench.Table(res.Figures))
 	if *out == "" {
 		return nil

@@ -66,7 +66,9 @@ func (d *deps) newEngine(ctx context.Context, st store.Store, dataDir string, on
 	return &engine.Engine{
 		Store: st,
 		Runners: map[string]runner.Runner{
-			spec.TypeTerraform: d.terraformRunner(ctx, dataDir),
+			// Locating the tool and asking its version waits for a run
+			// that has terraform components to plan.
+			spec.TypeTerraform: runner.Lazy(func() runner.Runner { return d.terraformRunner(ctx, dataDir) }),
 			spec.TypeScript:    script.New(),
 		},
 		DataDir: dataDir,

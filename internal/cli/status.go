@@ -121,7 +121,7 @@ func lastDrift(ctx context.Context, st store.Store, env string) *driftStatus {
 			continue
 		}
 		d := &driftStatus{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
-		crs, _ := st.ComponentRuns(ctx, r.ID)
+		crs, _ := st.ComponentRuns(ctx, r.ID) // in finish order; the lists are sorted for people
 		for _, cr := range crs {
 			switch cr.Status {
 			case "drifted":
@@ -173,10 +173,10 @@ func printEnvironmentStatus(w io.Writer, v environmentView) {
 	if d := v.LastDrift; d != nil {
 		found := "everything in sync"
 		if len(d.Drifted)+len(d.Affected) > 0 {
-			found = "drifted: " + strings.Join(append(append([]string{}, d.Drifted...), d.Affected...), ", ")
+			found = "drifted: " + nameList(append(append([]string{}, d.Drifted...), d.Affected...))
 		}
 		if len(d.Failed) > 0 {
-			found += "; check failed: " + strings.Join(d.Failed, ", ")
+			found += "; check failed: " + nameList(d.Failed)
 		}
 		fmt.Fprintf(w, "last drift check: %s ago: %s (run %s)\n", ago(d.CheckedAt), found, d.RunID)
 	}
@@ -202,4 +202,14 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// nameList renders names sorted, at most ten of them, for one line.
+func nameList(names []string) string {
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more (knit status -o json lists all)", len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }

@@ -93,7 +93,7 @@ func (st *step) fail(ctx context.Context, err error) error {
 	st.s.set(st.cr, status, redact(err.Error(), st.secrets))
 	var state *store.ComponentState
 	if changing {
-		state = &store.ComponentState{Status: stateFailed, Outputs: st.s.snapshot()[st.c.Name].Outputs}
+		state = &store.ComponentState{Status: stateFailed, Outputs: st.s.state(st.c.Name).Outputs}
 	}
 	_ = st.s.record(st.op, st.cr, st.storeRun, state)
 	return err
@@ -113,7 +113,7 @@ func (st *step) prepare(ctx context.Context) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, secrets, err := resolveInputs(st.c, st.s.snapshot())
+	in, secrets, err := resolveInputs(st.c, st.s.state)
 	st.secrets = secrets
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			return st.fail(ctx, err)
 		}
 	}
-	prev := s.snapshot()[st.c.Name]
+	prev := s.state(st.c.Name)
 	if plan == nil && !s.opts.Refresh && !st.force && prev.Status == stateApplied && prev.Fingerprint == p.fp {
 		s.set(st.cr, UpToDate, "")
 		return s.record(st.op, st.cr, nil, nil)
@@ -214,7 +214,7 @@ func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string
 	}
 	st.cr.Log = st.log.Redacted(st.secrets)
 	s.set(st.cr, Awaiting, reason)
-	prev := s.snapshot()[st.c.Name]
+	prev := s.state(st.c.Name)
 	err = s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	if err != nil {
 		return err

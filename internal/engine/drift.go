@@ -42,7 +42,7 @@ func (s *session) drift(ctx context.Context) error {
 func (s *session) driftOne(ctx context.Context, name string) error {
 	st := s.newStep(name, Checking)
 	st.op = "drift"
-	prev := s.snapshot()[name]
+	prev := s.state(name)
 	if !live(prev) {
 		s.set(st.cr, NotApplied, "never applied: knit apply creates it")
 		return s.record(st.op, st.cr, nil, nil)

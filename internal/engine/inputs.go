@@ -20,9 +20,10 @@ func (e *missingOutputError) Error() string {
 }
 
 // resolveInputs builds a component's inputs: literal values as written, and
-// valueFrom values taken from the producers' stored outputs (index applied).
-// It also returns the sensitive values among them, for redaction.
-func resolveInputs(c *spec.Component, states map[string]store.ComponentState) (runner.Inputs, []string, error) {
+// valueFrom values taken from the producers' stored outputs (index applied),
+// as state returns them. It also returns the sensitive values among them,
+// for redaction.
+func resolveInputs(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, error) {
 	in := runner.Inputs{}
 	var secrets []string
 	for _, v := range c.Variables {
@@ -34,7 +35,7 @@ func resolveInputs(c *spec.Component, states map[string]store.ComponentState) (r
 		if !ok {
 			return nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
 		}
-		out, ok := states[ref.Component].Outputs[ref.Output]
+		out, ok := state(ref.Component).Outputs[ref.Output]
 		if !ok {
 			return nil, nil, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output}
 		}

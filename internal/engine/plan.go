@@ -52,7 +52,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	if err != nil {
 		return done(Failed, err.Error(), err)
 	}
-	in, secrets, err := resolveInputs(c, s.snapshot())
+	in, secrets, err := resolveInputs(c, s.state)
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
 		return done(Deferred, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",

@@ -106,7 +106,15 @@ func (s *session) end(ctx context.Context, runErr error) {
 	_ = s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now())
 }
 
-// snapshot returns a copy of the known component states.
+// state returns one component's known state (zero if none).
+func (s *session) state(name string) store.ComponentState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.states[name]
+}
+
+// snapshot returns a copy of the known component states. Per component,
+// use state: copying every state for each of n components costs O(n²).
 func (s *session) snapshot() map[string]store.ComponentState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,11 +148,22 @@ func (s *session) set(cr *ComponentResult, st Status, reason string) {
 }
 
 // record writes a finished component run and, if state is set, the
-// component's new state, in one store transaction.
+// component's new state, in one store transaction. A component run never
+// started (storeRun nil: up to date, skipped, …) without a new state is
+// written finished in one insert.
 func (s *session) record(op string, cr *ComponentResult, storeRun *store.ComponentRun, state *store.ComponentState) error {
 	var planJSON []byte
 	if cr.Plan != nil {
 		planJSON, _ = json.Marshal(cr.Plan)
+	}
+	if storeRun == nil && state == nil {
+		done := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
+			Status: string(cr.Status), Reason: cr.Reason, PlanSummary: planJSON, Log: cr.Log,
+			StartedAt: cr.StartedAt, FinishedAt: s.e.now()}
+		if err := s.e.Store.StartComponentRun(s.db, done); err != nil {
+			return fmt.Errorf("record %s: %w", cr.Name, err)
+		}
+		return nil
 	}
 	if storeRun == nil {
 		storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op, StartedAt: cr.StartedAt}

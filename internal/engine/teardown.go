@@ -130,8 +130,7 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 func (s *session) destroyOne(ctx context.Context, name string) error {
 	c := s.env.Component(name)
 	cr := s.add(name, Destroying)
-	states := s.snapshot()
-	if !live(states[name]) {
+	if !live(s.state(name)) {
 		s.set(cr, Destroyed, "nothing to destroy: never applied")
 		return s.record("destroy", cr, nil, nil)
 	}
@@ -155,7 +154,7 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	if err != nil {
 		return fail(err)
 	}
-	in, secrets, err := resolveInputs(c, states)
+	in, secrets, err := resolveInputs(c, s.state)
 	if err != nil {
 		return fail(err)
 	}

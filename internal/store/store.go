@@ -157,7 +157,10 @@ type Store interface {
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)
 
-	// StartComponentRun records a component run before the tool starts and sets its ID.
+	// StartComponentRun records a component run before the tool starts and
+	// sets its ID. Status (empty: running), Reason, PlanSummary, Log and
+	// FinishedAt are stored as given, so a component run that ends without
+	// running a tool (up to date, skipped) is recorded whole in one call.
 	StartComponentRun(ctx context.Context, cr *ComponentRun) error
 	// FinishComponentRun records the outcome and, when state is non-nil, the
 	// component's new state (outputs included), in one transaction.

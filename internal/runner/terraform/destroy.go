@@ -18,8 +18,6 @@ import (
 // can no longer be read (its folder was deleted with the component), Destroy
 // falls back to the module copy from the component's last run.
 func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
-	r.toolMu.RLock() // see toolMu
-	defer r.toolMu.RUnlock()
 	wd, err := workDir(c)
 	if err != nil {
 		return err

@@ -24,5 +24,8 @@
 // Init runs the first time, and again only when the module's configuration
 // files, the lock file, the tool, its CLI config or the plugin cache change.
 // Providers install into one plugin cache shared by all components
-// (<DataDir>/plugin-cache); git sources are cached under <DataDir>/git.
+// (<DataDir>/plugin-cache): inits take turns, and an init links a provider
+// the cache already holds rather than re-installing it, so plans and applies
+// of other components run on while it does. Git sources are cached under
+// <DataDir>/git.
 package terraform

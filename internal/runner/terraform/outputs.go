@@ -15,8 +15,6 @@ import (
 // their values returned; the tool's stdout is never logged. A component whose
 // work dir was never initialised has no outputs.
 func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Outputs, error) {
-	r.toolMu.RLock() // see toolMu
-	defer r.toolMu.RUnlock()
 	dir, err := runDir(c)
 	if err != nil {
 		return nil, wrap("outputs", c, err)

@@ -17,8 +17,6 @@ import (
 // approval of it), then summarises `show -json` of that file. It changes no
 // real resources and no state.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
-	r.toolMu.RLock() // see toolMu
-	defer r.toolMu.RUnlock()
 	if opts.Destroy && opts.RefreshOnly {
 		return nil, fmt.Errorf("plan %s: a plan cannot be both destroy and refresh-only", compName(c))
 	}
@@ -64,8 +62,6 @@ func planOptions(file string, opts runner.PlanOptions) []tfexec.PlanOption {
 // the module: the plan carries its own configuration. The tool itself
 // refuses a plan made against state that has changed since.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
-	r.toolMu.RLock() // see toolMu
-	defer r.toolMu.RUnlock()
 	if p == nil || p.File == "" {
 		return nil, fmt.Errorf("apply %s: no saved plan", compName(c))
 	}

@@ -83,16 +83,13 @@ func (r *Runner) initIfNeeded(ctx context.Context, wd string, p *prepared) error
 	if err := os.MkdirAll(r.pluginCache(), 0o755); err != nil {
 		return err
 	}
-	// Callers hold toolMu for reading; init needs it alone.
-	r.toolMu.RUnlock()
-	r.toolMu.Lock()
+	r.initMu.Lock()
 	r.inits.Add(1)
 	// tfexec's init flags: -input=false -no-color -backend=true -get=true
 	// -upgrade=false. A changed backend is left as an error for the user,
 	// never a silent -reconfigure.
 	err = p.s.loud().Init(ctx)
-	r.toolMu.Unlock()
-	r.toolMu.RLock()
+	r.initMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

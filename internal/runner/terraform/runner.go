@@ -52,12 +52,14 @@ type Runner struct {
 	opts Options
 	git  *gitsource.Cache
 
-	hashes fileHashes
-	// toolMu guards the shared plugin cache: every tool run holds it for
-	// reading, and init, which may (re)install providers into the cache,
-	// holds it for writing, so no plan reads a provider folder that an init
-	// is replacing.
-	toolMu sync.RWMutex
+	hashes   fileHashes
+	versions toolVersions
+	// initMu serialises init across components: tools older than
+	// OpenTofu 1.10 do not lock the shared plugin cache while installing
+	// into it. Other tool runs need no lock: init only ever adds missing
+	// providers to the cache (see env), never rewrites one a running tool
+	// may be executing.
+	initMu sync.Mutex
 	// inits counts init runs, for tests.
 	inits atomic.Int64
 }
@@ -91,6 +93,13 @@ func (r *Runner) env() map[string]string {
 		m[k] = v
 	}
 	m["TF_PLUGIN_CACHE_DIR"] = r.pluginCache()
+	// Link a provider the cache already holds instead of re-installing it
+	// over the cached copy, which another component's plan or apply may be
+	// running at that moment: init then writes to the cache only what is
+	// missing, so tool runs never wait for an init. The cost: the lock file
+	// in a component's private module copy records the hash of the cached
+	// package only; a lock file shipped with the module is still enforced.
+	m["TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE"] = "true"
 	m["CHECKPOINT_DISABLE"] = "1"
 	return tfexec.CleanEnv(m)
 }
@@ -120,9 +129,10 @@ func (r *Runner) session(ctx context.Context, dir string, log io.Writer) (*sessi
 	}
 	log = &lockedWriter{w: log}
 	tf.SetStderr(log)
-	// tfexec asks the tool for its version before some commands and copies
-	// the answer to stdout's writer; ask now, while stdout is still unset.
-	if _, _, err := tf.Version(ctx, false); err != nil {
+	// tfexec needs the tool's version before most commands; if it had to
+	// ask the tool, it would copy the answer to stdout's writer, so this
+	// happens while stdout is still unset.
+	if err := r.learnVersion(ctx, tf); err != nil {
 		return nil, err
 	}
 	return &session{tf: tf, log: log}, nil

@@ -61,6 +61,14 @@ func testComponentRuns(t *testing.T, s store.Store) {
 	}
 	equal(t, "replaced outputs", got.Outputs, state2.Outputs)
 	equal(t, "replaced fingerprint", got.Fingerprint, "fp2")
+
+	// A component run that never ran a tool is recorded finished in one call.
+	skipped := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "cache", Operation: "apply", Status: "up to date",
+		Reason: "unchanged", Log: "nothing ran\n", StartedAt: at(3 * time.Minute), FinishedAt: at(3 * time.Minute)}
+	must(t, s.StartComponentRun(ctx, skipped))
+	crs, err = s.ComponentRuns(ctx, "r1")
+	must(t, err)
+	equal(t, "component run recorded finished", crs[len(crs)-1], *skipped)
 }
 
 func testLastComponentRun(t *testing.T, s store.Store) {
