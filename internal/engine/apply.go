@@ -88,7 +88,9 @@ func (st *step) fail(ctx context.Context, err error) error {
 	if canceled(ctx, err) {
 		status = Canceled
 	}
-	changing := st.op != "drift" || st.cr.Status == Applying // a failed drift check changes nothing
+	// A failed plan or drift check changes nothing; a failed apply or
+	// destroy leaves the component failed, so the next run retries it.
+	changing := st.op == "apply" || st.op == "destroy" || st.cr.Status == Applying
 	st.cr.Log = st.log.Redacted(st.secrets)
 	st.s.set(st.cr, status, redact(err.Error(), st.secrets))
 	var state *store.ComponentState
@@ -107,8 +109,9 @@ type prepared struct {
 	fp string
 }
 
-// prepare resolves the runner, inputs and fingerprint of a step's component.
-func (st *step) prepare(ctx context.Context) (*prepared, error) {
+// prepare resolves the runner and inputs of a step's component and, when
+// asked, its fingerprint (destroying needs none, and it may cost a git fetch).
+func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error) {
 	r, err := st.s.e.runnerFor(st.c)
 	if err != nil {
 		return nil, err
@@ -122,11 +125,13 @@ func (st *step) prepare(ctx context.Context) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	fp, err := r.Fingerprint(ctx, rc, in)
-	if err != nil {
-		return nil, err
+	p := &prepared{r: r, rc: rc, in: in}
+	if fingerprint {
+		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {
+			return nil, err
+		}
 	}
-	return &prepared{r: r, rc: rc, in: in, fp: fp}, nil
+	return p, nil
 }
 
 // converge makes one component match the spec: skip it when its fingerprint
@@ -135,7 +140,7 @@ func (st *step) prepare(ctx context.Context) (*prepared, error) {
 func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
 	var err error
 	if p == nil {
-		if p, err = st.prepare(ctx); err != nil {
+		if p, err = st.prepare(ctx, true); err != nil {
 			return st.fail(ctx, err)
 		}
 	}

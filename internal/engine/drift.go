@@ -57,7 +57,7 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 		return s.record(st.op, st.cr, nil, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
 
-	p, err := st.prepare(ctx)
+	p, err := st.prepare(ctx, true)
 	if err != nil {
 		return st.fail(ctx, err)
 	}

@@ -33,47 +33,29 @@ func (s *session) plan(ctx context.Context) error {
 }
 
 func (s *session) planOne(ctx context.Context, name string) error {
-	c := s.env.Component(name)
-	cr := s.add(name, Planning)
-	var log logBuffer
-	var secrets []string
-	done := func(st Status, reason string, err error) error {
-		if err != nil && canceled(ctx, err) {
-			st = Canceled
-		}
-		cr.Log = log.Redacted(secrets)
-		s.set(cr, st, redact(reason, secrets))
-		if rerr := s.record("plan", cr, nil, nil); rerr != nil && err == nil {
-			return rerr
-		}
-		return err
-	}
-	r, err := s.e.runnerFor(c)
-	if err != nil {
-		return done(Failed, err.Error(), err)
-	}
-	in, secrets, err := resolveInputs(c, s.state)
+	st := s.newStep(name, Planning)
+	st.op = "plan"
+	p, err := st.prepare(ctx, false)
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
-		return done(Deferred, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
-			missing.Variable, missing.Producer, missing.Output, missing.Producer), nil)
+		s.set(st.cr, Deferred, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
+			missing.Variable, missing.Producer, missing.Output, missing.Producer))
+		return s.record(st.op, st.cr, nil, nil)
 	}
 	if err != nil {
-		return done(Failed, err.Error(), err)
+		return st.fail(ctx, err)
 	}
-	rc, err := s.e.component(s.env, c, &log)
+	destroying := st.c.Destroy || s.env.Spec.Teardown
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying})
 	if err != nil {
-		return done(Failed, err.Error(), err)
+		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
-	destroying := c.Destroy || s.env.Spec.Teardown
-	p, err := r.Plan(ctx, rc, in, runner.PlanOptions{Destroy: destroying})
-	if err != nil {
-		err = fmt.Errorf("plan: %w", err)
-		return done(Failed, err.Error(), err)
+	st.cr.Plan = plan
+	st.cr.Log = st.log.Redacted(st.secrets)
+	status := NoChanges
+	if plan.HasChanges() {
+		status = Planned
 	}
-	cr.Plan = p
-	if p.HasChanges() {
-		return done(Planned, "", nil)
-	}
-	return done(NoChanges, "", nil)
+	s.set(st.cr, status, "")
+	return s.record(st.op, st.cr, nil, nil)
 }

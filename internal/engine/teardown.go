@@ -128,44 +128,24 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 }
 
 func (s *session) destroyOne(ctx context.Context, name string) error {
-	c := s.env.Component(name)
-	cr := s.add(name, Destroying)
+	st := s.newStep(name, Destroying)
+	st.op = "destroy"
 	if !live(s.state(name)) {
-		s.set(cr, Destroyed, "nothing to destroy: never applied")
-		return s.record("destroy", cr, nil, nil)
+		s.set(st.cr, Destroyed, "nothing to destroy: never applied")
+		return s.record(st.op, st.cr, nil, nil)
 	}
-	var log logBuffer
-	var secrets []string
-	storeRun, err := s.started("destroy", cr)
-	if err != nil {
+	var err error
+	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
 		return err
 	}
-	fail := func(err error) error {
-		st := Failed
-		if canceled(ctx, err) {
-			st = Canceled
-		}
-		cr.Log = log.Redacted(secrets)
-		s.set(cr, st, redact(err.Error(), secrets))
-		_ = s.record("destroy", cr, storeRun, nil)
-		return err
-	}
-	r, err := s.e.runnerFor(c)
+	p, err := st.prepare(ctx, false)
 	if err != nil {
-		return fail(err)
+		return st.fail(ctx, err)
 	}
-	in, secrets, err := resolveInputs(c, s.state)
-	if err != nil {
-		return fail(err)
+	if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
+		return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 	}
-	rc, err := s.e.component(s.env, c, &log)
-	if err != nil {
-		return fail(err)
-	}
-	if err := r.Destroy(ctx, rc, in); err != nil {
-		return fail(fmt.Errorf("destroy: %w", err))
-	}
-	cr.Log = log.Redacted(secrets)
-	s.set(cr, Destroyed, "")
-	return s.record("destroy", cr, storeRun, &store.ComponentState{Status: stateDestroyed})
+	st.cr.Log = st.log.Redacted(st.secrets)
+	s.set(st.cr, Destroyed, "")
+	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
 }
