@@ -21,8 +21,8 @@ log() { echo "tools: $*" >&2; }
 up_to_date() { [ -x "$1" ] && [ -f "$1.version" ] && [ "$(cat "$1.version")" = "$2" ]; }
 
 build_tofu() {
-  local out="$bin/tofu"
-  if up_to_date "$out" "$TOFU_VERSION"; then return; fi
+  local out="$bin/tofu" stamp="$TOFU_VERSION-r$TOOLS_REVISION"
+  if up_to_date "$out" "$stamp"; then return; fi
   log "building OpenTofu $TOFU_VERSION from the module proxy (cold: ~4 min)"
   local dir src
   dir=$(go mod download -json "github.com/opentofu/opentofu@$TOFU_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
@@ -31,9 +31,10 @@ build_tofu() {
   src="$tools/src/opentofu-$TOFU_VERSION"
   rm -rf "$src" && mkdir -p "$tools/src"
   cp -r "$dir" "$src" && chmod -R u+w "$src"
-  (cd "$src" && go mod download && go build -trimpath -ldflags "-s -w" -o "$out.tmp" ./cmd/tofu)
+  # version.dev=no: a release build, as OpenTofu's own release process stamps it (not "-dev").
+  (cd "$src" && go mod download && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out.tmp" ./cmd/tofu)
   mv "$out.tmp" "$out"
-  echo "$TOFU_VERSION" >"$out.version"
+  echo "$stamp" >"$out.version"
   rm -rf "$src"
 }
 
