@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,21 +253,30 @@ func TestReapplyOfUnchangedEnvironmentRunsNoTool(t *testing.T) {
 	}
 }
 
-func TestKilledApplyResumesAndConcurrentApplyIsRefused(t *testing.T) {
-	w := newWorld(t)
+// startSlowApply starts `knit apply` in the background on first → slow →
+// last, where slow's provisioner sleeps delay seconds, and returns once slow
+// has started. stderr, if set, receives knit's stderr.
+func (w *world) startSlowApply(env string, delay int, stderr io.Writer) *exec.Cmd {
+	w.t.Helper()
 	w.write(map[string]string{"modules/node/main.tf": nodeModule})
-	w.writeEnv(envFile("kill",
+	w.writeEnv(envFile(env,
 		node("first", ""),
-		node("slow", "        - {name: delay, value: 8}\n      dependsOn: [first]\n"),
+		node("slow", fmt.Sprintf("        - {name: delay, value: %d}\n      dependsOn: [first]\n", delay)),
 		node("last", "      dependsOn: [slow]\n"),
 	))
 	cmd := exec.Command(knitBin, "apply", "-f", "env.yaml")
-	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd.Dir, cmd.Env, cmd.Stderr = w.dir, w.env, stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	waitFor(t, 60*time.Second, func() bool { _, ok := w.eventTimes("start")["slow"]; return ok })
+	w.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(w.t, 60*time.Second, func() bool { _, ok := w.eventTimes("start")["slow"]; return ok })
+	return cmd
+}
+
+func TestKilledApplyResumesAndConcurrentApplyIsRefused(t *testing.T) {
+	w := newWorld(t)
+	cmd := w.startSlowApply("kill", 8, nil)
 
 	r := w.knit("apply", "-f", "env.yaml")
 	if r.code != 1 || !strings.Contains(r.stderr, "locked by run") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", cmd.Process.Pid)) {

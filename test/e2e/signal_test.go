@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestInterruptStopsTheToolRecordsTheRunAndReleasesTheLock sends knit the
@@ -13,21 +12,8 @@ import (
 // recorded as interrupted, knit exits 1, and the next apply completes.
 func TestInterruptStopsTheToolRecordsTheRunAndReleasesTheLock(t *testing.T) {
 	w := newWorld(t)
-	w.write(map[string]string{"modules/node/main.tf": nodeModule})
-	w.writeEnv(envFile("sigint",
-		node("first", ""),
-		node("slow", "        - {name: delay, value: 20}\n      dependsOn: [first]\n"),
-		node("last", "      dependsOn: [slow]\n"),
-	))
-	cmd := exec.Command(knitBin, "apply", "-f", "env.yaml")
-	cmd.Dir, cmd.Env = w.dir, w.env
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, 60*time.Second, func() bool { _, ok := w.eventTimes("start")["slow"]; return ok })
+	cmd := w.startSlowApply("sigint", 20, &stderr)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
