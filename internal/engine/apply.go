@@ -116,7 +116,7 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 	if err != nil {
 		return nil, err
 	}
-	in, secrets, err := resolveInputs(st.c, st.s.state)
+	in, secrets, err := resolveInputs(st.c, st.s.producerState)
 	st.secrets = secrets
 	if err != nil {
 		return nil, err

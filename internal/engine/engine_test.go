@@ -458,18 +458,33 @@ func TestSelectedComponentsRunWithWhatTheyNeed(t *testing.T) {
 	}
 }
 
-func TestPlanOfNewEnvironmentDefersDownstream(t *testing.T) {
+func TestPlanOfNewEnvironmentUsesUpstreamPlannedOutputs(t *testing.T) {
 	h := newHarness(t)
+	// c's outputs are known only after it is applied; a's and b's plans know theirs.
+	h.r.UnknownUntilApply = map[string]bool{"c": true}
 	res, err := h.e.Plan(context.Background(), parse(t, diamond), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatuses(t, res, map[string]engine.Status{"a": engine.Planned, "b": engine.Deferred, "c": engine.Deferred, "d": engine.Deferred})
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Planned, "b": engine.Planned, "c": engine.Planned, "d": engine.Deferred})
+	if r := res.Component("d").Reason; !strings.Contains(r, "known only after c is applied") {
+		t.Errorf("d: %q", r)
+	}
+	// b was planned with the value a's plan knows.
+	for _, c := range h.r.Calls("plan") {
+		if c.Component == "b" && c.Inputs["parent"] != "a-1" {
+			t.Errorf("b planned with parent %v", c.Inputs["parent"])
+		}
+	}
 	if len(h.r.Calls("apply")) != 0 {
 		t.Error("plan applied something")
 	}
 	if !res.HasChanges() {
 		t.Error("plan of a new environment has no changes")
+	}
+	// Planned values are kept for this run only: nothing is stored as state.
+	if states, _ := h.st.ComponentStates(context.Background(), "t/diamond"); len(states) != 0 {
+		t.Errorf("a plan stored component states: %v", states)
 	}
 }
 

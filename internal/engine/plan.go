@@ -10,8 +10,9 @@ import (
 )
 
 // Plan computes what Apply would change, for every selected component,
-// without changing anything. A component whose inputs come from a component
-// that was never applied is reported as known only after apply.
+// without changing anything. Components take their inputs from what their
+// producers' plans say they will output; one whose input is known only after
+// a producer is applied is reported as such.
 func (e *Engine) Plan(ctx context.Context, env *spec.Environment, opts Options) (*Result, error) {
 	s, err := e.begin(ctx, env, "plan", opts)
 	if err != nil {
@@ -23,6 +24,7 @@ func (e *Engine) Plan(ctx context.Context, env *spec.Environment, opts Options) 
 }
 
 func (s *session) plan(ctx context.Context) error {
+	s.planned = map[string]*runner.Plan{}
 	g, err := s.selected()
 	if err != nil {
 		return err
@@ -51,7 +53,12 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
 	st.cr.Plan = plan
-	st.cr.Log = st.log.Redacted(st.secrets)
+	if !destroying {
+		s.mu.Lock()
+		s.planned[name] = plan
+		s.mu.Unlock()
+	}
+	st.cr.Log = st.log.Redacted(append(st.secrets, sensitiveOutputs(plan.PlannedOutputs)...))
 	status := NoChanges
 	if plan.HasChanges() {
 		status = Planned

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -28,8 +29,11 @@ type session struct {
 	// reconcile: a drift run also brings drifted components back.
 	reconcile bool
 
-	mu      sync.Mutex
-	states  map[string]store.ComponentState
+	mu     sync.Mutex
+	states map[string]store.ComponentState
+	// planned holds, in a plan run, the outputs each planned component's
+	// plan already knows, for the components that take them.
+	planned map[string]*runner.Plan
 	result  *Result
 	confirm sync.Mutex // one interactive question at a time
 }
@@ -111,6 +115,35 @@ func (s *session) state(name string) store.ComponentState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.states[name]
+}
+
+// producerState is where valueFrom reads a producer's outputs: its stored
+// state, except in a plan run where the producer was planned: there an
+// output its plan knows takes the planned value, and one its plan changes
+// to a value known only after apply is absent (so an environment never
+// applied still plans every component it can).
+func (s *session) producerState(name string) store.ComponentState {
+	st := s.state(name)
+	s.mu.Lock()
+	plan, ok := s.planned[name]
+	s.mu.Unlock()
+	if !ok {
+		return st
+	}
+	outs := make(map[string]store.OutputValue, len(st.Outputs))
+	for k, v := range st.Outputs {
+		outs[k] = v
+	}
+	for _, k := range plan.OutputChanges {
+		delete(outs, k)
+	}
+	if known, err := encodeOutputs(plan.PlannedOutputs); err == nil {
+		for k, v := range known {
+			outs[k] = v
+		}
+	}
+	st.Outputs = outs
+	return st
 }
 
 // snapshot returns a copy of the known component states. Per component,

@@ -78,6 +78,10 @@ type Plan struct {
 	Checksum string `json:"checksum,omitempty"`
 	// Destroying is true for a destroy plan.
 	Destroying bool `json:"destroying,omitempty"`
+	// PlannedOutputs are the output values the plan already knows (those
+	// computed only from known values); outputs known only after apply are
+	// absent. Never serialised: values may be sensitive.
+	PlannedOutputs Outputs `json:"-"`
 }
 
 // HasChanges reports whether applying the plan would change any resource or output.

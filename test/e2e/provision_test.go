@@ -513,3 +513,36 @@ resource "terraform_data" "c" {
 		t.Error("no database files found to check")
 	}
 }
+
+func TestPlanOfNewEnvironmentPlansWithKnownUpstreamValues(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"modules/node/main.tf": nodeModule + `
+output "region" { value = "eu-${var.name}" }
+`})
+	// base.region is known at plan time; base.id (a resource ID) only after apply.
+	w.writeEnv(envFile("fresh", `    - name: base
+      type: terraform
+      module: {source: ./modules/node}
+      outputs: [{name: id}, {name: region}]
+      variables: [{name: name, value: base}, {name: events, value: EVENTS}]
+    - name: known
+      type: terraform
+      module: {source: ./modules/node}
+      variables: [{name: name, valueFrom: base.region}, {name: events, value: EVENTS}]
+    - name: later
+      type: terraform
+      module: {source: ./modules/node}
+      variables: [{name: name, valueFrom: base.id}, {name: events, value: EVENTS}]
+`))
+	r := w.knit("plan", "-f", "env.yaml", "--detailed-exitcode", "-o", "json")
+	if r.code != 2 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	got := componentStatuses(t, r.stdout)
+	if got["base"] != "planned" || got["known"] != "planned" || got["later"] != "known after apply" {
+		t.Errorf("statuses %v", got)
+	}
+	if _, err := os.Stat(w.path("events.log")); err == nil {
+		t.Error("plan ran a provisioner")
+	}
+}

@@ -33,6 +33,9 @@ type Runner struct {
 	OutputsFor func(component string, in runner.Inputs) runner.Outputs
 	// Fail makes the named operation ("plan", "apply", "destroy") of a component fail.
 	Fail map[string]map[string]error
+	// UnknownUntilApply names components whose plans do not know their
+	// outputs (like a cloud ID); the others' plans know them from the inputs.
+	UnknownUntilApply map[string]bool
 	// Hook, when set, runs at the start of every plan/apply/destroy (e.g. to block).
 	Hook func(ctx context.Context, op, component string) error
 
@@ -127,6 +130,9 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			p.OutputChanges = append(p.OutputChanges, name)
 		}
 		sort.Strings(p.OutputChanges)
+	}
+	if !opts.Destroy && r.OutputsFor != nil && !r.UnknownUntilApply[c.Def.Name] {
+		p.PlannedOutputs = r.OutputsFor(c.Def.Name, in)
 	}
 	if p.HasChanges() {
 		p.Resources = []runner.ResourceChange{{Address: "fake." + c.Def.Name, Action: runner.ActionCreate}}

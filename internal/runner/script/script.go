@@ -72,6 +72,12 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			return nil, fmt.Errorf("plan command: %w", err)
 		}
 	}
+	if p.Change > 0 {
+		// What apply will print is unknown until it runs.
+		for _, o := range c.Def.Outputs {
+			p.OutputChanges = append(p.OutputChanges, o.Name)
+		}
+	}
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, err

@@ -63,7 +63,28 @@ func summarize(p *tfjson.Plan, refreshOnly bool) runner.Plan {
 		}
 	}
 	sort.Strings(out.OutputChanges)
+	out.PlannedOutputs = plannedOutputs(p)
 	return out
+}
+
+// plannedOutputs returns the outputs whose value the plan knows in full.
+// An output with any part unknown until apply (after_unknown other than
+// false) is left out.
+func plannedOutputs(p *tfjson.Plan) runner.Outputs {
+	outs := runner.Outputs{}
+	if p.PlannedValues == nil {
+		return outs
+	}
+	for name, o := range p.PlannedValues.Outputs {
+		if o == nil {
+			continue
+		}
+		if ch := p.OutputChanges[name]; ch != nil && ch.AfterUnknown != nil && ch.AfterUnknown != false {
+			continue
+		}
+		outs[name] = runner.Output{Value: o.Value, Sensitive: o.Sensitive}
+	}
+	return outs
 }
 
 // action maps the tool's action list to knit's; ok is false for no-ops.

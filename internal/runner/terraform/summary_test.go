@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -71,10 +72,50 @@ func TestSummarize(t *testing.T) {
 			if err := json.Unmarshal(data, &p); err != nil {
 				t.Fatal(err)
 			}
-			if got := summarize(&p, tc.refreshOnly); !reflect.DeepEqual(got, tc.want) {
+			got := summarize(&p, tc.refreshOnly)
+			got.PlannedOutputs = nil // TestPlannedOutputs covers them
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("summarize:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestPlannedOutputs(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("testdata", "plans", "create.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p tfjson.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := runner.Outputs{"n": {Value: 3.0}, "secret": {Value: "hunter2", Sensitive: true}}
+	if got := summarize(&p, false).PlannedOutputs; !reflect.DeepEqual(got, want) {
+		t.Errorf("planned outputs of create.json = %+v, want %+v", got, want)
+	}
+	// An output known only after apply, wholly or in part, is left out.
+	var q tfjson.Plan
+	if err := json.Unmarshal([]byte(`{
+		"format_version": "1.2",
+		"planned_values": {"outputs": {
+			"id": {"sensitive": false},
+			"ids": {"sensitive": false, "value": ["a", null]},
+			"name": {"sensitive": false, "value": "web"}}},
+		"output_changes": {
+			"id": {"actions": ["create"], "after_unknown": true},
+			"ids": {"actions": ["create"], "after": ["a", null], "after_unknown": [false, true]},
+			"name": {"actions": ["create"], "after": "web", "after_unknown": false}}}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	if got := summarize(&q, false).PlannedOutputs; !reflect.DeepEqual(got, runner.Outputs{"name": {Value: "web"}}) {
+		t.Errorf("planned outputs with unknowns = %+v", got)
+	}
+	// Planned values never reach the plan's JSON (they may be secrets).
+	b, _ := json.Marshal(summarize(&p, false))
+	if strings.Contains(string(b), "hunter2") {
+		t.Errorf("plan JSON carries a planned value: %s", b)
 	}
 }
 
