@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
@@ -178,9 +179,11 @@ func run(ctx context.Context, c runner.Component, command string, in runner.Inpu
 	cmd.Dir = c.WorkDir
 	cmd.Env = append(os.Environ(), inputEnv(in)...)
 	cmd.Stdin = bytes.NewReader(body)
+	// stdout and stderr are copied by two goroutines: serialise their writes to the log.
+	log := &lockedWriter{w: c.Log}
 	var stdout bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&stdout, c.Log)
-	cmd.Stderr = c.Log
+	cmd.Stdout = io.MultiWriter(&stdout, log)
+	cmd.Stderr = log
 	err = cmd.Run()
 	return stdout.Bytes(), err
 }
@@ -202,4 +205,16 @@ func inputEnv(in runner.Inputs) []string {
 		env = append(env, "KNIT_VAR_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))+"="+v)
 	}
 	return env
+}
+
+// lockedWriter makes one writer safe for concurrent writes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
