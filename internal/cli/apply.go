@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -68,7 +67,7 @@ Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
 			}
 			opts := f.options(env)
 			if !f.autoApprove && isTerminal(d.stdin) && isTerminal(d.stderr) {
-				opts.Confirm = askApproval(d.stdin, d.stderr)
+				opts.Confirm = d.askApproval()
 			}
 			return d.runEngine(cmd.Context(), runView{output: f.output}, func(e *engine.Engine) (*engine.Result, error) {
 				return e.Apply(cmd.Context(), env, opts)
@@ -99,6 +98,7 @@ func (d *deps) runEngine(ctx context.Context, v runView, fn func(*engine.Engine)
 	}
 	defer st.Close()
 	prog := newProgress(d.stderr)
+	d.progress = prog
 	e, err := d.newEngine(ctx, st, dir, prog.Event)
 	if err != nil {
 		prog.Close()
@@ -130,15 +130,18 @@ func (d *deps) runEngine(ctx context.Context, v runView, fn func(*engine.Engine)
 	return resultExit(res, false)
 }
 
-// askApproval asks at the terminal whether to apply a component's plan.
-func askApproval(in io.Reader, out io.Writer) func(string, *runner.Plan) bool {
-	r := bufio.NewReader(in)
+// askApproval asks at the terminal whether to apply a component's plan,
+// with the live progress table paused while the question is on screen.
+func (d *deps) askApproval() func(string, *runner.Plan) bool {
+	r := bufio.NewReader(d.stdin)
 	return func(name string, p *runner.Plan) bool {
-		fmt.Fprintf(out, "\n%s: plan %s\n", name, planCounts(p))
-		for _, rc := range p.Resources {
-			fmt.Fprintf(out, "  %-8s %s\n", rc.Action, rc.Address)
+		if d.progress != nil {
+			d.progress.Pause()
+			defer d.progress.Resume()
 		}
-		fmt.Fprintf(out, "Apply %s? Only 'yes' is accepted: ", name)
+		fmt.Fprintf(d.stderr, "\n%s: plan %s\n", name, planCounts(p))
+		printResources(d.stderr, 0, p)
+		fmt.Fprintf(d.stderr, "Apply %s? Only 'yes' is accepted: ", name)
 		line, _ := r.ReadString('\n')
 		return strings.TrimSpace(line) == "yes"
 	}

@@ -31,11 +31,12 @@ type progress struct {
 	live  bool
 	start time.Time
 
-	mu    sync.Mutex
-	rows  map[string]engine.Event
-	drawn int
-	stop  chan struct{}
-	done  chan struct{}
+	mu     sync.Mutex
+	rows   map[string]engine.Event
+	drawn  int
+	paused bool // a question is on the screen: do not draw over it
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 func newProgress(w io.Writer) *progress {
@@ -84,10 +85,27 @@ func (p *progress) loop() {
 	}
 }
 
+// Pause stops the live table from drawing, so a question can be asked below it.
+func (p *progress) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = true
+}
+
+// Resume draws again, as a fresh table below whatever was printed meanwhile.
+func (p *progress) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused, p.drawn = false, 0
+}
+
 // draw redraws the table in place (cursor up over the last drawing, clear lines).
 func (p *progress) draw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.paused {
+		return
+	}
 	names := make([]string, 0, len(p.rows))
 	for n := range p.rows {
 		names = append(names, n)

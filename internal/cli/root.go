@@ -45,6 +45,8 @@ type deps struct {
 	stderr io.Writer
 	getenv func(string) string
 	global globalFlags
+	// progress is the running command's progress display, if any.
+	progress *progress
 }
 
 type globalFlags struct {

@@ -187,6 +187,8 @@ func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *ru
 	}
 	if done != nil {
 		done(err)
+	} else if err == nil && plan.HasChanges() {
+		s.supersedeApproval(st.c.Name)
 	}
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("apply: %w", err))

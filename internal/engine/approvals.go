@@ -83,6 +83,21 @@ func (s *session) closeApproval(ap *approvedPlan, err error) {
 	_ = s.e.Store.DecideApproval(s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, s.e.Actor, ap.a.Reason, s.e.now())
 }
 
+// supersedeApproval closes the component's open approval, if any, once a
+// newer plan of it was applied another way (auto-approve, a "yes" at the
+// terminal): the plan it holds can no longer be applied.
+func (s *session) supersedeApproval(name string) {
+	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
+	if err != nil {
+		return
+	}
+	why := fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name)
+	if err := s.e.Store.DecideApproval(s.db, a.ID, a.Status, store.ApprovalStale, s.e.Actor, why, s.e.now()); err == nil {
+		_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.e.Actor, Action: "approval-stale",
+			Component: name, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()})
+	}
+}
+
 // requestApproval keeps a copy of the plan file that cannot be overwritten
 // by later plans, and records a pending approval of exactly that file.
 func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, error) {

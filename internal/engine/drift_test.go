@@ -155,6 +155,25 @@ func TestStaleApprovalIsRefused(t *testing.T) {
 	}
 }
 
+func TestApplyingANewerPlanClosesTheOpenApproval(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1))
+	if res, _ := h.e.Apply(ctx, env, engine.Options{}); res.Component("a").Status != engine.Awaiting {
+		t.Fatal("a is not waiting for approval")
+	}
+	if _, err := h.e.Apply(ctx, env, engine.Options{AutoApprove: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pending, _ := h.st.ListApprovals(ctx, "t/diamond", store.ApprovalPending, store.ApprovalApproved); len(pending) != 0 {
+		t.Errorf("approvals still open after a newer plan was applied: %+v", pending)
+	}
+	all, _ := h.st.ListApprovals(ctx, "t/diamond")
+	if len(all) != 1 || all[0].Status != store.ApprovalStale || !strings.Contains(all[0].Reason, "superseded") {
+		t.Errorf("approvals %+v", all)
+	}
+}
+
 func TestRejectRecordsWhoAndWhy(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

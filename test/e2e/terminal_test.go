@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestInteractiveApprovalAtATerminal answers knit's question through a real
+// pseudo-terminal (util-linux `script`): "yes" applies the component's plan,
+// anything else leaves it awaiting approval (exit 3).
+func TestInteractiveApprovalAtATerminal(t *testing.T) {
+	w := newWorld(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("util-linux `script` is needed to give knit a terminal (Debian: bsdutils, which is essential)")
+	}
+	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: qa
+  envName: tty
+  components:
+    - name: gated
+      type: script
+      script: {apply: "echo '{}'"}
+`})
+	atTerminal := func(answer string) (string, int) {
+		cmd := exec.Command("script", "-qec", knitBin+" apply -f env.yaml", "/dev/null")
+		cmd.Dir, cmd.Env = w.dir, w.env
+		cmd.Stdin = strings.NewReader(answer + "\n")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return out.String(), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), 0
+	}
+	out, code := atTerminal("no")
+	if code != 3 || !strings.Contains(out, "Apply gated? Only 'yes' is accepted") || !strings.Contains(out, "awaiting-approval") {
+		t.Errorf("answer no: exit %d\n%s", code, out)
+	}
+	out, code = atTerminal("yes")
+	if code != 0 || !strings.Contains(out, "1 component: 1 applied") {
+		t.Errorf("answer yes: exit %d\n%s", code, out)
+	}
+	// The plan left waiting by "no" was superseded by the one applied.
+	if list := w.ok("approvals", "qa/tty").stdout; !strings.Contains(list, "nothing waits") {
+		t.Errorf("an old plan still waits for approval:\n%s", list)
+	}
+}
