@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // ErrLocked wraps store.LockedError: another run holds the environment.
-var ErrLocked = errors.New("environment is locked")
+var ErrLocked = errors.New("another run holds the environment")
 
 const defaultLease = 60 * time.Second
 
@@ -28,7 +29,7 @@ func (e *Engine) lock(ctx context.Context, env, runID string) (release func(), e
 	if err := e.Store.AcquireLock(ctx, l, now, dead); err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {
-			return nil, errors.Join(ErrLocked, err)
+			return nil, fmt.Errorf("%w: %w; wait for it to finish (if its process died, its lease expires at the time shown)", ErrLocked, err)
 		}
 		return nil, err
 	}
