@@ -30,13 +30,7 @@ func (e *Engine) Drift(ctx context.Context, env *spec.Environment, opts Options,
 }
 
 func (s *session) drift(ctx context.Context) error {
-	g, err := s.selected()
-	if err != nil {
-		return err
-	}
-	wr := g.Walk(ctx, s.opts.Parallelism, s.driftOne)
-	s.settle("drift", wr, defaultSettle)
-	return nil
+	return s.walkSelected(ctx, "drift", s.driftOne)
 }
 
 func (s *session) driftOne(ctx context.Context, name string) error {

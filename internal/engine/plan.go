@@ -25,13 +25,7 @@ func (e *Engine) Plan(ctx context.Context, env *spec.Environment, opts Options) 
 
 func (s *session) plan(ctx context.Context) error {
 	s.planned = map[string]*runner.Plan{}
-	g, err := s.selected()
-	if err != nil {
-		return err
-	}
-	wr := g.Walk(ctx, s.opts.Parallelism, s.planOne)
-	s.settle("plan", wr, defaultSettle)
-	return nil
+	return s.walkSelected(ctx, "plan", s.planOne)
 }
 
 func (s *session) planOne(ctx context.Context, name string) error {

@@ -257,6 +257,17 @@ func defaultSettle(_ string, vr dag.VertexResult) (Status, string) {
 	}
 }
 
+// walkSelected runs fn for every selected component along the graph and
+// records the ones the walk never ran (skipped, waiting, interrupted).
+func (s *session) walkSelected(ctx context.Context, op string, fn func(context.Context, string) error) error {
+	g, err := s.selected()
+	if err != nil {
+		return err
+	}
+	s.settle(op, g.Walk(ctx, s.opts.Parallelism, fn), defaultSettle)
+	return nil
+}
+
 // selected returns the environment's graph limited to opts.Components and
 // what they depend on, then to the components selectiveReconcile picks;
 // unknown names are an error.
