@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 )
@@ -35,10 +36,11 @@ func (f *runFlags) register(cmd *cobra.Command, approve bool) {
 	}
 }
 
-func (f *runFlags) options(env *spec.Environment) engine.Options {
-	return engine.Options{
-		Components: f.components, Parallelism: f.parallelism, AutoApprove: f.autoApprove,
-		Refresh: f.refresh, Reason: f.reason, Source: env.File,
+// request turns the flags into a run of kind on env.
+func (f *runFlags) request(kind string, env *spec.Environment) knit.RunRequest {
+	return knit.RunRequest{
+		Kind: kind, Env: env, Components: f.components, Parallelism: f.parallelism,
+		AutoApprove: f.autoApprove, Refresh: f.refresh, Reason: f.reason,
 	}
 }
 
@@ -65,13 +67,11 @@ Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
 			if err != nil {
 				return err
 			}
-			opts := f.options(env)
+			req := f.request(engine.KindApply, env)
 			if !f.autoApprove && isTerminal(d.stdin) && isTerminal(d.stderr) {
-				opts.Confirm = d.askApproval()
+				req.Confirm = d.askApproval()
 			}
-			return d.runEngine(cmd.Context(), runView{output: f.output}, func(e *engine.Engine) (*engine.Result, error) {
-				return e.Apply(cmd.Context(), env, opts)
-			})
+			return d.run(cmd.Context(), runView{output: f.output}, func(*knit.Knit) (knit.RunRequest, error) { return req, nil })
 		},
 	}
 	f.register(cmd, true)
@@ -89,24 +89,24 @@ type runView struct {
 	exit func(*engine.Result) error
 }
 
-// runEngine opens the store, builds the engine with progress on stderr,
-// runs fn, and renders the result.
-func (d *deps) runEngine(ctx context.Context, v runView, fn func(*engine.Engine) (*engine.Result, error)) error {
-	st, dir, err := d.openStore(ctx)
+// run opens the library, starts the run the request describes with
+// progress on stderr, waits for it, and renders the result.
+func (d *deps) run(ctx context.Context, v runView, request func(*knit.Knit) (knit.RunRequest, error)) error {
+	k, err := d.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer k.Close()
+	req, err := request(k)
+	if err != nil {
+		return err
+	}
 	prog := newProgress(d.stderr)
 	d.progress = prog
-	e, err := d.newEngine(ctx, st, dir, prog.Event)
-	if err != nil {
-		prog.Close()
-		return err
-	}
-	res, err := fn(e)
+	req.Actor, req.Source, req.OnEvent = d.actor(), "cli", prog.Event
+	res, err := k.Run(ctx, req)
 	prog.Close()
-	if err != nil || res == nil {
+	if res == nil {
 		return err
 	}
 	if v.output == "json" {
@@ -114,17 +114,19 @@ func (d *deps) runEngine(ctx context.Context, v runView, fn func(*engine.Engine)
 		if v.json != nil {
 			doc = v.json(res)
 		}
-		if err := writeJSON(d.stdout, doc); err != nil {
-			return err
+		if jerr := writeJSON(d.stdout, doc); jerr != nil {
+			return jerr
 		}
 	} else {
 		printResult(d.stdout, res)
 	}
 	printFailureLogs(d.stderr, res)
-	if ctx.Err() != nil {
+	switch {
+	case err != nil:
+		return fmt.Errorf("run %s: %w", res.RunID, err)
+	case ctx.Err() != nil:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("interrupted: run %s recorded as interrupted", res.RunID)}
-	}
-	if v.exit != nil {
+	case v.exit != nil:
 		return v.exit(res)
 	}
 	return resultExit(res, false)

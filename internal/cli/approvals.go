@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/store"
 )
@@ -21,16 +22,12 @@ func newApprovalsCmd(d *deps) *cobra.Command {
 		Short: "List plans waiting for a person's approval",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withStore(cmd.Context(), output, func(st store.Store) error {
-				env, err := optionalEnv(cmd.Context(), st, args)
-				if err != nil {
-					return err
-				}
+			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
 				statuses := []string{store.ApprovalPending}
 				if all {
 					statuses = nil
 				}
-				list, err := st.ListApprovals(cmd.Context(), env, statuses...)
+				list, err := k.Approvals(cmd.Context(), optionalArg(args), statuses...)
 				if err != nil {
 					return err
 				}
@@ -104,20 +101,18 @@ refuses to apply it and makes a fresh plan that needs approval.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			return d.runEngine(cmd.Context(), runView{output: output}, func(e *engine.Engine) (*engine.Result, error) {
-				env, err := envFromStore(cmd.Context(), e.Store, args[0])
+			return d.run(cmd.Context(), runView{output: output}, func(k *knit.Knit) (knit.RunRequest, error) {
+				a, err := k.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
+					Approve: approve, Actor: d.actor(), Reason: reason})
 				if err != nil {
-					return nil, err
+					return knit.RunRequest{}, err
 				}
-				a, err := e.Decide(cmd.Context(), env, args[1], approve, reason)
-				if err != nil {
-					return nil, err
-				}
-				fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", env.ID(), a.ID, args[1], a.Status, a.DecidedBy)
+				fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", a.Env, a.ID, args[1], a.Status, a.DecidedBy)
 				if !approve || noApply {
-					return nil, errDecided
+					return knit.RunRequest{}, errDecided
 				}
-				return e.Apply(cmd.Context(), env, engine.Options{Parallelism: 4, Reason: reason, Source: env.File})
+				// Apply what ENV is applied at: the approved plan byte for byte, then what waited.
+				return knit.RunRequest{Kind: engine.KindApply, EnvRef: a.Env, Reason: reason}, nil
 			})
 		},
 	}
@@ -127,6 +122,14 @@ refuses to apply it and makes a fresh plan that needs approval.`,
 		cmd.Flags().BoolVar(&noApply, "no-apply", false, "record the approval only; the next knit apply (or the server) applies it")
 	}
 	return cmd
+}
+
+// optionalArg is the first argument, or "".
+func optionalArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // errDecided ends a decide command that does not run the engine, successfully.
@@ -153,19 +156,12 @@ func newAuditCmd(d *deps) *cobra.Command {
 		Short: "Show who did what, when and why: applies, approvals, drift findings, teardowns",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withStore(cmd.Context(), output, func(st store.Store) error {
-				env, err := optionalEnv(cmd.Context(), st, args)
+			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
+				page, err := k.Audit(cmd.Context(), knit.AuditFilter{Env: optionalArg(args)})
 				if err != nil {
 					return err
 				}
-				events, err := st.Audit(cmd.Context(), env)
-				if err != nil {
-					return err
-				}
-				if events == nil {
-					events = []store.AuditEvent{}
-				}
-				return render(d.stdout, output, events, printAudit)
+				return render(d.stdout, output, page.Items, printAudit)
 			})
 		},
 	}

@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 )
 
 func newDriftCmd(d *deps) *cobra.Command {
@@ -30,18 +35,41 @@ With --reconcile: 0 reconciled, 3 waiting for approval, 1 error.`,
 				return err
 			}
 			v := runView{output: f.output, json: func(r *engine.Result) any { return newDriftReport(r) }, exit: driftExit(reconcile)}
-			return d.runEngine(cmd.Context(), v, func(e *engine.Engine) (*engine.Result, error) {
-				env, err := d.envFromArgs(cmd, e, f.file, args)
-				if err != nil {
-					return nil, err
-				}
-				return e.Drift(cmd.Context(), env, f.options(env), reconcile)
+			return d.run(cmd.Context(), v, func(k *knit.Knit) (knit.RunRequest, error) {
+				env, err := d.appliedFromArgs(cmd, k, f.file, args)
+				req := f.request(engine.KindDrift, env)
+				req.Reconcile = reconcile
+				return req, err
 			})
 		},
 	}
 	f.register(cmd, true)
 	cmd.Flags().BoolVar(&reconcile, "reconcile", false, "bring drifted components back (autoApprove ones at once, others after approval)")
 	return cmd
+}
+
+// appliedFromArgs is the applied revision of the environment that -f FILE
+// or ENV names: drift compares reality with what was applied, never with an
+// edited file (knit plan -f shows what the file would change).
+func (d *deps) appliedFromArgs(cmd *cobra.Command, k *knit.Knit, file string, args []string) (*spec.Environment, error) {
+	env, err := d.envFromArgs(cmd, k, file, args)
+	if err != nil || file == "" {
+		return env, err
+	}
+	applied, _, err := k.AppliedSpec(cmd.Context(), env.ID())
+	if err != nil {
+		return nil, err
+	}
+	if a, b := mustJSON(applied), mustJSON(env); a != b {
+		fmt.Fprintf(d.stderr, "note: %s differs from what %s is applied at; drift compares reality with what was applied (knit plan -f %s shows what the file changes)\n",
+			file, env.ID(), file)
+	}
+	return applied, nil
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // driftComponent is one component of a drift report, stable for golden tests.

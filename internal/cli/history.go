@@ -7,35 +7,34 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
 func newHistoryCmd(d *deps) *cobra.Command {
 	var output string
 	var limit int
+	var before string
 	cmd := &cobra.Command{
 		Use:   "history ENV",
 		Short: "List an environment's runs, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withStore(cmd.Context(), output, func(st store.Store) error {
-				e, err := findEnv(cmd.Context(), st, args[0])
+			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
+				page, err := k.History(cmd.Context(), args[0], before, limit)
 				if err != nil {
 					return err
 				}
-				runs, err := st.Runs(cmd.Context(), e.ID, limit)
-				if err != nil {
-					return err
+				if page.Next != "" && output == "text" {
+					defer fmt.Fprintf(d.stderr, "more: knit history %s --before %s\n", args[0], page.Next)
 				}
-				if runs == nil {
-					runs = []store.Run{}
-				}
-				return render(d.stdout, output, runs, printHistory)
+				return render(d.stdout, output, page.Items, printHistory)
 			})
 		},
 	}
 	outputFlag(cmd, &output)
-	cmd.Flags().IntVar(&limit, "limit", 50, "how many runs (0: all)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many runs (at most 1000)")
+	cmd.Flags().StringVar(&before, "before", "", "runs older than this run ID (the cursor a previous page printed)")
 	return cmd
 }
 

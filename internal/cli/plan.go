@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 )
 
@@ -27,12 +28,9 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 				return err
 			}
 			v := runView{output: f.output, exit: func(r *engine.Result) error { return resultExit(r, detailed) }}
-			return d.runEngine(cmd.Context(), v, func(e *engine.Engine) (*engine.Result, error) {
-				env, err := d.envFromArgs(cmd, e, f.file, args)
-				if err != nil {
-					return nil, err
-				}
-				return e.Plan(cmd.Context(), env, f.options(env))
+			return d.run(cmd.Context(), v, func(k *knit.Knit) (knit.RunRequest, error) {
+				env, err := d.envFromArgs(cmd, k, f.file, args)
+				return f.request(engine.KindPlan, env), err
 			})
 		},
 	}
@@ -43,14 +41,17 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 
 // envFromArgs loads the environment from -f FILE, or the latest applied
 // revision of ENV from the store.
-func (d *deps) envFromArgs(cmd *cobra.Command, e *engine.Engine, file string, args []string) (*spec.Environment, error) {
+// envFromArgs is the environment -f FILE declares, or the applied
+// revision of a known ENV.
+func (d *deps) envFromArgs(cmd *cobra.Command, k *knit.Knit, file string, args []string) (*spec.Environment, error) {
 	switch {
 	case file != "" && len(args) > 0:
 		return nil, fmt.Errorf("pass -f FILE or ENV, not both")
 	case file != "":
 		return loadEnv(file, d.stderr)
 	case len(args) == 1:
-		return envFromStore(cmd.Context(), e.Store, args[0])
+		env, _, err := k.AppliedSpec(cmd.Context(), args[0])
+		return env, err
 	}
 	return nil, fmt.Errorf("which environment? pass -f FILE or ENV (team/env)")
 }

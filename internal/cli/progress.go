@@ -50,6 +50,9 @@ func newProgress(w io.Writer) *progress {
 
 // Event records one status change; it is the engine's OnEvent.
 func (p *progress) Event(ev engine.Event) {
+	if ev.Kind != engine.ComponentStatus {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	row, seen := p.rows[ev.Component]

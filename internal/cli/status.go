@@ -1,34 +1,39 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
 func newStatusCmd(d *deps) *cobra.Command {
-	var output string
+	var output, team, status, after string
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "status [ENV]",
 		Short: "Show environments, or one environment's components, as knit last saw them",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withStore(cmd.Context(), output, func(st store.Store) error {
+			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
 				if len(args) == 0 {
-					v, err := listEnvironments(cmd.Context(), st)
+					page, err := k.Environments(cmd.Context(), knit.EnvironmentFilter{Team: team, Status: status, After: after, Limit: limit})
 					if err != nil {
 						return err
 					}
-					return render(d.stdout, output, v, printEnvironments)
+					if page.Next != "" && output == "text" {
+						defer fmt.Fprintf(d.stderr, "more: knit status --after %s\n", page.Next)
+					}
+					return render(d.stdout, output, page.Items, printEnvironments)
 				}
-				v, err := environmentStatus(cmd.Context(), st, args[0])
+				v, err := k.Environment(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -37,6 +42,10 @@ func newStatusCmd(d *deps) *cobra.Command {
 		},
 	}
 	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&team, "team", "", "only this team's environments")
+	cmd.Flags().StringVar(&status, "status", "", "only environments with this status (provisioned, failed, awaiting-approval, drifted, torn-down…)")
+	cmd.Flags().StringVar(&after, "after", "", "list environments after this one (the cursor a previous page printed)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "how many environments (at most 1000)")
 	return cmd
 }
 
@@ -49,124 +58,34 @@ func render[T any](w io.Writer, output string, v T, human func(io.Writer, T)) er
 	return nil
 }
 
-type envSummary struct {
-	store.Environment
-	LastRun *store.Run `json:"lastRun,omitempty"`
-}
-
-func listEnvironments(ctx context.Context, st store.Store) ([]envSummary, error) {
-	envs, err := st.Environments(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]envSummary, 0, len(envs))
-	for _, e := range envs {
-		s := envSummary{Environment: e}
-		if runs, err := st.Runs(ctx, e.ID, 1); err == nil && len(runs) > 0 {
-			s.LastRun = &runs[0]
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func printEnvironments(w io.Writer, envs []envSummary) {
+func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 	if len(envs) == 0 {
 		fmt.Fprintln(w, "no environments yet: knit apply -f FILE")
 		return
 	}
-	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "REVISION", "LAST RUN")
+	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "APPLIED", "LAST RUN")
 	for _, e := range envs {
 		last := "-"
 		if r := e.LastRun; r != nil {
 			last = fmt.Sprintf("%s %s %s ago", r.Kind, r.Status, ago(r.StartedAt))
 		}
-		fmt.Fprintf(w, "%-32s %-18s %-8d %s\n", e.ID, e.Status, e.Revision, last)
+		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, revisions(e.Environment), last)
 	}
 }
 
-type componentStatus struct {
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	Revision  int       `json:"revision,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt,omitzero"`
-	Outputs   int       `json:"outputs"`
+// revisions shows the applied revision, and the latest seen when it differs.
+func revisions(e store.Environment) string {
+	if e.Revision != e.AppliedRevision {
+		return fmt.Sprintf("%d (latest %d)", e.AppliedRevision, e.Revision)
+	}
+	return strconv.Itoa(e.AppliedRevision)
 }
 
-type environmentView struct {
-	store.Environment
-	Components []componentStatus `json:"components"`
-	LastRun    *store.Run        `json:"lastRun,omitempty"`
-	LastDrift  *driftStatus      `json:"lastDrift,omitempty"`
-}
-
-// driftStatus is the outcome of the environment's latest drift check.
-type driftStatus struct {
-	RunID     string    `json:"runId"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Status    string    `json:"status"`
-	Drifted   []string  `json:"drifted"`
-	Affected  []string  `json:"affected,omitempty"`
-	Failed    []string  `json:"failed,omitempty"`
-}
-
-// lastDrift finds the newest drift run and what it found per component.
-func lastDrift(ctx context.Context, st store.Store, env string) *driftStatus {
-	runs, err := st.Runs(ctx, env, 0)
-	if err != nil {
-		return nil
+func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
+	fmt.Fprintf(w, "%s: %s (applied revision %s)\n", v.ID, v.Status, revisions(v.Environment))
+	if l := v.Lock; l != nil {
+		fmt.Fprintf(w, "locked by run %s (%s, pid %d on %s) until %s\n", l.RunID, l.Owner, l.PID, l.Host, l.Expires.Local().Format(time.DateTime))
 	}
-	for _, r := range runs {
-		if r.Kind != "drift" {
-			continue
-		}
-		d := &driftStatus{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
-		crs, _ := st.ComponentRuns(ctx, r.ID) // in finish order; the lists are sorted for people
-		for _, cr := range crs {
-			switch cr.Status {
-			case "drifted":
-				d.Drifted = append(d.Drifted, cr.Component)
-			case "affected by upstream drift":
-				d.Affected = append(d.Affected, cr.Component)
-			case "failed":
-				d.Failed = append(d.Failed, cr.Component)
-			}
-		}
-		return d
-	}
-	return nil
-}
-
-func environmentStatus(ctx context.Context, st store.Store, ref string) (environmentView, error) {
-	e, err := findEnv(ctx, st, ref)
-	if err != nil {
-		return environmentView{}, err
-	}
-	v := environmentView{Environment: e, Components: []componentStatus{}}
-	states, err := st.ComponentStates(ctx, e.ID)
-	if err != nil {
-		return v, err
-	}
-	if env, err := envFromStore(ctx, st, e.ID); err == nil {
-		for _, c := range env.Spec.Components {
-			if _, ok := states[c.Name]; !ok {
-				states[c.Name] = store.ComponentState{Component: c.Name, Status: "pending"}
-			}
-		}
-	}
-	for name, s := range states {
-		v.Components = append(v.Components, componentStatus{Name: name, Status: s.Status, Revision: s.Revision, UpdatedAt: s.UpdatedAt, Outputs: len(s.Outputs)})
-	}
-	sort.Slice(v.Components, func(i, j int) bool { return v.Components[i].Name < v.Components[j].Name })
-	if runs, err := st.Runs(ctx, e.ID, 1); err == nil && len(runs) > 0 {
-		v.LastRun = &runs[0]
-	}
-	v.LastDrift = lastDrift(ctx, st, e.ID)
-	return v, nil
-}
-
-func printEnvironmentStatus(w io.Writer, v environmentView) {
-	fmt.Fprintf(w, "%s: %s (revision %d)\n", v.ID, v.Status, v.Revision)
 	if r := v.LastRun; r != nil {
 		fmt.Fprintf(w, "last run: %s %s, %s ago by %s (run %s)\n", r.Kind, r.Status, ago(r.StartedAt), r.Actor, r.ID)
 	}
@@ -180,13 +99,20 @@ func printEnvironmentStatus(w io.Writer, v environmentView) {
 		}
 		fmt.Fprintf(w, "last drift check: %s ago: %s (run %s)\n", ago(d.CheckedAt), found, d.RunID)
 	}
-	fmt.Fprintf(w, "\n  %-24s %-18s %-8s %s\n", "COMPONENT", "STATUS", "REVISION", "UPDATED")
+	fmt.Fprintf(w, "\n  %-24s %-18s %-8s %-10s %s\n", "COMPONENT", "STATUS", "REVISION", "UPDATED", "WHY")
 	for _, c := range v.Components {
 		updated := "-"
 		if !c.UpdatedAt.IsZero() {
 			updated = ago(c.UpdatedAt) + " ago"
 		}
-		fmt.Fprintf(w, "  %-24s %-18s %-8d %s\n", c.Name, c.Status, c.Revision, updated)
+		why := "-"
+		if strings.Contains(c.Code, ":") { // a reason, not a bare status
+			why = c.Code
+		}
+		if c.Removed {
+			why = "removed from file"
+		}
+		fmt.Fprintf(w, "  %-24s %-18s %-8d %-10s %s\n", c.Name, c.Status, c.Revision, updated, why)
 	}
 }
 

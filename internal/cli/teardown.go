@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 )
 
 func newTeardownCmd(d *deps) *cobra.Command {
@@ -25,17 +26,19 @@ there is no terminal. History stays in the store.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			return d.runEngine(cmd.Context(), runView{output: f.output}, func(e *engine.Engine) (*engine.Result, error) {
-				env, err := d.envFromArgs(cmd, e, f.file, args)
+			return d.run(cmd.Context(), runView{output: f.output}, func(k *knit.Knit) (knit.RunRequest, error) {
+				env, err := d.envFromArgs(cmd, k, f.file, args)
 				if err != nil {
-					return nil, err
+					return knit.RunRequest{}, err
 				}
 				if !f.autoApprove {
 					if err := d.confirmTeardown(env.ID()); err != nil {
-						return nil, err
+						return knit.RunRequest{}, err
 					}
 				}
-				return e.Teardown(cmd.Context(), env, f.options(env))
+				req := f.request(engine.KindTeardown, env)
+				req.AutoApprove = true // the person said yes to the whole teardown
+				return req, nil
 			})
 		},
 	}

@@ -19,23 +19,24 @@ const (
 	stateDestroyed = "destroyed"
 )
 
-// Apply brings the environment in line with env: components flagged
-// destroy are destroyed first, then the rest is applied in dependency order,
-// independent components in parallel. With spec.teardown it tears down instead.
-// The error is for the run as a whole (lock held, store down); component
-// failures are in the result.
+// Apply brings the environment in line with env and waits for the end:
+// components to destroy (flagged destroy, or removed from the file) are
+// destroyed first, dependents first and gated like any change, then the
+// rest is applied in dependency order, independent components in parallel.
+// With spec.teardown it tears down instead. The error is for the run as a
+// whole (lock held, store down); component failures are in the result.
 func (e *Engine) Apply(ctx context.Context, env *spec.Environment, opts Options) (*Result, error) {
-	if env.Spec.Teardown {
-		return e.Teardown(ctx, env, opts)
-	}
-	s, err := e.begin(ctx, env, "apply", opts)
+	return e.Do(ctx, KindApply, env, opts)
+}
+
+// Do starts a run of kind and waits for its end.
+func (e *Engine) Do(ctx context.Context, kind string, env *spec.Environment, opts Options) (*Result, error) {
+	r, err := e.Start(ctx, kind, env, opts)
 	if err != nil {
 		return nil, err
 	}
-	err = s.apply(ctx)
-	s.end(ctx, err)
-	s.audit("apply", err)
-	return s.result, err
+	<-r.Done()
+	return r.result, r.err
 }
 
 func (s *session) apply(ctx context.Context) error {
@@ -60,7 +61,7 @@ func (s *session) apply(ctx context.Context) error {
 	wr := g.Subgraph(keep).Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		return s.converge(ctx, s.newStep(name, Planning), nil, nil)
 	})
-	s.settle("apply", wr, defaultSettle)
+	s.settle("apply", wr, s.defaultSettle)
 	return nil
 }
 
@@ -92,7 +93,11 @@ func (st *step) fail(ctx context.Context, err error) error {
 	// destroy leaves the component failed, so the next run retries it.
 	changing := st.op == "apply" || st.op == "destroy" || st.cr.Status == Applying
 	st.cr.Log = st.log.Redacted(st.secrets)
-	st.s.set(st.cr, status, redact(err.Error(), st.secrets))
+	code := string(status)
+	if status == Failed {
+		code = "failed: " + firstLine(redact(err.Error(), st.secrets))
+	}
+	st.s.setCode(st.cr, status, code, redact(err.Error(), st.secrets))
 	var state *store.ComponentState
 	if changing {
 		state = &store.ComponentState{Status: stateFailed, Outputs: st.s.state(st.c.Name).Outputs}
@@ -116,15 +121,20 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 	if err != nil {
 		return nil, err
 	}
-	in, secrets, err := resolveInputs(st.c, st.s.producerState)
-	st.secrets = secrets
+	in, secrets, sensitive, err := resolveInputs(st.c, st.s.producerState)
+	// What the component output as sensitive before is masked in its log too.
+	st.secrets = append(secrets, storedSecrets(st.s.state(st.c.Name).Outputs)...)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := st.s.e.component(st.s.env, st.c, &st.log)
+	st.log.lines = func(line string) {
+		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: redact(line, st.secrets)})
+	}
+	rc, err := st.s.e.component(st.s.env, st.s.defEnv(st.c.Name), st.c, &st.log)
 	if err != nil {
 		return nil, err
 	}
+	rc.Sensitive = sensitive
 	p := &prepared{r: r, rc: rc, in: in}
 	if fingerprint {
 		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {
@@ -159,7 +169,7 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		return st.fail(ctx, err)
 	}
 	if approved != nil {
-		return s.applyPlan(ctx, st, p, approved.plan, func(err error) { s.closeApproval(approved, err) })
+		return s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
 	}
 	if plan == nil {
 		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{}); err != nil {
@@ -175,7 +185,7 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 
 // applyPlan applies plan (or, with no changes, reads outputs) and records
 // the component's new state; done, if set, learns the outcome.
-func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error)) error {
+func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	var outs runner.Outputs
 	var err error
@@ -186,9 +196,11 @@ func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *ru
 		outs, err = p.r.Outputs(ctx, p.rc)
 	}
 	if done != nil {
-		done(err)
+		if derr := done(err); derr != nil && err == nil {
+			err = derr
+		}
 	} else if err == nil && plan.HasChanges() {
-		s.supersedeApproval(st.c.Name)
+		err = s.supersedeApproval(st.c.Name)
 	}
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("apply: %w", err))
@@ -214,13 +226,17 @@ func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string
 	if err != nil {
 		return st.fail(context.Background(), err)
 	}
-	reason := fmt.Sprintf("plan has changes: approve it with knit approve %s %s (approval #%d)", s.env.ID(), st.c.Name, id)
+	what, code := "plan has changes", "awaiting-approval: plan has changes"
+	if plan.Destroying {
+		what, code = s.destroyReason(st.c.Name)+"; the destroy plan", "awaiting-approval: destroy plan"
+	}
+	reason := fmt.Sprintf("%s: approve it with knit approve %s %s (approval #%d)", what, s.env.ID(), st.c.Name, id)
 	if staleWhy != "" {
 		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
 			staleWhy, s.env.ID(), st.c.Name, id)
 	}
 	st.cr.Log = st.log.Redacted(st.secrets)
-	s.set(st.cr, Awaiting, reason)
+	s.setCode(st.cr, Awaiting, code, reason)
 	prev := s.state(st.c.Name)
 	err = s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	if err != nil {
@@ -252,27 +268,46 @@ func sensitiveOutputs(outs runner.Outputs) []string {
 	return out
 }
 
-// audit records the run in the audit trail and sets the environment's status.
-func (s *session) audit(action string, err error) {
-	detail := s.result.Status
-	if err != nil {
-		detail = err.Error()
+// auditRun records the run in the audit trail and sets the environment's
+// status. A plan is not audited: it changes nothing.
+func (s *session) auditRun(status string) error {
+	action := s.kind
+	switch {
+	case s.kind == KindPlan:
+		return nil
+	case s.kind == KindDrift && s.opts.Reconcile:
+		action = "reconcile"
+	case s.kind == KindDrift:
+		action = "drift-check"
 	}
-	_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{
-		Env: s.env.ID(), Actor: s.e.Actor, Action: action, Revision: s.run.Revision,
+	detail := status
+	if s.result.Error != "" {
+		detail = s.result.Error
+	}
+	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{
+		Env: s.env.ID(), Actor: s.opts.Actor, Action: action, Revision: s.run.Revision,
 		RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: s.e.now(),
-	})
-	status := envStatus[s.result.Status]
-	if action == "teardown" && s.result.Status == store.StatusSucceeded {
-		status = "torn-down"
+	}); err != nil {
+		return fmt.Errorf("record %s in the audit trail: %w", action, err)
 	}
-	if status != "" {
-		_ = s.e.Store.SetEnvironmentStatus(s.db, s.env.ID(), status)
+	envStatus := envStatuses[status]
+	switch {
+	case s.kind == KindTeardown && status == store.StatusSucceeded:
+		envStatus = "torn-down"
+	case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
+		envStatus = "drifted"
 	}
+	if envStatus == "" {
+		return nil
+	}
+	if err := s.e.Store.SetEnvironmentStatus(s.db, s.env.ID(), envStatus); err != nil {
+		return fmt.Errorf("set the status of %s: %w", s.env.ID(), err)
+	}
+	return nil
 }
 
-// envStatus maps a run's outcome to the environment's status.
-var envStatus = map[string]string{
+// envStatuses maps a run's outcome to the environment's status.
+var envStatuses = map[string]string{
 	store.StatusSucceeded: "provisioned", store.StatusFailed: "failed",
 	store.StatusAwaiting: "awaiting-approval", store.StatusInterrupted: "interrupted",
 }

@@ -41,8 +41,7 @@ func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
 	}
 	why := s.staleness(a, fp)
 	if why != "" {
-		s.markStale(a, why)
-		return nil, why, nil
+		return nil, why, s.markStale(a, why)
 	}
 	plan := &runner.Plan{}
 	if err := json.Unmarshal(a.Plan, plan); err != nil {
@@ -66,36 +65,45 @@ func (s *session) staleness(a store.Approval, fp string) string {
 	return ""
 }
 
-func (s *session) markStale(a store.Approval, why string) {
-	if err := s.e.Store.DecideApproval(s.db, a.ID, store.ApprovalApproved, store.ApprovalStale, s.e.Actor, why, s.e.now()); err == nil {
-		_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.e.Actor, Action: "approval-stale",
-			Component: a.Component, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()})
+func (s *session) markStale(a store.Approval, why string) error {
+	err := s.e.Store.DecideApproval(s.db, a.ID, a.Status, store.ApprovalStale, s.opts.Actor, why, s.e.now())
+	if errors.Is(err, store.ErrConflict) {
+		return nil // someone decided it meanwhile; nothing is open to mark
 	}
+	if err != nil {
+		return fmt.Errorf("mark approval #%d stale: %w", a.ID, err)
+	}
+	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: "approval-stale",
+		Component: a.Component, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()}); err != nil {
+		return fmt.Errorf("record stale approval #%d in the audit trail: %w", a.ID, err)
+	}
+	return nil
 }
 
 // closeApproval records what became of an approved plan's apply.
-func (s *session) closeApproval(ap *approvedPlan, err error) {
+func (s *session) closeApproval(ap *approvedPlan, err error) error {
 	if err != nil {
 		// A saved plan that failed to apply cannot be applied again: the state moved.
-		s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
-		return
+		return s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
 	}
-	_ = s.e.Store.DecideApproval(s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, s.e.Actor, ap.a.Reason, s.e.now())
+	if err := s.e.Store.DecideApproval(s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, ap.a.DecidedBy, ap.a.Reason, s.e.now()); err != nil {
+		return fmt.Errorf("record approval #%d as applied: %w", ap.a.ID, err)
+	}
+	return nil
 }
 
 // supersedeApproval closes the component's open approval, if any, once a
 // newer plan of it was applied another way (auto-approve, a "yes" at the
 // terminal): the plan it holds can no longer be applied.
-func (s *session) supersedeApproval(name string) {
+func (s *session) supersedeApproval(name string) error {
 	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		return
+		return fmt.Errorf("read the open approval of %s: %w", name, err)
 	}
-	why := fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name)
-	if err := s.e.Store.DecideApproval(s.db, a.ID, a.Status, store.ApprovalStale, s.e.Actor, why, s.e.now()); err == nil {
-		_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.e.Actor, Action: "approval-stale",
-			Component: name, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()})
-	}
+	return s.markStale(a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
 }
 
 // requestApproval keeps a copy of the plan file that cannot be overwritten
@@ -124,10 +132,12 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	return a.ID, nil
 }
 
-// Decide approves or rejects the plan awaiting approval for component,
-// recording who and why in the audit trail. Approving a plan made for an
-// older revision than the environment's latest fails with ErrStale.
-func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, reason string) (store.Approval, error) {
+// Decide approves or rejects the plan awaiting approval for component, as
+// actor, recording who and why in the audit trail. Approving a plan made
+// for another revision than the one the environment is applied at fails
+// with ErrStale. Deciding changes no resource: starting the apply that
+// uses an approved plan is the caller's next step.
+func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, actor, reason string) (store.Approval, error) {
 	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
 		return a, fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
@@ -138,22 +148,33 @@ func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component st
 	to, action := store.ApprovalRejected, "reject"
 	if approve {
 		to, action = store.ApprovalApproved, "approve"
-		if rev, err := e.Store.Revision(ctx, env.ID(), 0); err == nil && rev.Number != a.Revision {
-			return a, fmt.Errorf("%w: approval #%d is for revision %d, and %s is now at revision %d: run knit apply for a fresh plan, then approve that",
-				ErrStale, a.ID, a.Revision, env.ID(), rev.Number)
+		envRec, err := e.Store.Environment(ctx, env.ID())
+		if err != nil {
+			return a, fmt.Errorf("read %s: %w", env.ID(), err)
+		}
+		if envRec.AppliedRevision != a.Revision {
+			return a, fmt.Errorf("%w: approval #%d is for revision %d, and %s is now applied at revision %d: run knit apply for a fresh plan, then approve that",
+				ErrStale, a.ID, a.Revision, env.ID(), envRec.AppliedRevision)
 		}
 	}
 	now := e.now()
-	if err := e.Store.DecideApproval(ctx, a.ID, store.ApprovalPending, to, e.Actor, reason, now); err != nil {
+	if err := e.Store.DecideApproval(ctx, a.ID, store.ApprovalPending, to, actor, reason, now); err != nil {
 		return a, err
 	}
-	a.Status, a.DecidedBy, a.Reason, a.DecidedAt = to, e.Actor, reason, now
+	a.Status, a.DecidedBy, a.Reason, a.DecidedAt = to, actor, reason, now
 	var p runner.Plan
-	_ = json.Unmarshal(a.Plan, &p)
-	err = e.Store.AppendAudit(ctx, store.AuditEvent{Env: env.ID(), Actor: e.Actor, Action: action, Component: component,
-		Revision: a.Revision, RunID: a.RunID, Reason: reason, Time: now,
-		Detail: fmt.Sprintf("approval #%d: +%d ~%d -%d", a.ID, p.Add, p.Change, p.Destroy)})
-	return a, err
+	if err := json.Unmarshal(a.Plan, &p); err != nil {
+		return a, fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err)
+	}
+	what := fmt.Sprintf("approval #%d: +%d ~%d -%d", a.ID, p.Add, p.Change, p.Destroy)
+	if p.Destroying {
+		what += " (destroy)"
+	}
+	if err := e.Store.AppendAudit(ctx, store.AuditEvent{Env: env.ID(), Actor: actor, Action: action, Component: component,
+		Revision: a.Revision, RunID: a.RunID, Reason: reason, Time: now, Detail: what}); err != nil {
+		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
+	}
+	return a, nil
 }
 
 func copyFile(src, dst string) error {

@@ -43,11 +43,11 @@ func benchEngine(b *testing.B) *engine.Engine {
 		return runner.Outputs{"id": {Value: name + "-id"}}
 	}}
 	return &engine.Engine{Store: st, Runners: map[string]runner.Runner{spec.TypeScript: r}, DataDir: dir,
-		Actor: "bench", Host: "bench-host", PID: os.Getpid()}
+		Host: "bench-host", PID: os.Getpid()}
 }
 
 func applyOK(b *testing.B, e *engine.Engine, env *spec.Environment, want engine.Status) {
-	res, err := e.Apply(context.Background(), env, engine.Options{Parallelism: 4})
+	res, err := e.Apply(context.Background(), env, engine.Options{Actor: "tester", Parallelism: 4})
 	if err != nil {
 		b.Fatal(err)
 	}

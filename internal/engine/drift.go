@@ -18,15 +18,8 @@ import (
 // affected components are brought back in graph order: applied at once where
 // autoApprove allows, otherwise stopped awaiting approval of their plan.
 func (e *Engine) Drift(ctx context.Context, env *spec.Environment, opts Options, reconcile bool) (*Result, error) {
-	s, err := e.begin(ctx, env, "drift", opts)
-	if err != nil {
-		return nil, err
-	}
-	s.reconcile = reconcile
-	err = s.drift(ctx)
-	s.end(ctx, err)
-	s.auditDrift(err)
-	return s.result, err
+	opts.Reconcile = reconcile
+	return e.Do(ctx, KindDrift, env, opts)
 }
 
 func (s *session) drift(ctx context.Context) error {
@@ -43,7 +36,7 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 	}
 	if ups := s.affectedBy(st.c); len(ups) > 0 {
 		st.cr.Drift, st.cr.AffectedBy = Affected, ups
-		if s.reconcile {
+		if s.opts.Reconcile {
 			st.force = true
 			return s.converge(ctx, st, nil, nil)
 		}
@@ -70,11 +63,13 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
 	st.cr.Drift = Drifted
-	if s.reconcile {
+	if s.opts.Reconcile {
 		return s.converge(ctx, st, p, plan)
 	}
 	s.set(st.cr, Drifted, driftSummary(plan))
-	s.auditFinding(st.cr)
+	if err := s.auditFinding(st.cr); err != nil {
+		return st.fail(ctx, err)
+	}
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 }
 
@@ -122,19 +117,11 @@ func driftSummary(p *runner.Plan) string {
 }
 
 // auditFinding records one drifted component in the audit trail.
-func (s *session) auditFinding(cr *ComponentResult) {
-	_ = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.e.Actor, Action: "drift-found",
+func (s *session) auditFinding(cr *ComponentResult) error {
+	err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: "drift-found",
 		Component: cr.Name, Revision: s.run.Revision, RunID: s.run.ID, Detail: driftSummary(cr.Plan), Time: s.e.now()})
-}
-
-// auditDrift records the drift run and sets the environment's status.
-func (s *session) auditDrift(err error) {
-	action := "drift-check"
-	if s.reconcile {
-		action = "reconcile"
+	if err != nil {
+		return fmt.Errorf("record drift of %s in the audit trail: %w", cr.Name, err)
 	}
-	s.audit(action, err)
-	if !s.reconcile && err == nil && s.result.HasDrift() && s.result.Status == store.StatusSucceeded {
-		_ = s.e.Store.SetEnvironmentStatus(s.db, s.env.ID(), "drifted")
-	}
+	return nil
 }

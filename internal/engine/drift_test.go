@@ -14,10 +14,10 @@ func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	env := parse(t, diamond)
-	if _, err := h.e.Apply(ctx, env, engine.Options{}); err != nil {
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.e.Drift(ctx, env, engine.Options{}, false)
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 
 	h.r.Drift("c") // c's resources vanish: its plan re-creates them and changes its outputs
 	applies := len(h.r.Calls("apply"))
-	res, err = h.e.Drift(ctx, env, engine.Options{}, false)
+	res, err = h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,13 @@ func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 	if e, _ := h.st.Environment(ctx, "t/diamond"); e.Status != "drifted" {
 		t.Errorf("environment status %q, want drifted", e.Status)
 	}
-	events, _ := h.st.Audit(ctx, "t/diamond")
+	events, _ := h.st.Audit(ctx, store.AuditFilter{Env: "t/diamond"})
 	if !hasAudit(events, "drift-found", "c") {
 		t.Errorf("no drift-found audit event for c: %+v", events)
 	}
 
 	// A plain apply now re-applies c (its state says drifted), then d.
-	res, err = h.e.Apply(ctx, env, engine.Options{})
+	res, err = h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +66,12 @@ func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
 	// b may be fixed at once; a and c need a person.
 	env := parse(t, strings.Replace(strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1),
 		"    - name: b\n", "    - name: b\n      autoApprove: true\n", 1))
-	if _, err := h.e.Apply(ctx, env, engine.Options{AutoApprove: true}); err != nil {
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
 		t.Fatal(err)
 	}
 	h.r.Drift("b")
 	h.r.Drift("c")
-	res, err := h.e.Drift(ctx, env, engine.Options{}, true)
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +86,10 @@ func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
 
 	// A person approves c's exact plan; applying carries on to d without planning c again.
 	plansOfC := countCalls(h, "plan", "c")
-	if _, err := h.e.Decide(ctx, env, "c", true, "looks right"); err != nil {
+	if _, err := h.e.Decide(ctx, env, "c", true, "tester", "looks right"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = h.e.Apply(ctx, env, engine.Options{})
+	res, err = h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
 	if a, _ := h.st.Approval(ctx, pending[0].ID); a.Status != store.ApprovalApplied {
 		t.Errorf("approval status %q, want applied", a.Status)
 	}
-	events, _ := h.st.Audit(ctx, "t/diamond")
+	events, _ := h.st.Audit(ctx, store.AuditFilter{Env: "t/diamond"})
 	if !hasAudit(events, "approve", "c") {
 		t.Error("approval not in the audit trail")
 	}
@@ -118,16 +118,16 @@ func TestStaleApprovalIsRefused(t *testing.T) {
 	ctx := context.Background()
 	doc := strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1)
 	env := parse(t, doc)
-	res, _ := h.e.Apply(ctx, env, engine.Options{})
+	res, _ := h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
 	if res.Component("a").Status != engine.Awaiting {
 		t.Fatalf("a: %q", res.Component("a").Status)
 	}
-	if _, err := h.e.Decide(ctx, env, "a", true, ""); err != nil {
+	if _, err := h.e.Decide(ctx, env, "a", true, "tester", ""); err != nil {
 		t.Fatal(err)
 	}
 	// The file changes after the approval: the approved plan must not be applied.
 	changed := parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 4}", 1))
-	res, err := h.e.Apply(ctx, changed, engine.Options{})
+	res, err := h.e.Apply(ctx, changed, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,15 +142,15 @@ func TestStaleApprovalIsRefused(t *testing.T) {
 	if len(all) != 2 || all[0].Status != store.ApprovalStale || all[1].Status != store.ApprovalPending {
 		t.Errorf("approvals %+v", all)
 	}
-	// Approving a plan made for an older revision is refused outright: here
-	// the pending plan is for revision 2, and a plan run records revision 3.
-	if _, err := h.e.Plan(ctx, parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 5}", 1)), engine.Options{}); err != nil {
+	// A plan of an edited file moves nothing: the pending plan (revision 2)
+	// can still be approved.
+	if _, err := h.e.Plan(ctx, parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 5}", 1)), engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.Decide(ctx, env, "a", true, ""); !errors.Is(err, engine.ErrStale) || !strings.Contains(err.Error(), "knit apply") {
-		t.Errorf("approving a plan of an older revision: %v", err)
+	if _, err := h.e.Decide(ctx, changed, "a", true, "tester", ""); err != nil {
+		t.Errorf("approving after a plan of an edited file: %v", err)
 	}
-	if _, err := h.e.Decide(ctx, env, "nope", true, ""); !errors.Is(err, engine.ErrNothingToApprove) {
+	if _, err := h.e.Decide(ctx, env, "nope", true, "tester", ""); !errors.Is(err, engine.ErrNothingToApprove) {
 		t.Errorf("decide on a component with nothing pending: %v", err)
 	}
 }
@@ -159,10 +159,10 @@ func TestApplyingANewerPlanClosesTheOpenApproval(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	env := parse(t, strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1))
-	if res, _ := h.e.Apply(ctx, env, engine.Options{}); res.Component("a").Status != engine.Awaiting {
+	if res, _ := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); res.Component("a").Status != engine.Awaiting {
 		t.Fatal("a is not waiting for approval")
 	}
-	if _, err := h.e.Apply(ctx, env, engine.Options{AutoApprove: true}); err != nil {
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
 		t.Fatal(err)
 	}
 	if pending, _ := h.st.ListApprovals(ctx, "t/diamond", store.ApprovalPending, store.ApprovalApproved); len(pending) != 0 {
@@ -178,12 +178,12 @@ func TestRejectRecordsWhoAndWhy(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	env := parse(t, strings.Replace(diamond, "autoApprove: true", "autoApprove: false", 1))
-	_, _ = h.e.Apply(ctx, env, engine.Options{})
-	a, err := h.e.Decide(ctx, env, "a", false, "not during the freeze")
+	_, _ = h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
+	a, err := h.e.Decide(ctx, env, "a", false, "tester", "not during the freeze")
 	if err != nil || a.Status != store.ApprovalRejected {
 		t.Fatalf("reject: %+v %v", a, err)
 	}
-	events, _ := h.st.Audit(ctx, "t/diamond")
+	events, _ := h.st.Audit(ctx, store.AuditFilter{Env: "t/diamond"})
 	if !hasAudit(events, "reject", "a") {
 		t.Error("rejection not audited")
 	}
@@ -193,13 +193,13 @@ func TestSelectiveReconcileLimitsTheRun(t *testing.T) {
 	h := newHarness(t)
 	doc := strings.Replace(diamond, "  components:\n", "  selectiveReconcile: {tagName: tier, tagValues: [core]}\n  components:\n", 1)
 	doc = strings.Replace(doc, "    - name: a\n", "    - name: a\n      tags: [{name: tier, value: core}]\n", 1)
-	res, err := h.e.Apply(context.Background(), parse(t, doc), engine.Options{})
+	res, err := h.e.Apply(context.Background(), parse(t, doc), engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied})
 	skip := strings.Replace(doc, "tagValues: [core]}", "tagValues: [core], skipMode: true}", 1)
-	res, err = h.e.Apply(context.Background(), parse(t, skip), engine.Options{})
+	res, err = h.e.Apply(context.Background(), parse(t, skip), engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}

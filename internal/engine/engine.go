@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/dag"
@@ -21,24 +22,40 @@ import (
 // ErrUnsupportedType is returned for a component type no runner handles yet.
 var ErrUnsupportedType = errors.New("component type not supported yet")
 
-// Engine runs environments. Its fields are set once; it is safe to use from
-// one goroutine per run (runs on one environment are serialised by the lock).
+// Engine runs environments. Its fields are set once, before the first run;
+// after that it is safe for concurrent use: any number of runs on different
+// environments at once (runs on one environment are serialised by its lock).
 type Engine struct {
 	Store store.Store
 	// Runners by component type (spec.TypeTerraform, …).
 	Runners map[string]runner.Runner
 	// DataDir holds per-component work dirs under DataDir/work.
 	DataDir string
-	// Actor is who runs (OS user or token name), recorded in runs and audit.
-	Actor string
-	// OnEvent, when set, receives every component status change.
-	OnEvent func(Event)
-	// Now and host/pid identity are injectable for tests.
-	Now       func() time.Time
-	Host      string
-	PID       int
+	// Host and PID identify this engine's process in locks. An engine
+	// without them never judges another holder dead: only an expired lease
+	// frees an environment for it.
+	Host string
+	PID  int
+	// LockLease is how long a lock lives without renewal (default 60s).
 	LockLease time.Duration
+	// EventRetention bounds the events a run keeps for late subscribers.
+	EventRetention int
+	// Now is the clock for records; injectable for tests. Lock expiry is
+	// judged by the store's clock, never this one.
+	Now func() time.Time
+
+	mu   sync.Mutex
+	runs map[string]*Run // running, plus the most recent finished ones
+	done []string        // finished run IDs, oldest first, for eviction
 }
+
+// Run kinds.
+const (
+	KindPlan     = "plan"
+	KindApply    = "apply"
+	KindDrift    = "drift"
+	KindTeardown = "teardown"
+)
 
 // Options are the knobs of one run.
 type Options struct {
@@ -53,15 +70,29 @@ type Options struct {
 	Confirm func(component string, p *runner.Plan) bool
 	// Refresh plans even components whose fingerprint is unchanged.
 	Refresh bool
-	Reason  string
-	// Source says where the spec came from (a file path), for the revision.
+	// Reconcile, in a drift run, brings drifted components back.
+	Reconcile bool
+	// Actor is who asked for the run (OS user, token name, commit author),
+	// Reason why, and Source through what ("cli", "api", "git", "schedule").
+	Actor  string
+	Reason string
 	Source string
+	// Origin says where the spec came from (a file path, a git URL@commit)
+	// for the revision; default the environment's file, made absolute.
+	Origin string
+	// OnEvent, when set, sees every event of the run in order, from a
+	// goroutine of its own. It is part of the run: if it panics, the run
+	// fails with the panic's message.
+	OnEvent func(Event)
 }
 
 // ComponentResult is the outcome of one component in a run.
 type ComponentResult struct {
-	Name   string       `json:"name"`
-	Status Status       `json:"status"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Code is the machine-readable reason ("waiting: upstream db awaiting
+	// approval"); Reason says it for people.
+	Code   string       `json:"code,omitempty"`
 	Reason string       `json:"reason,omitempty"`
 	Plan   *runner.Plan `json:"plan,omitempty"`
 	// Drift is what a drift check found (in sync, drifted, affected), kept
@@ -82,6 +113,7 @@ type Result struct {
 	Kind       string             `json:"kind"`
 	Revision   int                `json:"revision"`
 	Status     string             `json:"status"`
+	Error      string             `json:"error,omitempty"`
 	Components []*ComponentResult `json:"components"`
 }
 
@@ -175,10 +207,13 @@ func (e *Engine) workDir(env *spec.Environment, c *spec.Component) string {
 	return filepath.Join(e.DataDir, "work", env.Spec.TeamName, env.Spec.EnvName, c.Name)
 }
 
-func (e *Engine) component(env *spec.Environment, c *spec.Component, log *logBuffer) (runner.Component, error) {
+// component builds what a runner needs for c. def is the environment c's
+// definition belongs to (an older revision, for a component removed from
+// the file), whose folder its relative paths resolve against.
+func (e *Engine) component(env, def *spec.Environment, c *spec.Component, log *logBuffer) (runner.Component, error) {
 	dir := e.workDir(env, c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return runner.Component{}, err
 	}
-	return runner.Component{Env: env.ID(), Spec: env, Def: c, WorkDir: dir, Log: log}, nil
+	return runner.Component{Env: env.ID(), Spec: def, Def: c, WorkDir: dir, Log: log}, nil
 }

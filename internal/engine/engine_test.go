@@ -94,7 +94,7 @@ func newHarness(t *testing.T) *harness {
 	r := &fake.Runner{OutputsFor: outputs}
 	e := &engine.Engine{
 		Store: st, Runners: map[string]runner.Runner{spec.TypeScript: r}, DataDir: dir,
-		Actor: "tester", Host: "test-host", PID: os.Getpid(),
+		Host: "test-host", PID: os.Getpid(),
 	}
 	return &harness{e: e, r: r, st: st, dir: dir}
 }
@@ -138,7 +138,7 @@ func TestApplyDiamondRunsInOrderWithInputs(t *testing.T) {
 			return errors.New("b and c did not run concurrently")
 		}
 	}
-	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Parallelism: 4})
+	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester", Parallelism: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestApplyDiamondRunsInOrderWithInputs(t *testing.T) {
 	if m, ok := dIn["labels"].(map[string]any); !ok || m["tier"] != "web" {
 		t.Errorf("labels = %#v, want a map", dIn["labels"])
 	}
-	runs, _ := h.st.Runs(context.Background(), "t/diamond", 0)
+	runs, _ := h.st.Runs(context.Background(), "t/diamond", store.RunFilter{})
 	if len(runs) != 1 || runs[0].Status != store.StatusSucceeded {
 		t.Errorf("runs = %+v", runs)
 	}
@@ -181,13 +181,13 @@ func TestFailureSkipsDependentsAndRerunFinishesTheRest(t *testing.T) {
       script: {apply: "true"}
 `)
 	h.r.Fail = map[string]map[string]error{"b": {"apply": errors.New("boom")}}
-	res, err := h.e.Apply(context.Background(), env, engine.Options{Parallelism: 1})
+	res, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester", Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied, "b": engine.Failed, "c": engine.Applied, "d": engine.Skipped, "lone": engine.Applied})
-	if r := res.Component("d").Reason; !strings.Contains(r, "upstream failed: b") {
-		t.Errorf("d reason %q", r)
+	if d := res.Component("d"); d.Reason != "skipped: b failed" || d.Code != "skipped: upstream b failed" {
+		t.Errorf("d reason %q, code %q", d.Reason, d.Code)
 	}
 	// The store shows exactly that.
 	crs, _ := h.st.ComponentRuns(context.Background(), res.RunID)
@@ -207,7 +207,7 @@ func TestFailureSkipsDependentsAndRerunFinishesTheRest(t *testing.T) {
 	// Fixed: only b and d run again.
 	h.r.Fail = nil
 	before := len(h.r.Calls("plan"))
-	res, err = h.e.Apply(context.Background(), env, engine.Options{Parallelism: 1})
+	res, err = h.e.Apply(context.Background(), env, engine.Options{Actor: "tester", Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +224,11 @@ func TestFailureSkipsDependentsAndRerunFinishesTheRest(t *testing.T) {
 func TestReapplyOfUnchangedEnvironmentRunsNoTool(t *testing.T) {
 	h := newHarness(t)
 	env := parse(t, diamond)
-	if _, err := h.e.Apply(context.Background(), env, engine.Options{}); err != nil {
+	if _, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	plans, applies := len(h.r.Calls("plan")), len(h.r.Calls("apply"))
-	res, err := h.e.Apply(context.Background(), env, engine.Options{})
+	res, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestReapplyOfUnchangedEnvironmentRunsNoTool(t *testing.T) {
 		t.Errorf("re-apply ran the tool: plans %d→%d, applies %d→%d", plans, len(h.r.Calls("plan")), applies, len(h.r.Calls("apply")))
 	}
 	// --refresh plans again.
-	if _, err := h.e.Apply(context.Background(), env, engine.Options{Refresh: true}); err != nil {
+	if _, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester", Refresh: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.r.Calls("plan")) != plans+4 {
@@ -253,7 +253,7 @@ func TestApprovalGateHoldsDependents(t *testing.T) {
       autoApprove: true
       script: {apply: "true"}
 `)
-	res, err := h.e.Apply(context.Background(), env, engine.Options{})
+	res, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +273,9 @@ func TestApprovalGateHoldsDependents(t *testing.T) {
 		asked = append(asked, name)
 		return name == "a"
 	}
-	res, _ = h.e.Apply(context.Background(), env, engine.Options{Confirm: confirm})
+	res, _ = h.e.Apply(context.Background(), env, engine.Options{Actor: "tester", Confirm: confirm})
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied, "b": engine.Awaiting, "c": engine.Awaiting, "d": engine.Waiting, "lone": engine.UpToDate})
-	res, _ = h.e.Apply(context.Background(), env, engine.Options{AutoApprove: true})
+	res, _ = h.e.Apply(context.Background(), env, engine.Options{Actor: "tester", AutoApprove: true})
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.UpToDate, "b": engine.Applied, "c": engine.Applied, "d": engine.Applied, "lone": engine.UpToDate})
 }
 
@@ -292,13 +292,13 @@ func TestConcurrentApplyIsRefusedNamingTheHolder(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := h.e.Apply(context.Background(), env, engine.Options{})
+		_, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 		done <- err
 	}()
 	<-inside
-	second := *h.e
-	second.PID = os.Getpid() // same live process: its lease must be honoured
-	_, err := second.Apply(context.Background(), env, engine.Options{})
+	// Another engine in the same live process: its lease must be honoured.
+	second := &engine.Engine{Store: h.st, Runners: h.e.Runners, DataDir: h.dir, Host: "test-host", PID: os.Getpid()}
+	_, err := second.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 	var le *store.LockedError
 	if !errors.Is(err, engine.ErrLocked) || !errors.As(err, &le) {
 		t.Fatalf("second apply: %v, want ErrLocked", err)
@@ -311,7 +311,7 @@ func TestConcurrentApplyIsRefusedNamingTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Released: a third apply goes through.
-	if _, err := second.Apply(context.Background(), env, engine.Options{}); err != nil {
+	if _, err := second.Apply(context.Background(), env, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -329,10 +329,10 @@ func TestDeadHolderIsTakenOverAndItsRunMarkedInterrupted(t *testing.T) {
 	if err := h.st.CreateRun(ctx, store.Run{ID: "dead-run", Env: "t/diamond", Kind: "apply", Status: store.StatusRunning, PID: deadPID, StartedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.st.AcquireLock(ctx, store.Lock{Env: "t/diamond", RunID: "dead-run", PID: deadPID, Host: "test-host", Acquired: now, Expires: now.Add(time.Hour)}, now, nil); err != nil {
+	if _, err := h.st.AcquireLock(ctx, store.Lock{Env: "t/diamond", RunID: "dead-run", PID: deadPID, Host: "test-host"}, time.Hour, nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.e.Apply(ctx, env, engine.Options{})
+	res, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("apply after a crash: %v", err)
 	}
@@ -356,7 +356,7 @@ func TestCancelRecordsInterruptedAndReleasesLock(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := h.e.Apply(ctx, env, engine.Options{Parallelism: 1})
+	res, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester", Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestCancelRecordsInterruptedAndReleasesLock(t *testing.T) {
 		t.Errorf("b: %q, want interrupted", st)
 	}
 	h.r.Hook = nil
-	res, err = h.e.Apply(context.Background(), env, engine.Options{})
+	res, err = h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatalf("lock not released: %v", err)
 	}
@@ -378,10 +378,10 @@ func TestTeardownReverseOrderAndDestroyProtection(t *testing.T) {
 	h := newHarness(t)
 	env := parse(t, diamond)
 	ctx := context.Background()
-	if _, err := h.e.Apply(ctx, env, engine.Options{Parallelism: 1}); err != nil {
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester", Parallelism: 1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.e.Teardown(ctx, env, engine.Options{Parallelism: 1})
+	res, err := h.e.Teardown(ctx, env, engine.Options{Actor: "tester", Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,10 +399,10 @@ func TestTeardownReverseOrderAndDestroyProtection(t *testing.T) {
 
 	// Protect b: b and what it depends on (a) are refused; c and d go.
 	protected := parse(t, strings.Replace(diamond, "    - name: b\n", "    - name: b\n      destroyProtection: true\n", 1))
-	if _, err := h.e.Apply(ctx, protected, engine.Options{}); err != nil {
+	if _, err := h.e.Apply(ctx, protected, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = h.e.Teardown(ctx, protected, engine.Options{})
+	res, _ = h.e.Teardown(ctx, protected, engine.Options{Actor: "tester"})
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Refused, "b": engine.Refused, "c": engine.Destroyed, "d": engine.Destroyed})
 	if !h.r.Applied("a") || !h.r.Applied("b") || h.r.Applied("c") {
 		t.Error("protection not honoured in the world")
@@ -418,14 +418,14 @@ func TestTeardownReverseOrderAndDestroyProtection(t *testing.T) {
 func TestDestroyFlagDestroysOneComponentUnlessSomethingLiveNeedsIt(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{}); err != nil {
+	if _, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := h.e.Apply(ctx, parse(t, strings.Replace(diamond, "    - name: d\n", "    - name: d\n      destroy: true\n", 1)), engine.Options{})
+	res, _ := h.e.Apply(ctx, parse(t, strings.Replace(diamond, "    - name: d\n", "    - name: d\n      destroy: true\n", 1)), engine.Options{Actor: "tester"})
 	if st := res.Component("d").Status; st != engine.Destroyed || h.r.Applied("d") {
 		t.Errorf("d: %q, still applied: %v", st, h.r.Applied("d"))
 	}
-	res, _ = h.e.Apply(ctx, parse(t, strings.Replace(diamond, "    - name: c\n", "    - name: c\n      destroy: true\n", 1)), engine.Options{})
+	res, _ = h.e.Apply(ctx, parse(t, strings.Replace(diamond, "    - name: c\n", "    - name: c\n      destroy: true\n", 1)), engine.Options{Actor: "tester"})
 	if st := res.Component("c").Status; st != engine.Refused || !h.r.Applied("c") {
 		t.Errorf("c: %q (%s), want refused while d needs it", st, res.Component("c").Reason)
 	}
@@ -436,7 +436,7 @@ func TestSensitiveValuesAreRedactedFromLogs(t *testing.T) {
 	h.r.Hook = func(ctx context.Context, op, comp string) error { return nil }
 	env := parse(t, diamond)
 	h.r.Fail = map[string]map[string]error{"d": {"apply": errors.New("tool said: token s3cr3t-token rejected")}}
-	res, _ := h.e.Apply(context.Background(), env, engine.Options{})
+	res, _ := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"})
 	if r := res.Component("d").Reason; strings.Contains(r, "s3cr3t-token") || !strings.Contains(r, "(sensitive value)") {
 		t.Errorf("reason not redacted: %q", r)
 	}
@@ -448,12 +448,12 @@ func TestSensitiveValuesAreRedactedFromLogs(t *testing.T) {
 
 func TestSelectedComponentsRunWithWhatTheyNeed(t *testing.T) {
 	h := newHarness(t)
-	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Components: []string{"b"}})
+	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester", Components: []string{"b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied, "b": engine.Applied})
-	if _, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Components: []string{"nope"}}); err == nil {
+	if _, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester", Components: []string{"nope"}}); err == nil {
 		t.Error("unknown component accepted")
 	}
 }
@@ -462,7 +462,7 @@ func TestPlanOfNewEnvironmentUsesUpstreamPlannedOutputs(t *testing.T) {
 	h := newHarness(t)
 	// c's outputs are known only after it is applied; a's and b's plans know theirs.
 	h.r.UnknownUntilApply = map[string]bool{"c": true}
-	res, err := h.e.Plan(context.Background(), parse(t, diamond), engine.Options{})
+	res, err := h.e.Plan(context.Background(), parse(t, diamond), engine.Options{Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,10 +491,10 @@ func TestPlanOfNewEnvironmentUsesUpstreamPlannedOutputs(t *testing.T) {
 func TestApplyOfTeardownTrueDestroysInReverse(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Parallelism: 1}); err != nil {
+	if _, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Actor: "tester", Parallelism: 1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.e.Apply(ctx, parse(t, strings.Replace(diamond, "  autoApprove: true\n", "  autoApprove: true\n  teardown: true\n", 1)), engine.Options{Parallelism: 1})
+	res, err := h.e.Apply(ctx, parse(t, strings.Replace(diamond, "  autoApprove: true\n", "  autoApprove: true\n  teardown: true\n", 1)), engine.Options{Actor: "tester", Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

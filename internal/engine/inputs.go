@@ -22,10 +22,12 @@ func (e *missingOutputError) Error() string {
 // resolveInputs builds a component's inputs: literal values as written, and
 // valueFrom values taken from the producers' stored outputs (index applied),
 // as state returns them. It also returns the sensitive values among them,
-// for redaction.
-func resolveInputs(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, error) {
+// for redaction, and the names of the inputs that hold them, so the runner
+// never writes them in clear.
+func resolveInputs(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, map[string]bool, error) {
 	in := runner.Inputs{}
 	var secrets []string
+	var sensitive map[string]bool
 	for _, v := range c.Variables {
 		if v.ValueFrom == "" {
 			in[v.Name] = v.Value
@@ -33,32 +35,52 @@ func resolveInputs(c *spec.Component, state func(name string) store.ComponentSta
 		}
 		ref, ok := spec.ParseValueFrom(v.ValueFrom)
 		if !ok {
-			return nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
+			return nil, nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
 		}
 		out, ok := state(ref.Component).Outputs[ref.Output]
 		if !ok {
-			return nil, nil, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output}
+			return nil, nil, nil, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output}
 		}
 		var val any
 		if err := json.Unmarshal(out.Value, &val); err != nil {
-			return nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
+			return nil, nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
 		}
 		if ref.Index != nil {
 			list, ok := val.([]any)
 			if !ok {
-				return nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
+				return nil, nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
 			}
 			if *ref.Index >= len(list) {
-				return nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
+				return nil, nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
 			}
 			val = list[*ref.Index]
 		}
 		in[v.Name] = val
 		if out.Sensitive {
 			secrets = append(secrets, sensitiveStrings(val)...)
+			if sensitive == nil {
+				sensitive = map[string]bool{}
+			}
+			sensitive[v.Name] = true
 		}
 	}
-	return in, secrets, nil
+	return in, secrets, sensitive, nil
+}
+
+// storedSecrets lists the string forms of a component's stored sensitive
+// outputs, so they are masked in its log as well.
+func storedSecrets(outs map[string]store.OutputValue) []string {
+	var out []string
+	for _, o := range outs {
+		if !o.Sensitive {
+			continue
+		}
+		var v any
+		if json.Unmarshal(o.Value, &v) == nil {
+			out = append(out, sensitiveStrings(v)...)
+		}
+	}
+	return out
 }
 
 // sensitiveStrings lists the string forms of a sensitive value that could show up in a log.

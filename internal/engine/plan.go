@@ -14,13 +14,7 @@ import (
 // producers' plans say they will output; one whose input is known only after
 // a producer is applied is reported as such.
 func (e *Engine) Plan(ctx context.Context, env *spec.Environment, opts Options) (*Result, error) {
-	s, err := e.begin(ctx, env, "plan", opts)
-	if err != nil {
-		return nil, err
-	}
-	err = s.plan(ctx)
-	s.end(ctx, err)
-	return s.result, err
+	return e.Do(ctx, KindPlan, env, opts)
 }
 
 func (s *session) plan(ctx context.Context) error {
@@ -34,8 +28,9 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	p, err := st.prepare(ctx, false)
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
-		s.set(st.cr, Deferred, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
-			missing.Variable, missing.Producer, missing.Output, missing.Producer))
+		s.setCode(st.cr, Deferred, fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
+			fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
+				missing.Variable, missing.Producer, missing.Output, missing.Producer))
 		return s.record(st.op, st.cr, nil, nil)
 	}
 	if err != nil {
@@ -53,10 +48,13 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		s.mu.Unlock()
 	}
 	st.cr.Log = st.log.Redacted(append(st.secrets, sensitiveOutputs(plan.PlannedOutputs)...))
-	status := NoChanges
-	if plan.HasChanges() {
-		status = Planned
+	switch {
+	case destroying && plan.HasChanges():
+		s.setCode(st.cr, Planned, "planned: destroy", s.destroyReason(name))
+	case plan.HasChanges():
+		s.set(st.cr, Planned, "")
+	default:
+		s.set(st.cr, NoChanges, "")
 	}
-	s.set(st.cr, status, "")
 	return s.record(st.op, st.cr, nil, nil)
 }

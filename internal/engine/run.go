@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +25,15 @@ import (
 type session struct {
 	e       *Engine
 	env     *spec.Environment
+	kind    string
 	opts    Options
 	run     store.Run
-	release func()
+	handle  *Run
+	release func() error
 	db      context.Context // for store writes: survives cancellation of the run
-	// reconcile: a drift run also brings drifted components back.
-	reconcile bool
+	// removed are components the environment applied that are no longer in
+	// its file, each with the environment its last definition came from.
+	removed map[string]*spec.Environment
 
 	mu     sync.Mutex
 	states map[string]store.ComponentState
@@ -35,6 +41,9 @@ type session struct {
 	// plan already knows, for the components that take them.
 	planned map[string]*runner.Plan
 	result  *Result
+	// errs are failures of the run's own bookkeeping (store writes), which
+	// fail the run whatever its components did.
+	errs    []error
 	confirm sync.Mutex // one interactive question at a time
 }
 
@@ -44,70 +53,244 @@ func newRunID(now time.Time) string {
 	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
 }
 
-// begin records the revision, takes the lock, marks runs left by a crashed
-// knit as interrupted, and creates the run record.
-func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, opts Options) (*session, error) {
-	body, err := json.Marshal(env)
-	if err != nil {
-		return nil, fmt.Errorf("encode spec: %w", err)
+// Start begins a run of kind on env and returns its handle as soon as the
+// run holds the environment's lock and is recorded; the work goes on in
+// the background. A lock held by another run fails at once (ErrLocked) and
+// records only the refusal. Cancelling ctx interrupts the run.
+func (e *Engine) Start(ctx context.Context, kind string, env *spec.Environment, opts Options) (*Run, error) {
+	if kind == KindApply && env.Spec.Teardown {
+		kind = KindTeardown
 	}
-	sum := sha256.Sum256(body)
-	now := e.now()
-	rev, err := e.Store.PutRevision(ctx, store.Environment{
-		ID: env.ID(), Team: env.Spec.TeamName, Name: env.Spec.EnvName, Metadata: env.Metadata.Name,
-	}, store.Revision{Env: env.ID(), Hash: hex.EncodeToString(sum[:]), Source: opts.Source, Spec: body, CreatedAt: now})
-	if err != nil {
-		return nil, fmt.Errorf("record revision: %w", err)
+	body, ok := bodies[kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown run kind %q (plan, apply, drift or teardown)", kind)
 	}
-	runID := newRunID(now)
-	release, err := e.lock(ctx, env.ID(), runID)
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 4
+	}
+	s, err := e.begin(ctx, env, kind, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{e: e, env: env, opts: opts, release: release, db: context.WithoutCancel(ctx)}
+	e.register(s.handle)
+	var observed <-chan struct{}
+	if opts.OnEvent != nil {
+		observed = s.handle.observe(opts.OnEvent)
+	}
+	go s.execute(body, observed)
+	return s.handle, nil
+}
+
+// bodies are what each kind of run does once it has begun.
+var bodies = map[string]func(*session, context.Context) error{
+	KindPlan:     (*session).plan,
+	KindApply:    (*session).apply,
+	KindDrift:    (*session).drift,
+	KindTeardown: (*session).teardown,
+}
+
+// begin takes the lock, marks runs left by a crashed knit as interrupted,
+// records the revision an apply or teardown converges to, and creates the
+// run record. On any failure nothing is left held.
+func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, opts Options) (_ *session, err error) {
+	now := e.now()
+	runID := newRunID(now)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
+	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}
+	s.handle.ctx = runCtx
+	release, err := e.lock(ctx, env.ID(), runID, opts.Actor, func(why error) { cancel(why) })
+	if err != nil {
+		cancel(err)
+		if errors.Is(err, ErrLocked) {
+			// The refusal is all a refused run records.
+			if aerr := e.Store.AppendAudit(s.db, store.AuditEvent{Env: env.ID(), Actor: opts.Actor, Action: "refused",
+				Reason: opts.Reason, Detail: err.Error(), Time: now}); aerr != nil {
+				err = joinErrs([]error{err, fmt.Errorf("record the refusal: %w", aerr)})
+			}
+		}
+		return nil, err
+	}
+	s.release = release
+	defer func() {
+		if err != nil {
+			cancel(err)
+			err = joinErrs([]error{err, release()})
+		}
+	}()
 	// Every run holds the lock, and now we do: a run of this environment
 	// still recorded as running belongs to a knit that died.
 	dead := func(int) bool { return false }
 	if _, err := e.Store.InterruptRuns(ctx, env.ID(), dead, now); err != nil {
-		release()
 		return nil, fmt.Errorf("recover crashed runs: %w", err)
 	}
-	s.run = store.Run{ID: runID, Env: env.ID(), Kind: kind, Revision: rev.Number, Status: store.StatusRunning,
-		Actor: e.Actor, Reason: opts.Reason, PID: e.PID, StartedAt: now}
-	if err := e.Store.CreateRun(ctx, s.run); err != nil {
-		release()
-		return nil, fmt.Errorf("record run: %w", err)
-	}
-	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
-		s.end(ctx, err)
+	rev, err := s.revision(ctx, now)
+	if err != nil {
 		return nil, err
 	}
-	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev.Number}
+	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
+		return nil, fmt.Errorf("read component states: %w", err)
+	}
+	if kind != KindDrift {
+		if err := s.addRemoved(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.run = store.Run{ID: runID, Env: env.ID(), Kind: kind, Revision: rev, Status: store.StatusRunning,
+		Actor: opts.Actor, Reason: opts.Reason, Source: opts.Source, PID: e.PID, StartedAt: now}
+	if err := e.Store.CreateRun(ctx, s.run); err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev}
+	s.publish(Event{Kind: RunStarted, Time: now, RunKind: kind})
 	return s, nil
 }
 
-// end finishes the run record, sets the environment status, writes the
-// audit event and releases the lock. It runs even after cancellation.
-func (s *session) end(ctx context.Context, runErr error) {
-	defer s.release()
-	status := store.StatusSucceeded
-	switch {
-	case ctx.Err() != nil:
-		status = store.StatusInterrupted
-	case runErr != nil || (s.result != nil && s.result.Failed()):
+// revision records the spec an apply or teardown converges to as a new
+// revision and makes it the one ENV means. A plan or a drift check records
+// none: a plan of an edited file must not move what was applied. Their run
+// names the applied revision when the spec is the applied one (0 otherwise).
+func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
+	body, err := json.Marshal(s.env)
+	if err != nil {
+		return 0, fmt.Errorf("encode spec: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	id := s.env.ID()
+	if s.kind == KindApply || s.kind == KindTeardown {
+		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
+			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
+		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now})
+		if err != nil {
+			return 0, fmt.Errorf("record revision: %w", err)
+		}
+		if err := s.e.Store.SetAppliedRevision(ctx, id, rev.Number); err != nil {
+			return 0, fmt.Errorf("record revision %d as applied: %w", rev.Number, err)
+		}
+		return rev.Number, nil
+	}
+	e, err := s.e.Store.Environment(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && e.AppliedRevision == 0) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read environment: %w", err)
+	}
+	applied, err := s.e.Store.Revision(ctx, id, e.AppliedRevision)
+	if err != nil {
+		return 0, fmt.Errorf("read applied revision: %w", err)
+	}
+	if applied.Hash == hash || s.kind == KindDrift {
+		return applied.Number, nil
+	}
+	return 0, nil
+}
+
+// origin is where the spec came from, absolute so that the revision can be
+// loaded again from any folder.
+func (s *session) origin() string {
+	if s.opts.Origin != "" {
+		return s.opts.Origin
+	}
+	if s.env.File == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(s.env.File); err == nil {
+		return abs
+	}
+	return s.env.File
+}
+
+// execute runs the body and then, whatever happened (a panic included),
+// finishes the run: its record, audit event, environment status and lock.
+func (s *session) execute(body func(*session, context.Context) error, observed <-chan struct{}) {
+	ctx := s.handle.ctx
+	var err error
+	defer func() {
+		if p := recover(); p != nil {
+			err = recovered("run "+s.run.ID, p)
+		}
+		s.finish(ctx, err, observed)
+	}()
+	err = body(s, ctx)
+}
+
+// finish records the run's outcome, audits it, sets the environment's
+// status, releases the lock and tells subscribers. Every store failure is
+// reported in the run's error; none is ignored.
+func (s *session) finish(ctx context.Context, runErr error, observed <-chan struct{}) {
+	if runErr == nil {
+		runErr = runFailure(ctx)
+	}
+	s.mu.Lock()
+	errs := append([]error{runErr}, s.errs...)
+	s.mu.Unlock()
+	status := s.outcome(ctx, joinErrs(errs))
+	s.result.sortByGraph(s.env.Graph())
+	// Audit and status first: if they fail, the run is recorded failed.
+	if err := s.auditRun(status); err != nil {
+		errs = append(errs, err)
 		status = store.StatusFailed
-	case s.result != nil && s.result.Awaiting():
-		status = store.StatusAwaiting
 	}
+	err := joinErrs(errs)
 	msg := ""
-	if runErr != nil {
-		msg = runErr.Error()
+	if err != nil {
+		msg = err.Error()
 	}
-	if s.result != nil {
-		s.result.Status = status
-		s.result.sortByGraph(s.env.Graph())
+	if ferr := s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now()); ferr != nil {
+		errs = append(errs, fmt.Errorf("record the end of run %s: %w", s.run.ID, ferr))
+		status = store.StatusFailed
 	}
-	_ = s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now())
+	errs = append(errs, s.release())
+	err = joinErrs(errs)
+	s.result.Status = status
+	if err != nil {
+		s.result.Error = err.Error()
+	}
+	s.publish(Event{Kind: RunFinished, Time: s.e.now(), RunKind: s.kind, RunStatus: status, Error: s.result.Error})
+	if observed != nil {
+		<-observed
+	}
+	s.handle.result, s.handle.err = s.result, err
+	s.handle.cancel(context.Canceled) // free the context's resources
+	s.e.finished(s.run.ID)
+	close(s.handle.done)
+}
+
+// outcome is the run's status from its components and error.
+func (s *session) outcome(ctx context.Context, err error) string {
+	switch {
+	case err != nil:
+		return store.StatusFailed
+	case ctx.Err() != nil:
+		return store.StatusInterrupted
+	case s.result.Failed():
+		return store.StatusFailed
+	case s.result.Awaiting():
+		return store.StatusAwaiting
+	}
+	return store.StatusSucceeded
+}
+
+// runFailed records a failure of the run as a whole (a store write that
+// failed, a panic): the run fails, whatever its components did.
+func (s *session) runFailed(err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	s.errs = append(s.errs, err)
+	s.mu.Unlock()
+}
+
+// publish stamps ev with the run's identity and appends it to the run's events.
+func (s *session) publish(ev Event) {
+	ev.Env, ev.RunID = s.env.ID(), s.handle.ID
+	if ev.Time.IsZero() {
+		ev.Time = s.e.now()
+	}
+	s.handle.log.publish(ev)
 }
 
 // state returns one component's known state (zero if none).
@@ -160,24 +343,36 @@ func (s *session) snapshot() map[string]store.ComponentState {
 
 // add registers a component's result entry and announces its first status.
 func (s *session) add(name string, st Status) *ComponentResult {
-	cr := &ComponentResult{Name: name, Status: st, StartedAt: s.e.now()}
+	cr := &ComponentResult{Name: name, Status: st, Code: string(st), StartedAt: s.e.now()}
 	s.mu.Lock()
 	s.result.Components = append(s.result.Components, cr)
 	s.mu.Unlock()
-	s.e.emit(Event{Time: cr.StartedAt, RunID: s.run.ID, Component: name, Status: st})
+	s.publish(Event{Kind: ComponentStatus, Time: cr.StartedAt, Component: name, Status: st, Code: cr.Code})
 	return cr
 }
 
-// set moves a component to a new status and announces it.
+// set moves a component to a new status and announces it; its
+// machine-readable code is the status itself.
 func (s *session) set(cr *ComponentResult, st Status, reason string) {
+	s.setCode(cr, st, string(st), reason)
+}
+
+// setCode moves a component to a new status with a machine-readable code
+// ("waiting: upstream db awaiting approval") and a reason for people.
+func (s *session) setCode(cr *ComponentResult, st Status, code, reason string) {
 	now := s.e.now()
 	s.mu.Lock()
-	cr.Status, cr.Reason = st, reason
+	cr.Status, cr.Code, cr.Reason = st, code, reason
 	if st.IsTerminal() {
 		cr.Elapsed = now.Sub(cr.StartedAt)
 	}
+	var counts *PlanCounts
+	if cr.Plan != nil {
+		counts = &PlanCounts{Add: cr.Plan.Add, Change: cr.Plan.Change, Destroy: cr.Plan.Destroy}
+	}
 	s.mu.Unlock()
-	s.e.emit(Event{Time: now, RunID: s.run.ID, Component: cr.Name, Status: st, Reason: reason, Elapsed: cr.Elapsed})
+	s.publish(Event{Kind: ComponentStatus, Time: now, Component: cr.Name, Status: st, Code: code,
+		Reason: reason, Plan: counts, Elapsed: cr.Elapsed})
 }
 
 // record writes a finished component run and, if state is set, the
@@ -191,26 +386,33 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 	}
 	if storeRun == nil && state == nil {
 		done := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
-			Status: string(cr.Status), Reason: cr.Reason, PlanSummary: planJSON, Log: cr.Log,
+			Status: string(cr.Status), Code: cr.Code, Reason: cr.Reason, PlanSummary: planJSON, Log: cr.Log,
 			StartedAt: cr.StartedAt, FinishedAt: s.e.now()}
 		if err := s.e.Store.StartComponentRun(s.db, done); err != nil {
-			return fmt.Errorf("record %s: %w", cr.Name, err)
+			return s.writeFailed(cr, err)
 		}
 		return nil
 	}
 	if storeRun == nil {
 		storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op, StartedAt: cr.StartedAt}
 		if err := s.e.Store.StartComponentRun(s.db, storeRun); err != nil {
-			return err
+			return s.writeFailed(cr, err)
 		}
 	}
-	storeRun.Status, storeRun.Reason, storeRun.PlanSummary = string(cr.Status), cr.Reason, planJSON
+	storeRun.Status, storeRun.Code, storeRun.Reason, storeRun.PlanSummary = string(cr.Status), cr.Code, cr.Reason, planJSON
 	storeRun.Log, storeRun.FinishedAt = cr.Log, s.e.now()
 	if state != nil {
-		state.Env, state.Component, state.Revision, state.UpdatedAt = s.env.ID(), cr.Name, s.run.Revision, storeRun.FinishedAt
+		state.Env, state.Component, state.UpdatedAt = s.env.ID(), cr.Name, storeRun.FinishedAt
+		// The revision whose definition the component was last applied
+		// from: only an apply moves it (a removed component is destroyed
+		// from its last definition, even after waiting for approval).
+		state.Revision = s.state(cr.Name).Revision
+		if state.Status == stateApplied || state.Revision == 0 {
+			state.Revision = s.run.Revision
+		}
 	}
 	if err := s.e.Store.FinishComponentRun(s.db, *storeRun, state); err != nil {
-		return fmt.Errorf("record %s: %w", cr.Name, err)
+		return s.writeFailed(cr, err)
 	}
 	if state != nil {
 		s.mu.Lock()
@@ -226,34 +428,66 @@ func (s *session) started(op string, cr *ComponentResult) (*store.ComponentRun, 
 	r := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
 		Status: store.StatusRunning, StartedAt: cr.StartedAt}
 	if err := s.e.Store.StartComponentRun(s.db, r); err != nil {
-		return nil, fmt.Errorf("record %s: %w", cr.Name, err)
+		return nil, s.writeFailed(cr, err)
 	}
 	return r, nil
 }
 
+// writeFailed handles a component's record that the store refused: the
+// component fails (whatever the tool did), and so does the run.
+func (s *session) writeFailed(cr *ComponentResult, err error) error {
+	err = fmt.Errorf("record %s: %w", cr.Name, err)
+	s.runFailed(err)
+	if cr.Status != Failed {
+		s.set(cr, Failed, err.Error())
+	}
+	return err
+}
+
 // settle records the components the walk never ran (skipped behind a
 // failure, waiting behind an approval, interrupted) so the store shows them.
-func (s *session) settle(op string, wr *dag.WalkResult, reasonFor func(name string, vr dag.VertexResult) (Status, string)) {
+func (s *session) settle(op string, wr *dag.WalkResult, reasonFor func(name string, vr dag.VertexResult) (Status, string, string)) {
 	for name, vr := range wr.Vertices {
-		if s.result.Component(name) != nil {
+		if cr := s.result.Component(name); cr != nil {
+			s.settleBroken(op, cr, vr)
 			continue
 		}
-		st, reason := reasonFor(name, vr)
+		st, code, reason := reasonFor(name, vr)
 		cr := s.add(name, st)
-		cr.Reason = reason
+		s.setCode(cr, st, code, reason)
 		_ = s.record(op, cr, nil, nil)
 	}
 }
 
-// defaultSettle maps the walker's verdict on a component that never ran.
-func defaultSettle(_ string, vr dag.VertexResult) (Status, string) {
+// settleBroken fails a component whose step ended without a final status:
+// it panicked (the walker recovered it). The run fails with the message.
+func (s *session) settleBroken(op string, cr *ComponentResult, vr dag.VertexResult) {
+	s.mu.Lock()
+	done := cr.Status.IsTerminal()
+	s.mu.Unlock()
+	if done || vr.Status != dag.Failed || vr.Err == nil {
+		return
+	}
+	s.runFailed(fmt.Errorf("%s: %w", cr.Name, vr.Err))
+	s.setCode(cr, Failed, "failed: "+firstLine(vr.Err.Error()), vr.Err.Error())
+	_ = s.record(op, cr, nil, nil)
+}
+
+// defaultSettle says, for people and machines, why a component never ran.
+func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, string, string) {
 	switch vr.Status {
 	case dag.Waiting:
-		return Waiting, vr.Reason
+		held := strings.TrimPrefix(vr.Reason, "waiting on ")
+		return Waiting, fmt.Sprintf("waiting: upstream %s awaiting approval", held),
+			fmt.Sprintf("waiting: %s awaiting approval by an operator", held)
 	case dag.Canceled:
-		return Canceled, "interrupted before it started"
+		return Canceled, "interrupted: before it started", "interrupted before it started"
 	default:
-		return Skipped, vr.Reason
+		failed := strings.TrimPrefix(vr.Reason, "upstream failed: ")
+		if failed == vr.Reason { // a cycle or another walk-level reason
+			return Skipped, "skipped: " + vr.Reason, "skipped: " + vr.Reason
+		}
+		return Skipped, fmt.Sprintf("skipped: upstream %s failed", failed), fmt.Sprintf("skipped: %s failed", failed)
 	}
 }
 
@@ -264,7 +498,7 @@ func (s *session) walkSelected(ctx context.Context, op string, fn func(context.C
 	if err != nil {
 		return err
 	}
-	s.settle(op, g.Walk(ctx, s.opts.Parallelism, fn), defaultSettle)
+	s.settle(op, g.Walk(ctx, s.opts.Parallelism, fn), s.defaultSettle)
 	return nil
 }
 

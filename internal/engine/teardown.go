@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -16,18 +17,12 @@ import (
 var errRefused = errors.New("refused")
 
 // Teardown destroys the environment's components in reverse dependency
-// order (with opts.Components: those and everything that depends on them).
-// A component with destroyProtection is refused, and so is everything it
-// depends on; the rest is destroyed.
+// order (with opts.Components: those and everything that depends on them),
+// including live components no longer in the file. A component with
+// destroyProtection is refused, and so is everything it depends on; the
+// rest is destroyed, gated by approval like any change.
 func (e *Engine) Teardown(ctx context.Context, env *spec.Environment, opts Options) (*Result, error) {
-	s, err := e.begin(ctx, env, "teardown", opts)
-	if err != nil {
-		return nil, err
-	}
-	err = s.teardown(ctx)
-	s.end(ctx, err)
-	s.audit("teardown", err)
-	return s.result, err
+	return e.Do(ctx, KindTeardown, env, opts)
 }
 
 func (s *session) teardown(ctx context.Context) error {
@@ -113,20 +108,24 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 	wr := g.Reverse().Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		if why, ok := refused[name]; ok {
 			cr := s.add(name, Refused)
-			s.set(cr, Refused, why)
+			s.setCode(cr, Refused, "refused: "+why, why)
 			_ = s.record("destroy", cr, nil, nil)
 			return errRefused
 		}
 		return s.destroyOne(ctx, name)
 	})
-	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, string) {
+	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, string, string) {
 		if why, ok := refused[name]; ok {
-			return Refused, why
+			return Refused, "refused: " + why, why
 		}
-		return defaultSettle(name, vr)
+		return s.defaultSettle(name, vr)
 	})
 }
 
+// destroyOne destroys one component. One whose autoApprove allows it (or
+// the run's auto-approve) is destroyed at once; otherwise its destroy is
+// planned, and the plan waits for approval exactly like a create, unless a
+// person says yes at the terminal or an approved destroy plan is waiting.
 func (s *session) destroyOne(ctx context.Context, name string) error {
 	st := s.newStep(name, Destroying)
 	st.op = "destroy"
@@ -138,13 +137,62 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
 		return err
 	}
-	p, err := st.prepare(ctx, false)
+	gated := !s.opts.AutoApprove && !s.env.EffectiveAutoApprove(st.c)
+	p, err := st.prepare(ctx, gated)
 	if err != nil {
 		return st.fail(ctx, err)
 	}
-	if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
+	if !gated {
+		if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
+			return st.fail(ctx, fmt.Errorf("destroy: %w", err))
+		}
+		return s.destroyed(st)
+	}
+	p.fp = "destroy:" + p.fp
+	approved, staleWhy, err := s.approvedPlan(name, p.fp)
+	if err != nil {
+		return st.fail(ctx, err)
+	}
+	if approved != nil {
+		return s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+	}
+	s.set(st.cr, Planning, s.destroyReason(name))
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true})
+	if err != nil {
+		return st.fail(ctx, fmt.Errorf("plan destroy: %w", err))
+	}
+	st.cr.Plan = plan
+	if !plan.HasChanges() {
+		return s.destroyed(st)
+	}
+	if !s.approved(st.c, plan) {
+		return s.hold(st, p, plan, staleWhy)
+	}
+	return s.applyDestroy(ctx, st, p, plan, nil)
+}
+
+// applyDestroy applies a destroy plan; done, if set, learns the outcome.
+func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
+	st.cr.Plan = plan
+	s.set(st.cr, Destroying, "")
+	_, err := p.r.Apply(ctx, p.rc, plan)
+	if done != nil {
+		if derr := done(err); derr != nil && err == nil {
+			return st.fail(ctx, derr)
+		}
+	} else if err == nil {
+		if serr := s.supersedeApproval(st.c.Name); serr != nil {
+			return st.fail(ctx, serr)
+		}
+	}
+	if err != nil {
 		return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 	}
+	return s.destroyed(st)
+}
+
+// destroyed records a component as gone.
+func (s *session) destroyed(st *step) error {
 	st.cr.Log = st.log.Redacted(st.secrets)
 	s.set(st.cr, Destroyed, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})

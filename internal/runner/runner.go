@@ -21,6 +21,9 @@ type Component struct {
 	WorkDir string
 	// Log receives the tool's combined output. Never nil.
 	Log io.Writer
+	// Sensitive names the inputs whose values are secret (they come from
+	// sensitive outputs): a runner must never write them to disk in clear.
+	Sensitive map[string]bool
 }
 
 // Inputs are the component's resolved variables: literal values and values

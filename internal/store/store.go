@@ -19,6 +19,11 @@ var ErrNotFound = errors.New("not found")
 // (e.g. deciding an approval someone else already decided).
 var ErrConflict = errors.New("conflict")
 
+// ErrLockLost is returned for a write of a run that no longer holds its
+// environment's lock (its lease expired and another run took it over): the
+// store refuses it, so the new holder's records are never overwritten.
+var ErrLockLost = errors.New("the run no longer holds the environment's lock")
+
 // LockedError is returned by AcquireLock when a live lease is held by someone else.
 type LockedError struct {
 	Env    string
@@ -42,14 +47,18 @@ const (
 
 // Environment is one environment knit knows.
 type Environment struct {
-	ID        string    `json:"id"` // team/env
-	Team      string    `json:"team"`
-	Name      string    `json:"name"` // envName
-	Metadata  string    `json:"metadataName,omitempty"`
-	Revision  int       `json:"revision"` // latest revision number
-	Status    string    `json:"status"`   // e.g. provisioned, failed, torn-down, awaiting-approval
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ID       string `json:"id"` // team/env
+	Team     string `json:"team"`
+	Name     string `json:"name"` // envName
+	Metadata string `json:"metadataName,omitempty"`
+	Revision int    `json:"revision"` // the latest revision seen
+	// AppliedRevision is the revision the environment is applied at: the
+	// one ENV means. A plan of an edited file or a commit not yet
+	// reconciled never moves it.
+	AppliedRevision int       `json:"appliedRevision"`
+	Status          string    `json:"status"` // e.g. provisioned, failed, torn-down, awaiting-approval
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
 }
 
 // Revision is one version of an environment's spec as knit saw it.
@@ -71,6 +80,7 @@ type Run struct {
 	Status     string    `json:"status"`
 	Actor      string    `json:"actor"`
 	Reason     string    `json:"reason,omitempty"`
+	Source     string    `json:"source,omitempty"` // cli, api, git, schedule
 	Error      string    `json:"error,omitempty"`
 	PID        int       `json:"pid,omitempty"`
 	StartedAt  time.Time `json:"startedAt"`
@@ -83,8 +93,9 @@ type ComponentRun struct {
 	RunID       string    `json:"runId"`
 	Env         string    `json:"env"`
 	Component   string    `json:"component"`
-	Operation   string    `json:"operation"` // plan, apply, destroy, drift
-	Status      string    `json:"status"`    // running, succeeded, up-to-date, failed, skipped, …
+	Operation   string    `json:"operation"`      // plan, apply, destroy, drift
+	Status      string    `json:"status"`         // running, succeeded, up-to-date, failed, skipped, …
+	Code        string    `json:"code,omitempty"` // machine-readable reason: "waiting: upstream db awaiting approval"
 	Reason      string    `json:"reason,omitempty"`
 	PlanSummary []byte    `json:"plan,omitempty"` // JSON of runner.Plan
 	Log         string    `json:"-"`
@@ -135,6 +146,38 @@ type AuditEvent struct {
 	Time      time.Time `json:"time"`
 }
 
+// EnvironmentFilter selects environments by team and status, with IDs
+// after After, at most Limit (<= 0: all).
+type EnvironmentFilter struct {
+	Team, Status string
+	After        string
+	Limit        int
+}
+
+// RunFilter selects runs older than the run Before (a run ID; "" = from the
+// newest), at most Limit (<= 0: all).
+type RunFilter struct {
+	Before string
+	Limit  int
+}
+
+// RevisionFilter selects revisions numbered below Before (0 = from the
+// latest), at most Limit (<= 0: all).
+type RevisionFilter struct {
+	Before int
+	Limit  int
+}
+
+// AuditFilter selects audit events by environment and actor, at or after
+// Since and before Until (zero: unbounded), with IDs after After, at most
+// Limit (<= 0: all).
+type AuditFilter struct {
+	Env, Actor   string
+	Since, Until time.Time
+	After        int64
+	Limit        int
+}
+
 // Store is knit's persistence. All methods are safe for concurrent use.
 type Store interface {
 	// PutRevision records env's spec. If the latest revision has the same
@@ -143,20 +186,30 @@ type Store interface {
 	PutRevision(ctx context.Context, env Environment, rev Revision) (Revision, error)
 	// Revision returns revision n of env (n = 0: the latest).
 	Revision(ctx context.Context, env string, n int) (Revision, error)
+	// Revisions lists env's revisions, newest first, specs included.
+	Revisions(ctx context.Context, env string, f RevisionFilter) ([]Revision, error)
 	Environment(ctx context.Context, id string) (Environment, error)
-	Environments(ctx context.Context) ([]Environment, error)
+	// Environments lists environments in ID order.
+	Environments(ctx context.Context, f EnvironmentFilter) ([]Environment, error)
 	SetEnvironmentStatus(ctx context.Context, id, status string) error
+	// SetAppliedRevision makes revision n the one env is applied at.
+	SetAppliedRevision(ctx context.Context, env string, n int) error
 
 	CreateRun(ctx context.Context, r Run) error
-	// FinishRun sets a run's final status, error and finish time.
+	// FinishRun sets a run's final status, error and finish time. It
+	// refuses (ErrLockLost) a run no longer recorded running, or whose
+	// environment's lock another run holds.
 	FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error
 	Run(ctx context.Context, id string) (Run, error)
-	// Runs lists env's runs, newest first; limit <= 0 means all.
-	Runs(ctx context.Context, env string, limit int) ([]Run, error)
+	// Runs lists env's runs ("" = all environments), newest first.
+	Runs(ctx context.Context, env string, f RunFilter) ([]Run, error)
 	// InterruptRuns marks every run of env still "running" whose PID is not
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)
 
+	// StartComponentRun and FinishComponentRun refuse (ErrLockLost) a run
+	// that does not hold its environment's lock, writing nothing.
+	//
 	// StartComponentRun records a component run before the tool starts and
 	// sets its ID. Status (empty: running), Reason, PlanSummary, Log and
 	// FinishedAt are stored as given, so a component run that ends without
@@ -166,24 +219,33 @@ type Store interface {
 	// component's new state (outputs included), in one transaction.
 	FinishComponentRun(ctx context.Context, cr ComponentRun, state *ComponentState) error
 	ComponentRuns(ctx context.Context, runID string) ([]ComponentRun, error)
+	// LatestComponentRuns returns the newest component run of each of
+	// env's components (logs left out), by component name.
+	LatestComponentRuns(ctx context.Context, env string) ([]ComponentRun, error)
 	// LastComponentRun returns the newest component run of env's component (log included).
 	LastComponentRun(ctx context.Context, env, component string) (ComponentRun, error)
 
 	ComponentStates(ctx context.Context, env string) (map[string]ComponentState, error)
 	PutComponentState(ctx context.Context, s ComponentState) error
 
-	// AcquireLock takes env's lock for l.RunID until l.Expires. It takes over
-	// a lease that has expired at now, or whose holder dead reports as gone
-	// (dead may be nil); a live lease held by another run yields *LockedError.
-	AcquireLock(ctx context.Context, l Lock, now time.Time, dead func(holder Lock) bool) error
-	RenewLock(ctx context.Context, env, runID string, expires time.Time) error
+	// AcquireLock takes env's lock for l.RunID for lease, as the store's
+	// clock counts (it sets l.Acquired and l.Expires and returns the lock as
+	// stored). It takes over a lease that has expired, or whose holder dead
+	// reports as gone (dead may be nil); a live lease held by another run
+	// yields *LockedError.
+	AcquireLock(ctx context.Context, l Lock, lease time.Duration, dead func(holder Lock) bool) (Lock, error)
+	// RenewLock extends runID's lease on env to the store's now + lease,
+	// or fails with ErrLockLost when another run holds it, or none does.
+	RenewLock(ctx context.Context, env, runID string, lease time.Duration) error
+	// Lock returns env's current holder, or ErrNotFound.
+	Lock(ctx context.Context, env string) (Lock, error)
 	ReleaseLock(ctx context.Context, env, runID string) error
 
 	Approvals
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
-	// Audit lists events, oldest first; env "" means all environments.
-	Audit(ctx context.Context, env string) ([]AuditEvent, error)
+	// Audit lists events, oldest first.
+	Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 
 	Close() error
 }

@@ -135,7 +135,14 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		p.PlannedOutputs = r.OutputsFor(c.Def.Name, in)
 	}
 	if p.HasChanges() {
-		p.Resources = []runner.ResourceChange{{Address: "fake." + c.Def.Name, Action: runner.ActionCreate}}
+		action := runner.ActionCreate
+		switch {
+		case opts.Destroy:
+			action = runner.ActionDelete
+		case exists:
+			action = runner.ActionUpdate
+		}
+		p.Resources = []runner.ResourceChange{{Address: "fake." + c.Def.Name, Action: action}}
 	}
 	// Like a real tool, the plan is saved to a file that Apply applies exactly.
 	p.File = filepath.Join(c.WorkDir, "fake.plan")

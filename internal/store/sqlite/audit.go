@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"knit.dev/knit/internal/store"
 )
@@ -31,14 +32,34 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
 }
 
 // Audit implements store.Store, in the order the events were appended.
-func (s *Store) Audit(ctx context.Context, env string) ([]store.AuditEvent, error) {
+func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEvent, error) {
 	query := `SELECT id, env, actor, action, component, revision, run_id, reason, detail, time FROM audit_events`
+	var where []string
 	var args []any
-	if env != "" {
-		query += ` WHERE env = ?`
-		args = append(args, env)
+	add := func(cond string, arg any) { where, args = append(where, cond), append(args, arg) }
+	if f.Env != "" {
+		add("env = ?", f.Env)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id`, args...)
+	if f.Actor != "" {
+		add("actor = ?", f.Actor)
+	}
+	if !f.Since.IsZero() {
+		add("time >= ?", ts(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("time < ?", ts(f.Until))
+	}
+	if f.After > 0 {
+		add("id > ?", f.After)
+	}
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}

@@ -11,7 +11,8 @@ import (
 
 // StartComponentRun implements store.Store. An empty Status becomes
 // store.StatusRunning; cr.ID and cr.Status are set on success. The run
-// cr.RunID must exist.
+// cr.RunID must exist and hold its environment's lock (else
+// store.ErrLockLost, and nothing is written).
 func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) error {
 	if cr.RunID == "" || cr.Env == "" || cr.Component == "" {
 		return errors.New("start component run: RunID, Env and Component are required")
@@ -22,10 +23,13 @@ func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) e
 	}
 	var id int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := holds(ctx, tx, cr.Env, cr.RunID); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO component_runs
-			(run_id, env, component, operation, status, reason, plan_summary, log, started_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			cr.RunID, cr.Env, cr.Component, cr.Operation, status, cr.Reason, cr.PlanSummary, cr.Log,
+			(run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cr.RunID, cr.Env, cr.Component, cr.Operation, status, cr.Code, cr.Reason, cr.PlanSummary, cr.Log,
 			ts(cr.StartedAt), ts(cr.FinishedAt))
 		if err != nil {
 			return err
@@ -43,6 +47,7 @@ func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) e
 // FinishComponentRun implements store.Store. It records cr's status,
 // reason, plan summary, log and finish time on the row cr.ID (a missing
 // row is store.ErrNotFound); state's Env and Component default to cr's.
+// Like StartComponentRun it refuses a run that lost the lock.
 func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, state *store.ComponentState) error {
 	var st store.ComponentState
 	if state != nil {
@@ -55,9 +60,17 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
+		var env, runID string
+		err := tx.QueryRowContext(ctx, `SELECT env, run_id FROM component_runs WHERE id = ?`, cr.ID).Scan(&env, &runID)
+		if err != nil {
+			return notFound(err, "finish component run %d (%s)", cr.ID, cr.Component)
+		}
+		if err := holds(ctx, tx, env, runID); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE component_runs
-			SET status = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ? WHERE id = ?`,
-			cr.Status, cr.Reason, cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
+			SET status = ?, code = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ? WHERE id = ?`,
+			cr.Status, cr.Code, cr.Reason, cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
 		if err := affected(res, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
 			return err
 		}
@@ -68,11 +81,11 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 	})
 }
 
-const componentRunColumns = `id, run_id, env, component, operation, status, reason, plan_summary, log, started_at, finished_at`
+const componentRunColumns = `id, run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at`
 
 func scanComponentRun(sc interface{ Scan(...any) error }) (store.ComponentRun, error) {
 	var cr store.ComponentRun
-	err := sc.Scan(&cr.ID, &cr.RunID, &cr.Env, &cr.Component, &cr.Operation, &cr.Status, &cr.Reason,
+	err := sc.Scan(&cr.ID, &cr.RunID, &cr.Env, &cr.Component, &cr.Operation, &cr.Status, &cr.Code, &cr.Reason,
 		&cr.PlanSummary, &cr.Log, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
 	return cr, err
 }
@@ -97,6 +110,27 @@ func (s *Store) ComponentRuns(ctx context.Context, runID string) ([]store.Compon
 		return nil, fmt.Errorf("list component runs of %s: %w", runID, err)
 	}
 	return crs, nil
+}
+
+// LatestComponentRuns implements store.Store: each component's newest
+// component run (log left out), by component name, in one query.
+func (s *Store) LatestComponentRuns(ctx context.Context, env string) ([]store.ComponentRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, env, component, operation, status, code, reason, plan_summary, '', started_at, finished_at
+		FROM component_runs WHERE id IN (SELECT MAX(id) FROM component_runs WHERE env = ? GROUP BY component)
+		ORDER BY component`, env)
+	if err != nil {
+		return nil, fmt.Errorf("latest component runs of %s: %w", env, err)
+	}
+	defer rows.Close()
+	var crs []store.ComponentRun
+	for rows.Next() {
+		cr, err := scanComponentRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("latest component runs of %s: %w", env, err)
+		}
+		crs = append(crs, cr)
+	}
+	return crs, rows.Err()
 }
 
 // LastComponentRun implements store.Store: the component run started last;

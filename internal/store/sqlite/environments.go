@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"knit.dev/knit/internal/store"
 )
@@ -109,11 +110,11 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 	return r, nil
 }
 
-const environmentColumns = `id, team, name, metadata, revision, status, created_at, updated_at`
+const environmentColumns = `id, team, name, metadata, revision, applied_revision, status, created_at, updated_at`
 
 func scanEnvironment(sc interface{ Scan(...any) error }) (store.Environment, error) {
 	var e store.Environment
-	err := sc.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt})
+	err := sc.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt})
 	return e, err
 }
 
@@ -128,8 +129,28 @@ func (s *Store) Environment(ctx context.Context, id string) (store.Environment, 
 }
 
 // Environments implements store.Store, ordered by ID.
-func (s *Store) Environments(ctx context.Context) ([]store.Environment, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+environmentColumns+` FROM environments ORDER BY id`)
+func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]store.Environment, error) {
+	query := `SELECT ` + environmentColumns + ` FROM environments`
+	var where []string
+	var args []any
+	add := func(cond string, arg any) { where, args = append(where, cond), append(args, arg) }
+	if f.Team != "" {
+		add("team = ?", f.Team)
+	}
+	if f.Status != "" {
+		add("status = ?", f.Status)
+	}
+	if f.After != "" {
+		add("id > ?", f.After)
+	}
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list environments: %w", err)
 	}
@@ -146,6 +167,47 @@ func (s *Store) Environments(ctx context.Context) ([]store.Environment, error) {
 		return nil, fmt.Errorf("list environments: %w", err)
 	}
 	return envs, nil
+}
+
+// SetAppliedRevision implements store.Store: revision n of env becomes the
+// one the environment is applied at. An unknown environment or revision is
+// store.ErrNotFound.
+func (s *Store) SetAppliedRevision(ctx context.Context, env string, n int) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := revision(ctx, tx, env, n); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE environments SET applied_revision = ?, updated_at = ? WHERE id = ?`, n, ts(s.now()), env)
+		return affected(res, err, "set applied revision of environment %s", env)
+	})
+}
+
+// Revisions implements store.Store: newest first, specs included.
+func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilter) ([]store.Revision, error) {
+	query := `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ?`
+	args := []any{env}
+	if f.Before > 0 {
+		query += ` AND number < ?`
+		args = append(args, f.Before)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions of %s: %w", env, err)
+	}
+	defer rows.Close()
+	var revs []store.Revision
+	for rows.Next() {
+		var r store.Revision
+		if err := rows.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}); err != nil {
+			return nil, fmt.Errorf("list revisions of %s: %w", env, err)
+		}
+		revs = append(revs, r)
+	}
+	return revs, rows.Err()
 }
 
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to

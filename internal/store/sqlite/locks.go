@@ -12,13 +12,16 @@ import (
 
 // AcquireLock implements store.Store. The holder's lease is checked and
 // replaced in one write transaction, so of two runs racing for a free
-// environment exactly one wins. Renewing one's own lease keeps its
-// acquisition time. dead is called inside the transaction and should be quick.
-func (s *Store) AcquireLock(ctx context.Context, l store.Lock, now time.Time, dead func(holder store.Lock) bool) error {
+// environment exactly one wins. Expiry is judged by the store's clock, which
+// also sets the new lease's times. dead is called inside the transaction
+// and should be quick.
+func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Duration, dead func(holder store.Lock) bool) (store.Lock, error) {
 	if l.Env == "" || l.RunID == "" {
-		return errors.New("acquire lock: Env and RunID are required")
+		return store.Lock{}, errors.New("acquire lock: Env and RunID are required")
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		l.Acquired, l.Expires = now, now.Add(lease)
 		h, err := lock(ctx, tx, l.Env)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -26,6 +29,7 @@ func (s *Store) AcquireLock(ctx context.Context, l store.Lock, now time.Time, de
 		case err != nil:
 			return err
 		case h.RunID == l.RunID:
+			l.Acquired = h.Acquired
 			_, err := tx.ExecContext(ctx, `UPDATE locks SET expires_at = ? WHERE env = ?`, ts(l.Expires), l.Env)
 			return err
 		case !h.Expires.After(now) || (dead != nil && dead(h)):
@@ -35,30 +39,56 @@ func (s *Store) AcquireLock(ctx context.Context, l store.Lock, now time.Time, de
 	})
 	var le *store.LockedError
 	if err != nil && !errors.As(err, &le) {
-		return fmt.Errorf("acquire lock on %s: %w", l.Env, err)
+		return store.Lock{}, fmt.Errorf("acquire lock on %s: %w", l.Env, err)
 	}
-	return err
+	if err != nil {
+		return store.Lock{}, err
+	}
+	return l, nil
 }
 
-// RenewLock implements store.Store: it moves the lease's expiry to expires.
-// If another run took the lock over the error is a *store.LockedError
-// naming it; if no one holds it, store.ErrNotFound.
-func (s *Store) RenewLock(ctx context.Context, env, runID string, expires time.Time) error {
+// RenewLock implements store.Store: the lease runs until the store's now
+// plus lease. If the run no longer holds the lock (it expired and another
+// run took it, or it was released) the error wraps store.ErrLockLost.
+func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Duration) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		h, err := lock(ctx, tx, env)
-		if err != nil {
+		if err := holds(ctx, tx, env, runID); err != nil {
 			return err
 		}
-		if h.RunID != runID {
-			return &store.LockedError{Env: env, Holder: h}
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE locks SET expires_at = ? WHERE env = ?`, ts(expires), env)
+		_, err := tx.ExecContext(ctx, `UPDATE locks SET expires_at = ? WHERE env = ?`, ts(s.now().Add(lease)), env)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("renew lock on %s for run %s: %w", env, runID, err)
 	}
 	return nil
+}
+
+// holds checks, inside a write transaction, that runID holds env's lock:
+// the fence that refuses the writes of a run that lost it.
+func holds(ctx context.Context, tx *sql.Tx, env, runID string) error {
+	h, err := lock(ctx, tx, env)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s: %w (no run holds %s)", runID, store.ErrLockLost, env)
+	}
+	if err != nil {
+		return err
+	}
+	if h.RunID != runID {
+		return fmt.Errorf("run %s: %w (run %s holds %s since %s)", runID, store.ErrLockLost, h.RunID, env, h.Acquired.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Lock implements store.Store: env's current holder, or store.ErrNotFound.
+func (s *Store) Lock(ctx context.Context, env string) (store.Lock, error) {
+	var l store.Lock
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		l, err = lock(ctx, tx, env)
+		return err
+	})
+	return l, err
 }
 
 // ReleaseLock implements store.Store. Releasing a lock runID does not hold

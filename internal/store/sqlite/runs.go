@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"knit.dev/knit/internal/store"
@@ -16,8 +17,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return errors.New("create run: ID and Env are required")
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt))
 		if err != nil {
 			return fmt.Errorf("create run %s: %w", r.ID, err)
 		}
@@ -25,20 +26,37 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	})
 }
 
-// FinishRun implements store.Store; a missing run is store.ErrNotFound.
+// FinishRun implements store.Store; a missing run is store.ErrNotFound. It
+// refuses (store.ErrLockLost) to finish a run that is no longer running
+// (another run found it dead and marked it interrupted) or whose
+// environment's lock another run holds; a released lock is allowed.
 func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+		if err != nil {
+			return notFound(err, "finish run %s", id)
+		}
+		if r.Status != store.StatusRunning {
+			return fmt.Errorf("finish run %s: %w (it was already recorded %s)", id, store.ErrLockLost, r.Status)
+		}
+		if err := holds(ctx, tx, r.Env, id); err != nil && !errors.Is(err, store.ErrLockLost) {
+			return err
+		} else if err != nil {
+			if h, herr := lock(ctx, tx, r.Env); herr == nil && h.RunID != id {
+				return fmt.Errorf("finish run %s: %w", id, err)
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
 			status, errMsg, ts(at), id)
 		return affected(res, err, "finish run %s", id)
 	})
 }
 
-const runColumns = `id, env, kind, revision, status, actor, reason, error, pid, started_at, finished_at`
+const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
-	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Error, &r.PID,
+	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
 		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
 	return r, err
 }
@@ -53,13 +71,33 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 }
 
 // Runs implements store.Store: newest start first, and of runs started at
-// the same time the one created last first.
-func (s *Store) Runs(ctx context.Context, env string, limit int) ([]store.Run, error) {
+// the same time the one created last first. f.Before is a run ID: only
+// runs older than it are listed.
+func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]store.Run, error) {
+	limit := f.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE env = ?
-		ORDER BY started_at DESC, rowid DESC LIMIT ?`, env, limit)
+	var where []string
+	var args []any
+	if env != "" {
+		where, args = append(where, "env = ?"), append(args, env)
+	}
+	if f.Before != "" {
+		var started string
+		var rowid int64
+		err := s.db.QueryRowContext(ctx, `SELECT started_at, rowid FROM runs WHERE id = ?`, f.Before).Scan(&started, &rowid)
+		if err != nil {
+			return nil, notFound(err, "list runs before %s", f.Before)
+		}
+		where = append(where, "(started_at < ? OR (started_at = ? AND rowid < ?))")
+		args = append(args, started, started, rowid)
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY started_at DESC, rowid DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", env, err)
 	}

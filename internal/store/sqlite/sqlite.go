@@ -98,6 +98,10 @@ func dsn(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
+// SetClock replaces the store's clock, which judges lock leases and stamps
+// records that are given no time (tests).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
 	return s.db.Close()

@@ -245,12 +245,13 @@ func TestDurableAcrossReopen(t *testing.T) {
 		store.Revision{Hash: "h1", Spec: []byte(`{}`), CreatedAt: now})
 	must(err)
 	must(s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/web", Status: store.StatusRunning, StartedAt: now}))
+	_, err = s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r1"}, time.Hour, nil)
+	must(err)
 	cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", StartedAt: now}
 	must(s.StartComponentRun(ctx, cr))
 	cr.Status, cr.Log = store.StatusSucceeded, "done"
 	must(s.FinishComponentRun(ctx, *cr, &store.ComponentState{Status: "applied", UpdatedAt: now,
 		Outputs: map[string]store.OutputValue{"pw": {Value: []byte(`"pw"`), Sensitive: true}}}))
-	must(s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r1", Expires: now.Add(time.Hour)}, now, nil))
 	must(s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Action: "apply", Time: now}))
 	must(s.Close())
 
@@ -263,14 +264,14 @@ func TestDurableAcrossReopen(t *testing.T) {
 	must(err)
 	states, err := s.ComponentStates(ctx, "team/web")
 	must(err)
-	events, err := s.Audit(ctx, "")
+	events, err := s.Audit(ctx, store.AuditFilter{})
 	must(err)
 	if e.Revision != 1 || !r.StartedAt.Equal(now) || last.Log != "done" ||
 		string(states["db"].Outputs["pw"].Value) != `"pw"` || len(events) != 1 {
 		t.Errorf("after reopen: env %+v, run %+v, last %+v, states %+v, events %+v", e, r, last, states, events)
 	}
 	var le *store.LockedError
-	if err := s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r2"}, now, nil); !errors.As(err, &le) {
+	if _, err := s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r2"}, time.Hour, nil); !errors.As(err, &le) {
 		t.Errorf("lock did not survive reopen: err = %v", err)
 	}
 }

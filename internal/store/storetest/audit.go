@@ -20,9 +20,9 @@ func testAudit(t *testing.T, s store.Store) {
 	for _, e := range events {
 		must(t, s.AppendAudit(ctx, e))
 	}
-	all, err := s.Audit(ctx, "")
+	all, err := s.Audit(ctx, store.AuditFilter{})
 	must(t, err)
-	web, err := s.Audit(ctx, "team/web")
+	web, err := s.Audit(ctx, store.AuditFilter{Env: "team/web"})
 	must(t, err)
 	if len(all) != 3 || len(web) != 2 {
 		t.Fatalf("got %d events in all and %d for team/web, want 3 and 2", len(all), len(web))
@@ -35,7 +35,7 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 	equal(t, "all events, oldest first", all, events)
 	equal(t, "team/web's actions", []string{web[0].Action, web[1].Action}, []string{"apply", "approve"})
-	none, err := s.Audit(ctx, "team/none")
+	none, err := s.Audit(ctx, store.AuditFilter{Env: "team/none"})
 	must(t, err)
 	if len(none) != 0 {
 		t.Errorf("events of an unknown env: %v", none)
@@ -48,6 +48,7 @@ func testConcurrentWrites(t *testing.T, s store.Store) {
 	const workers, perWorker = 8, 50
 	ctx := t.Context()
 	must(t, s.CreateRun(ctx, run("r1", "team/web", at(0))))
+	lockFor(t, s, "team/web", "r1")
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*perWorker)
 	for w := range workers {
@@ -75,7 +76,7 @@ func testConcurrentWrites(t *testing.T, s store.Store) {
 	}
 	crs, err := s.ComponentRuns(ctx, "r1")
 	must(t, err)
-	events, err := s.Audit(ctx, "team/web")
+	events, err := s.Audit(ctx, store.AuditFilter{Env: "team/web"})
 	must(t, err)
 	states, err := s.ComponentStates(ctx, "team/web")
 	must(t, err)

@@ -10,6 +10,7 @@ import (
 func testComponentRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	must(t, s.CreateRun(ctx, run("r1", "team/web", at(0))))
+	lockFor(t, s, "team/web", "r1")
 	db := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning, StartedAt: at(time.Second)}
 	app := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "app", Operation: "apply", Status: store.StatusRunning, StartedAt: at(2 * time.Second)}
 	must(t, s.StartComponentRun(ctx, db))
@@ -77,6 +78,7 @@ func testLastComponentRun(t *testing.T, s store.Store) {
 	wantNotFound(t, err, "last run of a component never run")
 	for i, id := range []string{"r1", "r2"} {
 		must(t, s.CreateRun(ctx, run(id, "team/web", at(time.Duration(i)*time.Hour))))
+		lockFor(t, s, "team/web", id)
 		cr := &store.ComponentRun{RunID: id, Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning,
 			StartedAt: at(time.Duration(i) * time.Hour)}
 		must(t, s.StartComponentRun(ctx, cr))

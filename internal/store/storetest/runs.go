@@ -36,13 +36,13 @@ func testRuns(t *testing.T, s store.Store) {
 	want.Status, want.Error, want.FinishedAt = store.StatusFailed, "boom", at(90*time.Second)
 	equal(t, "finished run", got, want)
 
-	runs, err := s.Runs(ctx, "team/web", 0)
+	runs, err := s.Runs(ctx, "team/web", store.RunFilter{})
 	must(t, err)
 	equal(t, "runs newest first", runIDs(runs), []string{"r3", "r2", "r1"})
-	runs, err = s.Runs(ctx, "team/web", 2)
+	runs, err = s.Runs(ctx, "team/web", store.RunFilter{Limit: 2})
 	must(t, err)
 	equal(t, "runs with limit 2", runIDs(runs), []string{"r3", "r2"})
-	runs, err = s.Runs(ctx, "team/none", 0)
+	runs, err = s.Runs(ctx, "team/none", store.RunFilter{})
 	must(t, err)
 	if len(runs) != 0 {
 		t.Errorf("runs of an unknown env: %v", runIDs(runs))
@@ -70,6 +70,7 @@ func testInterruptRuns(t *testing.T, s store.Store) {
 	for _, r := range []store.Run{dead, live, done, elsewhere} {
 		must(t, s.CreateRun(ctx, r))
 	}
+	lockFor(t, s, "team/web", "dead")
 	running := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning, StartedAt: at(0)}
 	finished := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "net", Operation: "apply", Status: store.StatusRunning, StartedAt: at(0)}
 	must(t, s.StartComponentRun(ctx, running))

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SensitiveOutputs", testSensitiveOutputs},
 		{"Locks", testLocks},
 		{"LockTakeover", testLockTakeover},
+		{"Fencing", testFencing},
 		{"CreateApproval", testCreateApproval},
 		{"OpenApproval", testOpenApproval},
 		{"ListApprovals", testListApprovals},
@@ -136,7 +137,7 @@ func testRevisions(t *testing.T, s store.Store) {
 
 func testEnvironments(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	envs, err := s.Environments(ctx)
+	envs, err := s.Environments(ctx, store.EnvironmentFilter{})
 	must(t, err)
 	if len(envs) != 0 {
 		t.Errorf("new store lists %d environments", len(envs))
@@ -148,7 +149,7 @@ func testEnvironments(t *testing.T, s store.Store) {
 	must(t, s.SetEnvironmentStatus(ctx, "team/a", "provisioned"))
 	wantNotFound(t, s.SetEnvironmentStatus(ctx, "team/missing", "failed"), "status of unknown environment")
 
-	envs, err = s.Environments(ctx)
+	envs, err = s.Environments(ctx, store.EnvironmentFilter{})
 	must(t, err)
 	slices.SortFunc(envs, func(a, b store.Environment) int { return strings.Compare(a.ID, b.ID) })
 	var ids, statuses []string

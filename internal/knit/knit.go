@@ -1,0 +1,141 @@
+// Package knit is the one entry point to knit as a library: built from a
+// Config, it wires the store, the runners and the engine, starts runs as
+// handles, and answers the read models (environments, components, drift,
+// outputs, approvals, history, audit) with cursor pagination. The CLI, the
+// server and the dashboard all call it; none of them wires a store or a
+// runner itself.
+package knit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/script"
+	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/sqlite"
+)
+
+// Config is what a Knit is built from. Only DataDir is required.
+type Config struct {
+	// DataDir holds the store (unless Store is set), work dirs, plans and keys.
+	DataDir string
+	// Store, when set, is used instead of the SQLite file in DataDir; the
+	// caller keeps ownership and closes it.
+	Store store.Store
+	// TFBinary is the OpenTofu/Terraform binary; empty: KNIT_TF_BINARY,
+	// then tofu, then terraform on PATH.
+	TFBinary string
+	// Getenv reads knit's own settings (KNIT_TF_BINARY, TF_CLI_CONFIG_FILE,
+	// PATH); default os.Getenv.
+	Getenv func(string) string
+	// Parallelism is the default number of components run at once (4).
+	Parallelism int
+	// ToolEnv names variables of knit's environment that tools may see on
+	// top of the built-in allowlist (PATH, HOME, TF_*, AWS_*, …). KNIT_*
+	// variables never reach a tool.
+	ToolEnv []string
+	// Runners replaces the runners by component type (tests use fakes).
+	Runners map[string]runner.Runner
+	// Host and PID identify this process in locks; default the machine's
+	// host name and this process.
+	Host string
+	PID  int
+	// LockLease is how long a run's lock lives without renewal (60s).
+	LockLease time.Duration
+	// Now is the clock for records (tests).
+	Now func() time.Time
+}
+
+// Knit is knit as a library. It is safe for concurrent use by any number of
+// goroutines: runs on different environments proceed in parallel.
+type Knit struct {
+	cfg       Config
+	store     store.Store
+	ownsStore bool
+	engine    *engine.Engine
+}
+
+// Open builds a Knit from cfg: it opens (or creates) the store and wires the
+// runners. A missing OpenTofu/Terraform fails only terraform components,
+// when a run first needs one.
+func Open(ctx context.Context, cfg Config) (*Knit, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("knit: no data dir: pass --data-dir or set KNIT_DATA_DIR")
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = dir
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 4
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.PID == 0 {
+		cfg.PID = os.Getpid()
+	}
+	k := &Knit{cfg: cfg, store: cfg.Store}
+	if k.store == nil {
+		st, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("open store in %s: %w", dir, err)
+		}
+		k.store, k.ownsStore = st, true
+	}
+	runners := cfg.Runners
+	if runners == nil {
+		runners = k.defaultRunners(ctx)
+	}
+	k.engine = &engine.Engine{
+		Store: k.store, Runners: runners, DataDir: dir,
+		Host: cfg.Host, PID: cfg.PID, LockLease: cfg.LockLease, Now: cfg.Now,
+	}
+	return k, nil
+}
+
+// defaultRunners are the real tools, one per component type.
+func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
+	return map[string]runner.Runner{
+		// Locating the tool and asking its version waits for a run that
+		// has terraform components to plan.
+		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
+		spec.TypeScript:    script.New(),
+	}
+}
+
+func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
+	bin, err := terraform.Locate(k.cfg.TFBinary, k.cfg.Getenv)
+	if err != nil {
+		return runner.Unavailable(err)
+	}
+	tv, err := bin.CachedVersion(ctx, filepath.Join(k.cfg.DataDir, "cache"))
+	if err != nil {
+		return runner.Unavailable(err)
+	}
+	return terraform.New(bin, terraform.Options{DataDir: k.cfg.DataDir, ToolVersion: tv})
+}
+
+// DataDir is the absolute data dir.
+func (k *Knit) DataDir() string { return k.cfg.DataDir }
+
+// Close waits for nothing: it closes the store if Open opened it. Runs
+// still going fail their next write; cancel and wait for them first.
+func (k *Knit) Close() error {
+	if k.ownsStore {
+		return k.store.Close()
+	}
+	return nil
+}

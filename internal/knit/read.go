@@ -1,0 +1,492 @@
+package knit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// ErrNotFound is returned when the environment, component or run asked for
+// does not exist; the message says what is known instead.
+var ErrNotFound = store.ErrNotFound
+
+// Page is one page of a list. Next is the cursor for the page after this
+// one, empty at the end.
+type Page[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next,omitempty"`
+}
+
+// EnvironmentFilter selects environments: by team and status, after a
+// cursor, at most Limit (default 50, at most 1000).
+type EnvironmentFilter struct {
+	Team, Status string
+	After        string
+	Limit        int
+}
+
+func limit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+// EnvironmentSummary is one row of the environments list.
+type EnvironmentSummary struct {
+	store.Environment
+	LastRun *store.Run `json:"lastRun,omitempty"`
+}
+
+// Environments lists environments in ID order.
+func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
+	n := limit(f.Limit)
+	envs, err := k.store.Environments(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	if err != nil {
+		return Page[EnvironmentSummary]{}, err
+	}
+	page := Page[EnvironmentSummary]{Items: make([]EnvironmentSummary, 0, min(n, len(envs)))}
+	if len(envs) > n {
+		envs, page.Next = envs[:n], envs[n-1].ID
+	}
+	for _, e := range envs {
+		s := EnvironmentSummary{Environment: e}
+		if s.LastRun, err = k.lastRun(ctx, e.ID); err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, s)
+	}
+	return page, nil
+}
+
+func (k *Knit) lastRun(ctx context.Context, env string) (*store.Run, error) {
+	runs, err := k.store.Runs(ctx, env, store.RunFilter{Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+// ResolveEnv finds a known environment by team/env or metadata name.
+func (k *Knit) ResolveEnv(ctx context.Context, ref string) (store.Environment, error) {
+	if strings.Contains(ref, "/") {
+		e, err := k.store.Environment(ctx, ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return e, k.unknownEnv(ctx, ref)
+		}
+		return e, err
+	}
+	all, err := k.store.Environments(ctx, store.EnvironmentFilter{})
+	if err != nil {
+		return store.Environment{}, err
+	}
+	for _, e := range all {
+		if e.Metadata == ref {
+			return e, nil
+		}
+	}
+	return store.Environment{}, k.unknownEnv(ctx, ref)
+}
+
+func (k *Knit) unknownEnv(ctx context.Context, ref string) error {
+	all, err := k.store.Environments(ctx, store.EnvironmentFilter{Limit: 21})
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(all))
+	for _, e := range all {
+		names = append(names, e.ID)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w: no environment %q: knit has not applied any environment yet (knit apply -f FILE)", ErrNotFound, ref)
+	}
+	more := ""
+	if len(names) > 20 {
+		names, more = names[:20], ", …"
+	}
+	return fmt.Errorf("%w: no environment %q; known: %s%s", ErrNotFound, ref, strings.Join(names, ", "), more)
+}
+
+// AppliedSpec returns the spec an environment is applied at: the revision
+// ENV means. A plan of an edited file never moves it.
+func (k *Knit) AppliedSpec(ctx context.Context, ref string) (*spec.Environment, store.Environment, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return nil, e, err
+	}
+	if e.AppliedRevision == 0 {
+		return nil, e, fmt.Errorf("%s was never applied: knit apply -f FILE", e.ID)
+	}
+	rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
+	if err != nil {
+		return nil, e, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
+	}
+	env, err := spec.FromJSON(rev.Spec, rev.Source)
+	return env, e, err
+}
+
+// ComponentView is one component as knit last saw it.
+type ComponentView struct {
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	// Status is the component's state (applied, failed, awaiting-approval,
+	// drifted, destroyed) or "pending" when it was never run.
+	Status string `json:"status"`
+	// Code is the machine-readable reason of its last run ("waiting:
+	// upstream db awaiting approval"); Reason says it for people.
+	Code      string   `json:"code,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Removed is set for a live component no longer in the applied file.
+	Removed   bool         `json:"removed,omitempty"`
+	Revision  int          `json:"revision,omitempty"`
+	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
+	Outputs   int          `json:"outputs"`
+	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
+	LastRun   *RunRef      `json:"lastRun,omitempty"`
+}
+
+// RunRef is a component's last component run.
+type RunRef struct {
+	RunID      string    `json:"runId"`
+	Operation  string    `json:"operation"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+// EnvironmentView is one environment with its components. Revision is the
+// latest revision seen, AppliedRevision the one ENV means.
+type EnvironmentView struct {
+	store.Environment
+	Lock       *store.Lock     `json:"lock,omitempty"`
+	Components []ComponentView `json:"components"`
+	LastRun    *store.Run      `json:"lastRun,omitempty"`
+	LastDrift  *DriftView      `json:"lastDrift,omitempty"`
+}
+
+// Environment returns one environment with its components, in the applied
+// spec's order then removed ones by name.
+func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return EnvironmentView{}, err
+	}
+	v := EnvironmentView{Environment: e, Components: []ComponentView{}}
+	states, err := k.store.ComponentStates(ctx, e.ID)
+	if err != nil {
+		return v, err
+	}
+	last, err := k.store.LatestComponentRuns(ctx, e.ID)
+	if err != nil {
+		return v, err
+	}
+	runs := make(map[string]store.ComponentRun, len(last))
+	for _, cr := range last {
+		runs[cr.Component] = cr
+	}
+	seen := map[string]bool{}
+	if e.AppliedRevision > 0 {
+		env, _, err := k.AppliedSpec(ctx, e.ID)
+		if err != nil {
+			return v, err
+		}
+		for _, c := range env.Spec.Components {
+			seen[c.Name] = true
+			cv := componentView(c.Name, states[c.Name], runs[c.Name])
+			cv.Type, cv.DependsOn = c.Type, env.Dependencies(c)
+			v.Components = append(v.Components, cv)
+		}
+	}
+	var removed []string
+	for name, st := range states {
+		if !seen[name] && st.Status != "destroyed" {
+			removed = append(removed, name)
+		}
+	}
+	sort.Strings(removed)
+	for _, name := range removed {
+		cv := componentView(name, states[name], runs[name])
+		cv.Removed = true
+		v.Components = append(v.Components, cv)
+	}
+	if l, err := k.store.Lock(ctx, e.ID); err == nil {
+		v.Lock = &l
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return v, err
+	}
+	if v.LastRun, err = k.lastRun(ctx, e.ID); err != nil {
+		return v, err
+	}
+	v.LastDrift, err = k.LastDrift(ctx, e.ID)
+	return v, err
+}
+
+func componentView(name string, st store.ComponentState, cr store.ComponentRun) ComponentView {
+	cv := ComponentView{Name: name, Status: st.Status, Revision: st.Revision, UpdatedAt: st.UpdatedAt, Outputs: len(st.Outputs)}
+	if cv.Status == "" {
+		cv.Status = "pending"
+	}
+	if cr.RunID != "" {
+		cv.Code, cv.Reason = cr.Code, cr.Reason
+		cv.LastRun = &RunRef{RunID: cr.RunID, Operation: cr.Operation, Status: cr.Status, StartedAt: cr.StartedAt, FinishedAt: cr.FinishedAt}
+		if len(cr.PlanSummary) > 0 {
+			p := &runner.Plan{}
+			if json.Unmarshal(cr.PlanSummary, p) == nil {
+				p.File = ""
+				cv.LastPlan = p
+			}
+		}
+	}
+	return cv
+}
+
+// DriftView is the outcome of an environment's latest drift check.
+type DriftView struct {
+	RunID     string    `json:"runId"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Status    string    `json:"status"`
+	Drifted   []string  `json:"drifted"`
+	Affected  []string  `json:"affected,omitempty"`
+	Failed    []string  `json:"failed,omitempty"`
+}
+
+// LastDrift finds the newest drift check of an environment and what it
+// found per component; nil if it was never checked.
+func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
+	before := ""
+	for {
+		runs, err := k.store.Runs(ctx, env, store.RunFilter{Before: before, Limit: 100})
+		if err != nil || len(runs) == 0 {
+			return nil, err
+		}
+		for _, r := range runs {
+			if r.Kind != "drift" {
+				continue
+			}
+			d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
+			crs, err := k.store.ComponentRuns(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			for _, cr := range crs {
+				switch cr.Status {
+				case "drifted":
+					d.Drifted = append(d.Drifted, cr.Component)
+				case "affected by upstream drift":
+					d.Affected = append(d.Affected, cr.Component)
+				case "failed":
+					d.Failed = append(d.Failed, cr.Component)
+				}
+			}
+			sort.Strings(d.Drifted)
+			sort.Strings(d.Affected)
+			sort.Strings(d.Failed)
+			return d, nil
+		}
+		before = runs[len(runs)-1].ID
+	}
+}
+
+// Masked stands for a sensitive value that was not asked for.
+const Masked = "(sensitive)"
+
+// OutputView is one output; a sensitive value is Masked unless revealed.
+type OutputView struct {
+	Value     any  `json:"value"`
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Outputs returns an environment's outputs by component (one component if
+// component is set), sensitive values masked unless reveal.
+func (k *Knit) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]OutputView, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	states, err := k.store.ComponentStates(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	view := map[string]map[string]OutputView{}
+	for name, s := range states {
+		if component != "" && name != component {
+			continue
+		}
+		m := make(map[string]OutputView, len(s.Outputs))
+		for oname, o := range s.Outputs {
+			v := OutputView{Sensitive: o.Sensitive, Value: Masked}
+			if !o.Sensitive || reveal {
+				if err := json.Unmarshal(o.Value, &v.Value); err != nil {
+					return nil, fmt.Errorf("%s.%s: stored output is unreadable: %w", name, oname, err)
+				}
+			}
+			m[oname] = v
+		}
+		view[name] = m
+	}
+	if component != "" && view[component] == nil {
+		return nil, fmt.Errorf("%w: %s has no component %q with outputs", ErrNotFound, e.ID, component)
+	}
+	return view, nil
+}
+
+// Approvals lists an environment's approvals ("" = every environment)
+// whose status is one of statuses (none = any), oldest first.
+func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error) {
+	id := ""
+	if ref != "" {
+		e, err := k.ResolveEnv(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		id = e.ID
+	}
+	out, err := k.store.ListApprovals(ctx, id, statuses...)
+	if out == nil {
+		out = []store.Approval{}
+	}
+	return out, err
+}
+
+// History lists an environment's runs ("" = all), newest first; the
+// cursor is a run ID.
+func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[store.Run], error) {
+	id := ""
+	if ref != "" {
+		e, err := k.ResolveEnv(ctx, ref)
+		if err != nil {
+			return Page[store.Run]{}, err
+		}
+		id = e.ID
+	}
+	n = limit(n)
+	runs, err := k.store.Runs(ctx, id, store.RunFilter{Before: before, Limit: n + 1})
+	if err != nil {
+		return Page[store.Run]{}, err
+	}
+	page := Page[store.Run]{Items: runs}
+	if len(runs) > n {
+		page.Items, page.Next = runs[:n], runs[n-1].ID
+	}
+	if page.Items == nil {
+		page.Items = []store.Run{}
+	}
+	return page, nil
+}
+
+// RunView is one run with what it did to each component.
+type RunView struct {
+	store.Run
+	Components []store.ComponentRun `json:"components"`
+}
+
+// RunRecord returns a run as the store recorded it.
+func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
+	r, err := k.store.Run(ctx, id)
+	if err != nil {
+		return RunView{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	crs, err := k.store.ComponentRuns(ctx, id)
+	if crs == nil {
+		crs = []store.ComponentRun{}
+	}
+	return RunView{Run: r, Components: crs}, err
+}
+
+// Revisions lists an environment's revisions, newest first; the cursor is
+// a revision number.
+func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[store.Revision], error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return Page[store.Revision]{}, err
+	}
+	b := 0
+	if before != "" {
+		if b, err = strconv.Atoi(before); err != nil {
+			return Page[store.Revision]{}, fmt.Errorf("bad cursor %q: a revision number", before)
+		}
+	}
+	n = limit(n)
+	revs, err := k.store.Revisions(ctx, e.ID, store.RevisionFilter{Before: b, Limit: n + 1})
+	if err != nil {
+		return Page[store.Revision]{}, err
+	}
+	page := Page[store.Revision]{Items: revs}
+	if len(revs) > n {
+		page.Items, page.Next = revs[:n], strconv.Itoa(revs[n-1].Number)
+	}
+	if page.Items == nil {
+		page.Items = []store.Revision{}
+	}
+	return page, nil
+}
+
+// AuditFilter selects audit events: by environment (team/env or name),
+// actor and time, after a cursor (an event ID), at most Limit.
+type AuditFilter struct {
+	Env, Actor   string
+	Since, Until time.Time
+	After        string
+	Limit        int
+}
+
+// Audit lists the audit trail, oldest first.
+func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent], error) {
+	q := store.AuditFilter{Actor: f.Actor, Since: f.Since, Until: f.Until}
+	if f.Env != "" {
+		e, err := k.ResolveEnv(ctx, f.Env)
+		if err != nil {
+			return Page[store.AuditEvent]{}, err
+		}
+		q.Env = e.ID
+	}
+	if f.After != "" {
+		after, err := strconv.ParseInt(f.After, 10, 64)
+		if err != nil {
+			return Page[store.AuditEvent]{}, fmt.Errorf("bad cursor %q: an event ID", f.After)
+		}
+		q.After = after
+	}
+	n := f.Limit
+	if n > 0 {
+		q.Limit = n + 1
+	}
+	events, err := k.store.Audit(ctx, q)
+	if err != nil {
+		return Page[store.AuditEvent]{}, err
+	}
+	page := Page[store.AuditEvent]{Items: events}
+	if n > 0 && len(events) > n {
+		page.Items, page.Next = events[:n], strconv.FormatInt(events[n-1].ID, 10)
+	}
+	if page.Items == nil {
+		page.Items = []store.AuditEvent{}
+	}
+	return page, nil
+}
+
+// Logs returns a component's newest component run, log included.
+func (k *Knit) Logs(ctx context.Context, ref, component string) (store.ComponentRun, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return store.ComponentRun{}, err
+	}
+	cr, err := k.store.LastComponentRun(ctx, e.ID, component)
+	if err != nil {
+		return cr, fmt.Errorf("%s %s: %w", e.ID, component, err)
+	}
+	return cr, nil
+}
