@@ -242,3 +242,24 @@ func TestAnEngineWithoutIdentityCannotTakeALiveLock(t *testing.T) {
 		t.Fatal("the refusal is not in the audit trail")
 	}
 }
+
+func TestToolLogLinesAreEventsWithSecretsMasked(t *testing.T) {
+	h := newHarness(t)
+	h.r.LogInputs = true // the tool prints its inputs, the token among them
+	var mu sync.Mutex
+	var lines []string
+	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester", OnEvent: func(ev engine.Event) {
+		if ev.Kind == engine.LogLine && ev.Component == "d" {
+			mu.Lock()
+			lines = append(lines, ev.Line)
+			mu.Unlock()
+		}
+	}})
+	if err != nil || res.Status != store.StatusSucceeded {
+		t.Fatalf("%v %v", res, err)
+	}
+	all := strings.Join(lines, "\n")
+	if strings.Contains(all, "s3cr3t-token") || !strings.Contains(all, "token=(sensitive value)") || !strings.Contains(all, "url=http://b/a-1") {
+		t.Fatalf("d's live log lines:\n%s", all)
+	}
+}

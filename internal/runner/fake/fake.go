@@ -36,6 +36,9 @@ type Runner struct {
 	// UnknownUntilApply names components whose plans do not know their
 	// outputs (like a cloud ID); the others' plans know them from the inputs.
 	UnknownUntilApply map[string]bool
+	// LogInputs makes Apply print each input as name=value to the log, as
+	// a careless tool would.
+	LogInputs bool
 	// Hook, when set, runs at the start of every plan/apply/destroy (e.g. to block).
 	Hook func(ctx context.Context, op, component string) error
 
@@ -187,6 +190,16 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 		outs = r.OutputsFor(c.Def.Name, in)
 	}
 	r.outs[c.Def.Name] = outs
+	if r.LogInputs {
+		names := make([]string, 0, len(in))
+		for k := range in {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(c.Log, "%s=%v\n", k, in[k])
+		}
+	}
 	fmt.Fprintf(c.Log, "applied %s\n", c.Def.Name)
 	return outs, nil
 }
