@@ -80,6 +80,8 @@ type Options struct {
 	// Origin says where the spec came from (a file path, a git URL@commit)
 	// for the revision; default the environment's file, made absolute.
 	Origin string
+	// RunID, when set, is the run's ID (see NewRunID); otherwise a new one.
+	RunID string
 	// OnEvent, when set, sees every event of the run in order, from a
 	// goroutine of its own. It is part of the run: if it panics, the run
 	// fails with the panic's message.

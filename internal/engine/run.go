@@ -47,7 +47,8 @@ type session struct {
 	confirm sync.Mutex // one interactive question at a time
 }
 
-func newRunID(now time.Time) string {
+// NewRunID returns a new run ID: sortable by time, unique by its random tail.
+func NewRunID(now time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
@@ -94,7 +95,10 @@ var bodies = map[string]func(*session, context.Context) error{
 // run record. On any failure nothing is left held.
 func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, opts Options) (_ *session, err error) {
 	now := e.now()
-	runID := newRunID(now)
+	runID := opts.RunID
+	if runID == "" {
+		runID = NewRunID(now)
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
 	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}

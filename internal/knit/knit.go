@@ -139,3 +139,10 @@ func (k *Knit) Close() error {
 	}
 	return nil
 }
+
+func (k *Knit) now() time.Time {
+	if k.cfg.Now != nil {
+		return k.cfg.Now()
+	}
+	return time.Now()
+}

@@ -2,7 +2,10 @@ package knit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/runner"
@@ -35,7 +38,13 @@ type RunRequest struct {
 	Confirm func(component string, p *runner.Plan) bool
 	// OnEvent sees every event of the run, in order; a panic in it fails the run.
 	OnEvent func(engine.Event)
+	// RunID, when set, is the ID the run gets (a server hands it out
+	// before the run leaves its queue); it must be unique.
+	RunID string
 }
+
+// NewRunID returns a fresh run ID, for a run that is queued before it starts.
+func NewRunID() string { return engine.NewRunID(time.Now()) }
 
 // Start begins a run and returns its handle as soon as it holds the
 // environment's lock; the run goes on in the background. Cancelling ctx
@@ -58,7 +67,7 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 	return k.engine.Start(ctx, req.Kind, env, engine.Options{
 		Components: req.Components, Parallelism: par, AutoApprove: req.AutoApprove,
 		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile,
-		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent,
+		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,
 	})
 }
 
@@ -85,15 +94,60 @@ type DecideRequest struct {
 	Approve   bool
 	Actor     string
 	Reason    string
+	// PlanChecksum, when set, must be the waiting plan's: a person approves
+	// the plan they saw, not a newer one (ErrChecksumMismatch otherwise).
+	PlanChecksum string
 }
+
+// ErrChecksumMismatch: the plan waiting for approval is not the one named.
+var ErrChecksumMismatch = errors.New("the plan waiting for approval is not the one named")
+
+// ErrSelfApproval: the environment requires an approver other than the
+// author of the change.
+var ErrSelfApproval = errors.New("the author of a change may not approve it")
 
 // Decide records a person's decision on a waiting plan, with who and why.
 // It applies nothing: start an apply of the environment (EnvRef) to apply
 // the approved plan byte for byte and carry on with what waited.
 func (k *Knit) Decide(ctx context.Context, req DecideRequest) (store.Approval, error) {
-	env, _, err := k.AppliedSpec(ctx, req.EnvRef)
+	env, rec, err := k.AppliedSpec(ctx, req.EnvRef)
 	if err != nil {
 		return store.Approval{}, err
 	}
+	a, err := k.store.OpenApproval(ctx, rec.ID, req.Component)
+	if err == nil && a.Status == store.ApprovalPending {
+		if req.PlanChecksum != "" && req.PlanChecksum != a.PlanChecksum {
+			return a, fmt.Errorf("%w: approval #%d of %s is for plan %s, not %s; look at the plan again (knit approvals)",
+				ErrChecksumMismatch, a.ID, req.Component, short(a.PlanChecksum), short(req.PlanChecksum))
+		}
+		if req.Approve && env.Spec.Approval != nil && env.Spec.Approval.RequireOtherApprover {
+			author, err := k.author(ctx, a)
+			if err != nil {
+				return a, err
+			}
+			if author == req.Actor {
+				return a, fmt.Errorf("%w: %s made the change that approval #%d is for, and %s requires another approver",
+					ErrSelfApproval, author, a.ID, rec.ID)
+			}
+		}
+	}
 	return k.engine.Decide(ctx, env, req.Component, req.Approve, req.Actor, req.Reason)
+}
+
+// author is who made the change an approval is for: the actor of the run
+// that planned it (a git commit's author, for a run the server started
+// from a commit).
+func (k *Knit) author(ctx context.Context, a store.Approval) (string, error) {
+	r, err := k.store.Run(ctx, a.RunID)
+	if err != nil {
+		return "", fmt.Errorf("approval #%d: %w", a.ID, err)
+	}
+	return r.Actor, nil
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }

@@ -279,6 +279,11 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 					"tagName": d.str(&sr.TagName), "tagValues": d.strList(&sr.TagValues), "skipMode": d.boolean(&sr.SkipMode),
 				})
 			},
+			"drift": d.drift(&s.Drift),
+			"approval": func(v *yaml.Node, path string) {
+				s.Approval = &ApprovalPolicy{}
+				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})
+			},
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -309,6 +314,7 @@ func (d *decoder) component(c *Component) field {
 			"dependsOn":         d.strList(&c.DependsOn),
 			"tags":              d.tags(&c.Tags),
 			"cronSchedule":      d.str(&c.CronSchedule),
+			"drift":             d.drift(&c.Drift),
 			"aws":               d.aws(&c.AWS),
 			"autoApprove":       d.optBool(&c.AutoApprove),
 			"destroy":           d.boolean(&c.Destroy),
@@ -356,6 +362,14 @@ func (d *decoder) manifests(dst **Manifests) field {
 		m := &Manifests{}
 		*dst = m
 		d.mapping(v, path, false, map[string]field{"path": d.str(&m.Path), "namespace": d.str(&m.Namespace)})
+	}
+}
+
+func (d *decoder) drift(dst **DriftPolicy) field {
+	return func(v *yaml.Node, path string) {
+		p := &DriftPolicy{}
+		*dst = p
+		d.mapping(v, path, false, map[string]field{"schedule": d.str(&p.Schedule), "policy": d.str(&p.Policy)})
 	}
 }
 

@@ -53,7 +53,31 @@ type EnvSpec struct {
 	Workspace          string              `json:"workspace,omitempty"`
 	ZLocals            []LocalVariable     `json:"zlocals,omitempty"`
 	SelectiveReconcile *SelectiveReconcile `json:"selectiveReconcile,omitempty"`
-	Components         []*Component        `json:"components"`
+	// Drift is when the server checks for drift and what it then does
+	// (knit.dev/v1 only); Approval who may approve (knit.dev/v1 only).
+	Drift      *DriftPolicy    `json:"drift,omitempty"`
+	Approval   *ApprovalPolicy `json:"approval,omitempty"`
+	Components []*Component    `json:"components"`
+}
+
+// Drift policies: what a scheduled drift check does with what it finds.
+const (
+	DriftReconcile = "reconcile" // apply the fix at once
+	DriftApprove   = "approve"   // prepare the fix and wait for approval
+	DriftAlert     = "alert"     // only report
+)
+
+// DriftPolicy schedules drift checks ("@every 30m" or cron) and says what
+// to do with drift (reconcile, approve or alert; default: follow autoApprove).
+type DriftPolicy struct {
+	Schedule string `json:"schedule,omitempty"`
+	Policy   string `json:"policy,omitempty"`
+}
+
+// ApprovalPolicy constrains who may approve a plan.
+type ApprovalPolicy struct {
+	// RequireOtherApprover refuses an approval by the author of the change.
+	RequireOtherApprover bool `json:"requireOtherApprover,omitempty"`
 }
 
 // LocalVariable is a zlocal: a value substituted for ${zlocals.NAME} in strings.
@@ -83,6 +107,7 @@ type Component struct {
 	DependsOn         []string       `json:"dependsOn,omitempty"`
 	Tags              []Tag          `json:"tags,omitempty"`
 	CronSchedule      string         `json:"cronSchedule,omitempty"`
+	Drift             *DriftPolicy   `json:"drift,omitempty"`
 	AWS               *AWS           `json:"aws,omitempty"`
 	AutoApprove       *bool          `json:"autoApprove,omitempty"`
 	Destroy           bool           `json:"destroy,omitempty"`

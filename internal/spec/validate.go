@@ -88,11 +88,35 @@ func validate(env *Environment) diag.Diagnostics {
 	v := &validator{env: env, names: map[string]int{}}
 	v.header()
 	v.componentNames()
+	v.driftPolicy("spec.drift", env.Spec.Drift)
+	if env.Spec.Approval != nil && env.APIVersion != APIVersionKnit {
+		v.err("spec.approval", "", "approval needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
+	}
 	for i, c := range env.Spec.Components {
-		v.component(fmt.Sprintf("spec.components[%d]", i), c)
+		p := fmt.Sprintf("spec.components[%d]", i)
+		v.component(p, c)
+		v.driftPolicy(p+".drift", c.Drift)
 	}
 	v.cycles()
 	return v.diags
+}
+
+// driftPolicy checks a drift block: knit.dev/v1 only, a known policy.
+// Schedules are parsed where they are used (the server), which reports a
+// bad one against the file.
+func (v *validator) driftPolicy(path string, d *DriftPolicy) {
+	if d == nil {
+		return
+	}
+	if v.env.APIVersion != APIVersionKnit {
+		v.err(path, "", "drift needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit+", or use cronSchedule on a component")
+		return
+	}
+	switch d.Policy {
+	case "", DriftReconcile, DriftApprove, DriftAlert:
+	default:
+		v.err(path, "policy", fmt.Sprintf("unknown drift policy %q", d.Policy), "use reconcile, approve or alert")
+	}
 }
 
 func (v *validator) header() {

@@ -67,7 +67,14 @@ type Revision struct {
 	Number    int       `json:"number"`
 	Hash      string    `json:"hash"`   // sha256 of Spec
 	Source    string    `json:"source"` // file path or git URL@commit
-	Spec      []byte    `json:"-"`      // the environment as JSON
+	Spec      []byte    `json:"-"`      // the environment as JSON (an invalid file: as written)
+	// Commit, Author and Message say which git commit the revision came from.
+	Commit  string `json:"commit,omitempty"`
+	Author  string `json:"author,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Errors, when set, are the file's validation errors, one per line
+	// (file:line:col: field: message): such a revision is never applied.
+	Errors string `json:"errors,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -242,6 +249,7 @@ type Store interface {
 	ReleaseLock(ctx context.Context, env, runID string) error
 
 	Approvals
+	Tokens
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events, oldest first.

@@ -49,8 +49,9 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 		if err := upsertEnvironment(ctx, tx, env, rev); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (env, number, hash, source, spec, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
+			rev.Commit, rev.Author, rev.Message, rev.Errors)
 		if err != nil {
 			return fmt.Errorf("insert revision: %w", err)
 		}
@@ -93,14 +94,13 @@ type querier interface {
 }
 
 func revision(ctx context.Context, q querier, env string, n int) (store.Revision, error) {
-	query := `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ? AND number = ?`
+	query := `SELECT ` + revisionColumns + ` FROM revisions WHERE env = ? AND number = ?`
 	args := []any{env, n}
 	if n == 0 {
-		query = `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ? ORDER BY number DESC LIMIT 1`
+		query = `SELECT ` + revisionColumns + ` FROM revisions WHERE env = ? ORDER BY number DESC LIMIT 1`
 		args = args[:1]
 	}
-	var r store.Revision
-	err := q.QueryRowContext(ctx, query, args...).Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt})
+	r, err := scanRevision(q.QueryRowContext(ctx, query, args...))
 	if err != nil {
 		if n == 0 {
 			return store.Revision{}, notFound(err, "latest revision of %s", env)
@@ -108,6 +108,14 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 		return store.Revision{}, notFound(err, "revision %d of %s", n, env)
 	}
 	return r, nil
+}
+
+const revisionColumns = `env, number, hash, source, spec, created_at, commit_hash, author, message, errors`
+
+func scanRevision(sc interface{ Scan(...any) error }) (store.Revision, error) {
+	var r store.Revision
+	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Commit, &r.Author, &r.Message, &r.Errors)
+	return r, err
 }
 
 const environmentColumns = `id, team, name, metadata, revision, applied_revision, status, created_at, updated_at`
@@ -184,7 +192,7 @@ func (s *Store) SetAppliedRevision(ctx context.Context, env string, n int) error
 
 // Revisions implements store.Store: newest first, specs included.
 func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilter) ([]store.Revision, error) {
-	query := `SELECT env, number, hash, source, spec, created_at FROM revisions WHERE env = ?`
+	query := `SELECT ` + revisionColumns + ` FROM revisions WHERE env = ?`
 	args := []any{env}
 	if f.Before > 0 {
 		query += ` AND number < ?`
@@ -201,8 +209,8 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 	defer rows.Close()
 	var revs []store.Revision
 	for rows.Next() {
-		var r store.Revision
-		if err := rows.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}); err != nil {
+		r, err := scanRevision(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list revisions of %s: %w", env, err)
 		}
 		revs = append(revs, r)

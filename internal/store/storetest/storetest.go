@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppliedRevision", testAppliedRevision},
 		{"Paging", testPaging},
 		{"LatestComponentRuns", testLatestComponentRuns},
+		{"Tokens", testTokens},
 		{"CreateApproval", testCreateApproval},
 		{"OpenApproval", testOpenApproval},
 		{"ListApprovals", testListApprovals},

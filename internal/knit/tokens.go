@@ -1,0 +1,107 @@
+package knit
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"knit.dev/knit/internal/store"
+)
+
+// tokenPrefix marks knit tokens, so a leaked one is recognisable (and
+// secret scanners can find it).
+const tokenPrefix = "knit_"
+
+var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ErrUnauthenticated means a token is missing, unknown or revoked.
+var ErrUnauthenticated = errors.New("no valid token")
+
+// CreateToken makes a token with a role, limited to teams (none: every
+// team), and returns its secret. Only the secret's hash is stored: the
+// secret cannot be shown again.
+func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []string, actor string) (string, store.Token, error) {
+	if !tokenName.MatchString(name) {
+		return "", store.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
+	}
+	if store.RoleRank[role] == 0 {
+		return "", store.Token{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", store.Token{}, err
+	}
+	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+	t := store.Token{Name: name, Hash: HashToken(secret), Role: role, Teams: teams, CreatedBy: actor}
+	if err := k.store.CreateToken(ctx, t); err != nil {
+		return "", t, err
+	}
+	detail := fmt.Sprintf("token %s (%s", name, role)
+	if len(teams) > 0 {
+		detail += ", teams " + strings.Join(teams, ",")
+	}
+	if err := k.store.AppendAudit(ctx, store.AuditEvent{Actor: actor, Action: "token-create", Detail: detail + ")"}); err != nil {
+		return "", t, fmt.Errorf("record the token in the audit trail: %w", err)
+	}
+	return secret, t, nil
+}
+
+// HashToken is how a token is stored and looked up.
+func HashToken(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Authenticate returns the live token whose secret this is.
+func (k *Knit) Authenticate(ctx context.Context, secret string) (store.Token, error) {
+	if !strings.HasPrefix(secret, tokenPrefix) {
+		return store.Token{}, ErrUnauthenticated
+	}
+	t, err := k.store.TokenByHash(ctx, HashToken(secret))
+	if errors.Is(err, store.ErrNotFound) {
+		return t, ErrUnauthenticated
+	}
+	return t, err
+}
+
+// Tokens lists every token (never their secrets).
+func (k *Knit) Tokens(ctx context.Context) ([]store.Token, error) {
+	ts, err := k.store.ListTokens(ctx)
+	if ts == nil {
+		ts = []store.Token{}
+	}
+	return ts, err
+}
+
+// RevokeToken revokes a token at once, and audits it.
+func (k *Knit) RevokeToken(ctx context.Context, name, actor string) error {
+	if err := k.store.RevokeToken(ctx, name, k.now()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: no live token %q (knit token list)", ErrNotFound, name)
+		}
+		return err
+	}
+	if err := k.store.AppendAudit(ctx, store.AuditEvent{Actor: actor, Action: "token-revoke", Detail: "token " + name}); err != nil {
+		return fmt.Errorf("record the revocation in the audit trail: %w", err)
+	}
+	return nil
+}
+
+// CanSee reports whether a token may read or act on an environment of team.
+func CanSee(t store.Token, team string) bool {
+	if len(t.Teams) == 0 {
+		return true
+	}
+	for _, x := range t.Teams {
+		if x == team {
+			return true
+		}
+	}
+	return false
+}

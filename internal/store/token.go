@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Token roles, weakest first.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// RoleRank orders roles: a token may do what its role and every weaker role may.
+var RoleRank = map[string]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
+
+// Token is an API token of knit serve. Only its SHA-256 Hash is stored.
+type Token struct {
+	Name string `json:"name"`
+	Hash string `json:"-"`
+	Role string `json:"role"`
+	// Teams limits the token to these teams' environments; empty: every team.
+	Teams     []string  `json:"teams,omitempty"`
+	CreatedBy string    `json:"createdBy,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	RevokedAt time.Time `json:"revokedAt,omitzero"`
+}
+
+// Tokens is the part of the Store that keeps API tokens and server settings.
+type Tokens interface {
+	// CreateToken records a new token; a live token of the same name is ErrConflict.
+	CreateToken(ctx context.Context, t Token) error
+	// TokenByHash finds the live token with that hash; a revoked or unknown one is ErrNotFound.
+	TokenByHash(ctx context.Context, hash string) (Token, error)
+	// ListTokens lists every token, revoked ones included, by name.
+	ListTokens(ctx context.Context) ([]Token, error)
+	// RevokeToken revokes the live token of that name; none is ErrNotFound.
+	RevokeToken(ctx context.Context, name string, at time.Time) error
+
+	// Setting reads a server setting (ErrNotFound if unset); SetSetting writes one.
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
