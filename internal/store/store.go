@@ -63,18 +63,18 @@ type Environment struct {
 
 // Revision is one version of an environment's spec as knit saw it.
 type Revision struct {
-	Env       string    `json:"env"`
-	Number    int       `json:"number"`
-	Hash      string    `json:"hash"`   // sha256 of Spec
-	Source    string    `json:"source"` // file path or git URL@commit
-	Spec      []byte    `json:"-"`      // the environment as JSON (an invalid file: as written)
+	Env    string `json:"env"`
+	Number int    `json:"number"`
+	Hash   string `json:"hash"`   // sha256 of Spec
+	Source string `json:"source"` // file path or git URL@commit
+	Spec   []byte `json:"-"`      // the environment as JSON (an invalid file: as written)
 	// Commit, Author and Message say which git commit the revision came from.
 	Commit  string `json:"commit,omitempty"`
 	Author  string `json:"author,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Errors, when set, are the file's validation errors, one per line
 	// (file:line:col: field: message): such a revision is never applied.
-	Errors string `json:"errors,omitempty"`
+	Errors    string    `json:"errors,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
