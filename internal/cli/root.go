@@ -118,6 +118,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newOutputCmd(d),
 		newHistoryCmd(d),
 		newLogsCmd(d),
+		newServeCmd(d),
 		newTokenCmd(d),
 		newVersionCmd(d),
 	)

@@ -166,6 +166,8 @@ type EnvironmentFilter struct {
 type RunFilter struct {
 	Before string
 	Limit  int
+	// Status, when set, keeps only runs with that status.
+	Status string
 }
 
 // RevisionFilter selects revisions numbered below Before (0 = from the
@@ -233,6 +235,8 @@ type Store interface {
 	LastComponentRun(ctx context.Context, env, component string) (ComponentRun, error)
 
 	ComponentStates(ctx context.Context, env string) (map[string]ComponentState, error)
+	// CountComponents counts the components of every environment whose state has status.
+	CountComponents(ctx context.Context, status string) (int, error)
 	PutComponentState(ctx context.Context, s ComponentState) error
 
 	// AcquireLock takes env's lock for l.RunID for lease, as the store's

@@ -112,6 +112,15 @@ func (s *Store) ComponentRuns(ctx context.Context, runID string) ([]store.Compon
 	return crs, nil
 }
 
+// CountComponents implements store.Store.
+func (s *Store) CountComponents(ctx context.Context, status string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM component_states WHERE status = ?`, status).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s components: %w", status, err)
+	}
+	return n, nil
+}
+
 // LatestComponentRuns implements store.Store: each component's newest
 // component run (log left out), by component name, in one query.
 func (s *Store) LatestComponentRuns(ctx context.Context, env string) ([]store.ComponentRun, error) {

@@ -83,6 +83,9 @@ func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]stor
 	if env != "" {
 		where, args = append(where, "env = ?"), append(args, env)
 	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
 	if f.Before != "" {
 		var started string
 		var rowid int64

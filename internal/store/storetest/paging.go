@@ -76,9 +76,17 @@ func testPaging(t *testing.T, s store.Store) {
 	if len(runs) != 2 || runs[0].ID != "q" || runs[1].ID != "p" || runs[0].Source != "api" {
 		t.Errorf("runs before r: %+v", runs)
 	}
+	failed := run("s", "a/1", at(time.Hour))
+	failed.Status = store.StatusFailed
+	must(t, s.CreateRun(ctx, failed))
+	onlyFailed, err := s.Runs(ctx, "", store.RunFilter{Status: store.StatusFailed})
+	must(t, err)
+	if len(onlyFailed) != 1 || onlyFailed[0].ID != "s" {
+		t.Errorf("failed runs: %+v", onlyFailed)
+	}
 	every, err := s.Runs(ctx, "", store.RunFilter{})
 	must(t, err)
-	if len(every) != 3 {
+	if len(every) != 4 {
 		t.Errorf("runs of every environment: %d", len(every))
 	}
 

@@ -23,3 +23,5 @@ CREATE TABLE settings (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) STRICT;
+CREATE INDEX component_states_status ON component_states (status);
+CREATE INDEX runs_status ON runs (status) WHERE status = 'running';

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/server"
+)
+
+// serveConfig is knit serve's config file (--config knit.yaml); flags
+// given on the command line win over it.
+type serveConfig struct {
+	Listen            string   `yaml:"listen"`
+	DataDir           string   `yaml:"dataDir"`
+	MaxConcurrentRuns int      `yaml:"maxConcurrentRuns"`
+	TLSCert           string   `yaml:"tlsCert"`
+	TLSKey            string   `yaml:"tlsKey"`
+	WebhookSecretFile string   `yaml:"webhookSecretFile"`
+	LogFormat         string   `yaml:"logFormat"`
+	DriftInterval     string   `yaml:"driftInterval"`
+	ToolEnv           []string `yaml:"toolEnv"`
+	TFBinary          string   `yaml:"tfBinary"`
+	Git               struct {
+		URL        string `yaml:"url"`
+		Branch     string `yaml:"branch"`
+		Path       string `yaml:"path"`
+		Poll       string `yaml:"poll"`
+		SSHKeyFile string `yaml:"sshKeyFile"`
+		TokenFile  string `yaml:"tokenFile"`
+	} `yaml:"git"`
+	Notifications []serveSink `yaml:"notifications"`
+}
+
+type serveSink struct {
+	Name       string   `yaml:"name"`
+	Kind       string   `yaml:"kind"`
+	URL        string   `yaml:"url"`
+	SecretFile string   `yaml:"secretFile"`
+	Events     []string `yaml:"events"`
+}
+
+func loadServeConfig(path string) (serveConfig, error) {
+	var c serveConfig
+	if path == "" {
+		return c, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return c, err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func newServeCmd(d *deps) *cobra.Command {
+	var configFile string
+	var c serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve [--listen 127.0.0.1:7070] [--git-url URL --git-path envs/]",
+		Short: "Run knit as a server: API, run queue, GitOps, drift schedules",
+		Long: `knit serve owns environments: it serves the API under /api/v1 (every call
+needs a token: knit token create), runs at most --max-concurrent-runs runs at
+once, fairly across environments, and with --git-url watches a git repository,
+turning each commit's changed environment files into revisions it reconciles.
+It listens on loopback unless told otherwise. SIGINT/SIGTERM shut it down
+gracefully: running tools are interrupted and their runs recorded.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			file, err := loadServeConfig(configFile)
+			if err != nil {
+				return err
+			}
+			merge(cmd, &c, file)
+			return d.serve(cmd.Context(), c)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "config file (YAML) with these settings, git, notifications and tools")
+	f.StringVar(&c.Listen, "listen", "127.0.0.1:7070", "address to listen on")
+	f.IntVar(&c.MaxConcurrentRuns, "max-concurrent-runs", 4, "runs at once across environments")
+	f.StringVar(&c.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	f.StringVar(&c.TLSKey, "tls-key", "", "and this key (PEM)")
+	f.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /api/v1/webhooks/git")
+	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
+	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
+	f.StringVar(&c.Git.URL, "git-url", "", "git repository of environment files (file://, https://, ssh)")
+	f.StringVar(&c.Git.Branch, "git-branch", "main", "branch to follow")
+	f.StringVar(&c.Git.Path, "git-path", "", "folder of environment files in the repository")
+	f.StringVar(&c.Git.Poll, "git-poll", "1m", "how often to fetch")
+	f.StringVar(&c.Git.SSHKeyFile, "git-ssh-key-file", "", "private key for ssh URLs")
+	f.StringVar(&c.Git.TokenFile, "git-token-file", "", "file holding an HTTPS token")
+	return cmd
+}
+
+// merge fills the flags the command line did not set from the config file.
+func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
+	set := func(flag string, dst *string, v string) {
+		if !cmd.Flags().Changed(flag) && v != "" {
+			*dst = v
+		}
+	}
+	set("listen", &c.Listen, file.Listen)
+	set("tls-cert", &c.TLSCert, file.TLSCert)
+	set("tls-key", &c.TLSKey, file.TLSKey)
+	set("webhook-secret-file", &c.WebhookSecretFile, file.WebhookSecretFile)
+	set("log-format", &c.LogFormat, file.LogFormat)
+	set("drift-interval", &c.DriftInterval, file.DriftInterval)
+	set("git-url", &c.Git.URL, file.Git.URL)
+	set("git-branch", &c.Git.Branch, file.Git.Branch)
+	set("git-path", &c.Git.Path, file.Git.Path)
+	set("git-poll", &c.Git.Poll, file.Git.Poll)
+	set("git-ssh-key-file", &c.Git.SSHKeyFile, file.Git.SSHKeyFile)
+	set("git-token-file", &c.Git.TokenFile, file.Git.TokenFile)
+	if !cmd.Flags().Changed("max-concurrent-runs") && file.MaxConcurrentRuns > 0 {
+		c.MaxConcurrentRuns = file.MaxConcurrentRuns
+	}
+	if !cmd.Flags().Changed("tool-env") {
+		c.ToolEnv = file.ToolEnv
+	}
+	c.DataDir, c.TFBinary, c.Notifications = file.DataDir, file.TFBinary, file.Notifications
+}
+
+func readSecretFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func (d *deps) serve(ctx context.Context, c serveConfig) error {
+	var handler slog.Handler = slog.NewTextHandler(d.stderr, nil)
+	if c.LogFormat == "json" {
+		handler = slog.NewJSONHandler(d.stderr, nil)
+	} else if c.LogFormat != "text" {
+		return fmt.Errorf("--log-format %q: use text or json", c.LogFormat)
+	}
+	log := slog.New(handler)
+	if c.DataDir != "" && d.global.dataDir == "" {
+		d.global.dataDir = c.DataDir
+	}
+	if c.TFBinary != "" && d.global.tfBinary == "" {
+		d.global.tfBinary = c.TFBinary
+	}
+	dir, err := d.dataDir()
+	if err != nil {
+		return err
+	}
+	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv})
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	secret, err := readSecretFile(c.WebhookSecretFile)
+	if err != nil {
+		return fmt.Errorf("webhook secret: %w", err)
+	}
+	srv := server.New(k, server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log})
+	if err := srv.Open(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.stderr, "knit serve: listening on %s (data dir %s)\n", srv.Addr(), dir)
+	<-ctx.Done()
+	log.Info("shutting down: interrupting running tools")
+	closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return srv.Close(closeCtx)
+}

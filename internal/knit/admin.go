@@ -1,0 +1,90 @@
+package knit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// Recover marks the runs a crashed knit left running as interrupted (their
+// process is gone: an exited PID, or one on this host that no longer
+// exists) and returns the environments they belonged to, so a server can
+// reconcile them to completion. Runs of live processes (a CLI run on the
+// same data dir) are left alone.
+func (k *Knit) Recover(ctx context.Context) ([]string, error) {
+	running, err := k.store.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var envs []string
+	for _, r := range running {
+		if seen[r.Env] {
+			continue
+		}
+		if l, err := k.store.Lock(ctx, r.Env); err == nil && l.RunID == r.ID && l.Host == k.cfg.Host && l.PID != k.cfg.PID && processAlive(l.PID) {
+			continue // its knit is alive: not ours to recover
+		}
+		ids, err := k.store.InterruptRuns(ctx, r.Env, func(pid int) bool { return pid != k.cfg.PID && processAlive(pid) }, k.now())
+		if err != nil {
+			return envs, err
+		}
+		if len(ids) > 0 {
+			seen[r.Env] = true
+			envs = append(envs, r.Env)
+		}
+	}
+	return envs, nil
+}
+
+// Unlock frees an environment's lock whoever holds it (a stuck run): a run
+// of this process is cancelled first. It is audited with who and why.
+func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (store.Lock, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return store.Lock{}, err
+	}
+	l, err := k.store.Lock(ctx, e.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return l, fmt.Errorf("%w: %s is not locked", ErrNotFound, e.ID)
+	}
+	if err != nil {
+		return l, err
+	}
+	if r, ok := k.engine.Lookup(l.RunID); ok {
+		r.Cancel()
+		<-r.Done()
+	}
+	if err := k.store.ReleaseLock(ctx, e.ID, l.RunID); err != nil {
+		return l, err
+	}
+	if _, err := k.store.InterruptRuns(ctx, e.ID, func(int) bool { return false }, k.now()); err != nil {
+		return l, err
+	}
+	err = k.store.AppendAudit(ctx, store.AuditEvent{Env: e.ID, Actor: actor, Action: "unlock", RunID: l.RunID, Reason: reason,
+		Detail: fmt.Sprintf("lock of run %s (%s, pid %d on %s) released", l.RunID, l.Owner, l.PID, l.Host), Time: k.now()})
+	return l, err
+}
+
+// RevealOutputs returns outputs with sensitive values in clear, and records
+// who saw them in the audit trail.
+func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) (map[string]map[string]OutputView, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := k.Outputs(ctx, e.ID, component, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.store.AppendAudit(ctx, store.AuditEvent{Env: e.ID, Actor: actor, Action: "reveal-outputs", Component: component, Time: k.now()}); err != nil {
+		return nil, fmt.Errorf("record the reveal in the audit trail: %w", err)
+	}
+	return outs, nil
+}
+
+// Store exposes the store for what the library does not model yet (the
+// server's metrics and settings). Writes must go through the library.
+func (k *Knit) Store() store.Store { return k.store }

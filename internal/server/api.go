@@ -1,0 +1,419 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// envID is the environment a path names, once the token may see its team.
+func envID(r *http.Request) (string, error) {
+	t, e := r.PathValue("team"), r.PathValue("env")
+	if err := team(r, t); err != nil {
+		return "", err
+	}
+	return t + "/" + e, nil
+}
+
+func limitParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, badReq("limit must be a number from 1 to 1000")
+	}
+	return n, nil
+}
+
+// page is every list response: the items and the cursor of the next page.
+type page[T any] struct {
+	Items []T  `json:"items"`
+	Next  string `json:"next,omitempty"`
+}
+
+func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f := knit.EnvironmentFilter{Team: q.Get("team"), Status: q.Get("status"), After: q.Get("cursor"), Limit: n}
+	tok := principal(r.Context())
+	if f.Team != "" {
+		if err := team(r, f.Team); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	} else if len(tok.Teams) == 1 {
+		f.Team = tok.Teams[0]
+	}
+	var out page[knit.EnvironmentSummary]
+	for {
+		p, err := s.k.Environments(r.Context(), f)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		for _, e := range p.Items {
+			if knit.CanSee(tok, e.Team) {
+				out.Items = append(out.Items, e)
+			}
+		}
+		out.Next = p.Next
+		if p.Next == "" || len(out.Items) > 0 {
+			break
+		}
+		f.After = p.Next // a multi-team token: keep looking for its teams
+	}
+	if out.Items == nil {
+		out.Items = []knit.EnvironmentSummary{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.k.Environment(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	comp := r.URL.Query().Get("component")
+	var outs map[string]map[string]knit.OutputView
+	if r.URL.Query().Get("reveal") == "true" {
+		tok := principal(r.Context())
+		if store.RoleRank[tok.Role] < store.RoleRank[store.RoleAdmin] {
+			s.fail(w, r, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", errForbidden))
+			return
+		}
+		outs, err = s.k.RevealOutputs(r.Context(), id, comp, tok.Name)
+	} else {
+		outs, err = s.k.Outputs(r.Context(), id, comp, false)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, outs)
+}
+
+func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	n, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.k.Revisions(r.Context(), id, r.URL.Query().Get("cursor"), n)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
+}
+
+// revisionView is a revision as the API shows it: the spec as JSON text.
+type revisionView struct {
+	store.Revision
+	Spec string `json:"spec"`
+}
+
+func revisionViews(revs []store.Revision) []revisionView {
+	out := make([]revisionView, len(revs))
+	for i, r := range revs {
+		out[i] = revisionView{Revision: r, Spec: string(r.Spec)}
+	}
+	return out
+}
+
+// runRequest is the body of POST …/runs.
+type runRequest struct {
+	Kind       string   `json:"kind"`
+	Components []string `json:"components"`
+	Reason     string   `json:"reason"`
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badReq("request body: " + err.Error())
+	}
+	return nil
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var body runRequest
+	if err := decode(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch body.Kind {
+	case engine.KindPlan, engine.KindApply, engine.KindDrift, engine.KindTeardown:
+	default:
+		s.fail(w, r, badReq(fmt.Sprintf("kind %q: use plan, apply, drift or teardown", body.Kind)))
+		return
+	}
+	e, err := s.k.ResolveEnv(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if e.AppliedRevision == 0 {
+		s.fail(w, r, fmt.Errorf("%w: %s has no valid revision to run yet", store.ErrConflict, id))
+		return
+	}
+	tok := principal(r.Context())
+	runID, err := s.queue.enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
+		Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"runId": runID, "status": "queued"})
+}
+
+// runView is GET /runs/{id}: the run as recorded, or its place in the queue.
+type runView struct {
+	store.Run
+	Components []store.ComponentRun `json:"components"`
+}
+
+// lookupRun finds a run and checks the token may see its environment.
+func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
+	j, queued := s.queue.job(id)
+	if queued {
+		if err := team(r, teamOf(j.env)); err != nil {
+			return runView{}, nil, err
+		}
+		select {
+		case <-j.started:
+		default:
+			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "queued", Actor: j.req.Actor,
+				Reason: j.req.Reason, Source: j.req.Source}, Components: []store.ComponentRun{}}, j, nil
+		}
+		if j.err != nil {
+			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "refused", Actor: j.req.Actor,
+				Error: j.err.Error(), Source: j.req.Source}, Components: []store.ComponentRun{}}, j, nil
+		}
+	}
+	rec, err := s.k.RunRecord(r.Context(), id)
+	if err != nil {
+		return runView{}, j, err
+	}
+	if err := team(r, teamOf(rec.Env)); err != nil {
+		return runView{}, nil, err
+	}
+	return runView{Run: rec.Run, Components: rec.Components}, j, nil
+}
+
+func teamOf(env string) string {
+	t, _, _ := strings.Cut(env, "/")
+	return t
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	v, _, err := s.lookupRun(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, _, err := s.lookupRun(r, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.queue.cancel(id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"runId": id, "status": "cancelling"})
+}
+
+// decideRequest is the body of …/approve and …/reject.
+type decideRequest struct {
+	PlanChecksum string `json:"planChecksum"`
+	Reason       string `json:"reason"`
+}
+
+func (s *Server) decide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := envID(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		var body decideRequest
+		if err := decode(r, &body); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if body.PlanChecksum == "" {
+			s.fail(w, r, badReq("planChecksum is required: approve the plan you looked at (GET /api/v1/approvals)"))
+			return
+		}
+		tok := principal(r.Context())
+		a, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
+			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp := map[string]any{"approval": approvalView(a)}
+		if approve {
+			runID, err := s.queue.enqueue(knit.RunRequest{Kind: engine.KindApply, EnvRef: id, Actor: tok.Name,
+				Reason: body.Reason, Source: "api"}, id)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			resp["runId"] = runID
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+// approvalView is an approval without where its plan file lies.
+func approvalView(a store.Approval) store.Approval {
+	a.PlanFile = ""
+	var p map[string]any
+	if json.Unmarshal(a.Plan, &p) == nil {
+		delete(p, "file")
+		a.Plan, _ = json.Marshal(p)
+	}
+	return a
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ref := q.Get("env")
+	if ref != "" {
+		if err := team(r, teamOf(ref)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	statuses := []string{store.ApprovalPending}
+	if st := q.Get("status"); st == "all" {
+		statuses = nil
+	} else if st != "" {
+		statuses = []string{st}
+	}
+	list, err := s.k.Approvals(r.Context(), ref, statuses...)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tok := principal(r.Context())
+	out := page[store.Approval]{Items: []store.Approval{}}
+	for _, a := range list {
+		if knit.CanSee(tok, teamOf(a.Env)) {
+			out.Items = append(out.Items, approvalView(a))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if n == 0 {
+		n = 100
+	}
+	f := knit.AuditFilter{Env: q.Get("env"), Actor: q.Get("actor"), After: q.Get("cursor"), Limit: n}
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				s.fail(w, r, badReq(name+" must be an RFC 3339 time (2026-01-02T15:04:05Z)"))
+				return
+			}
+			*dst = t
+		}
+	}
+	tok := principal(r.Context())
+	if f.Env != "" {
+		if err := team(r, teamOf(f.Env)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	p, err := s.k.Audit(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := page[store.AuditEvent]{Items: []store.AuditEvent{}, Next: p.Next}
+	for _, e := range p.Items {
+		if len(tok.Teams) == 0 || (e.Env != "" && knit.CanSee(tok, teamOf(e.Env))) {
+			out.Items = append(out.Items, e)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if r.ContentLength > 0 {
+		if err := decode(r, &body); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	l, err := s.k.Unlock(r.Context(), id, principal(r.Context()).Name, body.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"released": l})
+}

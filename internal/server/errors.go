@@ -1,0 +1,72 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// errForbidden: the token's role or teams do not allow the call.
+var errForbidden = errors.New("forbidden")
+
+// errNotConfigured: the feature asked for is switched off on this server.
+var errNotConfigured = errors.New("not configured")
+
+// badRequest marks a client mistake in the request itself.
+type badRequest struct{ msg string }
+
+func (b *badRequest) Error() string { return b.msg }
+
+func badReq(msg string) error { return &badRequest{msg} }
+
+// apiError is every error response's body.
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// status maps an error to its HTTP status and code: the one place that does.
+func status(err error) (int, string) {
+	var br *badRequest
+	switch {
+	case errors.As(err, &br):
+		return http.StatusBadRequest, "bad_request"
+	case errors.Is(err, knit.ErrUnauthenticated):
+		return http.StatusUnauthorized, "unauthenticated"
+	case errors.Is(err, errForbidden), errors.Is(err, knit.ErrSelfApproval):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, engine.ErrNoRun), errors.Is(err, errNotConfigured):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, engine.ErrStale):
+		return http.StatusConflict, "stale_plan"
+	case errors.Is(err, engine.ErrLocked):
+		return http.StatusConflict, "locked"
+	case errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, "conflict"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, name := status(err)
+	if code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	var body apiError
+	body.Error.Code, body.Error.Message = name, err.Error()
+	writeJSON(w, code, body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"knit.dev/knit/internal/knit"
+)
+
+// metrics are what /metrics exposes, in the Prometheus format.
+type metrics struct {
+	reg        *prometheus.Registry
+	runs       *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	queueDepth prometheus.Gauge
+	lastPoll   atomic.Int64 // unix nanoseconds of the last successful git poll
+}
+
+func newMetrics(k *knit.Knit) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "knit_runs_total",
+		Help: "Runs finished, by kind and result (succeeded, failed, interrupted, awaiting-approval, refused)."}, []string{"kind", "result"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "knit_run_duration_seconds",
+		Help: "How long runs took, by kind.", Buckets: prometheus.ExponentialBuckets(0.05, 2.5, 10)}, []string{"kind"})
+	m.queueDepth = prometheus.NewGauge(prometheus.GaugeOpts{Name: "knit_queue_depth", Help: "Runs waiting for a slot."})
+	count := func(status string) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := k.Store().CountComponents(ctx, status)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}
+	}
+	drifted := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_drifted_components",
+		Help: "Components whose last drift check found them drifted."}, count("drifted"))
+	awaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_awaiting_approval_components",
+		Help: "Components waiting for a person to approve their plan."}, count("awaiting-approval"))
+	pollAge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_git_poll_age_seconds",
+		Help: "Seconds since the last successful git poll (-1: GitOps off or never polled)."}, func() float64 {
+		last := m.lastPoll.Load()
+		if last == 0 {
+			return -1
+		}
+		return time.Since(time.Unix(0, last)).Seconds()
+	})
+	m.reg.MustRegister(m.runs, m.duration, m.queueDepth, drifted, awaiting, pollAge,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) runFinished(kind, result string, took time.Duration) {
+	m.runs.WithLabelValues(kind, result).Inc()
+	if took > 0 {
+		m.duration.WithLabelValues(kind).Observe(took.Seconds())
+	}
+}
+
+func (m *metrics) polled() { m.lastPoll.Store(time.Now().UnixNano()) }
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"net/http"
+
+	"knit.dev/knit/internal/store"
+)
+
+// routes registers every endpoint. Reads need a viewer token, runs and
+// approvals an operator, tokens, unlocking and revealing secrets an admin.
+// /healthz and /readyz answer without a token (probes); they say nothing
+// about environments.
+func (s *Server) routes() {
+	viewer, operator, admin := store.RoleViewer, store.RoleOperator, store.RoleAdmin
+	h := s.mux.HandleFunc
+	h("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	h("GET /readyz", s.readyz)
+	h("GET /metrics", s.authed(viewer, s.met.handler().ServeHTTP))
+	h("GET /api/v1/openapi.yaml", s.authed(viewer, serveOpenAPI))
+
+	h("GET /api/v1/environments", s.authed(viewer, s.listEnvironments))
+	h("GET /api/v1/environments/{team}/{env}", s.authed(viewer, s.getEnvironment))
+	h("GET /api/v1/environments/{team}/{env}/outputs", s.authed(viewer, s.getOutputs))
+	h("GET /api/v1/environments/{team}/{env}/revisions", s.authed(viewer, s.listRevisions))
+	h("POST /api/v1/environments/{team}/{env}/runs", s.authed(operator, s.startRun))
+	h("DELETE /api/v1/environments/{team}/{env}/lock", s.authed(admin, s.unlock))
+	h("POST /api/v1/environments/{team}/{env}/components/{name}/approve", s.authed(operator, s.decide(true)))
+	h("POST /api/v1/environments/{team}/{env}/components/{name}/reject", s.authed(operator, s.decide(false)))
+
+	h("GET /api/v1/runs/{id}", s.authed(viewer, s.getRun))
+	h("POST /api/v1/runs/{id}/cancel", s.authed(operator, s.cancelRun))
+	h("GET /api/v1/runs/{id}/events", s.authed(viewer, s.runEvents))
+
+	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))
+	h("GET /api/v1/audit", s.authed(viewer, s.listAudit))
+	h("POST /api/v1/webhooks/git", s.gitWebhook)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.ready:
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		return
+	}
+	if _, err := s.k.Store().Setting(r.Context(), "ready-probe"); err != nil && !isNotFound(err) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

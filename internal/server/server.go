@@ -1,0 +1,163 @@
+// Package server is knit serve: the HTTP API under /api/v1 over the knit
+// library, with token auth, a fair run queue, server-sent events of runs,
+// GitOps, drift schedules, notifications and metrics. It is a type with a
+// lifecycle: New registers routes, Open listens (port errors surface) and
+// serves, Close drains.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+)
+
+// Config is how a Server runs.
+type Config struct {
+	// Listen is the address (default 127.0.0.1:7070: loopback only).
+	Listen string
+	// TLSCert and TLSKey, when both set, serve HTTPS.
+	TLSCert, TLSKey string
+	// MaxConcurrentRuns bounds runs at once across environments (default 4).
+	MaxConcurrentRuns int
+	// WebhookSecret is the HMAC key of POST /api/v1/webhooks/git.
+	WebhookSecret string
+	// Actor names the server in the audit trail for what it starts itself.
+	Actor  string
+	Logger *slog.Logger
+}
+
+// Server is knit serve.
+type Server struct {
+	cfg   Config
+	k     *knit.Knit
+	log   *slog.Logger
+	mux   *http.ServeMux
+	srv   *http.Server
+	ln    net.Listener
+	queue *queue
+	met   *metrics
+
+	// ctx lives as long as the server: runs it starts are cancelled by Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// background loops (git watcher, drift scheduler) register here.
+	loops []func(ctx context.Context)
+	ready chan struct{}
+	// nudge asks the git watcher to fetch now (nil: GitOps off).
+	nudge chan struct{}
+}
+
+// New builds a server over k. Nothing listens until Open.
+func New(k *knit.Knit, cfg Config) *Server {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:7070"
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = 4
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = "knit-serve"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+	s.met = newMetrics(k)
+	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
+	s.routes()
+	return s
+}
+
+// AddLoop registers a background loop started by Open and stopped by Close.
+func (s *Server) AddLoop(fn func(ctx context.Context)) { s.loops = append(s.loops, fn) }
+
+// Open recovers runs a crash left running (re-queueing their environments),
+// listens, and serves in the background.
+func (s *Server) Open(ctx context.Context) error {
+	envs, err := s.k.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover interrupted runs: %w", err)
+	}
+	for _, env := range envs {
+		s.log.Info("resuming an environment a crash interrupted", "env", env)
+		if _, err := s.queue.enqueue(knit.RunRequest{Kind: "apply", EnvRef: env, Actor: s.cfg.Actor, Source: "recovery",
+			Reason: "resume after the server restarted"}, env); err != nil {
+			s.log.Error("resume", "env", env, "err", err)
+		}
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("TLS: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	for _, loop := range s.loops {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			loop(s.ctx)
+		}()
+	}
+	close(s.ready)
+	s.log.Info("knit serve listening", "addr", s.Addr(), "tls", s.cfg.TLSCert != "")
+	return nil
+}
+
+// Addr is the address the server listens on (with the real port for :0).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.cfg.Listen
+	}
+	return s.ln.Addr().String()
+}
+
+// Handler is the server's routes, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Enqueue queues a run as the server would for an API call, returning its ID.
+func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) { return s.queue.enqueue(req, env) }
+
+// Close stops taking work, interrupts running tools (their runs are
+// recorded interrupted and their locks released) and waits for them, for
+// the HTTP server to drain, and for the background loops, until ctx ends.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	if s.srv != nil {
+		err = s.srv.Shutdown(ctx)
+	}
+	s.cancel()
+	s.queue.wait(ctx)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
