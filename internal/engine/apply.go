@@ -247,6 +247,12 @@ func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string
 
 // approved decides whether a plan with changes may be applied now.
 func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
+	switch s.opts.Policies[c.Name] {
+	case spec.DriftReconcile:
+		return true // the drift policy says: fix it at once
+	case spec.DriftApprove:
+		return false // the drift policy says: a person decides
+	}
 	if s.opts.AutoApprove || s.env.EffectiveAutoApprove(c) {
 		return true
 	}

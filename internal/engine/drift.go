@@ -36,7 +36,7 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 	}
 	if ups := s.affectedBy(st.c); len(ups) > 0 {
 		st.cr.Drift, st.cr.AffectedBy = Affected, ups
-		if s.opts.Reconcile {
+		if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
 			st.force = true
 			return s.converge(ctx, st, nil, nil)
 		}
@@ -63,7 +63,7 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
 	st.cr.Drift = Drifted
-	if s.opts.Reconcile {
+	if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
 		return s.converge(ctx, st, p, plan)
 	}
 	s.set(st.cr, Drifted, driftSummary(plan))

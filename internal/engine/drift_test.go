@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -223,4 +224,27 @@ func hasAudit(events []store.AuditEvent, action, comp string) bool {
 		}
 	}
 	return false
+}
+
+func TestDriftPoliciesDecidePerComponent(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, wideEnv(3)) // independent components, every one autoApprove
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"c00", "c01", "c02"} {
+		h.r.Drift(c)
+	}
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "schedule", Policies: map[string]string{
+		"c00": spec.DriftReconcile, "c01": spec.DriftApprove, "c02": spec.DriftAlert}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(res); got["c00"] != engine.Applied || got["c01"] != engine.Awaiting || got["c02"] != engine.Drifted {
+		t.Fatalf("statuses %v: want c00 applied (reconcile), c01 awaiting (approve), c02 drifted (alert)", got)
+	}
+	if !h.r.Applied("c00") || h.r.Applied("c02") {
+		t.Fatalf("world: c00 fixed %v, c02 fixed %v", h.r.Applied("c00"), h.r.Applied("c02"))
+	}
 }

@@ -72,6 +72,14 @@ type Options struct {
 	Refresh bool
 	// Reconcile, in a drift run, brings drifted components back.
 	Reconcile bool
+	// Policies, in a drift run, say per component what drift leads to
+	// (spec.DriftReconcile: applied at once; DriftApprove: waits for a
+	// person; DriftAlert: only reported); a component not named follows
+	// Reconcile and its autoApprove.
+	Policies map[string]string
+	// Commit, Author and Message describe the git commit the spec comes
+	// from, recorded with the revision.
+	Commit, Author, Message string
 	// Actor is who asked for the run (OS user, token name, commit author),
 	// Reason why, and Source through what ("cli", "api", "git", "schedule").
 	Actor  string
