@@ -77,6 +77,9 @@ type Options struct {
 	// person; DriftAlert: only reported); a component not named follows
 	// Reconcile and its autoApprove.
 	Policies map[string]string
+	// Root, when set, is the folder the spec's relative paths resolve
+	// against (a git checkout), kept with the revision.
+	Root string
 	// Commit, Author and Message describe the git commit the spec comes
 	// from, recorded with the revision.
 	Commit, Author, Message string

@@ -36,7 +36,7 @@ func (s *session) addRemoved(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("%s was removed from the file; read revision %d, which last applied it: %w", name, n, err)
 			}
-			if old, err = spec.FromJSON(rev.Spec, rev.Source); err != nil {
+			if old, err = spec.FromJSON(rev.Spec, rev.Source, rev.Root); err != nil {
 				return fmt.Errorf("%s was removed from the file; revision %d: %w", name, n, err)
 			}
 			byRev[n] = old

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"knit.dev/knit/internal/store"
 )
@@ -88,3 +89,27 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 // Store exposes the store for what the library does not model yet (the
 // server's metrics and settings). Writes must go through the library.
 func (k *Knit) Store() store.Store { return k.store }
+
+// RecordInvalid records a file that does not validate as a revision of env
+// (the environment is created if new) with its errors, and audits it. It
+// changes nothing that runs: the applied revision stays where it is.
+func (k *Knit) RecordInvalid(ctx context.Context, env store.Environment, rev store.Revision, actor string) (store.Revision, error) {
+	if rev.Errors == "" {
+		return rev, fmt.Errorf("record invalid revision of %s: no errors given", env.ID)
+	}
+	r, err := k.store.PutRevision(ctx, env, rev)
+	if err != nil {
+		return r, err
+	}
+	err = k.store.AppendAudit(ctx, store.AuditEvent{Env: env.ID, Actor: actor, Action: "invalid-revision", Revision: r.Number,
+		Reason: rev.Message, Detail: firstLines(rev.Errors, 5), Time: k.now()})
+	return r, err
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, "\n")
+}

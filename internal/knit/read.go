@@ -133,7 +133,7 @@ func (k *Knit) AppliedSpec(ctx context.Context, ref string) (*spec.Environment, 
 	if err != nil {
 		return nil, e, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
 	}
-	env, err := spec.FromJSON(rev.Spec, rev.Source)
+	env, err := spec.FromJSON(rev.Spec, rev.Source, rev.Root)
 	return env, e, err
 }
 

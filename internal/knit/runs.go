@@ -38,6 +38,12 @@ type RunRequest struct {
 	Confirm func(component string, p *runner.Plan) bool
 	// OnEvent sees every event of the run, in order; a panic in it fails the run.
 	OnEvent func(engine.Event)
+	// Origin says where Env came from (a file path, URL@commit:path) and
+	// Root the folder its relative paths resolve against (a git checkout);
+	// Commit, Author and Message describe a git commit. All are kept with
+	// the revision an apply records.
+	Origin, Root            string
+	Commit, Author, Message string
 	// RunID, when set, is the ID the run gets (a server hands it out
 	// before the run leaves its queue); it must be unique.
 	RunID string
@@ -68,6 +74,7 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 		Components: req.Components, Parallelism: par, AutoApprove: req.AutoApprove,
 		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile,
 		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,
+		Origin: req.Origin, Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message,
 	})
 }
 

@@ -28,7 +28,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := FromJSON(body, "/srv/envs/env.yaml")
+	back, err := FromJSON(body, "/srv/envs/env.yaml", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,9 @@ type Revision struct {
 	Hash   string `json:"hash"`   // sha256 of Spec
 	Source string `json:"source"` // file path or git URL@commit
 	Spec   []byte `json:"-"`      // the environment as JSON (an invalid file: as written)
+	// Root, when set, is the folder the spec's relative paths resolve
+	// against (a git checkout's root), rather than Source's folder.
+	Root string `json:"root,omitempty"`
 	// Commit, Author and Message say which git commit the revision came from.
 	Commit  string `json:"commit,omitempty"`
 	Author  string `json:"author,omitempty"`

@@ -50,8 +50,8 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
-			rev.Commit, rev.Author, rev.Message, rev.Errors)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
+			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors)
 		if err != nil {
 			return fmt.Errorf("insert revision: %w", err)
 		}
@@ -110,11 +110,11 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 	return r, nil
 }
 
-const revisionColumns = `env, number, hash, source, spec, created_at, commit_hash, author, message, errors`
+const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors`
 
 func scanRevision(sc interface{ Scan(...any) error }) (store.Revision, error) {
 	var r store.Revision
-	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Commit, &r.Author, &r.Message, &r.Errors)
+	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors)
 	return r, err
 }
 

@@ -12,6 +12,7 @@ CREATE TABLE tokens (
 
 -- Revisions from git carry their commit; a file that does not validate is
 -- recorded with its errors and never applied.
+ALTER TABLE revisions ADD COLUMN root TEXT NOT NULL DEFAULT '';
 ALTER TABLE revisions ADD COLUMN commit_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE revisions ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE revisions ADD COLUMN message TEXT NOT NULL DEFAULT '';
