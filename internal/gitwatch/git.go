@@ -33,7 +33,7 @@ func (e *GitError) Error() string {
 // command is one git invocation, built apart from running it so that tests
 // can assert its argv and environment.
 type command struct {
-	args    []string // after "git"
+	args    []string // after "git", starting with the subcommand
 	env     []string // added to the base environment; later entries win
 	stdin   []byte
 	secrets []string // redacted from the error

@@ -10,15 +10,16 @@ import (
 // fetchArgs fetches only the watched branch, force-updating the mirror's
 // copy so a force-push is seen. Fetching one branch, rather than the whole
 // repository as `clone --mirror` would, skips other branches and the
-// pull-request refs that hosts publish. Garbage collection runs in the
-// foreground, inside the command's process group, rather than outliving it.
+// pull-request refs that hosts publish.
 func fetchArgs(url, branch string) []string {
 	ref := "refs/heads/" + branch
-	return []string{
-		"-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false",
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, "+" + ref + ":" + ref,
-	}
+	return []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, "+" + ref + ":" + ref}
 }
+
+// mirrorConfig is set once in a new mirror: garbage collection after a
+// fetch runs in the foreground, inside the command's process group, rather
+// than outliving it.
+var mirrorConfig = [][2]string{{"gc.autoDetach", "false"}, {"maintenance.autoDetach", "false"}}
 
 // fetch brings the branch up to date and returns its head.
 func (w *Watcher) fetch(ctx context.Context) (string, error) {
@@ -57,6 +58,11 @@ func (w *Watcher) ensureMirror(ctx context.Context) error {
 	defer os.RemoveAll(tmp)
 	if _, err := run(ctx, w.base, "", command{args: []string{"init", "--quiet", "--bare", "--", tmp}}); err != nil {
 		return err
+	}
+	for _, kv := range mirrorConfig {
+		if _, err := run(ctx, w.base, tmp, command{args: []string{"config", kv[0], kv[1]}}); err != nil {
+			return err
+		}
 	}
 	return os.Rename(tmp, w.mirror)
 }
