@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"knit.dev/knit/internal/filelock"
 	"knit.dev/knit/internal/procexec"
 )
 
@@ -119,7 +120,7 @@ func (c *Cache) withMirror(ctx context.Context, url, ref string, fn func(mirror 
 	mu := c.urlMutex(key)
 	mu.Lock()
 	defer mu.Unlock()
-	unlock, err := lockFile(ctx, filepath.Join(mirrors, key+".lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(mirrors, key+".lock"))
 	if err != nil {
 		return err
 	}

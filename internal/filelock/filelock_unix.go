@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitsource
+package filelock
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path, polling so that ctx can end the
-// wait. The returned func releases it.
-func lockFile(ctx context.Context, path string) (func(), error) {
+// Lock takes an exclusive flock on path, creating the file if needed. It
+// waits, polling, while another holder (another process, or another open of
+// the same file in this one) has it; when ctx ends first it returns
+// ctx.Err(). The returned func releases the lock.
+func Lock(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err

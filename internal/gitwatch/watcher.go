@@ -1,0 +1,270 @@
+package gitwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"knit.dev/knit/internal/filelock"
+)
+
+// DefaultKeepTrees is how many commit trees a Watcher keeps when
+// Config.KeepTrees is zero.
+const DefaultKeepTrees = 20
+
+// Config says which repository, branch and folder a Watcher follows.
+type Config struct {
+	// URL is any URL git can fetch: https://, ssh://, user@host:path, file://.
+	URL string
+	// Branch is the branch to follow; "" means "main".
+	Branch string
+	// Path is the folder of environment files inside the repository
+	// ("envs/"); "" is the root. Files ending in .yaml or .yml directly in
+	// it or below it are environment files; symlinks never are.
+	Path string
+	// SSHKeyFile is a private key for ssh URLs. Git then runs ssh with this
+	// key only, accepts a host key the first time it sees a host and
+	// refuses a changed one, and never prompts.
+	SSHKeyFile string
+	// TokenFile holds an HTTPS access token, sent as an Authorization
+	// header. It is read on every fetch, so it may be rotated in place. One
+	// word is sent as basic auth with the user "x-access-token"; a
+	// "<scheme> <credentials>" line (such as "Bearer abc") is sent as it
+	// is. The token never appears in argv or in errors.
+	TokenFile string
+	// CacheDir holds the mirror and the per-commit trees; it is created if
+	// needed. Several Watchers and processes may share it.
+	CacheDir string
+	// KeepTrees is how many commit trees stay on disk; older ones are
+	// removed after a poll. 0 means DefaultKeepTrees.
+	KeepTrees int
+}
+
+// Change is an environment file that a commit added, modified or removed.
+type Change struct {
+	// Path is relative to the repository's root, slash-separated.
+	Path string
+	// Content is the file at the commit; nil when Removed.
+	Content []byte
+	// Removed is set when the commit deleted the file (or renamed it away).
+	Removed bool
+}
+
+// Commit is one commit of the watched branch and what it did to the
+// environment files.
+type Commit struct {
+	Hash, Author, AuthorEmail, Message string
+	// Time is when the commit was authored, in the author's time zone.
+	Time time.Time
+	// Changes are the environment files added, modified or removed
+	// relative to the previous Commit (its first parent), sorted by path. A
+	// rename is a removal and an addition. It is empty for a commit that
+	// changed only other files, such as modules.
+	Changes []Change
+	// Dir holds every file of the repository at this commit, so relative
+	// module paths resolve as they did in that commit. It is shared: never
+	// modify it. It stays until KeepTrees newer commits have been returned.
+	Dir string
+	// Reset is set when the previous commit is no longer in the branch's
+	// history (a force-push): Changes then hold every environment file of
+	// this commit as added, and, when the previous commit is still known,
+	// the files that only it had as removed.
+	Reset bool
+}
+
+// Watcher follows one branch. Its methods may be called from several
+// goroutines; they are serialised, and a file lock serialises processes
+// sharing CacheDir.
+type Watcher struct {
+	cfg    Config
+	prefix string // Path without slashes at either end; "" is the root
+	mirror string
+	trees  string
+	base   []string // environment of every git command
+	mu     sync.Mutex
+}
+
+// New checks cfg and returns a Watcher for it. It does not touch the
+// network; the first Poll clones.
+func New(cfg Config) (*Watcher, error) {
+	if cfg.Branch == "" {
+		cfg.Branch = "main"
+	}
+	if cfg.KeepTrees == 0 {
+		cfg.KeepTrees = DefaultKeepTrees
+	}
+	var errs []error
+	if cfg.URL == "" || strings.HasPrefix(cfg.URL, "-") {
+		errs = append(errs, fmt.Errorf("repository URL %q is not a URL", cfg.URL))
+	}
+	if !validBranch(cfg.Branch) {
+		errs = append(errs, fmt.Errorf("branch %q is not a valid branch name", cfg.Branch))
+	}
+	prefix, err := cleanPath(cfg.Path)
+	errs = append(errs, err)
+	if cfg.CacheDir == "" {
+		errs = append(errs, errors.New("no cache folder"))
+	}
+	if cfg.KeepTrees < 0 {
+		errs = append(errs, fmt.Errorf("KeepTrees %d is negative", cfg.KeepTrees))
+	}
+	for _, p := range []*string{&cfg.CacheDir, &cfg.SSHKeyFile, &cfg.TokenFile} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p)
+			errs = append(errs, err)
+			*p = abs
+		}
+	}
+	if cfg.SSHKeyFile != "" {
+		if _, err := os.Stat(cfg.SSHKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("ssh key: %w", err))
+		}
+	}
+	if cfg.TokenFile != "" {
+		_, err := readToken(cfg.TokenFile)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("gitwatch %s: %w", displayURL(cfg.URL), err)
+	}
+	return &Watcher{
+		cfg:    cfg,
+		prefix: prefix,
+		mirror: filepath.Join(cfg.CacheDir, "mirror.git"),
+		trees:  filepath.Join(cfg.CacheDir, "trees"),
+		base:   baseEnv(nil, sshCommand(cfg.SSHKeyFile)),
+	}, nil
+}
+
+var hashPattern = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// Poll fetches the branch and returns the commits after the commit `after`,
+// oldest first: each commit of the branch's first-parent history, with its
+// changes relative to its first parent. It returns nothing when after is
+// the head.
+//
+// When after is "" (the first run) Poll returns one Commit for the head
+// whose Changes are every environment file, all added. When after is no
+// longer in the branch's history, it does the same with Reset set. When
+// after is in the history but not on its first-parent line (the branch was
+// fast-forwarded to a merge of itself into another branch), it returns the
+// head alone, with the changes since after.
+//
+// after must be a full commit hash. Errors name the repository and branch
+// and carry git's message; ErrBranchNotFound and context errors can be
+// tested with errors.Is.
+func (w *Watcher) Poll(ctx context.Context, after string) ([]Commit, error) {
+	if after != "" && !hashPattern.MatchString(after) {
+		return nil, w.wrap("poll", fmt.Errorf("%q is not a full commit hash", after))
+	}
+	var commits []Commit
+	err := w.locked(ctx, func() error {
+		head, err := w.fetch(ctx)
+		if err != nil {
+			return err
+		}
+		if commits, err = w.since(ctx, after, head); err != nil {
+			return err
+		}
+		return w.checkoutAll(ctx, commits)
+	})
+	if err != nil {
+		return nil, w.wrap("poll", err)
+	}
+	return commits, nil
+}
+
+// Head fetches the branch and returns the hash of its head.
+func (w *Watcher) Head(ctx context.Context) (string, error) {
+	var head string
+	err := w.locked(ctx, func() (err error) {
+		head, err = w.fetch(ctx)
+		return err
+	})
+	if err != nil {
+		return "", w.wrap("fetch", err)
+	}
+	return head, nil
+}
+
+// Checkout returns the folder holding the files of commit, as Commit.Dir
+// does, writing it again if it was pruned. It fetches only when the mirror
+// lacks the commit; a commit the remote no longer has is an error.
+func (w *Watcher) Checkout(ctx context.Context, commit string) (string, error) {
+	if !hashPattern.MatchString(commit) {
+		return "", w.wrap("checkout", fmt.Errorf("%q is not a full commit hash", commit))
+	}
+	var dir string
+	err := w.locked(ctx, func() error {
+		if err := w.ensureMirror(ctx); err != nil {
+			return err
+		}
+		if !w.known(ctx, commit) {
+			if _, err := w.fetch(ctx); err != nil {
+				return err
+			}
+			if !w.known(ctx, commit) {
+				return fmt.Errorf("commit %s is not in the branch", commit)
+			}
+		}
+		var err error
+		dir, err = w.tree(ctx, commit)
+		return err
+	})
+	if err != nil {
+		return "", w.wrap("checkout "+commit, err)
+	}
+	return dir, nil
+}
+
+// locked runs fn holding the Watcher's mutex and the cache's file lock.
+func (w *Watcher) locked(ctx context.Context, fn func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := os.MkdirAll(w.cfg.CacheDir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := filelock.Lock(ctx, filepath.Join(w.cfg.CacheDir, "lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
+}
+
+func (w *Watcher) wrap(op string, err error) error {
+	return fmt.Errorf("gitwatch: %s branch %s of %s: %w", op, w.cfg.Branch, displayURL(w.cfg.URL), err)
+}
+
+// cleanPath turns Config.Path into a slash-separated folder relative to the
+// repository's root, "" for the root itself.
+func cleanPath(p string) (string, error) {
+	clean := path.Clean("/" + filepath.ToSlash(p))
+	if strings.Contains("/"+filepath.ToSlash(p)+"/", "/../") {
+		return "", fmt.Errorf("path %q leaves the repository", p)
+	}
+	return strings.TrimPrefix(clean, "/"), nil
+}
+
+// validBranch rejects names git would refuse, and anything that could be
+// read as an option or a refspec.
+func validBranch(b string) bool {
+	if b == "" || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") ||
+		strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
+		strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{") {
+		return false
+	}
+	for _, r := range b {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune(`~^:?*[\`, r) {
+			return false
+		}
+	}
+	return true
+}
