@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
 )
@@ -172,8 +174,22 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("webhook secret: %w", err)
 	}
-	srv := server.New(k, server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
-		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log})
+	cfg := server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log}
+	if c.DriftInterval != "" {
+		if cfg.DriftInterval, err = time.ParseDuration(c.DriftInterval); err != nil {
+			return fmt.Errorf("--drift-interval: %w", err)
+		}
+	}
+	if c.Git.URL != "" {
+		poll, err := time.ParseDuration(c.Git.Poll)
+		if err != nil {
+			return fmt.Errorf("--git-poll: %w", err)
+		}
+		cfg.Git = &server.GitConfig{Poll: poll, Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
+			SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: 200}}
+	}
+	srv := server.New(k, cfg)
 	if err := srv.Open(ctx); err != nil {
 		return err
 	}

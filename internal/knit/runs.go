@@ -28,8 +28,11 @@ type RunRequest struct {
 	Parallelism int
 	AutoApprove bool
 	Refresh     bool
-	// Reconcile, for a drift run, brings drifted components back.
+	// Reconcile, for a drift run, brings drifted components back, as
+	// Policies say per component (spec.DriftReconcile, DriftApprove,
+	// DriftAlert; a component not named follows its autoApprove).
 	Reconcile bool
+	Policies  map[string]string
 	// Actor, Reason and Source are recorded with the run and in the audit trail.
 	Actor  string
 	Reason string
@@ -72,7 +75,7 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 	}
 	return k.engine.Start(ctx, req.Kind, env, engine.Options{
 		Components: req.Components, Parallelism: par, AutoApprove: req.AutoApprove,
-		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile,
+		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile, Policies: req.Policies,
 		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,
 		Origin: req.Origin, Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message,
 	})

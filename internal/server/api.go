@@ -39,7 +39,7 @@ func limitParam(r *http.Request) (int, error) {
 
 // page is every list response: the items and the cursor of the next page.
 type page[T any] struct {
-	Items []T  `json:"items"`
+	Items []T    `json:"items"`
 	Next  string `json:"next,omitempty"`
 }
 

@@ -166,6 +166,13 @@ func (q *queue) wait(ctx context.Context) {
 	}
 }
 
+// pendingFor reports whether a run of env waits in the queue.
+func (q *queue) pendingFor(env string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending[env]) > 0
+}
+
 // depth is the number of queued jobs and runs going.
 func (q *queue) depth() (queued, running int) {
 	q.mu.Lock()

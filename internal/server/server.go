@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 )
 
@@ -32,6 +33,11 @@ type Config struct {
 	// Actor names the server in the audit trail for what it starts itself.
 	Actor  string
 	Logger *slog.Logger
+	// Git, when set, switches on GitOps.
+	Git *GitConfig
+	// DriftInterval, when set, checks every environment for drift this
+	// often unless its file schedules otherwise.
+	DriftInterval time.Duration
 }
 
 // Server is knit serve.
@@ -54,6 +60,8 @@ type Server struct {
 	ready chan struct{}
 	// nudge asks the git watcher to fetch now (nil: GitOps off).
 	nudge chan struct{}
+	// drifts are the scheduled drift checks.
+	drifts drifts
 }
 
 // New builds a server over k. Nothing listens until Open.
@@ -74,8 +82,22 @@ func New(k *knit.Knit, cfg Config) *Server {
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{})}
 	s.met = newMetrics(k)
 	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
+	s.queue.onFinish = s.runFinished
 	s.routes()
+	if cfg.Git != nil {
+		s.nudge = make(chan struct{}, 1)
+		s.AddLoop(s.gitLoop)
+	}
+	s.AddLoop(s.driftLoop)
 	return s
+}
+
+// runFinished follows a run's end: the environment's drift schedule may
+// have changed with its spec.
+func (s *Server) runFinished(j *job, _ *engine.Result) {
+	if s.ctx.Err() == nil {
+		s.refreshDrift(s.ctx, j.env)
+	}
 }
 
 // AddLoop registers a background loop started by Open and stopped by Close.
@@ -140,7 +162,9 @@ func (s *Server) Addr() string {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Enqueue queues a run as the server would for an API call, returning its ID.
-func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) { return s.queue.enqueue(req, env) }
+func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) {
+	return s.queue.enqueue(req, env)
+}
 
 // Close stops taking work, interrupts running tools (their runs are
 // recorded interrupted and their locks released) and waits for them, for
