@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -220,8 +221,9 @@ func (d *Dispatcher) abandon(s Sink, env string, n int) {
 // Close stops accepting events and waits until every queued event has been
 // delivered or given up, or until ctx ends. In the latter case it abandons
 // the remaining events (cancelling requests and backoff waits), waits for
-// the workers to stop, and returns an error wrapping ctx.Err(). Calling
-// Close again waits the same way.
+// the workers to stop, and returns an error counting them and wrapping
+// ctx's cause (context.Canceled on a later call). It returns nil if
+// nothing was abandoned. Calling Close again returns at once.
 func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Lock()
 	d.closed = true
@@ -234,10 +236,15 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
+		d.cancel() // abandon what is left; workers stop promptly
+		<-done
 	}
 	d.cancel()
-	<-done
-	return fmt.Errorf("notify: close: %d undelivered events abandoned: %w", d.lost.Load(), ctx.Err())
+	if n := d.lost.Load(); n > 0 {
+		// A later Close with a live ctx still reports the loss.
+		cause := cmp.Or(context.Cause(ctx), context.Canceled)
+		return fmt.Errorf("notify: close: %d undelivered events abandoned: %w", n, cause)
+	}
+	return nil
 }
