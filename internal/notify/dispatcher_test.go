@@ -1,0 +1,406 @@
+package notify
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	const secret = "s3cr3t"
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL + "/hook", Secret: secret}}, fastOptions(newLogRecorder()))
+
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod", RunID: "r1", Component: "vpc", Actor: "alice",
+		Summary: "apply failed", URL: "https://knit.example/runs/r1"})
+	for _, k := range []string{KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindRunSucceeded} {
+		d.Notify(Event{Kind: k, Env: "prod"})
+	}
+
+	for i := range 5 {
+		h := rcv.next(t)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(h.body)
+		if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); h.header.Get("X-Knit-Signature-256") != want {
+			t.Fatalf("event %d: signature %q, want %q", i+1, h.header.Get("X-Knit-Signature-256"), want)
+		}
+		if h.seq != uint64(i+1) {
+			t.Fatalf("event %d arrived with seq %d: out of order", i+1, h.seq)
+		}
+		if ct := h.header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type = %q", ct)
+		}
+		if i > 0 {
+			continue
+		}
+		var body map[string]any
+		if err := json.Unmarshal(h.body, &body); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{
+			"sink": "ops", "seq": 1.0, "kind": "run-failed", "env": "prod", "runId": "r1",
+			"component": "vpc", "actor": "alice", "summary": "apply failed",
+			"time": "2024-05-01T12:00:00Z", "url": "https://knit.example/runs/r1",
+		}
+		for k, v := range want {
+			if body[k] != v {
+				t.Errorf("body[%q] = %v, want %v", k, body[k], v)
+			}
+		}
+		if len(body) != len(want) {
+			t.Errorf("body has %d fields, want %d: %s", len(body), len(want), h.body)
+		}
+		if got := h.header.Get("X-Knit-Event"); got != KindRunFailed {
+			t.Errorf("X-Knit-Event = %q", got)
+		}
+	}
+}
+
+func TestSequenceIsPerEnvironment(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(newLogRecorder()))
+	for _, env := range []string{"a", "b", "a", "b", "a"} {
+		d.Notify(Event{Kind: KindDriftFound, Env: env})
+	}
+	closeNow(t, d)
+	var a, b []string
+	for _, s := range rcv.seen() {
+		if strings.HasPrefix(s, "a#") {
+			a = append(a, s)
+		} else {
+			b = append(b, s)
+		}
+	}
+	if want := []string{"a#1:200", "a#2:200", "a#3:200"}; !slices.Equal(a, want) {
+		t.Errorf("env a got %q, want %q", a, want)
+	}
+	if want := []string{"b#1:200", "b#2:200"}; !slices.Equal(b, want) {
+		t.Errorf("env b got %q, want %q", b, want)
+	}
+}
+
+func TestEventsFilter(t *testing.T) {
+	all, drift := newReceiver(t, nil), newReceiver(t, nil)
+	d := newDispatcher(t, []Sink{
+		{Name: "all", Kind: SinkWebhook, URL: all.URL, Secret: "k"},
+		{Name: "drift", Kind: SinkWebhook, URL: drift.URL, Secret: "k", Events: []string{KindDriftFound, KindApprovalNeeded}},
+	}, fastOptions(newLogRecorder()))
+	for _, k := range []string{KindRunFailed, KindDriftFound, KindRunSucceeded, KindApprovalNeeded} {
+		d.Notify(Event{Kind: k, Env: "prod"})
+	}
+	closeNow(t, d)
+	if got, want := all.seen(), []string{"prod#1:200", "prod#2:200", "prod#3:200", "prod#4:200"}; !slices.Equal(got, want) {
+		t.Errorf("unfiltered sink got %q, want %q", got, want)
+	}
+	if got, want := drift.seen(), []string{"prod#2:200", "prod#4:200"}; !slices.Equal(got, want) {
+		t.Errorf("filtered sink got %q, want %q (drift-found and approval-needed only)", got, want)
+	}
+}
+
+func TestRetriesKeepOrder(t *testing.T) {
+	// The first event is answered 500, 429, then 200; the second must come
+	// only after the first got through.
+	rcv := newReceiver(t, func(_ hit, n int) int {
+		return []int{500, 429, 200, 200}[min(n, 3)]
+	})
+	rec := newLogRecorder()
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(rec))
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	d.Notify(Event{Kind: KindRunSucceeded, Env: "prod"})
+	closeNow(t, d)
+	if got, want := rcv.seen(), []string{"prod#1:500", "prod#1:429", "prod#1:200", "prod#2:200"}; !slices.Equal(got, want) {
+		t.Fatalf("receiver saw %q, want %q", got, want)
+	}
+	if n := strings.Count(rec.text(), "will retry"); n != 2 {
+		t.Errorf("logged %d retries, want 2:\n%s", n, rec.text())
+	}
+}
+
+func TestGivesUpAndMovesOn(t *testing.T) {
+	// Event 1 is refused with 400 (not retried), event 2 always fails with
+	// 503 (tried MaxAttempts times), event 3 is delivered.
+	rcv := newReceiver(t, func(h hit, _ int) int {
+		return map[uint64]int{1: 400, 2: 503, 3: 200}[h.seq]
+	})
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.MaxAttempts = 3
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, opts)
+	for range 3 {
+		d.Notify(Event{Kind: KindDriftFound, Env: "prod"})
+	}
+	closeNow(t, d)
+	want := []string{"prod#1:400", "prod#2:503", "prod#2:503", "prod#2:503", "prod#3:200"}
+	if got := rcv.seen(); !slices.Equal(got, want) {
+		t.Fatalf("receiver saw %q, want %q", got, want)
+	}
+	for _, line := range []string{"seq=1 attempt=1 status=400", "seq=2 attempt=3 status=503"} {
+		if !strings.Contains(rec.text(), "giving up on event") || !strings.Contains(rec.text(), line) {
+			t.Errorf("no give-up logged with %q:\n%s", line, rec.text())
+		}
+	}
+}
+
+func TestHangingReceiverTimesOut(t *testing.T) {
+	// The first attempt hangs until the dispatcher gives up on it; the
+	// retry is answered.
+	rcv := newReceiver(t, func(h hit, n int) int {
+		if n == 0 {
+			<-h.ctx.Done()
+		}
+		return 200
+	})
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.Client = &http.Client{} // no timeout of its own
+	opts.AttemptTimeout = 20 * time.Millisecond
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, opts)
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	closeNow(t, d)
+	if got := rcv.seen(); len(got) != 2 || got[1] != "prod#1:200" {
+		t.Fatalf("receiver saw %q, want a hung attempt then prod#1:200", got)
+	}
+	if !strings.Contains(rec.text(), "attempt=1 error=Post: context deadline exceeded") {
+		t.Errorf("timed-out attempt not logged:\n%s", rec.text())
+	}
+}
+
+func TestDownReceiverDelaysNoOtherSink(t *testing.T) {
+	up := newReceiver(t, nil)
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	// After its first refused attempt the down sink waits an hour, so it is
+	// certainly still retrying while the other sink delivers.
+	opts.Backoff, opts.MaxBackoff = time.Hour, time.Hour
+	d, err := New([]Sink{
+		{Name: "down", Kind: SinkWebhook, URL: refusedURL(t), Secret: "k"},
+		{Name: "up", Kind: SinkWebhook, URL: up.URL, Secret: "k"},
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Notify returns while the down sink is failing: the test would hang
+	// here otherwise.
+	for range 3 {
+		d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	}
+	rec.waitFor(t, "will retry", "sink=down", "seq=1", "attempt=1")
+	for i := range 3 {
+		if h := up.next(t); h.seq != uint64(i+1) {
+			t.Fatalf("up sink got seq %d, want %d", h.seq, i+1)
+		}
+	}
+	if strings.Contains(rec.text(), "giving up") {
+		t.Fatalf("down sink gave up instead of retrying:\n%s", rec.text())
+	}
+
+	// Close cannot wait an hour: it abandons the down sink's three events.
+	// (The up sink's last response may be cut off too, hence counting the
+	// down sink's events in the log.)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want context.Canceled", err)
+	}
+	abandoned := 0
+	for _, line := range strings.Split(rec.text(), "\n") {
+		if _, n, ok := strings.Cut(line, "abandoning undelivered events at close sink=down env=prod events="); ok {
+			k, _ := strconv.Atoi(n)
+			abandoned += k
+		}
+	}
+	if abandoned != 3 {
+		t.Fatalf("down sink abandoned %d events at Close, want 3:\n%s", abandoned, rec.text())
+	}
+	if err := d.Close(context.Background()); err == nil {
+		t.Fatal("a second Close forgot the abandoned events")
+	}
+}
+
+func TestEnvironmentsProceedIndependently(t *testing.T) {
+	release := make(chan struct{})
+	rcv := newReceiver(t, func(h hit, _ int) int {
+		if h.env == "stuck" {
+			<-release
+		}
+		return 200
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(newLogRecorder()))
+	d.Notify(Event{Kind: KindRunFailed, Env: "stuck"})
+	for range 3 {
+		d.Notify(Event{Kind: KindRunFailed, Env: "free"})
+	}
+	for i := range 3 {
+		if h := rcv.next(t); h.env != "free" || h.seq != uint64(i+1) {
+			t.Fatalf("got %s#%d while stuck is blocked, want free#%d", h.env, h.seq, i+1)
+		}
+	}
+	close(release)
+	if h := rcv.next(t); h.env != "stuck" {
+		t.Fatalf("got %s#%d, want the stuck event once released", h.env, h.seq)
+	}
+}
+
+func TestFullQueueDropsOldest(t *testing.T) {
+	release := make(chan struct{})
+	rcv := newReceiver(t, func(_ hit, n int) int {
+		if n == 0 {
+			<-release // hold the first event in flight
+		}
+		return 200
+	})
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.QueueSize = 3
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, opts)
+
+	d.Notify(Event{Kind: KindDriftFound, Env: "prod"})
+	// Wait until event 1 is in flight, so the queue is empty behind it.
+	waitInFlight(t, d)
+	for range 5 {
+		d.Notify(Event{Kind: KindDriftFound, Env: "prod"}) // 2..6; 2 and 3 are dropped
+	}
+	close(release)
+	closeNow(t, d)
+	if got, want := rcv.seen(), []string{"prod#1:200", "prod#4:200", "prod#5:200", "prod#6:200"}; !slices.Equal(got, want) {
+		t.Fatalf("receiver saw %q, want %q", got, want)
+	}
+	for _, seq := range []string{"seq=2", "seq=3"} {
+		if !strings.Contains(rec.text(), "queue full, dropping oldest event sink=ops env=prod kind=drift-found "+seq) {
+			t.Errorf("no warning for dropping %s:\n%s", seq, rec.text())
+		}
+	}
+}
+
+// waitInFlight waits until every queue has handed its events to a worker.
+func waitInFlight(t *testing.T, d *Dispatcher) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		d.mu.Lock()
+		waiting := 0
+		for _, q := range d.queues {
+			waiting += len(q.items)
+		}
+		d.mu.Unlock()
+		if waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("events never left the queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestCloseDrainsQueuedEvents(t *testing.T) {
+	rcv := newReceiver(t, func(_ hit, n int) int {
+		return []int{503, 200}[min(n, 1)] // make the first one retry
+	})
+	rec := newLogRecorder()
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(rec))
+	for _, env := range []string{"a", "b", "a", "b", "a", "b"} {
+		d.Notify(Event{Kind: KindRunSucceeded, Env: env})
+	}
+	closeNow(t, d)
+	delivered := 0
+	for _, s := range rcv.seen() {
+		if strings.HasSuffix(s, ":200") {
+			delivered++
+		}
+	}
+	if delivered != 6 {
+		t.Fatalf("delivered %d of 6 events by the time Close returned: %q", delivered, rcv.seen())
+	}
+
+	d.Notify(Event{Kind: KindRunFailed, Env: "a"})
+	if len(rcv.seen()) != 7 || !strings.Contains(rec.text(), "after Close") {
+		t.Fatalf("an event notified after Close was not dropped with a warning: %q\n%s", rcv.seen(), rec.text())
+	}
+	// Nothing is left, so even an expired context closes cleanly.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}
+
+func TestUnknownKindIsDropped(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	rec := newLogRecorder()
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(rec))
+	d.Notify(Event{Kind: "run-exploded", Env: "prod"})
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	closeNow(t, d)
+	if got, want := rcv.seen(), []string{"prod#1:200"}; !slices.Equal(got, want) {
+		t.Fatalf("receiver saw %q, want %q", got, want)
+	}
+	if !strings.Contains(rec.text(), "unknown kind kind=run-exploded") {
+		t.Errorf("unknown kind not logged:\n%s", rec.text())
+	}
+}
+
+func TestLogsHoldNoSecrets(t *testing.T) {
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.MaxAttempts = 2
+	url := strings.Replace(refusedURL(t), "http://", "http://user:PASSWORD@", 1) + "/T0/PATHTOKEN?token=QUERYTOKEN"
+	sink := Sink{Name: "ops", Kind: SinkWebhook, URL: url, Secret: "HMACSECRET"}
+	d := newDispatcher(t, []Sink{sink}, opts)
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	rec.waitFor(t, "giving up", "sink=ops", "error=Post: dial tcp")
+	d.opts.Logger.Info("sink", "sink", sink)
+	for _, secret := range []string{"PASSWORD", "PATHTOKEN", "QUERYTOKEN", "HMACSECRET"} {
+		if strings.Contains(rec.text(), secret) {
+			t.Errorf("logs contain %s:\n%s", secret, rec.text())
+		}
+	}
+	if !strings.Contains(rec.text(), "host=127.0.0.1:") {
+		t.Errorf("logs do not name the host:\n%s", rec.text())
+	}
+}
+
+func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	d, err := New(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for attempt := 1; attempt <= 8; attempt++ {
+		got = append(got, d.backoff(attempt))
+	}
+	s := time.Second
+	want := []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 32 * s, time.Minute, time.Minute}
+	if !slices.Equal(got, want) {
+		t.Fatalf("default backoff = %v, want %v", got, want)
+	}
+	if d.opts.MaxAttempts != 5 || d.opts.QueueSize != 100 {
+		t.Errorf("defaults: MaxAttempts %d, QueueSize %d; want 5, 100", d.opts.MaxAttempts, d.opts.QueueSize)
+	}
+}
+
+func TestSignMatchesGitHubStyle(t *testing.T) {
+	// Known answer: HMAC-SHA256("It's a Secret to Everybody", "Hello, World!"),
+	// the example in GitHub's webhook documentation.
+	got := Sign("It's a Secret to Everybody", []byte("Hello, World!"))
+	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
+		t.Fatalf("Sign = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,59 @@
+package notify
+
+import (
+	"slices"
+	"time"
+)
+
+// Event kinds. A Sink's Events filter and an Event's Kind use these.
+const (
+	KindRunFailed      = "run-failed"
+	KindRunSucceeded   = "run-succeeded"
+	KindDriftFound     = "drift-found"
+	KindApprovalNeeded = "approval-needed"
+	KindTeardownDone   = "teardown-done"
+)
+
+// kinds lists the known event kinds in the order error messages name them.
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone}
+
+func knownKind(k string) bool { return slices.Contains(kinds, k) }
+
+// Event is something a person may want to hear about. Kind must be one of
+// the Kind constants; Env, the environment, orders delivery (see
+// Dispatcher). The other fields are informational and may be empty; a zero
+// Time is set to the Dispatcher's clock by Notify. URL, if set, links to the
+// dashboard.
+type Event struct {
+	Kind      string
+	Env       string
+	RunID     string
+	Component string
+	Actor     string
+	Summary   string
+	Time      time.Time
+	URL       string
+}
+
+// webhookBody is the JSON a webhook sink receives. Every field is always
+// present, empty strings included, so receivers can rely on the shape.
+type webhookBody struct {
+	Sink      string    `json:"sink"`
+	Seq       uint64    `json:"seq"`
+	Kind      string    `json:"kind"`
+	Env       string    `json:"env"`
+	RunID     string    `json:"runId"`
+	Component string    `json:"component"`
+	Actor     string    `json:"actor"`
+	Summary   string    `json:"summary"`
+	Time      time.Time `json:"time"`
+	URL       string    `json:"url"`
+}
+
+func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
+	return webhookBody{
+		Sink: sink, Seq: seq, Kind: ev.Kind, Env: ev.Env, RunID: ev.RunID,
+		Component: ev.Component, Actor: ev.Actor, Summary: ev.Summary,
+		Time: ev.Time.UTC(), URL: ev.URL,
+	}
+}
