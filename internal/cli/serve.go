@@ -14,6 +14,7 @@ import (
 
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
 )
 
@@ -189,7 +190,17 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		cfg.Git = &server.GitConfig{Poll: poll, Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 			SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: 200}}
 	}
-	srv := server.New(k, cfg)
+	for _, n := range c.Notifications {
+		secret, err := readSecretFile(n.SecretFile)
+		if err != nil {
+			return fmt.Errorf("notification %s: %w", n.Name, err)
+		}
+		cfg.Notify = append(cfg.Notify, notify.Sink{Name: n.Name, Kind: n.Kind, URL: n.URL, Secret: secret, Events: n.Events})
+	}
+	srv, err := server.New(k, cfg)
+	if err != nil {
+		return err
+	}
 	if err := srv.Open(ctx); err != nil {
 		return err
 	}

@@ -20,7 +20,8 @@ type driftCheck struct {
 	components []string // nil: every component
 	policies   map[string]string
 	sched      schedule.Schedule
-	next       time.Time
+	base       time.Time // the schedule's own due time
+	next       time.Time // base plus this check's jitter
 }
 
 // drifts holds every environment's scheduled checks, rebuilt for an
@@ -31,13 +32,14 @@ type drifts struct {
 	checks map[string][]*driftCheck
 }
 
-// driftTick is how often the scheduler looks for checks that are due.
-var driftTick = time.Second
-
 // driftLoop runs scheduled drift checks as they fall due, through the queue.
 func (s *Server) driftLoop(ctx context.Context) {
 	s.loadAllDriftSchedules(ctx)
-	t := time.NewTicker(driftTick)
+	tick := s.cfg.DriftTick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -114,12 +116,17 @@ func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, err
 		}
 	}
 	add := func(expr string, comps []string) error {
-		sched, err := schedule.Parse(expr)
+		var opts []schedule.Option
+		if s.cfg.MinDriftEvery > 0 {
+			opts = append(opts, schedule.MinEvery(s.cfg.MinDriftEvery))
+		}
+		sched, err := schedule.Parse(expr, opts...)
 		if err != nil {
 			return err
 		}
-		checks = append(checks, &driftCheck{env: id, components: comps, policies: policies, sched: sched,
-			next: s.firstDue(id+strings.Join(comps, ","), sched, now)})
+		c := &driftCheck{env: id, components: comps, policies: policies, sched: sched, base: sched.Next(now)}
+		c.next = c.base.Add(c.jitter())
+		checks = append(checks, c)
 		return nil
 	}
 	switch {
@@ -144,13 +151,13 @@ func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, err
 	return checks, nil
 }
 
-// firstDue is a check's next time plus a jitter that depends on the key:
-// a tenth of the period, at most five minutes, so a hundred environments
-// on one schedule do not start in the same second.
-func (s *Server) firstDue(key string, sched schedule.Schedule, now time.Time) time.Time {
-	next := sched.Next(now)
-	period := sched.Next(next).Sub(next)
-	return next.Add(schedule.Jitter(key, min(period/10, 5*time.Minute)))
+// jitter delays a check by an amount that depends on what it checks: a
+// tenth of its period, at most five minutes, so a hundred environments on
+// one schedule do not start in the same second. It is added to the
+// schedule's own due times, never accumulated.
+func (c *driftCheck) jitter() time.Duration {
+	period := c.sched.Next(c.base).Sub(c.base)
+	return schedule.Jitter(c.env+"|"+strings.Join(c.components, ","), min(period/10, 5*time.Minute))
 }
 
 // runDueDriftChecks queues the checks that are due, oldest first.
@@ -161,7 +168,10 @@ func (s *Server) runDueDriftChecks(now time.Time) {
 		for _, c := range checks {
 			if !c.next.After(now) {
 				due = append(due, c)
-				c.next = s.firstDue(c.env+strings.Join(c.components, ","), c.sched, now.UTC())
+				for !c.base.After(now) { // a check missed while the server was busy runs once
+					c.base = c.sched.Next(c.base)
+				}
+				c.next = c.base.Add(c.jitter())
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
 )
 
 // Config is how a Server runs.
@@ -38,6 +39,13 @@ type Config struct {
 	// DriftInterval, when set, checks every environment for drift this
 	// often unless its file schedules otherwise.
 	DriftInterval time.Duration
+	// MinDriftEvery is the shortest "@every" drift schedule accepted
+	// (default one minute; tests go lower), DriftTick how often due checks
+	// are looked for (default one second).
+	MinDriftEvery, DriftTick time.Duration
+	// Notify are the sinks told about failed runs, drift, approvals needed,
+	// teardowns and successes.
+	Notify []notify.Sink
 }
 
 // Server is knit serve.
@@ -62,10 +70,12 @@ type Server struct {
 	nudge chan struct{}
 	// drifts are the scheduled drift checks.
 	drifts drifts
+	notify *notify.Dispatcher
 }
 
-// New builds a server over k. Nothing listens until Open.
-func New(k *knit.Knit, cfg Config) *Server {
+// New builds a server over k. Nothing listens until Open. Bad notification
+// sinks are an error.
+func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:7070"
 	}
@@ -81,6 +91,12 @@ func New(k *knit.Knit, cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{})}
 	s.met = newMetrics(k)
+	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.notify = d
 	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
 	s.queue.onFinish = s.runFinished
 	s.routes()
@@ -89,14 +105,17 @@ func New(k *knit.Knit, cfg Config) *Server {
 		s.AddLoop(s.gitLoop)
 	}
 	s.AddLoop(s.driftLoop)
-	return s
+	return s, nil
 }
 
 // runFinished follows a run's end: the environment's drift schedule may
 // have changed with its spec.
-func (s *Server) runFinished(j *job, _ *engine.Result) {
+func (s *Server) runFinished(j *job, res *engine.Result) {
 	if s.ctx.Err() == nil {
 		s.refreshDrift(s.ctx, j.env)
+	}
+	for _, ev := range notifications(j, res) {
+		s.notify.Notify(ev)
 	}
 }
 
@@ -176,6 +195,9 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.cancel()
 	s.queue.wait(ctx)
+	if nerr := s.notify.Close(ctx); nerr != nil {
+		s.log.Warn("notifications left undelivered", "err", nerr)
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

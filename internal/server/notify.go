@@ -1,0 +1,63 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/store"
+)
+
+// notifications are what a finished run tells the sinks: each component
+// waiting for approval, drift found, then how the run ended.
+func notifications(j *job, res *engine.Result) []notify.Event {
+	if res == nil {
+		return nil
+	}
+	base := notify.Event{Env: res.Env, RunID: res.RunID, Actor: j.req.Actor}
+	var out []notify.Event
+	for _, c := range res.Components {
+		if c.Status == engine.Awaiting {
+			ev := base
+			ev.Kind, ev.Component = notify.KindApprovalNeeded, c.Name
+			ev.Summary = fmt.Sprintf("%s in %s waits for approval: %s", c.Name, res.Env, c.Reason)
+			out = append(out, ev)
+		}
+	}
+	if res.Kind == engine.KindDrift && res.HasDrift() {
+		var names []string
+		for _, c := range res.Components {
+			if c.Drift == engine.Drifted || c.Drift == engine.Affected {
+				names = append(names, c.Name)
+			}
+		}
+		ev := base
+		ev.Kind, ev.Summary = notify.KindDriftFound, fmt.Sprintf("drift in %s: %s", res.Env, strings.Join(names, ", "))
+		out = append(out, ev)
+	}
+	ev := base
+	switch {
+	case res.Status == store.StatusFailed:
+		ev.Kind, ev.Summary = notify.KindRunFailed, fmt.Sprintf("%s of %s failed: %s", res.Kind, res.Env, firstFailure(res))
+	case res.Status == store.StatusSucceeded && res.Kind == engine.KindTeardown:
+		ev.Kind, ev.Summary = notify.KindTeardownDone, fmt.Sprintf("%s is torn down", res.Env)
+	case res.Status == store.StatusSucceeded:
+		ev.Kind, ev.Summary = notify.KindRunSucceeded, fmt.Sprintf("%s of %s succeeded", res.Kind, res.Env)
+	default:
+		return out
+	}
+	return append(out, ev)
+}
+
+func firstFailure(res *engine.Result) string {
+	if res.Error != "" {
+		return res.Error
+	}
+	for _, c := range res.Components {
+		if c.Status == engine.Failed {
+			return c.Name + ": " + c.Reason
+		}
+	}
+	return res.Status
+}
