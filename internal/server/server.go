@@ -195,15 +195,16 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.cancel()
 	s.queue.wait(ctx)
-	if nerr := s.notify.Close(ctx); nerr != nil {
-		s.log.Warn("notifications left undelivered", "err", nerr)
-	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	// Last, the notifications of what just ended, as long as ctx allows.
+	if nerr := s.notify.Close(ctx); nerr != nil {
+		s.log.Warn("notifications left undelivered", "err", nerr)
 	}
 	return err
 }

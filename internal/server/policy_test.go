@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/fake"
+	"knit.dev/knit/internal/server"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+const policyEnv = `
+apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: p}
+spec:
+  teamName: ops
+  envName: p
+  autoApprove: true
+  drift: {schedule: "@every 200ms"}
+  components:
+    - {name: fix, type: script, script: {apply: "true"}, drift: {policy: reconcile}}
+    - {name: ask, type: script, script: {apply: "true"}, drift: {policy: approve}}
+    - {name: tell, type: script, script: {apply: "true"}, drift: {policy: alert}}
+`
+
+// receiver is a local webhook receiver that checks signatures and keeps
+// the events it got, in order.
+type receiver struct {
+	mu     sync.Mutex
+	events []map[string]any
+	bad    int
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if r.Header.Get(notify.SignatureHeader) != notify.Sign("s3cret", body) {
+		rc.bad++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var ev map[string]any
+	json.Unmarshal(body, &ev)
+	rc.events = append(rc.events, ev)
+}
+
+func (rc *receiver) kinds() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []string
+	for _, e := range rc.events {
+		out = append(out, e["kind"].(string))
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
+	ctx := context.Background()
+	fr := &fake.Runner{}
+	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: fr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	env, diags := spec.Parse("p.yaml", t.TempDir(), []byte(policyEnv))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+		t.Fatalf("apply: %v %v", res, err)
+	}
+	up := &receiver{}
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	downSrv := httptest.NewServer(http.NotFoundHandler())
+	downURL := downSrv.URL
+	downSrv.Close() // a receiver that is down
+	srv, err := server.New(k, server.Config{Listen: "127.0.0.1:0", MinDriftEvery: time.Millisecond, DriftTick: 20 * time.Millisecond,
+		Notify: []notify.Sink{
+			{Name: "down", Kind: notify.SinkWebhook, URL: downURL, Secret: "s3cret"},
+			{Name: "up", Kind: notify.SinkWebhook, URL: upSrv.URL, Secret: "s3cret", Events: []string{notify.KindDriftFound, notify.KindApprovalNeeded}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// The down sink is still retrying: undelivered events are dropped at Close.
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		srv.Close(ctx)
+	}()
+
+	for _, c := range []string{"fix", "ask", "tell"} {
+		fr.Drift(c) // changed out of band
+	}
+	state := func(c string) string {
+		st, _ := k.Store().ComponentStates(ctx, "ops/p")
+		return st[c].Status
+	}
+	waitUntil(t, "reconcile fixes fix, approve holds ask, alert reports tell", func() bool {
+		return fr.Applied("fix") && state("ask") == "awaiting-approval" && state("tell") == "drifted"
+	})
+	if fr.Applied("tell") || fr.Applied("ask") {
+		t.Fatal("a component whose policy is alert or approve was changed")
+	}
+	waitUntil(t, "the up receiver gets drift-found and approval-needed, signed, in order", func() bool {
+		k := up.kinds()
+		return len(k) >= 2
+	})
+	kinds := up.kinds()
+	if kinds[0] != notify.KindApprovalNeeded || kinds[1] != notify.KindDriftFound || up.bad != 0 {
+		t.Fatalf("events %v (bad signatures %d)", kinds, up.bad)
+	}
+	if !strings.Contains(up.events[0]["summary"].(string), "ask") {
+		t.Fatalf("approval-needed names %v", up.events[0])
+	}
+}
