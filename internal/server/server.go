@@ -140,7 +140,8 @@ func (s *Server) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
-	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return s.ctx }}
 	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
@@ -189,11 +190,13 @@ func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) {
 // recorded interrupted and their locks released) and waits for them, for
 // the HTTP server to drain, and for the background loops, until ctx ends.
 func (s *Server) Close(ctx context.Context) error {
+	// Cancelling first interrupts the runs and ends the requests that wait
+	// on them (event streams), so that Shutdown has nothing left to drain.
+	s.cancel()
 	var err error
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
 	}
-	s.cancel()
 	s.queue.wait(ctx)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

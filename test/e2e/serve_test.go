@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -45,12 +46,22 @@ func (w *world) startServer(args ...string) *server {
 	}
 	s := &server{t: w.t, w: w, cmd: cmd, token: tok, log: &bytes.Buffer{}}
 	w.t.Cleanup(func() { s.stop() })
+	s.url = "http://" + waitListening(w.t, stderr, s.log)
+	return s
+}
+
+// waitListening reads a server's log until it says where it listens.
+func waitListening(t *testing.T, stderr io.Reader, log *bytes.Buffer) string {
+	t.Helper()
 	addr := make(chan string, 1)
+	var mu sync.Mutex
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			s.log.WriteString(line + "\n")
+			mu.Lock()
+			log.WriteString(line + "\n")
+			mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
 				select {
 				case addr <- m[1]:
@@ -61,11 +72,13 @@ func (w *world) startServer(args ...string) *server {
 	}()
 	select {
 	case a := <-addr:
-		s.url = "http://" + a
+		return a
 	case <-time.After(30 * time.Second):
-		w.t.Fatalf("knit serve did not start:\n%s", s.log)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("knit serve did not start:\n%s", log)
 	}
-	return s
+	return ""
 }
 
 func (s *server) stop() {
@@ -302,4 +315,64 @@ func TestGitOpsLifecycleThroughTheServer(t *testing.T) {
 		t.Fatalf("audit trail: apply by commit %v, approve by root %v, teardown of qa %v\n%+v", applyByCommit, approveByRoot, teardown, audit.Items)
 	}
 	_ = context.Background
+}
+
+func TestServerKilledMidApplyResumesOnRestart(t *testing.T) {
+	w := newWorld(t)
+	events := w.path("events.log")
+	env := strings.ReplaceAll(envFile("crash",
+		node("first", ""),
+		node("slow", "        - {name: delay, value: 6}\n      dependsOn: [first]\n"),
+		node("last", "      dependsOn: [slow]\n"),
+	), "EVENTS", events)
+	repo := newGitRepo(t, map[string]string{"modules/node/main.tf": nodeModule, "envs/crash.yaml": env})
+	args := []string{"--git-url", "file://" + repo.bare, "--git-path", "envs/", "--git-poll", "200ms"}
+	s := w.startServer(args...)
+	waitFor(t, 2*time.Minute, func() bool { _, ok := w.eventTimes("start")["slow"]; return ok })
+	if err := s.cmd.Process.Kill(); err != nil { // kill -9, mid-apply
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+
+	s2 := w.startServerWithToken(s.token, args...)
+	s2.eventually("the environment is reconciled to completion", func() bool {
+		e, _ := s2.env("qa/crash")
+		return e.Status == "provisioned"
+	})
+	var hist struct {
+		Items []struct{ Status, Source string }
+	}
+	// The killed run is recorded interrupted, and a later run finished it.
+	out := w.ok("history", "qa/crash", "-o", "json").stdout
+	if !strings.Contains(out, `"status": "interrupted"`) || !strings.Contains(out, `"source": "recovery"`) {
+		t.Fatalf("history after the crash:\n%s", out)
+	}
+	_ = hist
+	for _, c := range []string{"first", "slow", "last"} {
+		if n := stateResources(t, filepath.Join(w.dataDir, "work", "qa", "crash", c, "terraform.tfstate")); n != 1 {
+			t.Errorf("%s: %d resources in state, want 1", c, n)
+		}
+	}
+	if n := len(w.eventTimes("end")); n != 3 {
+		t.Errorf("%d components finished, want 3", n)
+	}
+}
+
+// startServerWithToken starts another server process on the same data dir,
+// using an existing token.
+func (w *world) startServerWithToken(token string, args ...string) *server {
+	w.t.Helper()
+	cmd := exec.Command(knitBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	cmd.Dir, cmd.Env = w.dir, w.env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	s := &server{t: w.t, w: w, cmd: cmd, token: token, log: &bytes.Buffer{}}
+	w.t.Cleanup(func() { s.stop() })
+	s.url = "http://" + waitListening(w.t, stderr, s.log)
+	return s
 }
