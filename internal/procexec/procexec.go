@@ -29,8 +29,8 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 // the kill of any remaining group members still happens on time. A process
 // that left the group (setsid) and kept the command's pipes open does not
 // hold up Wait for longer than grace plus a moment: the pipes are closed.
-// Where process groups do not exist (Windows), cancellation kills the
-// command itself.
+// A grace of zero or less kills at once. Where process groups do not exist
+// (Windows), cancellation kills the command itself.
 func CommandGrace(ctx context.Context, grace time.Duration, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = sysProcAttr()
