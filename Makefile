@@ -31,6 +31,7 @@ demo: tools build ## validate, graph and run the example environment
 
 test: tools ## every test, end-to-end ones included
 	go vet ./...
+	GOOS=darwin go build ./... && GOOS=darwin go vet ./...   # knit runs on macOS too
 	go test -race -count=1 ./...   # the race detector found real bugs; keep it on
 
 test-short: ## unit tests only, no tools needed

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
@@ -32,9 +31,7 @@ func Exec(ctx context.Context, env []string, okCodes []int, name string, args ..
 	err := cmd.Run()
 	s := Sample{Wall: time.Since(start), Stdout: stdout.Bytes()}
 	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			s.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
-		}
+		s.MaxRSS = maxRSS(cmd.ProcessState)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

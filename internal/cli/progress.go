@@ -9,19 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/mattn/go-isatty"
 	"knit.dev/knit/internal/engine"
 )
 
 // isTerminal reports whether s (stdin, stdout or stderr) is an interactive
-// terminal; /dev/null is a character device too, so ask the terminal driver.
+// terminal; /dev/null is a character device too, so ask the terminal driver
+// (go-isatty knows each OS's way to ask).
 func isTerminal(s any) bool {
 	f, ok := s.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // progress shows a run's component states on stderr: a live table redrawn

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -88,14 +88,5 @@ func (e *Engine) deadHolder(h store.Lock) bool {
 	if e.Host == "" || e.PID <= 0 || h.Host != e.Host || h.PID <= 0 || h.PID == e.PID {
 		return false
 	}
-	return !processAlive(h.PID)
-}
-
-// processAlive reports whether a process with pid exists on this host.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return !procexec.Alive(h.PID)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -25,10 +26,10 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 		if seen[r.Env] {
 			continue
 		}
-		if l, err := k.store.Lock(ctx, r.Env); err == nil && l.RunID == r.ID && l.Host == k.cfg.Host && l.PID != k.cfg.PID && processAlive(l.PID) {
+		if l, err := k.store.Lock(ctx, r.Env); err == nil && l.RunID == r.ID && l.Host == k.cfg.Host && l.PID != k.cfg.PID && procexec.Alive(l.PID) {
 			continue // its knit is alive: not ours to recover
 		}
-		ids, err := k.store.InterruptRuns(ctx, r.Env, func(pid int) bool { return pid != k.cfg.PID && processAlive(pid) }, k.now())
+		ids, err := k.store.InterruptRuns(ctx, r.Env, func(pid int) bool { return pid != k.cfg.PID && procexec.Alive(pid) }, k.now())
 		if err != nil {
 			return envs, err
 		}

@@ -112,7 +112,7 @@ func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
 		// Locating the tool and asking its version waits for a run that
 		// has terraform components to plan.
 		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
-		spec.TypeScript:    script.New(),
+		spec.TypeScript:    script.New(script.Options{}),
 	}
 }
 

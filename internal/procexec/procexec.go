@@ -1,33 +1,50 @@
 // Package procexec is the one place knit's own runners start processes:
-// a process group per command, SIGINT on cancellation and SIGKILL only after
-// a grace period, and death of the child when knit itself dies.
+// a process group per command, SIGINT on cancellation and SIGKILL to the
+// whole group only after a grace period, and death of the child when knit
+// itself dies (Linux).
 package procexec
 
 import (
 	"context"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
-// Grace is how long a cancelled command has to exit after SIGINT before it is killed.
+// Grace is how long a cancelled command has to exit after SIGINT before its
+// process group is killed, unless CommandGrace says otherwise.
 const Grace = 10 * time.Second
 
-// Command returns an exec.Cmd for name/args that, when ctx is cancelled,
-// interrupts its whole process group and kills it only after Grace.
+// Command is CommandGrace with the default Grace.
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return CommandGrace(ctx, Grace, name, args...)
+}
+
+// CommandGrace returns an exec.Cmd for name/args that runs in a process
+// group of its own. When ctx is cancelled the whole group gets SIGINT; every
+// process still in the group grace later (the command, and whatever it left
+// running, even if it ignores SIGINT) gets SIGKILL. Callers use the Cmd as
+// usual but must not replace its SysProcAttr, Cancel or WaitDelay.
+//
+// Wait may return before grace has passed (the command exited on SIGINT);
+// the kill of any remaining group members still happens on time. A process
+// that left the group (setsid) and kept the command's pipes open does not
+// hold up Wait for longer than grace plus a moment: the pipes are closed.
+// A grace of zero or less kills at once. Where process groups do not exist
+// (Windows), cancellation kills the command itself.
+func CommandGrace(ctx context.Context, grace time.Duration, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// If knit is killed outright, the tool is interrupted rather than orphaned.
-		Pdeathsig: syscall.SIGINT,
-	}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		err := interruptGroup(cmd.Process)
+		go killGroupAfter(cmd.Process, grace)
+		return err
 	}
-	cmd.WaitDelay = Grace
+	// Backstop for pipes held by processes outside the group; the group
+	// itself is killed by killGroupAfter, which runs first.
+	cmd.WaitDelay = grace + waitMargin
 	return cmd
 }
+
+// waitMargin lets killGroupAfter's SIGKILL land before exec's own
+// WaitDelay kill of the direct child.
+const waitMargin = 500 * time.Millisecond

@@ -1,6 +1,8 @@
 // Package script runs knit.dev/v1 `type: script` components: user commands
 // run by sh, inputs given as JSON on stdin and as KNIT_VAR_<NAME>
 // environment variables, outputs read as a JSON object from apply's stdout.
+// Commands see only procexec.ToolEnv's allowlisted environment plus their
+// inputs; apply's stdout (outputs, which may be secret) never reaches the log.
 package script
 
 import (
@@ -18,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
@@ -25,10 +28,28 @@ import (
 
 // Runner runs script components. It keeps each component's last outputs
 // and planned inputs in its work dir.
-type Runner struct{}
+type Runner struct {
+	opts Options
+}
 
-// New returns a script runner.
-func New() *Runner { return &Runner{} }
+// Options configure a Runner. The zero value is ready to use.
+type Options struct {
+	// ExtraEnv names variables of knit's environment passed to commands in
+	// addition to procexec.ToolEnv's allowlist. KNIT_* names never pass.
+	ExtraEnv []string
+	// GracePeriod is how long a cancelled command gets between its
+	// interrupt (SIGINT) and SIGKILL to its process group. Zero means
+	// procexec.Grace.
+	GracePeriod time.Duration
+}
+
+// New returns a script runner configured by opts.
+func New(opts Options) *Runner {
+	if opts.GracePeriod <= 0 {
+		opts.GracePeriod = procexec.Grace
+	}
+	return &Runner{opts: opts}
+}
 
 const (
 	outputsFile = "outputs.json"
@@ -63,7 +84,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	case c.Def.Script.Plan == "":
 		p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
 	default:
-		_, err := run(ctx, c, c.Def.Script.Plan, in)
+		_, err := r.run(ctx, c, c.Def.Script.Plan, in, stdoutToLog)
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
@@ -109,7 +130,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if p.Destroying {
 		return runner.Outputs{}, r.Destroy(ctx, c, in)
 	}
-	stdout, err := run(ctx, c, c.Def.Script.Apply, in)
+	stdout, err := r.run(ctx, c, c.Def.Script.Apply, in, stdoutOutputs)
 	if err != nil {
 		return nil, fmt.Errorf("apply command: %w", err)
 	}
@@ -127,7 +148,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 // Destroy runs the destroy command, if any, and forgets the outputs.
 func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
 	if c.Def.Script.Destroy != "" {
-		if _, err := run(ctx, c, c.Def.Script.Destroy, in); err != nil {
+		if _, err := r.run(ctx, c, c.Def.Script.Destroy, in, stdoutToLog); err != nil {
 			return fmt.Errorf("destroy command: %w", err)
 		}
 	}
@@ -169,23 +190,45 @@ func parseOutputs(c runner.Component, stdout []byte) (runner.Outputs, error) {
 	return outs, nil
 }
 
-// run executes command with sh in the work dir; stderr goes to the log.
-func run(ctx context.Context, c runner.Component, command string, in runner.Inputs) ([]byte, error) {
+// stdoutUse says where a command's stdout goes.
+type stdoutUse int
+
+const (
+	// stdoutToLog: plan and destroy print progress; it goes to the log.
+	stdoutToLog stdoutUse = iota
+	// stdoutOutputs: apply prints its outputs, which may be secret; they
+	// are returned for parsing and never written to the log.
+	stdoutOutputs
+)
+
+// run executes command with sh in the work dir, with the tool environment
+// plus the inputs, and returns stdout when it holds outputs. Stderr always
+// goes to the log.
+func (r *Runner) run(ctx context.Context, c runner.Component, command string, in runner.Inputs, use stdoutUse) ([]byte, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
 	}
-	cmd := procexec.Command(ctx, "sh", "-c", command)
+	cmd := procexec.CommandGrace(ctx, r.opts.GracePeriod, "sh", "-c", command)
 	cmd.Dir = c.WorkDir
-	cmd.Env = append(os.Environ(), inputEnv(in)...)
+	cmd.Env = r.env(in)
 	cmd.Stdin = bytes.NewReader(body)
 	// stdout and stderr are copied by two goroutines: serialise their writes to the log.
 	log := &lockedWriter{w: c.Log}
 	var stdout bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&stdout, log)
-	cmd.Stderr = log
+	cmd.Stdout, cmd.Stderr = log, log
+	if use == stdoutOutputs {
+		cmd.Stdout = &stdout
+	}
 	err = cmd.Run()
 	return stdout.Bytes(), err
+}
+
+// env is what a command sees: knit's environment filtered by
+// procexec.ToolEnv (no KNIT_* variable of knit's own), then the inputs as
+// KNIT_VAR_*, which knit sets on purpose.
+func (r *Runner) env(in runner.Inputs) []string {
+	return append(procexec.ToolEnv(nil, r.opts.ExtraEnv), inputEnv(in)...)
 }
 
 // inputEnv renders inputs as KNIT_VAR_<NAME>=value (strings raw, others JSON).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestApplyPassesInputsAndReadsOutputs(t *testing.T) {
 		// Inputs arrive as JSON on stdin and as KNIT_VAR_*; outputs are the JSON printed on stdout.
 		Apply: `echo "stdin: $(cat)" >&2; printf '{"greeting": "hello %s", "n": %s, "token": "t0k3n"}' "$KNIT_VAR_WHO" "$KNIT_VAR_COUNT"`,
 	}, spec.Output{Name: "token", Sensitive: true})
-	r := script.New()
+	r := script.New(script.Options{})
 	ctx := context.Background()
 	in := runner.Inputs{"who": "world", "count": 3, "tags": []any{"a"}}
 	p, err := r.Plan(ctx, c, in, runner.PlanOptions{})
@@ -62,7 +63,7 @@ func TestPlanCommandExitCodes(t *testing.T) {
 		fails   bool
 	}{{"exit 0", false, false}, {"exit 2", true, false}, {"exit 1", false, true}} {
 		c, _ := component(t, spec.Script{Apply: "true", Plan: tc.plan})
-		p, err := script.New().Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+		p, err := script.New(script.Options{}).Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
 		if (err != nil) != tc.fails {
 			t.Errorf("%s: err %v", tc.plan, err)
 			continue
@@ -75,7 +76,7 @@ func TestPlanCommandExitCodes(t *testing.T) {
 
 func TestApplyAppliesExactlyThePlannedInputs(t *testing.T) {
 	c, _ := component(t, spec.Script{Apply: `cat > applied.json`})
-	r := script.New()
+	r := script.New(script.Options{})
 	ctx := context.Background()
 	p, err := r.Plan(ctx, c, runner.Inputs{"v": 1}, runner.PlanOptions{})
 	if err != nil {
@@ -94,7 +95,7 @@ func TestApplyAppliesExactlyThePlannedInputs(t *testing.T) {
 
 func TestDestroyRunsDestroyCommandAndForgetsOutputs(t *testing.T) {
 	c, _ := component(t, spec.Script{Apply: `echo '{"x": 1}'`, Destroy: `touch destroyed`})
-	r := script.New()
+	r := script.New(script.Options{})
 	ctx := context.Background()
 	p, _ := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
 	if _, err := r.Apply(ctx, c, p); err != nil {
@@ -117,7 +118,7 @@ func TestDestroyRunsDestroyCommandAndForgetsOutputs(t *testing.T) {
 
 func TestBadOutputIsAClearError(t *testing.T) {
 	c, _ := component(t, spec.Script{Apply: `echo not json`})
-	r := script.New()
+	r := script.New(script.Options{})
 	p, _ := r.Plan(context.Background(), c, runner.Inputs{}, runner.PlanOptions{})
 	if _, err := r.Apply(context.Background(), c, p); err == nil || !strings.Contains(err.Error(), "JSON object") {
 		t.Errorf("err = %v", err)
@@ -125,7 +126,7 @@ func TestBadOutputIsAClearError(t *testing.T) {
 }
 
 func TestFingerprintFollowsCommandsAndInputs(t *testing.T) {
-	r := script.New()
+	r := script.New(script.Options{})
 	ctx := context.Background()
 	c1, _ := component(t, spec.Script{Apply: "a"})
 	c2, _ := component(t, spec.Script{Apply: "b"})
@@ -135,5 +136,70 @@ func TestFingerprintFollowsCommandsAndInputs(t *testing.T) {
 	f3, _ := r.Fingerprint(ctx, c1, runner.Inputs{"x": 2})
 	if f1 != f1again || f1 == f2 || f1 == f3 {
 		t.Errorf("fingerprints %s %s %s %s", f1, f1again, f2, f3)
+	}
+}
+
+func TestCommandsSeeTheToolEnvironmentAndTheirInputsOnly(t *testing.T) {
+	// knit's own settings and secrets, a stale input variable inherited from
+	// knit's environment, and a variable nobody allowed.
+	t.Setenv("KNIT_TOKEN", "t0k3n")
+	t.Setenv("KNIT_DB", "/secret/knit.db")
+	t.Setenv("KNIT_VAR_STALE", "inherited")
+	t.Setenv("UNLISTED", "x")
+	t.Setenv("ALLOWED_BY_USER", "y")
+	c, log := component(t, spec.Script{Apply: `env > env.txt; echo '{}'`})
+	r := script.New(script.Options{ExtraEnv: []string{"ALLOWED_BY_USER", "KNIT_TOKEN"}})
+	ctx := context.Background()
+	p, err := r.Plan(ctx, c, runner.Inputs{"who": "world", "count": 3}, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(ctx, c, p); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	b, err := os.ReadFile(filepath.Join(c.WorkDir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(string(b), "\n")
+	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "KNIT_VAR_WHO=world", "KNIT_VAR_COUNT=3", "ALLOWED_BY_USER=y"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the command does not see %s", want)
+		}
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "UNLISTED" || strings.HasPrefix(name, "KNIT_") && name != "KNIT_VAR_WHO" && name != "KNIT_VAR_COUNT" {
+			t.Errorf("the command sees %s", kv)
+		}
+	}
+}
+
+func TestApplyOutputsNeverReachTheLog(t *testing.T) {
+	c, log := component(t, spec.Script{
+		Plan:  `echo checking the database; exit 2`,
+		Apply: `echo creating the database >&2; echo '{"password": "s3cr3t-pw"}'`,
+	}, spec.Output{Name: "password", Sensitive: true})
+	r := script.New(script.Options{})
+	ctx := context.Background()
+	p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := r.Apply(ctx, c, p)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if outs["password"].Value != "s3cr3t-pw" {
+		t.Errorf("outputs %+v", outs)
+	}
+	if strings.Contains(log.String(), "s3cr3t") {
+		t.Errorf("apply's outputs are in the log:\n%s", log)
+	}
+	// What commands say to the user still is: stderr, and plan's stdout.
+	for _, want := range []string{"creating the database", "checking the database"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
 	}
 }
