@@ -42,6 +42,9 @@ type Config struct {
 	// top of the built-in allowlist (PATH, HOME, TF_*, AWS_*, …). KNIT_*
 	// variables never reach a tool.
 	ToolEnv []string
+	// GracePeriod is how long a cancelled tool has between its interrupt
+	// and the kill of its whole process group (default procexec.Grace).
+	GracePeriod time.Duration
 	// Runners replaces the runners by component type (tests use fakes).
 	Runners map[string]runner.Runner
 	// Host and PID identify this process in locks; default the machine's
@@ -112,7 +115,7 @@ func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
 		// Locating the tool and asking its version waits for a run that
 		// has terraform components to plan.
 		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
-		spec.TypeScript:    script.New(script.Options{}),
+		spec.TypeScript:    script.New(script.Options{ExtraEnv: k.cfg.ToolEnv, GracePeriod: k.cfg.GracePeriod}),
 	}
 }
 
