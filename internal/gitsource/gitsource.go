@@ -1,6 +1,7 @@
 // Package gitsource fetches git repositories into a local cache and exports
 // the files of one commit, for modules, variables files and overlays that a
-// component takes from git. It runs the git binary; nothing else in knit does.
+// component takes from git. It runs the git binary, as gitwatch does for
+// GitOps; nothing else in knit does.
 //
 // Layout under Cache.Dir:
 //

@@ -26,7 +26,7 @@ func (w *Watcher) fetch(ctx context.Context) (string, error) {
 	if err := w.ensureMirror(ctx); err != nil {
 		return "", err
 	}
-	c := command{args: fetchArgs(w.cfg.URL, w.cfg.Branch), secrets: urlSecrets(w.cfg.URL)}
+	c := command{args: fetchArgs(w.cfg.URL, w.cfg.Branch)}
 	if w.cfg.TokenFile != "" {
 		t, err := readToken(w.cfg.TokenFile)
 		if err != nil {

@@ -40,7 +40,9 @@ type Config struct {
 	// is. The token never appears in argv or in errors.
 	TokenFile string
 	// CacheDir holds the mirror and the per-commit trees; it is created if
-	// needed. Several Watchers and processes may share it.
+	// needed. It belongs to one repository and branch: processes watching
+	// the same one may share it (a file lock serialises them), but each
+	// prunes trees the others may still use.
 	CacheDir string
 	// KeepTrees is how many commit trees stay on disk; older ones are
 	// removed after a poll. 0 means DefaultKeepTrees.
@@ -64,13 +66,16 @@ type Commit struct {
 	// Time is when the commit was authored, in the author's time zone.
 	Time time.Time
 	// Changes are the environment files added, modified or removed
-	// relative to the previous Commit (its first parent), sorted by path. A
-	// rename is a removal and an addition. It is empty for a commit that
-	// changed only other files, such as modules.
+	// relative to the commit before it (its first parent; Poll says when it
+	// is another), sorted by path. A rename is a removal and an addition.
+	// It is empty for a commit that changed only other files, such as
+	// modules: the commit is still returned, as its Dir differs.
 	Changes []Change
 	// Dir holds every file of the repository at this commit, so relative
 	// module paths resolve as they did in that commit. It is shared: never
-	// modify it. It stays until KeepTrees newer commits have been returned.
+	// modify it. Symlinks in the repository are symlinks here. It stays at
+	// least until KeepTrees other commits have been returned or checked out
+	// since; Checkout writes it again after that.
 	Dir string
 	// Reset is set when the previous commit is no longer in the branch's
 	// history (a force-push): Changes then hold every environment file of
@@ -211,7 +216,7 @@ func (w *Watcher) Checkout(ctx context.Context, commit string) (string, error) {
 				return err
 			}
 			if !w.known(ctx, commit) {
-				return fmt.Errorf("commit %s is not in the branch", commit)
+				return fmt.Errorf("the repository has no commit %s", commit)
 			}
 		}
 		var err error
