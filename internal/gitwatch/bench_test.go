@@ -16,10 +16,9 @@ import (
 // Measured on 2 shared cores (load average 9), -benchtime 10x -count 5,
 // ranges of ms per poll: first 82–147, nothing new 15–18, one commit 79–100,
 // ten commits 616–828. A poll that finds nothing runs two git commands
-// (fetch, rev-parse);
-// each new commit costs about 60–80 ms, nearly all of it read-tree writing
-// its tree of ~100 files (a plain `git archive | tar -x` of that tree takes
-// as long on this disk).
+// (fetch, rev-parse); each new commit costs about 60–80 ms, nearly all of
+// it read-tree writing its tree of ~100 files (a plain `git archive | tar
+// -x` of that tree takes as long on this disk).
 func BenchmarkPoll(b *testing.B) {
 	files := map[string]string{"modules/app/main.tf": "# module\n"}
 	for i := range 100 {
