@@ -128,7 +128,12 @@ func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
 	if err != nil {
 		return runner.Unavailable(err)
 	}
-	return terraform.New(bin, terraform.Options{DataDir: k.cfg.DataDir, ToolVersion: tv})
+	key, err := sqlite.DeriveKey(k.cfg.DataDir, "opentofu state and plans")
+	if err != nil {
+		return runner.Unavailable(fmt.Errorf("state encryption key: %w", err))
+	}
+	return terraform.New(bin, terraform.Options{DataDir: k.cfg.DataDir, ToolVersion: tv, ExtraEnv: k.cfg.ToolEnv,
+		GracePeriod: k.cfg.GracePeriod, EncryptionKey: key})
 }
 
 // DataDir is the absolute data dir.

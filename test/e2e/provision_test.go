@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/store/sqlite"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,7 +309,7 @@ func TestKilledApplyResumesAndConcurrentApplyIsRefused(t *testing.T) {
 	}
 	// No duplicated resources: each component's state holds exactly one.
 	for _, c := range []string{"first", "slow", "last"} {
-		if n := stateResources(t, filepath.Join(w.dataDir, "work", "qa", "kill", c, "terraform.tfstate")); n != 1 {
+		if n := stateResources(t, w, "kill", c); n != 1 {
 			t.Errorf("%s: %d resources in state, want 1", c, n)
 		}
 	}
@@ -322,25 +326,26 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 	}
 }
 
-func stateResources(t *testing.T, path string) int {
+// stateResources counts the resources in a component's state, which knit
+// keeps encrypted: OpenTofu reads it with knit's key.
+func stateResources(t *testing.T, w *world, env, component string) int {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	key, err := sqlite.DeriveKey(w.dataDir, "opentofu state and plans")
 	if err != nil {
-		t.Fatalf("state: %v", err)
-	}
-	var st struct {
-		Resources []struct {
-			Instances []json.RawMessage
-		}
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, r := range st.Resources {
-		n += len(r.Instances)
+	wd := filepath.Join(w.dataDir, "work", "qa", env, component)
+	if data, err := os.ReadFile(filepath.Join(wd, "terraform.tfstate")); err != nil || !strings.Contains(string(data), `"encrypted_data"`) {
+		t.Fatalf("%s's state is missing or not encrypted (%v)", component, err)
 	}
-	return n
+	cmd := exec.Command(tofuBin, "state", "list", "-state="+filepath.Join(wd, "terraform.tfstate"))
+	cmd.Dir = filepath.Join(wd, "module")
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(repo, ".tools", "tofurc")), terraform.EncryptionEnv(key)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tofu state list: %v\n%s", err, out)
+	}
+	return len(strings.Fields(string(out)))
 }
 
 func TestTeardownIsExactReverseAndHonoursDestroyProtection(t *testing.T) {
@@ -449,16 +454,19 @@ output "said" { value = "${var.greeting} ${var.colour}" }
 
 func TestSensitiveOutputsNeverAppearInPlainText(t *testing.T) {
 	w := newWorld(t)
-	const secret = "hunter2-very-secret-Zq9"
+	// The secret is computed by the module, so that it is in no source file
+	// knit copies: any copy of it in the data dir is knit's doing.
+	sum := sha256.Sum256([]byte("knit-e2e-seed"))
+	secret := hex.EncodeToString(sum[:])
 	w.write(map[string]string{
-		"modules/secret/main.tf": fmt.Sprintf(`
+		"modules/secret/main.tf": `
 resource "terraform_data" "s" { input = "x" }
 output "password" {
-  value     = "%s"
+  value     = sha256("knit-e2e-seed")
   sensitive = true
 }
 output "public" { value = "visible" }
-`, secret),
+`,
 		// The consumer forgets to mark its variable sensitive and echoes it: knit still masks it.
 		"modules/consumer/main.tf": `
 variable "password" { type = string }
@@ -516,6 +524,26 @@ resource "terraform_data" "c" {
 	sort.Strings(dbFiles)
 	if len(dbFiles) == 0 {
 		t.Error("no database files found to check")
+	}
+	// Nowhere in the data dir: state, saved plans, work dirs, logs, database.
+	checked := 0
+	filepath.WalkDir(w.dataDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		checked++
+		if strings.Contains(string(data), secret) {
+			rel, _ := filepath.Rel(w.dataDir, p)
+			t.Errorf("%s holds the secret in plain text", rel)
+		}
+		return nil
+	})
+	if checked < 10 {
+		t.Errorf("only %d files checked", checked)
 	}
 }
 

@@ -349,7 +349,7 @@ func TestServerKilledMidApplyResumesOnRestart(t *testing.T) {
 	}
 	_ = hist
 	for _, c := range []string{"first", "slow", "last"} {
-		if n := stateResources(t, filepath.Join(w.dataDir, "work", "qa", "crash", c, "terraform.tfstate")); n != 1 {
+		if n := stateResources(t, w, "crash", c); n != 1 {
 			t.Errorf("%s: %d resources in state, want 1", c, n)
 		}
 	}

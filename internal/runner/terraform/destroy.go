@@ -25,7 +25,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	hasState := stateHasResources(filepath.Join(wd, stateFile))
 	l, err := r.layout(ctx, c, in)
 	if err != nil {
-		return r.destroyLastCopy(ctx, c, hasState, err)
+		return r.destroyLastCopy(ctx, c, in, hasState, err)
 	}
 	if !l.ownBackend && !hasState {
 		fmt.Fprintf(c.Log, "knit: %s has no resources in its state; nothing to destroy\n", compName(c))
@@ -42,7 +42,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 // the source cannot be read (srcErr). Without such a copy srcErr is
 // returned: knit cannot tell whether a backend of the module's own holds
 // resources, and never reports a destroy it did not do.
-func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, hasState bool, srcErr error) error {
+func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, in runner.Inputs, hasState bool, srcErr error) error {
 	dir, err := runDir(c)
 	if err != nil || !exists(filepath.Join(dir, ".terraform")) {
 		return wrap("destroy", c, srcErr)
@@ -52,7 +52,8 @@ func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, hasSta
 		return nil
 	}
 	fmt.Fprintf(c.Log, "knit: cannot read %s's module source (%v); destroying with the copy from its last run\n", compName(c), srcErr)
-	s, err := r.session(ctx, dir, c.Log)
+	_, secret := splitSecret(in, c.Sensitive)
+	s, err := r.markedSession(ctx, c, dir, secret)
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
@@ -75,10 +76,11 @@ func stateHasResources(p string) bool {
 		return false
 	}
 	var st struct {
-		Resources []json.RawMessage `json:"resources"`
+		Resources     []json.RawMessage `json:"resources"`
+		EncryptedData json.RawMessage   `json:"encrypted_data"`
 	}
-	if err != nil || json.Unmarshal(data, &st) != nil {
-		return true
+	if err != nil || json.Unmarshal(data, &st) != nil || st.EncryptedData != nil {
+		return true // unreadable, or encrypted: let the tool look
 	}
 	return len(st.Resources) > 0
 }

@@ -2,8 +2,10 @@ package terraform
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -26,7 +28,20 @@ func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.
 	if err != nil {
 		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
 	}
-	return sum, nil
+	if len(l.secret) == 0 {
+		return sum, nil
+	}
+	// Secret inputs are in no file, but changing one must change the
+	// fingerprint. They are keyed with the encryption passphrase, so the
+	// stored fingerprint does not let anyone test guesses of a short secret.
+	secret, err := json.Marshal(l.secret)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
+	}
+	mac := hmac.New(sha256.New, append([]byte("knit fingerprint\x00"), r.opts.EncryptionKey...))
+	mac.Write(secret)
+	h := sha256.Sum256([]byte(sum + "\nsecret " + hex.EncodeToString(mac.Sum(nil))))
+	return hex.EncodeToString(h[:]), nil
 }
 
 // layoutHash hashes the tool version, the layout's commit and run folder,

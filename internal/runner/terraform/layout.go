@@ -40,6 +40,9 @@ type layout struct {
 	// ownBackend is true when the module configures its own backend; knit
 	// then leaves state where the module says.
 	ownBackend bool
+	// secret are the sensitive inputs: never in a file, handed to the tool
+	// in its environment (toolEnv).
+	secret runner.Inputs
 }
 
 // file is one file's content: copied from src, or data.
@@ -142,11 +145,14 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 		}
 		l.files[l.runFile(p)] = file{data: []byte(d.Data), mode: 0o644}
 	}
-	return l, l.addKnitFiles(wd, in)
+	plain, secret := splitSecret(in, c.Sensitive)
+	l.secret = secret
+	return l, l.addKnitFiles(wd, plain)
 }
 
 // addKnitFiles adds the backend override (unless the module has a backend)
-// and the inputs.
+// and the inputs that are not secret (those reach the tool through its
+// environment only).
 func (l *layout) addKnitFiles(wd string, in runner.Inputs) error {
 	l.ownBackend = declaresBackend(l)
 	if !l.ownBackend {

@@ -22,7 +22,7 @@ func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Output
 	if !exists(filepath.Join(dir, ".terraform")) {
 		return runner.Outputs{}, nil
 	}
-	s, err := r.session(ctx, dir, c.Log)
+	s, err := r.markedSession(ctx, c, dir, nil)
 	if err != nil {
 		return nil, wrap("outputs", c, err)
 	}

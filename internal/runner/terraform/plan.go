@@ -76,7 +76,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
-	s, err := r.session(ctx, dir, c.Log)
+	s, err := r.markedSession(ctx, c, dir, nil)
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}

@@ -39,9 +39,18 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 		return nil, fmt.Errorf("copy module: %w", err)
 	}
 	p := &prepared{layout: l, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))}
-	if p.s, err = r.session(ctx, p.dir, c.Log); err != nil {
+	encrypted, err := r.encrypts(wd, l)
+	if err != nil {
 		return nil, err
 	}
+	extra, err := r.toolEnv(encrypted, l.secret)
+	if err != nil {
+		return nil, err
+	}
+	if p.s, err = r.session(ctx, p.dir, c.Log, extra); err != nil {
+		return nil, err
+	}
+	r.warnUnencrypted(c.Log, wd, c)
 	return p, r.initIfNeeded(ctx, wd, p)
 }
 

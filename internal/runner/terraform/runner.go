@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 )
 
@@ -42,6 +43,13 @@ type Options struct {
 	// GracePeriod is how long a cancelled tool gets between its interrupt
 	// (SIGINT) and SIGKILL. Zero means DefaultGracePeriod.
 	GracePeriod time.Duration
+	// ExtraEnv names variables of knit's environment the tool may see on
+	// top of procexec.ToolEnv's allowlist; KNIT_* never pass.
+	ExtraEnv []string
+	// EncryptionKey, with OpenTofu, encrypts every component's state and
+	// saved plans (32 bytes, AES-256-GCM; see secrets.go); empty: no
+	// encryption by knit.
+	EncryptionKey []byte
 }
 
 // Runner runs OpenTofu or Terraform for terraform components. It implements
@@ -80,7 +88,8 @@ func New(bin Binary, opts Options) *Runner {
 
 func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "plugin-cache") }
 
-// env is the environment the tool runs with: the caller's, with knit's CLI
+// env is the environment the tool runs with: the allowlisted part of knit's
+// own (procexec.ToolEnv: never a KNIT_* variable), with knit's CLI
 // config, automation settings and the shared plugin cache. Variables that
 // tfexec manages itself (TF_IN_AUTOMATION, TF_INPUT, TF_LOG*, TF_CLI_ARGS*,
 // TF_VAR_*, ...) are dropped: tfexec refuses them in SetEnv, sets
@@ -88,7 +97,7 @@ func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "pl
 // only from knit's own files.
 func (r *Runner) env() map[string]string {
 	m := map[string]string{}
-	for _, kv := range r.bin.Env(os.Environ()) {
+	for _, kv := range r.bin.Env(procexec.ToolEnv(nil, r.opts.ExtraEnv)) {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
@@ -116,13 +125,24 @@ type session struct {
 // if it has not exited after the grace period, SIGKILL (tfexec sets
 // exec.Cmd.Cancel to an interrupt and WaitDelay to the grace period; the tool
 // runs in its own process group, so a terminal's Ctrl-C reaches it only this way).
-func (r *Runner) session(ctx context.Context, dir string, log io.Writer) (*session, error) {
+//
+// extra is added to the environment (see toolEnv): TF_ENCRYPTION and the
+// sensitive inputs as TF_VAR_*. tfexec refuses TF_VAR_* in SetEnv, which
+// keeps the map it is given and copies it for every command; the secret
+// variables are added to that map after SetEnv checked it, so they reach
+// the tool through its environment and never a file or its argv
+// (TestSensitiveInputsReachTheToolOnlyThroughItsEnvironment guards this).
+func (r *Runner) session(ctx context.Context, dir string, log io.Writer, extra map[string]string) (*session, error) {
 	tf, err := tfexec.NewTerraform(dir, r.bin.Path)
 	if err != nil {
 		return nil, err
 	}
-	if err := tf.SetEnv(r.env()); err != nil {
+	env := r.env()
+	if err := tf.SetEnv(env); err != nil {
 		return nil, err
+	}
+	for k, v := range extra {
+		env[k] = v
 	}
 	if err := tf.SetWaitDelay(r.opts.GracePeriod); err != nil {
 		return nil, err

@@ -1,0 +1,59 @@
+// Command knit-loadtest measures knit serve under a bounded, loopback-only
+// load over a store of many environments, and records the figures in its
+// section of docs/benchmarks.md. `make loadtest` builds and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"knit.dev/knit/internal/loadtest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := loadtest.Config{Log: os.Stderr}
+	out := flag.String("out", "docs/benchmarks.md", "file whose knit-loadtest section is rewritten (empty: print)")
+	flag.StringVar(&cfg.Knit, "knit", "bin/knit", "knit binary")
+	flag.IntVar(&cfg.Envs, "envs", 10000, "environments in the store")
+	flag.IntVar(&cfg.Components, "components", 20, "components per environment")
+	flag.IntVar(&cfg.Clients, "clients", 50, "concurrent clients")
+	flag.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the clients run")
+	flag.IntVar(&cfg.Samples, "samples", 1000, "sequential requests per latency figure")
+	flag.IntVar(&cfg.FanOut, "fan-out", 100, "environments one commit touches (0: skip)")
+	flag.IntVar(&cfg.MaxRuns, "max-concurrent-runs", 4, "the fan-out server's --max-concurrent-runs")
+	flag.Parse()
+	if abs, err := filepath.Abs(cfg.Knit); err == nil {
+		cfg.Knit = abs
+	}
+	work, err := os.MkdirTemp("", "knit-loadtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(work)
+	cfg.Work = work
+	rep, err := loadtest.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "knit-loadtest:", err)
+		os.Exit(1)
+	}
+	section := rep.Markdown("knit-loadtest " + strings.Join(os.Args[1:], " "))
+	if *out == "" {
+		fmt.Print(section)
+		return
+	}
+	if err := loadtest.WriteSection(*out, section); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "wrote the knit serve section of %s\n", *out)
+}

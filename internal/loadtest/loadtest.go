@@ -1,0 +1,318 @@
+// Package loadtest measures knit serve under load: a real server process
+// on a loopback port over a store seeded with many environments, driven by
+// a bounded load generator (a fixed number of clients for a fixed time,
+// loopback only), plus one git commit that touches many environments.
+package loadtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store/sqlite"
+)
+
+// Config says what to measure.
+type Config struct {
+	Knit       string        // the knit binary
+	Work       string        // scratch folder
+	Envs       int           // environments in the store (10,000)
+	Components int           // components each (20)
+	Clients    int           // concurrent clients of the throughput test (50)
+	Duration   time.Duration // how long the throughput test runs (10s)
+	Samples    int           // sequential requests per latency figure (1,000)
+	FanOut     int           // environments one commit touches (100)
+	MaxRuns    int           // the fan-out server's --max-concurrent-runs (4)
+	Log        io.Writer
+}
+
+// Report is what was measured.
+type Report struct {
+	Envs, Components                   int
+	SeedTime                           time.Duration
+	ListP50, ListP99, OneP50, OneP99   time.Duration
+	Clients                            int
+	Duration                           time.Duration
+	Requests, Errors                   int64
+	IdleRSS, LoadedRSS                 int64 // bytes
+	FanOut, MaxRuns, MaxConcurrentSeen int
+	FanOutTime                         time.Duration
+}
+
+// RPS is the throughput test's requests per second.
+func (r Report) RPS() float64 { return float64(r.Requests) / r.Duration.Seconds() }
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Run measures everything in Report.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	rep := Report{Envs: cfg.Envs, Components: cfg.Components, Clients: cfg.Clients, Duration: cfg.Duration,
+		FanOut: cfg.FanOut, MaxRuns: cfg.MaxRuns}
+	data := filepath.Join(cfg.Work, "seeded")
+	start := time.Now()
+	token, err := seed(ctx, data, cfg.Envs, cfg.Components)
+	if err != nil {
+		return rep, fmt.Errorf("seed: %w", err)
+	}
+	rep.SeedTime = time.Since(start)
+	cfg.logf("seeded %d environments × %d components in %s", cfg.Envs, cfg.Components, rep.SeedTime.Round(time.Millisecond))
+	srv, err := startServer(ctx, cfg.Knit, data, cfg.Work)
+	if err != nil {
+		return rep, err
+	}
+	defer srv.stop()
+	time.Sleep(2 * time.Second)
+	rep.IdleRSS = rss(srv.cmd.Process.Pid)
+	c := &client{base: srv.url, token: token, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2}, Timeout: 10 * time.Second}}
+
+	// Latency: sequential requests, each page after a random cursor.
+	lists, err := c.sample(ctx, cfg.Samples, func(i int) string {
+		return fmt.Sprintf("/api/v1/environments?limit=50&cursor=%s", envID((i*7919)%cfg.Envs, cfg.Envs))
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.ListP50, rep.ListP99 = percentile(lists, 50), percentile(lists, 99)
+	ones, err := c.sample(ctx, cfg.Samples, func(i int) string {
+		return "/api/v1/environments/" + envID((i*104729)%cfg.Envs, cfg.Envs)
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.OneP50, rep.OneP99 = percentile(ones, 50), percentile(ones, 99)
+	cfg.logf("latency: list p99 %s, one environment p99 %s", rep.ListP99, rep.OneP99)
+
+	// Throughput: Clients clients for Duration, half lists, half single environments.
+	rep.Requests, rep.Errors = c.hammer(ctx, cfg.Clients, cfg.Duration, cfg.Envs)
+	rep.LoadedRSS = rss(srv.cmd.Process.Pid)
+	cfg.logf("throughput: %.0f requests/s, %d errors", rep.RPS(), rep.Errors)
+	srv.stop()
+
+	if cfg.FanOut > 0 {
+		seen, took, err := fanOut(ctx, cfg)
+		if err != nil {
+			return rep, fmt.Errorf("fan-out: %w", err)
+		}
+		rep.MaxConcurrentSeen, rep.FanOutTime = seen, took
+		cfg.logf("one commit, %d environments: reconciled in %s, at most %d runs at once", cfg.FanOut, took.Round(time.Millisecond), seen)
+	}
+	return rep, nil
+}
+
+// envID is the ID of the i-th seeded environment.
+func envID(i, n int) string { return fmt.Sprintf("team%02d/env%05d", i%50, i) }
+
+// seed fills a data dir and returns an admin token for it.
+func seed(ctx context.Context, dir string, envs, comps int) (string, error) {
+	st, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	err = st.Seed(ctx, envs, comps, seedSpec)
+	st.Close()
+	if err != nil {
+		return "", err
+	}
+	k, err := knit.Open(ctx, knit.Config{DataDir: dir})
+	if err != nil {
+		return "", err
+	}
+	defer k.Close()
+	tok, _, err := k.CreateToken(ctx, "loadtest", "admin", nil, "loadtest")
+	return tok, err
+}
+
+// seedSpec is a seeded environment: a chain of script components.
+func seedSpec(team, env string, comps int) []byte {
+	type script struct {
+		Apply string `json:"apply"`
+	}
+	type component struct {
+		Name      string   `json:"name"`
+		Type      string   `json:"type"`
+		DependsOn []string `json:"dependsOn,omitempty"`
+		Script    script   `json:"script"`
+	}
+	cs := make([]component, comps)
+	for i := range cs {
+		cs[i] = component{Name: fmt.Sprintf("c%02d", i), Type: "script", Script: script{Apply: "true"}}
+		if i > 0 {
+			cs[i].DependsOn = []string{fmt.Sprintf("c%02d", i-1)}
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "knit.dev/v1", "kind": "Environment",
+		"metadata": map[string]string{"name": team + "-" + env},
+		"spec":     map[string]any{"teamName": team, "envName": env, "autoApprove": true, "components": cs}})
+	return b
+}
+
+// proc is a knit serve process.
+type proc struct {
+	cmd *exec.Cmd
+	url string
+	mu  sync.Mutex
+	log strings.Builder
+}
+
+var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+
+func startServer(ctx context.Context, knitBin, dataDir, work string, args ...string) (*proc, error) {
+	cmd := exec.CommandContext(ctx, knitBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, args...)...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "KNIT_ACTOR=loadtest")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		p.url = "http://" + a
+		return p, nil
+	case <-time.After(60 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("knit serve did not start:\n%s", p.log.String())
+	}
+}
+
+func (p *proc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rss is a process's resident memory in bytes (Linux), or 0.
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// client calls the API with a token.
+type client struct {
+	base, token string
+	http        *http.Client
+}
+
+func (c *client) get(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return nil
+}
+
+// sample times n sequential requests.
+func (c *client) sample(ctx context.Context, n int, path func(i int) string) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		if err := c.get(ctx, path(i)); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
+
+// hammer runs clients concurrent clients for d (bounded in time, loopback
+// only) and counts requests and errors.
+func (c *client) hammer(ctx context.Context, clients int, d time.Duration, envs int) (int64, int64) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var ok, bad atomic.Int64
+	var wg sync.WaitGroup
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				path := "/api/v1/environments/" + envID((w*7919+i*31)%envs, envs)
+				if i%2 == 0 {
+					path = "/api/v1/environments?limit=50&cursor=" + envID((w*104729+i*13)%envs, envs)
+				}
+				if err := c.get(ctx, path); err != nil {
+					if ctx.Err() == nil {
+						bad.Add(1)
+					}
+					continue
+				}
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return ok.Load(), bad.Load()
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}

@@ -1,0 +1,185 @@
+package terraform
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"knit.dev/knit/internal/runner"
+)
+
+// encryptedMarker, in a component's work dir, says knit encrypts its state
+// and saved plans: commands that run without the layout (apply of a saved
+// plan, outputs) learn it here.
+const encryptedMarker = "encrypted.knit"
+
+// keyVar carries the state key to the key provider in the tool's
+// environment (never in a file or argv).
+const keyVar = "TF_KNIT_STATE_KEY"
+
+// keyProvider is OpenTofu's "external" key provider protocol answered by
+// a one-line shell script: the header, then the key from keyVar for both
+// encryption and decryption. A PBKDF2 passphrase would cost every tool run
+// hundreds of milliseconds of key stretching; the key is already random.
+const keyProvider = `printf '%s\n' '{"magic":"OpenTofu-External-Key-Provider","version":1}'; cat >/dev/null; ` +
+	`printf '{"keys":{"encryption_key":"%s","decryption_key":"%s"},"meta":{}}' "$` + keyVar + `" "$` + keyVar + `"`
+
+// encryption is OpenTofu's state and plan encryption as knit configures it
+// through TF_ENCRYPTION: AES-GCM under knit's per-data-dir state key.
+// Plaintext state from before is still read (the fallback) and written
+// back encrypted.
+func encryption() string {
+	return fmt.Sprintf(`key_provider "external" "knit" {
+  command = ["/bin/sh", "-c", %q]
+}
+method "aes_gcm" "knit" {
+  keys = key_provider.external.knit
+}
+method "unencrypted" "plaintext" {}
+state {
+  method = method.aes_gcm.knit
+  fallback {
+    method = method.unencrypted.plaintext
+  }
+}
+plan {
+  method = method.aes_gcm.knit
+  fallback {
+    method = method.unencrypted.plaintext
+  }
+}
+`, keyProvider)
+}
+
+var (
+	hclEncryption  = regexp.MustCompile(`(?m)^\s*encryption\s*\{`)
+	jsonEncryption = regexp.MustCompile(`"encryption"\s*:`)
+)
+
+// declaresEncryption reports whether the module configures encryption of
+// its own, which knit then leaves alone.
+func declaresEncryption(l *layout) bool {
+	for rel, f := range l.files {
+		if path.Dir(rel) != l.sub {
+			continue
+		}
+		var re *regexp.Regexp
+		switch {
+		case strings.HasSuffix(rel, ".tf") || strings.HasSuffix(rel, ".tofu"):
+			re = hclEncryption
+		case strings.HasSuffix(rel, ".tf.json") || strings.HasSuffix(rel, ".tofu.json"):
+			re = jsonEncryption
+		default:
+			continue
+		}
+		if data, err := f.read(); err == nil && re.Match(data) {
+			return true
+		}
+	}
+	return false
+}
+
+// isOpenTofu reports whether the tool can encrypt state and plans.
+func (r *Runner) isOpenTofu() bool { return strings.HasPrefix(r.opts.ToolVersion, "OpenTofu") }
+
+// encrypts decides, for a laid-out component, whether knit encrypts its
+// state and plans (OpenTofu, knit's own local state, no encryption block
+// of the module's) and records the decision in the work dir.
+func (r *Runner) encrypts(wd string, l *layout) (bool, error) {
+	on := r.isOpenTofu() && len(r.opts.EncryptionKey) > 0 && !l.ownBackend && !declaresEncryption(l)
+	marker := filepath.Join(wd, encryptedMarker)
+	if !on {
+		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, os.WriteFile(marker, []byte("state and plans of this component are encrypted by knit (OpenTofu TF_ENCRYPTION)\n"), 0o600)
+}
+
+// toolEnv is what one command of a component adds to the tool's
+// environment: the encryption settings, and each sensitive input as
+// TF_VAR_<name>, so that no secret input is ever written to a file.
+func (r *Runner) toolEnv(encrypted bool, secret runner.Inputs) (map[string]string, error) {
+	m := map[string]string{}
+	if encrypted {
+		m["TF_ENCRYPTION"] = encryption()
+		m[keyVar] = base64.StdEncoding.EncodeToString(r.opts.EncryptionKey)
+	}
+	for name, v := range secret {
+		s, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v) // lists and maps: JSON is valid HCL for them
+			if err != nil {
+				return nil, fmt.Errorf("input %s: %w", name, err)
+			}
+			s = string(b)
+		}
+		m["TF_VAR_"+name] = s
+	}
+	return m, nil
+}
+
+// splitSecret takes the sensitive inputs out of in.
+func splitSecret(in runner.Inputs, sensitive map[string]bool) (plain, secret runner.Inputs) {
+	plain, secret = runner.Inputs{}, runner.Inputs{}
+	for k, v := range in {
+		if sensitive[k] {
+			secret[k] = v
+		} else {
+			plain[k] = v
+		}
+	}
+	return plain, secret
+}
+
+// warnUnencrypted tells, once per command, that Terraform keeps this
+// component's secrets in clear in its state and plan files.
+func (r *Runner) warnUnencrypted(log io.Writer, wd string, c runner.Component) {
+	if r.isOpenTofu() {
+		return
+	}
+	secret := len(c.Sensitive) > 0
+	for _, o := range c.Def.Outputs {
+		secret = secret || o.Sensitive
+	}
+	if !secret {
+		return
+	}
+	names := make([]string, 0, len(c.Sensitive))
+	for n := range c.Sensitive {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(log, "knit: warning: %s cannot encrypt state or plans: %s and %s hold %s's secrets (%s) in clear; use OpenTofu, or a backend that encrypts\n",
+		r.opts.ToolVersion, filepath.Join(wd, stateFile), filepath.Join(wd, planFile), compName(c), strings.Join(append(names, "sensitive outputs"), ", "))
+}
+
+// markedSession is a session for a command that runs without the layout
+// (apply of a saved plan, outputs, a destroy from the last copy): whether
+// state and plans are encrypted is read from the work dir's marker.
+func (r *Runner) markedSession(ctx context.Context, c runner.Component, dir string, secret runner.Inputs) (*session, error) {
+	wd, err := workDir(c)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := r.toolEnv(exists(filepath.Join(wd, encryptedMarker)), secret)
+	if err != nil {
+		return nil, err
+	}
+	return r.session(ctx, dir, c.Log, extra)
+}
+
+// EncryptionEnv is the environment that lets OpenTofu read state and plans
+// knit encrypted with key (for tools and tests that inspect them).
+func EncryptionEnv(key []byte) []string {
+	return []string{"TF_ENCRYPTION=" + encryption(), keyVar + "=" + base64.StdEncoding.EncodeToString(key)}
+}
