@@ -191,6 +191,16 @@ type AuditFilter struct {
 }
 
 // Store is knit's persistence. All methods are safe for concurrent use.
+//
+// The store has a clock of its own, and it alone judges lock leases: when a
+// lease was acquired, when it expires, and so whether it may be taken over.
+// Writers' clocks may disagree; the store's is the one every writer shares.
+// It also stamps times left zero: a revision's CreatedAt, a run's
+// StartedAt, an audit event's Time, an approval's CreatedAt and decision
+// time, and an environment's UpdatedAt.
+//
+// Writes of a run are fenced by its environment's lock: see
+// StartComponentRun and FinishRun.
 type Store interface {
 	// PutRevision records env's spec. If the latest revision has the same
 	// hash it is returned unchanged; otherwise a new revision (number+1) is
@@ -198,29 +208,44 @@ type Store interface {
 	PutRevision(ctx context.Context, env Environment, rev Revision) (Revision, error)
 	// Revision returns revision n of env (n = 0: the latest).
 	Revision(ctx context.Context, env string, n int) (Revision, error)
-	// Revisions lists env's revisions, newest first, specs included.
+	// Revisions lists env's revisions, newest first, specs included:
+	// numbers below f.Before when it is positive, at most f.Limit (<= 0:
+	// all). An unknown env has none.
 	Revisions(ctx context.Context, env string, f RevisionFilter) ([]Revision, error)
 	Environment(ctx context.Context, id string) (Environment, error)
-	// Environments lists environments in ID order.
+	// Environments lists environments in ID order: of f.Team and with
+	// f.Status when set, IDs after f.After, at most f.Limit (<= 0: all).
 	Environments(ctx context.Context, f EnvironmentFilter) ([]Environment, error)
 	SetEnvironmentStatus(ctx context.Context, id, status string) error
-	// SetAppliedRevision makes revision n the one env is applied at.
+	// SetAppliedRevision makes revision n the one env is applied at,
+	// leaving Revision (the latest seen) alone. An unknown environment or
+	// revision is ErrNotFound.
 	SetAppliedRevision(ctx context.Context, env string, n int) error
 
 	CreateRun(ctx context.Context, r Run) error
 	// FinishRun sets a run's final status, error and finish time. It
-	// refuses (ErrLockLost) a run no longer recorded running, or whose
-	// environment's lock another run holds.
+	// refuses (ErrLockLost), writing nothing, a run no longer recorded
+	// running (another run marked it interrupted), or whose environment's
+	// lock another run holds. A run whose environment has no lock may
+	// finish: runs release their lock before recording their end. An
+	// unknown run is ErrNotFound.
 	FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error
 	Run(ctx context.Context, id string) (Run, error)
-	// Runs lists env's runs ("" = all environments), newest first.
+	// Runs lists env's runs ("" = all environments), newest first (by
+	// StartedAt, then creation): those older than the run f.Before when set
+	// (an unknown one is ErrNotFound), with status f.Status when set, at
+	// most f.Limit (<= 0: all).
 	Runs(ctx context.Context, env string, f RunFilter) ([]Run, error)
 	// InterruptRuns marks every run of env still "running" whose PID is not
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)
 
-	// StartComponentRun and FinishComponentRun refuse (ErrLockLost) a run
-	// that does not hold its environment's lock, writing nothing.
+	// StartComponentRun and FinishComponentRun refuse (ErrLockLost), in
+	// the transaction that would write and writing nothing, a run that does
+	// not hold its environment's lock: taken over by another run, released,
+	// or never taken. A run whose lease expired may still write while no
+	// other run has taken the lock. FinishComponentRun judges the run and
+	// environment recorded when the component run started.
 	//
 	// StartComponentRun records a component run before the tool starts and
 	// sets its ID. Status (empty: running), Reason, PlanSummary, Log and
@@ -232,7 +257,7 @@ type Store interface {
 	FinishComponentRun(ctx context.Context, cr ComponentRun, state *ComponentState) error
 	ComponentRuns(ctx context.Context, runID string) ([]ComponentRun, error)
 	// LatestComponentRuns returns the newest component run of each of
-	// env's components (logs left out), by component name.
+	// env's components (Log left empty), by component name, in one query.
 	LatestComponentRuns(ctx context.Context, env string) ([]ComponentRun, error)
 	// LastComponentRun returns the newest component run of env's component (log included).
 	LastComponentRun(ctx context.Context, env, component string) (ComponentRun, error)
@@ -243,23 +268,34 @@ type Store interface {
 	PutComponentState(ctx context.Context, s ComponentState) error
 
 	// AcquireLock takes env's lock for l.RunID for lease, as the store's
-	// clock counts (it sets l.Acquired and l.Expires and returns the lock as
-	// stored). It takes over a lease that has expired, or whose holder dead
-	// reports as gone (dead may be nil); a live lease held by another run
-	// yields *LockedError.
+	// clock counts: it sets Acquired to the store's now and Expires to now
+	// plus lease, ignoring l's, and returns the lock as stored. It takes
+	// over a lease that has expired, or whose holder dead reports as gone
+	// (dead may be nil; it is called inside the store's transaction and
+	// should be quick); a live lease held by another run yields
+	// *LockedError. The holder acquiring again extends its lease and keeps
+	// its Acquired. lease must be positive.
 	AcquireLock(ctx context.Context, l Lock, lease time.Duration, dead func(holder Lock) bool) (Lock, error)
 	// RenewLock extends runID's lease on env to the store's now + lease,
-	// or fails with ErrLockLost when another run holds it, or none does.
+	// or fails with ErrLockLost when another run holds it, or none does. A
+	// lease that expired but was not taken over may be renewed. lease must
+	// be positive.
 	RenewLock(ctx context.Context, env, runID string, lease time.Duration) error
-	// Lock returns env's current holder, or ErrNotFound.
+	// Lock returns env's current holder, or ErrNotFound. A lock whose
+	// lease expired is returned until another run takes it or it is
+	// released.
 	Lock(ctx context.Context, env string) (Lock, error)
+	// ReleaseLock frees env's lock if runID holds it; otherwise it does
+	// nothing and is not an error.
 	ReleaseLock(ctx context.Context, env, runID string) error
 
 	Approvals
 	Tokens
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
-	// Audit lists events, oldest first.
+	// Audit lists events oldest first (by ID): of f.Env and by f.Actor
+	// when set, at or after f.Since and before f.Until (zero: unbounded),
+	// IDs after f.After, at most f.Limit (<= 0: all).
 	Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 
 	Close() error

@@ -33,6 +33,32 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
 
 // Audit implements store.Store, in the order the events were appended.
 func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEvent, error) {
+	query, args := auditQuery(f)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	defer rows.Close()
+	var events []store.AuditEvent
+	for rows.Next() {
+		var e store.AuditEvent
+		err := rows.Scan(&e.ID, &e.Env, &e.Actor, &e.Action, &e.Component, &e.Revision, &e.RunID,
+			&e.Reason, &e.Detail, timeCol{&e.Time})
+		if err != nil {
+			return nil, fmt.Errorf("list audit events: %w", err)
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	return events, nil
+}
+
+// auditQuery builds the query for Audit: Since is inclusive, Until
+// exclusive. Indexes on env and actor (each followed by id) serve filtered
+// pages.
+func auditQuery(f store.AuditFilter) (string, []any) {
 	query := `SELECT id, env, actor, action, component, revision, run_id, reason, detail, time FROM audit_events`
 	var where []string
 	var args []any
@@ -57,25 +83,7 @@ func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEv
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = -1
+		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit events: %w", err)
-	}
-	defer rows.Close()
-	var events []store.AuditEvent
-	for rows.Next() {
-		var e store.AuditEvent
-		err := rows.Scan(&e.ID, &e.Env, &e.Actor, &e.Action, &e.Component, &e.Revision, &e.RunID,
-			&e.Reason, &e.Detail, timeCol{&e.Time})
-		if err != nil {
-			return nil, fmt.Errorf("list audit events: %w", err)
-		}
-		events = append(events, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list audit events: %w", err)
-	}
-	return events, nil
+	return query + ` ORDER BY id LIMIT ?`, append(args, limit)
 }

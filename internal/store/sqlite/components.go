@@ -121,12 +121,16 @@ func (s *Store) CountComponents(ctx context.Context, status string) (int, error)
 	return n, nil
 }
 
+// latestComponentRunsQuery finds each component's newest run (the highest
+// id) on the covering index (env, component, id), then reads those rows.
+const latestComponentRunsQuery = `SELECT id, run_id, env, component, operation, status, code, reason, plan_summary, '', started_at, finished_at
+	FROM component_runs WHERE id IN (SELECT MAX(id) FROM component_runs WHERE env = ? GROUP BY component)
+	ORDER BY component`
+
 // LatestComponentRuns implements store.Store: each component's newest
 // component run (log left out), by component name, in one query.
 func (s *Store) LatestComponentRuns(ctx context.Context, env string) ([]store.ComponentRun, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, env, component, operation, status, code, reason, plan_summary, '', started_at, finished_at
-		FROM component_runs WHERE id IN (SELECT MAX(id) FROM component_runs WHERE env = ? GROUP BY component)
-		ORDER BY component`, env)
+	rows, err := s.db.QueryContext(ctx, latestComponentRunsQuery, env)
 	if err != nil {
 		return nil, fmt.Errorf("latest component runs of %s: %w", env, err)
 	}

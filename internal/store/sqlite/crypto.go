@@ -8,75 +8,15 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
-
-const keySize = 32 // AES-256
 
 // sealedV1 prefixes every sealed value, so a later key scheme can tell its
 // values from these.
 const sealedV1 = 1
 
-// loadOrCreateKey reads the key at path, creating it with 32 random bytes
-// and mode 0600 if it does not exist. The new key is written to a private
-// temporary file and hard-linked into place, which fails if path exists: two
-// processes racing get the same key, and no process can read a half-written
-// one. A key file that group or others may access is refused.
-func loadOrCreateKey(path string) ([]byte, error) {
-	key, err := readKey(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return key, err
-	}
-	key = make([]byte, keySize)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("generate key: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".knit.key-*") // O_EXCL, mode 0600
-	if err != nil {
-		return nil, fmt.Errorf("create key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(key)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return readKey(path) // another process won the race
-		}
-		return nil, fmt.Errorf("create key: %w", err)
-	}
-	return key, nil
-}
-
-// readKey reads and checks an existing key file.
-func readKey(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("key file %s has mode %#o, so group or others can use it to decrypt sensitive outputs; run: chmod 600 %s", path, perm, path)
-	}
-	key, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read key: %w", err)
-	}
-	if len(key) != keySize {
-		return nil, fmt.Errorf("key file %s holds %d bytes, want %d: it is damaged, or not a knit key", path, len(key), keySize)
-	}
-	return key, nil
-}
-
-// sealer encrypts and decrypts sensitive output values.
+// sealer encrypts and decrypts sensitive output values with AES-256-GCM.
+// Its key is knit.key itself, not a keyfile.Derive subkey: values sealed
+// before the key file had other uses must still open.
 type sealer struct{ aead cipher.AEAD }
 
 func newSealer(key []byte) (*sealer, error) {

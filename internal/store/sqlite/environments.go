@@ -138,6 +138,30 @@ func (s *Store) Environment(ctx context.Context, id string) (store.Environment, 
 
 // Environments implements store.Store, ordered by ID.
 func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]store.Environment, error) {
+	query, args := environmentsQuery(f)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	defer rows.Close()
+	var envs []store.Environment
+	for rows.Next() {
+		e, err := scanEnvironment(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list environments: %w", err)
+		}
+		envs = append(envs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	return envs, nil
+}
+
+// environmentsQuery builds the query for Environments. Indexes on team,
+// status and both (each followed by id) keep a filtered page from scanning
+// every environment.
+func environmentsQuery(f store.EnvironmentFilter) (string, []any) {
 	query := `SELECT ` + environmentColumns + ` FROM environments`
 	var where []string
 	var args []any
@@ -156,25 +180,9 @@ func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = -1
+		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list environments: %w", err)
-	}
-	defer rows.Close()
-	var envs []store.Environment
-	for rows.Next() {
-		e, err := scanEnvironment(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list environments: %w", err)
-		}
-		envs = append(envs, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list environments: %w", err)
-	}
-	return envs, nil
+	return query + ` ORDER BY id LIMIT ?`, append(args, limit)
 }
 
 // SetAppliedRevision implements store.Store: revision n of env becomes the

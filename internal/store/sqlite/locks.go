@@ -13,44 +13,54 @@ import (
 // AcquireLock implements store.Store. The holder's lease is checked and
 // replaced in one write transaction, so of two runs racing for a free
 // environment exactly one wins. Expiry is judged by the store's clock, which
-// also sets the new lease's times. dead is called inside the transaction
-// and should be quick.
+// also sets the lease's times; l.Acquired and l.Expires are ignored. A run
+// acquiring a lock it holds extends its lease and keeps the lock's other
+// fields. dead is called inside the transaction and should be quick. A
+// lease that is not positive is an error.
 func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Duration, dead func(holder store.Lock) bool) (store.Lock, error) {
 	if l.Env == "" || l.RunID == "" {
 		return store.Lock{}, errors.New("acquire lock: Env and RunID are required")
 	}
+	if lease <= 0 {
+		return store.Lock{}, fmt.Errorf("acquire lock on %s: lease %v is not positive", l.Env, lease)
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := s.now()
-		l.Acquired, l.Expires = now, now.Add(lease)
 		h, err := lock(ctx, tx, l.Env)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return putLock(ctx, tx, l)
+		case errors.Is(err, store.ErrNotFound): // free
 		case err != nil:
 			return err
-		case h.RunID == l.RunID:
-			l.Acquired = h.Acquired
-			_, err := tx.ExecContext(ctx, `UPDATE locks SET expires_at = ? WHERE env = ?`, ts(l.Expires), l.Env)
-			return err
-		case !h.Expires.After(now) || (dead != nil && dead(h)):
+		case h.RunID == l.RunID: // our own: extend the lease, keep the rest
+			l = h
+			l.Expires = now.Add(lease)
 			return putLock(ctx, tx, l)
+		case !h.Expires.After(now) || (dead != nil && dead(h)): // take over
+		default:
+			return &store.LockedError{Env: l.Env, Holder: h}
 		}
-		return &store.LockedError{Env: l.Env, Holder: h}
+		l.Acquired, l.Expires = now, now.Add(lease)
+		return putLock(ctx, tx, l)
 	})
 	var le *store.LockedError
-	if err != nil && !errors.As(err, &le) {
-		return store.Lock{}, fmt.Errorf("acquire lock on %s: %w", l.Env, err)
-	}
-	if err != nil {
+	switch {
+	case errors.As(err, &le):
 		return store.Lock{}, err
+	case err != nil:
+		return store.Lock{}, fmt.Errorf("acquire lock on %s: %w", l.Env, err)
 	}
 	return l, nil
 }
 
 // RenewLock implements store.Store: the lease runs until the store's now
-// plus lease. If the run no longer holds the lock (it expired and another
-// run took it, or it was released) the error wraps store.ErrLockLost.
+// plus lease. A run may renew its lease after it expired as long as no
+// other run took the lock. If the run no longer holds the lock (another run
+// took it, or it was released) the error wraps store.ErrLockLost. A lease
+// that is not positive is an error.
 func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("renew lock on %s for run %s: lease %v is not positive", env, runID, lease)
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := holds(ctx, tx, env, runID); err != nil {
 			return err
@@ -65,7 +75,8 @@ func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Dur
 }
 
 // holds checks, inside a write transaction, that runID holds env's lock:
-// the fence that refuses the writes of a run that lost it.
+// the fence that refuses the writes of a run that lost it. Who holds it
+// instead, or that no one does, is store.ErrLockLost.
 func holds(ctx context.Context, tx *sql.Tx, env, runID string) error {
 	h, err := lock(ctx, tx, env)
 	if errors.Is(err, store.ErrNotFound) {
@@ -74,6 +85,12 @@ func holds(ctx context.Context, tx *sql.Tx, env, runID string) error {
 	if err != nil {
 		return err
 	}
+	return notHeldByOther(h, env, runID)
+}
+
+// notHeldByOther is store.ErrLockLost if h, env's lock, belongs to a run
+// other than runID.
+func notHeldByOther(h store.Lock, env, runID string) error {
 	if h.RunID != runID {
 		return fmt.Errorf("run %s: %w (run %s holds %s since %s)", runID, store.ErrLockLost, h.RunID, env, h.Acquired.UTC().Format(time.RFC3339))
 	}

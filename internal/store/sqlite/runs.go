@@ -11,10 +11,14 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// CreateRun implements store.Store. The ID must be new.
+// CreateRun implements store.Store. The ID must be new; a zero StartedAt
+// becomes now.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if r.ID == "" || r.Env == "" {
 		return errors.New("create run: ID and Env are required")
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = s.now()
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -27,9 +31,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 }
 
 // FinishRun implements store.Store; a missing run is store.ErrNotFound. It
-// refuses (store.ErrLockLost) to finish a run that is no longer running
-// (another run found it dead and marked it interrupted) or whose
-// environment's lock another run holds; a released lock is allowed.
+// refuses (store.ErrLockLost), writing nothing, to finish a run that is no
+// longer running (another run found it dead and marked it interrupted) or
+// whose environment's lock another run holds. A run whose environment has
+// no lock may finish: a run releases its lock as it ends, and a lock that
+// no one holds was not taken over.
 func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
@@ -39,10 +45,13 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at tim
 		if r.Status != store.StatusRunning {
 			return fmt.Errorf("finish run %s: %w (it was already recorded %s)", id, store.ErrLockLost, r.Status)
 		}
-		if err := holds(ctx, tx, r.Env, id); err != nil && !errors.Is(err, store.ErrLockLost) {
-			return err
-		} else if err != nil {
-			if h, herr := lock(ctx, tx, r.Env); herr == nil && h.RunID != id {
+		h, err := lock(ctx, tx, r.Env)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("finish run %s: %w", id, err)
+		default:
+			if err := notHeldByOther(h, r.Env, id); err != nil {
 				return fmt.Errorf("finish run %s: %w", id, err)
 			}
 		}
@@ -72,12 +81,37 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 
 // Runs implements store.Store: newest start first, and of runs started at
 // the same time the one created last first. f.Before is a run ID: only
-// runs older than it are listed.
+// runs older than it, in that order, are listed; an unknown one is
+// store.ErrNotFound. The cursor and the page are read in one snapshot.
 func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]store.Run, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+	var runs []store.Run
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		query, args, err := runsQuery(ctx, tx, env, f)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs of %q: %w", env, err)
 	}
+	return runs, nil
+}
+
+// runsQuery builds the query for Runs, looking up the cursor f.Before.
+func runsQuery(ctx context.Context, tx *sql.Tx, env string, f store.RunFilter) (string, []any, error) {
 	var where []string
 	var args []any
 	if env != "" {
@@ -87,36 +121,29 @@ func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]stor
 		where, args = append(where, "status = ?"), append(args, f.Status)
 	}
 	if f.Before != "" {
-		var started string
+		var started sql.NullString
 		var rowid int64
-		err := s.db.QueryRowContext(ctx, `SELECT started_at, rowid FROM runs WHERE id = ?`, f.Before).Scan(&started, &rowid)
+		err := tx.QueryRowContext(ctx, `SELECT started_at, rowid FROM runs WHERE id = ?`, f.Before).Scan(&started, &rowid)
 		if err != nil {
-			return nil, notFound(err, "list runs before %s", f.Before)
+			return "", nil, notFound(err, "run %s", f.Before)
 		}
-		where = append(where, "(started_at < ? OR (started_at = ? AND rowid < ?))")
-		args = append(args, started, started, rowid)
+		if started.Valid {
+			where = append(where, "(started_at, rowid) < (?, ?)")
+			args = append(args, started.String, rowid)
+		} else { // NULL starts sort last; CreateRun no longer writes them
+			where = append(where, "started_at IS NULL AND rowid < ?")
+			args = append(args, rowid)
+		}
 	}
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY started_at DESC, rowid DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list runs of %s: %w", env, err)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
 	}
-	defer rows.Close()
-	var runs []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs of %s: %w", env, err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs of %s: %w", env, err)
-	}
-	return runs, nil
+	return query + ` ORDER BY started_at DESC, rowid DESC LIMIT ?`, append(args, limit), nil
 }
 
 // InterruptRuns implements store.Store. Each interrupted run gets an error

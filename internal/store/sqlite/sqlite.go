@@ -7,7 +7,7 @@
 // lock. Within one process writes are also queued on a semaphore, so they
 // wait in Go rather than in SQLite's busy handler; across processes the busy
 // timeout does the waiting. Sensitive outputs are sealed with AES-256-GCM
-// under the key in knit.key next to the database.
+// under the key in knit.key next to the database (package keyfile).
 package sqlite
 
 import (
@@ -18,8 +18,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/store"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -28,7 +30,7 @@ import (
 // File names inside the data directory.
 const (
 	DBFile  = "knit.db"
-	KeyFile = "knit.key"
+	KeyFile = keyfile.Name
 )
 
 // busyTimeout is how long a statement waits for another process's write
@@ -43,7 +45,9 @@ type Store struct {
 	// writes holds one token; a writer takes it for the length of its
 	// transaction.
 	writes chan struct{}
-	now    func() time.Time
+	// clock is the store's time: it judges lock leases and stamps records
+	// given no time. Tests replace it with SetClock.
+	clock atomic.Pointer[func() time.Time]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,7 +68,7 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	f.Close()
-	key, err := loadOrCreateKey(filepath.Join(dataDir, KeyFile))
+	key, err := keyfile.Load(dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,8 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	}
 	// Keep a few connections open: each new one re-runs the pragmas.
 	db.SetMaxIdleConns(8)
-	s := &Store{db: db, sealer: sl, writes: make(chan struct{}, 1), now: time.Now}
+	s := &Store{db: db, sealer: sl, writes: make(chan struct{}, 1)}
+	s.SetClock(time.Now)
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
@@ -98,9 +103,14 @@ func dsn(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// SetClock replaces the store's clock, which judges lock leases and stamps
-// records that are given no time (tests).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
+// SetClock makes now the store's clock, which judges lock leases (when
+// they were acquired, when they expire) and stamps records given no time.
+// Open sets time.Now; tests set a fake one to move time. It is safe to call
+// while the store is in use; now must be safe for concurrent use.
+func (s *Store) SetClock(now func() time.Time) { s.clock.Store(&now) }
+
+// now is the time by the store's clock.
+func (s *Store) now() time.Time { return (*s.clock.Load())() }
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {

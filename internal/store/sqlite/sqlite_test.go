@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/storetest"
 )
@@ -27,7 +28,11 @@ func openT(t testing.TB, dir string) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openT(t, t.TempDir()) })
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		s := openT(t, t.TempDir())
+		s.SetClock(now)
+		return s
+	})
 }
 
 func versions(t *testing.T, s *Store) []int {
@@ -89,8 +94,8 @@ func TestFilesArePrivate(t *testing.T) {
 		if fi.Mode().Perm() != want {
 			t.Errorf("%s has mode %#o, want %#o", name, fi.Mode().Perm(), want)
 		}
-		if name == KeyFile && fi.Size() != keySize {
-			t.Errorf("key file holds %d bytes, want %d", fi.Size(), keySize)
+		if name == KeyFile && fi.Size() != keyfile.Size {
+			t.Errorf("key file holds %d bytes, want %d", fi.Size(), keyfile.Size)
 		}
 	}
 }
@@ -125,30 +130,6 @@ func TestGroupReadableKeyRefused(t *testing.T) {
 	}
 }
 
-func TestKeyCreationRace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), KeyFile)
-	keys := make([][]byte, 16)
-	var wg sync.WaitGroup
-	for i := range keys {
-		wg.Go(func() {
-			k, err := loadOrCreateKey(path)
-			if err != nil {
-				t.Error(err)
-			}
-			keys[i] = k
-		})
-	}
-	wg.Wait()
-	for i, k := range keys {
-		if len(k) != keySize || !bytes.Equal(k, keys[0]) {
-			t.Fatalf("racer %d got key %x, racer 0 got %x", i, k, keys[0])
-		}
-	}
-	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
-		t.Errorf("temporary key files left behind: %v", ents)
-	}
-}
-
 func putSecret(t *testing.T, s *Store, secret, visible string) {
 	t.Helper()
 	err := s.PutComponentState(t.Context(), store.ComponentState{Env: "team/web", Component: "db", Status: "applied",
@@ -166,7 +147,7 @@ func TestWrongKeyFailsClearly(t *testing.T) {
 	s := openT(t, dir)
 	putSecret(t, s, "secret", "host")
 	s.Close()
-	if err := os.WriteFile(filepath.Join(dir, KeyFile), bytes.Repeat([]byte{1}, keySize), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, KeyFile), bytes.Repeat([]byte{1}, keyfile.Size), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err := openT(t, dir).ComponentStates(t.Context(), "team/web")
@@ -313,6 +294,9 @@ func BenchmarkFinishComponentRun(b *testing.B) {
 	ctx := context.Background()
 	s := openT(b, b.TempDir())
 	if err := s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/web", Status: store.StatusRunning}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.AcquireLock(ctx, store.Lock{Env: "team/web", RunID: "r1"}, time.Hour, nil); err != nil {
 		b.Fatal(err)
 	}
 	state := &store.ComponentState{Status: "applied", Outputs: map[string]store.OutputValue{

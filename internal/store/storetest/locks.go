@@ -2,40 +2,11 @@ package storetest
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"knit.dev/knit/internal/store"
 )
-
-// Clocked is a store whose clock a test can set: lock leases are judged by
-// the store's clock, so the suite needs to move it.
-type Clocked interface {
-	SetClock(now func() time.Time)
-}
-
-// clock is a settable time for a store under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-// clockOf gives s a clock at t0 that the test moves with set.
-func clockOf(t *testing.T, s store.Store) *clock {
-	t.Helper()
-	cs, ok := s.(Clocked)
-	if !ok {
-		t.Fatalf("%T does not let tests set its clock (storetest.Clocked)", s)
-	}
-	c := &clock{now: at(0)}
-	cs.SetClock(c.Now)
-	return c
-}
 
 // lockFor makes runID the holder of env's lock (taking it over), as a run
 // must be for its component runs to be written.
@@ -66,9 +37,8 @@ func acquire(t *testing.T, s store.Store, l store.Lock, lease time.Duration, dea
 	return err
 }
 
-func testLocks(t *testing.T, s store.Store) {
+func testLocks(t *testing.T, s store.Store, c *clock) {
 	ctx := t.Context()
-	c := clockOf(t, s)
 	got, err := s.AcquireLock(ctx, holder("team/web", "run-a"), time.Minute, nil)
 	must(t, err)
 	if !got.Acquired.Equal(at(0)) || !got.Expires.Equal(at(time.Minute)) {
@@ -115,8 +85,7 @@ func testLocks(t *testing.T, s store.Store) {
 	}
 }
 
-func testLockTakeover(t *testing.T, s store.Store) {
-	c := clockOf(t, s)
+func testLockTakeover(t *testing.T, s store.Store, c *clock) {
 	must(t, acquire(t, s, holder("team/web", "run-a"), time.Minute, nil))
 
 	// At the expiry instant, as the store's clock says, the lease is over.
@@ -139,46 +108,92 @@ func testLockTakeover(t *testing.T, s store.Store) {
 	wantLocked(t, acquire(t, s, holder("team/web", "run-d"), time.Minute, nil), "run-c")
 }
 
-// testFencing: once a run's lease expired and another run took the lock,
-// the old run's writes are refused and the new holder's records stand.
-func testFencing(t *testing.T, s store.Store) {
+// testLockLease: the store's clock, not the caller's, sets a lease's times;
+// a holder may renew a lease that expired while no one took it over; what
+// AcquireLock returns is what Lock reads.
+func testLockLease(t *testing.T, s store.Store, c *clock) {
 	ctx := t.Context()
-	c := clockOf(t, s)
-	must(t, acquire(t, s, holder("team/web", "run-a"), time.Minute, nil))
-	must(t, s.CreateRun(ctx, store.Run{ID: "run-a", Env: "team/web", Kind: "apply", Status: store.StatusRunning, PID: 1, StartedAt: at(0)}))
-	crA := &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "db", Operation: "apply", StartedAt: at(0)}
-	must(t, s.StartComponentRun(ctx, crA))
+	l := holder("team/web", "run-a")
+	l.Acquired, l.Expires = at(-time.Hour), at(24*time.Hour) // a caller whose clock is far off
+	got, err := s.AcquireLock(ctx, l, time.Minute, nil)
+	must(t, err)
+	want := holder("team/web", "run-a")
+	want.Acquired, want.Expires = at(0), at(time.Minute)
+	equal(t, "lock as acquired", got, want)
+	wantStoredLock(t, s, want)
 
-	c.set(at(2 * time.Minute))
+	// Acquiring again extends the lease and keeps what was stored.
+	c.set(at(30 * time.Second))
+	again := holder("team/web", "run-a")
+	again.PID = 99
+	got, err = s.AcquireLock(ctx, again, 2*time.Minute, nil)
+	must(t, err)
+	want.Expires = at(2*time.Minute + 30*time.Second)
+	equal(t, "lock re-acquired by its holder", got, want)
+	wantStoredLock(t, s, want)
+
+	// RenewLock runs the lease from the store's now.
+	c.set(at(time.Minute))
+	must(t, s.RenewLock(ctx, "team/web", "run-a", 5*time.Minute))
+	want.Expires = at(6 * time.Minute)
+	wantStoredLock(t, s, want)
+
+	// Expired, but no one took it over: the holder may still renew.
+	c.set(at(10 * time.Minute))
+	must(t, s.RenewLock(ctx, "team/web", "run-a", time.Minute))
+	want.Expires = at(11 * time.Minute)
+	wantStoredLock(t, s, want)
+	c.set(at(10*time.Minute + 30*time.Second))
+	wantLocked(t, acquire(t, s, holder("team/web", "run-b"), time.Minute, nil), "run-a")
+
+	// The caller's far-off Expires bought nothing: the store's lease ends.
+	c.set(at(11 * time.Minute))
 	must(t, acquire(t, s, holder("team/web", "run-b"), time.Minute, nil))
-	must(t, s.CreateRun(ctx, store.Run{ID: "run-b", Env: "team/web", Kind: "apply", Status: store.StatusRunning, PID: 2, StartedAt: at(2 * time.Minute)}))
-	_, err := s.InterruptRuns(ctx, "team/web", func(pid int) bool { return pid == 2 }, at(2*time.Minute))
-	must(t, err)
-	crB := &store.ComponentRun{RunID: "run-b", Env: "team/web", Component: "db", Operation: "apply", StartedAt: at(2 * time.Minute)}
-	must(t, s.StartComponentRun(ctx, crB))
-	crB.Status, crB.FinishedAt = "applied", at(3*time.Minute)
-	must(t, s.FinishComponentRun(ctx, *crB, &store.ComponentState{Status: "applied", Fingerprint: "b", Revision: 2}))
 
-	// run-a comes back: every write is refused.
-	if err := s.StartComponentRun(ctx, &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "web", StartedAt: at(4 * time.Minute)}); !errors.Is(err, store.ErrLockLost) {
-		t.Errorf("StartComponentRun of the old holder: %v, want ErrLockLost", err)
+	// A lease must be positive.
+	if _, err := s.AcquireLock(ctx, holder("team/api", "run-x"), 0, nil); err == nil {
+		t.Error("AcquireLock with a zero lease succeeded")
 	}
-	crA.Status, crA.FinishedAt = "applied", at(4*time.Minute)
-	if err := s.FinishComponentRun(ctx, *crA, &store.ComponentState{Status: "applied", Fingerprint: "a", Revision: 1}); !errors.Is(err, store.ErrLockLost) {
-		t.Errorf("FinishComponentRun of the old holder: %v, want ErrLockLost", err)
+	_, err = s.Lock(ctx, "team/api")
+	wantNotFound(t, err, "lock after a refused zero lease")
+	if err := s.RenewLock(ctx, "team/web", "run-b", -time.Second); err == nil {
+		t.Error("RenewLock with a negative lease succeeded")
 	}
-	if err := s.FinishRun(ctx, "run-a", store.StatusSucceeded, "", at(4*time.Minute)); !errors.Is(err, store.ErrLockLost) {
-		t.Errorf("FinishRun of the old holder: %v, want ErrLockLost", err)
-	}
-	states, err := s.ComponentStates(ctx, "team/web")
+}
+
+func wantStoredLock(t *testing.T, s store.Store, want store.Lock) {
+	t.Helper()
+	got, err := s.Lock(t.Context(), want.Env)
 	must(t, err)
-	if states["db"].Fingerprint != "b" {
-		t.Errorf("db's state %+v: the old holder overwrote the new one's", states["db"])
+	equal(t, "lock as stored", got, want)
+}
+
+// testStoreClock: records given no time are stamped by the store's clock.
+func testStoreClock(t *testing.T, s store.Store, c *clock) {
+	ctx := t.Context()
+	c.set(at(time.Hour))
+	r, err := s.PutRevision(ctx, env("team/web"), store.Revision{Spec: []byte(`{}`)})
+	must(t, err)
+	equal(t, "revision created", r.CreatedAt, at(time.Hour))
+	must(t, s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/web", Status: store.StatusRunning}))
+	run, err := s.Run(ctx, "r1")
+	must(t, err)
+	equal(t, "run started", run.StartedAt, at(time.Hour))
+	must(t, s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Action: "apply"}))
+	events, err := s.Audit(ctx, store.AuditFilter{})
+	must(t, err)
+	if len(events) != 1 || !events[0].Time.Equal(at(time.Hour)) {
+		t.Errorf("audit events %+v, want one at %v", events, at(time.Hour))
 	}
-	if r, _ := s.Run(ctx, "run-a"); r.Status != store.StatusInterrupted {
-		t.Errorf("old run recorded %q, want interrupted", r.Status)
-	}
-	// The holder finishes normally, also after releasing its lock.
-	must(t, s.ReleaseLock(ctx, "team/web", "run-b"))
-	must(t, s.FinishRun(ctx, "run-b", store.StatusSucceeded, "", at(5*time.Minute)))
+
+	c.set(at(2 * time.Hour))
+	must(t, s.SetEnvironmentStatus(ctx, "team/web", "provisioned"))
+	e, err := s.Environment(ctx, "team/web")
+	must(t, err)
+	equal(t, "environment updated by status", e.UpdatedAt, at(2*time.Hour))
+	c.set(at(3 * time.Hour))
+	must(t, s.SetAppliedRevision(ctx, "team/web", 1))
+	e, err = s.Environment(ctx, "team/web")
+	must(t, err)
+	equal(t, "environment updated by applied revision", e.UpdatedAt, at(3*time.Hour))
 }

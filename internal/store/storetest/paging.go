@@ -84,11 +84,31 @@ func testPaging(t *testing.T, s store.Store) {
 	if len(onlyFailed) != 1 || onlyFailed[0].ID != "s" {
 		t.Errorf("failed runs: %+v", onlyFailed)
 	}
+	must(t, s.CreateRun(ctx, run("elsewhere", "b/1", at(30*time.Second))))
 	every, err := s.Runs(ctx, "", store.RunFilter{})
 	must(t, err)
-	if len(every) != 4 {
-		t.Errorf("runs of every environment: %d", len(every))
+	equal(t, "runs of every environment, newest first", runIDs(every), []string{"s", "r", "q", "elsewhere", "p"})
+	var walked []string
+	for before := ""; ; {
+		page, err := s.Runs(ctx, "", store.RunFilter{Before: before, Limit: 2})
+		must(t, err)
+		if len(page) == 0 {
+			break
+		}
+		walked = append(walked, runIDs(page)...)
+		before = page[len(page)-1].ID
 	}
+	equal(t, "runs walked two at a time", walked, runIDs(every))
+	// Runs started at the same instant: the one created last is newer.
+	must(t, s.CreateRun(ctx, run("t1", "c/1", at(2*time.Hour))))
+	must(t, s.CreateRun(ctx, run("t2", "c/1", at(2*time.Hour))))
+	tied, err := s.Runs(ctx, "c/1", store.RunFilter{Limit: 1})
+	must(t, err)
+	older, err := s.Runs(ctx, "c/1", store.RunFilter{Before: "t2"})
+	must(t, err)
+	equal(t, "tied runs", append(runIDs(tied), runIDs(older)...), []string{"t2", "t1"})
+	_, err = s.Runs(ctx, "", store.RunFilter{Before: "no-such-run"})
+	wantNotFound(t, err, "runs before an unknown run")
 
 	for i, actor := range []string{"alice", "bob", "alice"} {
 		must(t, s.AppendAudit(ctx, store.AuditEvent{Env: "a/1", Actor: actor, Action: "apply", Time: at(time.Duration(i) * time.Hour)}))
@@ -108,16 +128,73 @@ func testPaging(t *testing.T, s store.Store) {
 	if len(window) != 1 || window[0].Actor != "bob" {
 		t.Errorf("events in [1h, 2h): %+v", window)
 	}
+	must(t, s.AppendAudit(ctx, store.AuditEvent{Env: "b/1", Actor: "alice", Action: "drift", Time: at(3 * time.Hour)}))
+	since, err := s.Audit(ctx, store.AuditFilter{Actor: "alice", Since: at(time.Hour)})
+	must(t, err)
+	if len(since) != 2 || since[0].Env != "a/1" || since[1].Env != "b/1" {
+		t.Errorf("alice's events since 1h, oldest first: %+v", since)
+	}
+	b1, err := s.Audit(ctx, store.AuditFilter{Env: "b/1", Until: at(3 * time.Hour)})
+	must(t, err)
+	if len(b1) != 0 {
+		t.Errorf("b/1's events before 3h (Until is exclusive): %+v", b1)
+	}
 }
 
-// testLatestComponentRuns: the newest component run of each component, with
-// its machine-readable code, and no log.
+// testPagingEnvironments: environments filter by team and status, alone
+// or together, in ID order, and page on the ID after which to go on.
+func testPagingEnvironments(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, e := range []struct{ id, team, status string }{
+		{"b/3", "b", "failed"}, {"a/2", "a", "failed"}, {"a/1", "a", "provisioned"},
+		{"b/1", "b", "provisioned"}, {"a/3", "a", "failed"}, {"b/2", "b", "failed"},
+	} {
+		en := env(e.id)
+		en.Team = e.team
+		_, err := s.PutRevision(ctx, en, rev(e.id, at(0)))
+		must(t, err)
+		must(t, s.SetEnvironmentStatus(ctx, e.id, e.status))
+	}
+	for name, tc := range map[string]struct {
+		f    store.EnvironmentFilter
+		want []string
+	}{
+		"all":                   {store.EnvironmentFilter{}, []string{"a/1", "a/2", "a/3", "b/1", "b/2", "b/3"}},
+		"team":                  {store.EnvironmentFilter{Team: "b"}, []string{"b/1", "b/2", "b/3"}},
+		"status":                {store.EnvironmentFilter{Status: "failed"}, []string{"a/2", "a/3", "b/2", "b/3"}},
+		"team and status":       {store.EnvironmentFilter{Team: "a", Status: "failed"}, []string{"a/2", "a/3"}},
+		"after, across teams":   {store.EnvironmentFilter{Status: "failed", After: "a/3"}, []string{"b/2", "b/3"}},
+		"after a missing ID":    {store.EnvironmentFilter{After: "a/25"}, []string{"a/3", "b/1", "b/2", "b/3"}},
+		"limit":                 {store.EnvironmentFilter{Status: "failed", Limit: 3}, []string{"a/2", "a/3", "b/2"}},
+		"after and limit":       {store.EnvironmentFilter{Team: "a", After: "a/1", Limit: 1}, []string{"a/2"}},
+		"unknown team":          {store.EnvironmentFilter{Team: "c"}, nil},
+		"after the last":        {store.EnvironmentFilter{After: "b/3"}, nil},
+		"negative limit is all": {store.EnvironmentFilter{Team: "a", Limit: -1}, []string{"a/1", "a/2", "a/3"}},
+	} {
+		envs, err := s.Environments(ctx, tc.f)
+		must(t, err)
+		var ids []string
+		for _, e := range envs {
+			ids = append(ids, e.ID)
+		}
+		equal(t, name, ids, tc.want)
+	}
+}
+
+// testLatestComponentRuns: the newest component run of each component of
+// one environment, by component name, with its machine-readable code and
+// without its log.
 func testLatestComponentRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
+	latest, err := s.LatestComponentRuns(ctx, "team/web")
+	must(t, err)
+	if len(latest) != 0 {
+		t.Errorf("latest component runs of a new environment: %+v", latest)
+	}
 	for i, id := range []string{"r1", "r2"} {
 		must(t, s.CreateRun(ctx, run(id, "team/web", at(time.Duration(i)*time.Hour))))
 		lockFor(t, s, "team/web", id)
-		for _, c := range []string{"db", "app"} {
+		for _, c := range []string{"web", "db", "app"} {
 			if id == "r2" && c == "db" {
 				continue
 			}
@@ -126,10 +203,18 @@ func testLatestComponentRuns(t *testing.T, s store.Store) {
 			must(t, s.StartComponentRun(ctx, cr))
 		}
 	}
-	latest, err := s.LatestComponentRuns(ctx, "team/web")
+	must(t, s.CreateRun(ctx, run("other", "team/api", at(2*time.Hour))))
+	lockFor(t, s, "team/api", "other")
+	must(t, s.StartComponentRun(ctx, &store.ComponentRun{RunID: "other", Env: "team/api", Component: "db", Operation: "apply"}))
+
+	latest, err = s.LatestComponentRuns(ctx, "team/web")
 	must(t, err)
-	if len(latest) != 2 || latest[0].Component != "app" || latest[0].RunID != "r2" || latest[1].RunID != "r1" ||
-		latest[0].Code != "waiting: upstream db awaiting approval" || latest[0].Log != "" {
-		t.Errorf("latest component runs %+v", latest)
+	var got []string
+	for _, cr := range latest {
+		got = append(got, cr.Component+"@"+cr.RunID)
+		if cr.Log != "" || cr.Code != "waiting: upstream db awaiting approval" || cr.Env != "team/web" {
+			t.Errorf("latest run of %s: log %q, code %q, env %q", cr.Component, cr.Log, cr.Code, cr.Env)
+		}
 	}
+	equal(t, "latest component runs of team/web", got, []string{"app@r2", "db@r1", "web@r2"})
 }

@@ -15,38 +15,55 @@ import (
 )
 
 // Run runs the conformance suite, one subtest per area, each on a fresh
-// store from open. open should register the store's cleanup with t.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+// store from open. open should register the store's cleanup with t, and
+// must make now the store's clock: the time that judges lock leases and
+// stamps records given no time. The suite's clock starts at t0 and moves
+// only when a test moves it, so a store that reads the wall clock instead
+// fails the lease and fencing tests.
+func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s store.Store)
+		fn   func(t *testing.T, s store.Store, c *clock)
 	}{
-		{"Revisions", testRevisions},
-		{"Environments", testEnvironments},
-		{"Runs", testRuns},
-		{"InterruptRuns", testInterruptRuns},
-		{"ComponentRuns", testComponentRuns},
-		{"LastComponentRun", testLastComponentRun},
-		{"ComponentStates", testComponentStates},
-		{"SensitiveOutputs", testSensitiveOutputs},
+		{"Revisions", plain(testRevisions)},
+		{"Environments", plain(testEnvironments)},
+		{"Runs", plain(testRuns)},
+		{"InterruptRuns", plain(testInterruptRuns)},
+		{"ComponentRuns", plain(testComponentRuns)},
+		{"LastComponentRun", plain(testLastComponentRun)},
+		{"ComponentStates", plain(testComponentStates)},
+		{"SensitiveOutputs", plain(testSensitiveOutputs)},
+		{"StoreClock", testStoreClock},
 		{"Locks", testLocks},
 		{"LockTakeover", testLockTakeover},
+		{"LockLease", testLockLease},
 		{"Fencing", testFencing},
-		{"AppliedRevision", testAppliedRevision},
-		{"Paging", testPaging},
-		{"LatestComponentRuns", testLatestComponentRuns},
-		{"Tokens", testTokens},
-		{"CreateApproval", testCreateApproval},
-		{"OpenApproval", testOpenApproval},
-		{"ListApprovals", testListApprovals},
-		{"DecideApproval", testDecideApproval},
-		{"DecideApprovalRace", testDecideApprovalRace},
-		{"Audit", testAudit},
-		{"ConcurrentWrites", testConcurrentWrites},
+		{"FencingLiveRun", testFencingLiveRun},
+		{"FencingNoLock", testFencingNoLock},
+		{"AppliedRevision", plain(testAppliedRevision)},
+		{"Paging", plain(testPaging)},
+		{"PagingEnvironments", plain(testPagingEnvironments)},
+		{"LatestComponentRuns", plain(testLatestComponentRuns)},
+		{"Tokens", plain(testTokens)},
+		{"CreateApproval", plain(testCreateApproval)},
+		{"OpenApproval", plain(testOpenApproval)},
+		{"ListApprovals", plain(testListApprovals)},
+		{"DecideApproval", plain(testDecideApproval)},
+		{"DecideApprovalRace", plain(testDecideApprovalRace)},
+		{"Audit", plain(testAudit)},
+		{"ConcurrentWrites", plain(testConcurrentWrites)},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{now: at(0)}
+			tt.fn(t, open(t, c.Now), c)
+		})
 	}
+}
+
+// plain adapts a test that does not move the clock.
+func plain(fn func(t *testing.T, s store.Store)) func(t *testing.T, s store.Store, c *clock) {
+	return func(t *testing.T, s store.Store, _ *clock) { fn(t, s) }
 }
 
 // t0 has nanoseconds so the suite notices a store that rounds times.

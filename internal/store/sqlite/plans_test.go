@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/store"
+)
+
+// queryPlan is SQLite's plan for query, one line per step.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	tx, err := s.db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var steps []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, detail)
+	}
+	return strings.Join(steps, "\n")
+}
+
+// TestPagingQueriesUseIndexes: every page the API and UI read (10,000
+// environments, years of runs and audit events) is found through an index
+// and needs no sort, so its cost does not grow with the table.
+func TestPagingQueriesUseIndexes(t *testing.T) {
+	s := openT(t, t.TempDir())
+	if err := s.CreateRun(t.Context(), store.Run{ID: "cursor", Env: "team/web"}); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(env string, f store.RunFilter) (string, []any) {
+		t.Helper()
+		tx, err := s.db.BeginTx(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		q, args, err := runsQuery(t.Context(), tx, env, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q, args
+	}
+	for name, tc := range map[string]struct {
+		query func() (string, []any)
+		index string
+	}{
+		"environments by team":   {func() (string, []any) { return environmentsQuery(store.EnvironmentFilter{Team: "t", Limit: 50}) }, "environments_team"},
+		"environments by status": {func() (string, []any) { return environmentsQuery(store.EnvironmentFilter{Status: "failed", Limit: 50}) }, "environments_status"},
+		"environments by team and status": {func() (string, []any) {
+			return environmentsQuery(store.EnvironmentFilter{Team: "t", Status: "failed", After: "t/x", Limit: 50})
+		}, "environments_team_status"},
+		"environments after":             {func() (string, []any) { return environmentsQuery(store.EnvironmentFilter{After: "t/x", Limit: 50}) }, "sqlite_autoindex_environments_1"},
+		"runs of an environment":         {func() (string, []any) { return runs("team/web", store.RunFilter{Limit: 20}) }, "runs_env_started"},
+		"runs of an environment, before": {func() (string, []any) { return runs("team/web", store.RunFilter{Before: "cursor", Limit: 20}) }, "runs_env_started"},
+		"runs of every environment":      {func() (string, []any) { return runs("", store.RunFilter{Before: "cursor", Limit: 20}) }, "runs_started"},
+		"audit of an environment":        {func() (string, []any) { return auditQuery(store.AuditFilter{Env: "team/web", After: 10, Limit: 50}) }, "audit_events_env"},
+		"audit of an actor":              {func() (string, []any) { return auditQuery(store.AuditFilter{Actor: "alice", After: 10, Limit: 50}) }, "audit_events_actor"},
+		"latest component runs":          {func() (string, []any) { return latestComponentRunsQuery, []any{"team/web"} }, "COVERING INDEX component_runs_env_component"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, args := tc.query()
+			plan := queryPlan(t, s, q, args...)
+			if !strings.Contains(plan, tc.index) {
+				t.Errorf("plan does not use %s:\n%s", tc.index, plan)
+			}
+			// Sorting a handful of latest component runs by name is fine;
+			// sorting a page of a large table is not.
+			if strings.Contains(plan, "TEMP B-TREE") && name != "latest component runs" {
+				t.Errorf("plan sorts:\n%s", plan)
+			}
+			if strings.Contains(plan, "SCAN") && !strings.Contains(plan, "USING") {
+				t.Errorf("plan scans a table without an index:\n%s", plan)
+			}
+		})
+	}
+}
