@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/script"
 	"knit.dev/knit/internal/runner/terraform"
@@ -128,13 +129,18 @@ func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
 	if err != nil {
 		return runner.Unavailable(err)
 	}
-	key, err := sqlite.DeriveKey(k.cfg.DataDir, "opentofu state and plans")
+	master, err := keyfile.Load(k.cfg.DataDir)
 	if err != nil {
 		return runner.Unavailable(fmt.Errorf("state encryption key: %w", err))
 	}
+	key := keyfile.Derive(master, StateKeyPurpose)
 	return terraform.New(bin, terraform.Options{DataDir: k.cfg.DataDir, ToolVersion: tv, ExtraEnv: k.cfg.ToolEnv,
 		GracePeriod: k.cfg.GracePeriod, EncryptionKey: key})
 }
+
+// StateKeyPurpose derives, from knit's key file, the key that encrypts
+// OpenTofu state and saved plans.
+const StateKeyPurpose = "opentofu state and plans"
 
 // DataDir is the absolute data dir.
 func (k *Knit) DataDir() string { return k.cfg.DataDir }

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"knit.dev/knit/internal/keyfile"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/terraform"
-	"knit.dev/knit/internal/store/sqlite"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,10 +331,11 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 // keeps encrypted: OpenTofu reads it with knit's key.
 func stateResources(t *testing.T, w *world, env, component string) int {
 	t.Helper()
-	key, err := sqlite.DeriveKey(w.dataDir, "opentofu state and plans")
+	master, err := keyfile.Load(w.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := keyfile.Derive(master, knit.StateKeyPurpose)
 	wd := filepath.Join(w.dataDir, "work", "qa", env, component)
 	if data, err := os.ReadFile(filepath.Join(wd, "terraform.tfstate")); err != nil || !strings.Contains(string(data), `"encrypted_data"`) {
 		t.Fatalf("%s's state is missing or not encrypted (%v)", component, err)

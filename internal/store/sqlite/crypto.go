@@ -3,9 +3,7 @@ package sqlite
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 )
@@ -58,21 +56,4 @@ func (s *sealer) open(sealed, ad []byte) ([]byte, error) {
 // outputAD is the additional data that ties a sealed output to its row.
 func outputAD(env, component, name string) []byte {
 	return []byte(env + "\x00" + component + "\x00" + name)
-}
-
-// DeriveKey returns a 32-byte key for purpose, derived from the store's key
-// file in dataDir (created if missing): other parts of knit (the OpenTofu
-// state and plan encryption) get keys of their own without a second secret
-// to keep.
-func DeriveKey(dataDir, purpose string) ([]byte, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	key, err := loadOrCreateKey(filepath.Join(dataDir, KeyFile))
-	if err != nil {
-		return nil, err
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("knit derived key v1\x00" + purpose))
-	return mac.Sum(nil), nil
 }
