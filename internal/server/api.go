@@ -134,7 +134,12 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := s.k.Revisions(r.Context(), id, r.URL.Query().Get("cursor"), n)
+	cursor := r.URL.Query().Get("cursor")
+	if _, err := strconv.Atoi(cursor); cursor != "" && err != nil {
+		s.fail(w, r, badReq("cursor must be the next of a previous page (a revision number)"))
+		return
+	}
+	p, err := s.k.Revisions(r.Context(), id, cursor, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -142,9 +147,12 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
 }
 
-// revisionView is a revision as the API shows it: the spec as JSON text.
+// revisionView is a revision as the API shows it: the spec as JSON text,
+// without the checkout it resolves against (the data dir is the server's
+// business; Source names the commit).
 type revisionView struct {
 	store.Revision
+	Root string `json:"root,omitempty"` // never set
 	Spec string `json:"spec"`
 }
 
@@ -211,7 +219,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 // runView is GET /runs/{id}: the run as recorded, or its place in the queue.
 type runView struct {
 	store.Run
-	Components []store.ComponentRun `json:"components"`
+	Components []componentRunJSON `json:"components"`
 }
 
 // lookupRun finds a run and checks the token may see its environment.
@@ -225,11 +233,11 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
 		case <-j.started:
 		default:
 			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "queued", Actor: j.req.Actor,
-				Reason: j.req.Reason, Source: j.req.Source}, Components: []store.ComponentRun{}}, j, nil
+				Reason: j.req.Reason, Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 		if j.err != nil {
 			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "refused", Actor: j.req.Actor,
-				Error: j.err.Error(), Source: j.req.Source}, Components: []store.ComponentRun{}}, j, nil
+				Error: j.err.Error(), Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 	}
 	rec, err := s.k.RunRecord(r.Context(), id)
@@ -239,7 +247,7 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
 	if err := team(r, teamOf(rec.Env)); err != nil {
 		return runView{}, nil, err
 	}
-	return runView{Run: rec.Run, Components: rec.Components}, j, nil
+	return runView{Run: rec.Run, Components: componentRunViews(rec.Components)}, j, nil
 }
 
 func teamOf(env string) string {
@@ -291,6 +299,13 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.fail(w, r, badReq("planChecksum is required: approve the plan you looked at (GET /api/v1/approvals)"))
 			return
 		}
+		if e, err := s.k.ResolveEnv(r.Context(), id); err != nil || e.AppliedRevision == 0 {
+			if err == nil {
+				err = fmt.Errorf("%w: %s has no applied revision, so no plan of it waits", store.ErrConflict, id)
+			}
+			s.fail(w, r, err)
+			return
+		}
 		tok := principal(r.Context())
 		a, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
 			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum})
@@ -310,17 +325,6 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, resp)
 	}
-}
-
-// approvalView is an approval without where its plan file lies.
-func approvalView(a store.Approval) store.Approval {
-	a.PlanFile = ""
-	var p map[string]any
-	if json.Unmarshal(a.Plan, &p) == nil {
-		delete(p, "file")
-		a.Plan, _ = json.Marshal(p)
-	}
-	return a
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -344,7 +348,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := principal(r.Context())
-	out := page[store.Approval]{Items: []store.Approval{}}
+	out := page[approvalJSON]{Items: []approvalJSON{}}
 	for _, a := range list {
 		if knit.CanSee(tok, teamOf(a.Env)) {
 			out.Items = append(out.Items, approvalView(a))
@@ -364,6 +368,10 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		n = 100
 	}
 	f := knit.AuditFilter{Env: q.Get("env"), Actor: q.Get("actor"), After: q.Get("cursor"), Limit: n}
+	if _, err := strconv.ParseInt(f.After, 10, 64); f.After != "" && err != nil {
+		s.fail(w, r, badReq("cursor must be the next of a previous page (an event ID)"))
+		return
+	}
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
