@@ -179,7 +179,8 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 			env = req.Env.ID()
 		}
 		var err error
-		id, err = r.c.StartRun(ctx, env, client.RunRequest{Kind: req.Kind, Components: req.Components, Reason: req.Reason})
+		id, err = r.c.StartRun(ctx, env, client.RunRequest{Kind: req.Kind, Components: req.Components,
+			Reason: req.Reason, Reconcile: req.Reconcile})
 		if err != nil {
 			return nil, err
 		}

@@ -151,6 +151,8 @@ type RunRequest struct {
 	Kind       string   `json:"kind"`
 	Components []string `json:"components,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
+	// Reconcile, for a drift run, brings drifted components back.
+	Reconcile bool `json:"reconcile,omitempty"`
 }
 
 // StartRun queues a run of an environment and returns its ID.
