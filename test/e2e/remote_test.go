@@ -189,6 +189,19 @@ func TestCLIThroughTheServer(t *testing.T) {
 	}
 	same(0, "drift", "shop/remote")
 	same(0, "plan", "shop/remote", "--detailed-exitcode")
+	same(0, "apply", "shop/remote")
+
+	// A teardown through the server is gated like any change there: web
+	// waits (exit 3) until someone decides; a rejection keeps it.
+	if r := remote("teardown", "shop/remote", "--auto-approve"); r.code != 3 || !regexp.MustCompile(`(?m)^teardown shop/remote .*: awaiting-approval$`).MatchString(r.stdout) {
+		t.Fatalf("teardown through the server: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := remote("reject", "shop/remote", "web", "--reason", "not today"); r.code != 0 || !regexp.MustCompile(`approval #\d+ of web rejected by root`).MatchString(r.stderr) {
+		t.Fatalf("reject through the server: exit %d\n%s", r.code, r.stderr)
+	}
+	if w.read("files/web.txt") != "v1" {
+		t.Fatal("web was destroyed without an approval")
+	}
 
 	// What the server cannot do, and refusals, are said plainly.
 	if r := remote("plan", "-f", "envs/remote.yaml"); r.code != 1 || !strings.Contains(r.stderr, "the server takes environments from git") {
