@@ -36,10 +36,11 @@ func (f *runFlags) register(cmd *cobra.Command, approve bool) {
 	}
 }
 
-// request turns the flags into a run of kind on env.
-func (f *runFlags) request(kind string, env *spec.Environment) knit.RunRequest {
+// request turns the flags into a run of kind on env (a loaded spec, or nil
+// where a server resolves the environment ref names).
+func (f *runFlags) request(kind string, env *spec.Environment, ref string) knit.RunRequest {
 	return knit.RunRequest{
-		Kind: kind, Env: env, Components: f.components, Parallelism: f.parallelism,
+		Kind: kind, Env: env, EnvRef: ref, Components: f.components, Parallelism: f.parallelism,
 		AutoApprove: f.autoApprove, Refresh: f.refresh, Reason: f.reason,
 	}
 }
@@ -47,7 +48,7 @@ func (f *runFlags) request(kind string, env *spec.Environment) knit.RunRequest {
 func newApplyCmd(d *deps) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE [-c COMP]... [--auto-approve]",
+		Use:   "apply (-f FILE | ENV) [-c COMP]... [--auto-approve]",
 		Short: "Provision an environment: plan and apply every component in dependency order",
 		Long: `Apply an environment file. Components run in dependency order, independent
 ones in parallel; outputs flow to the components that take them (valueFrom).
@@ -56,22 +57,26 @@ is reported "up to date" without running the tool (--refresh plans it anyway).
 A component whose plan has changes and whose autoApprove is false is applied
 only with --auto-approve or a "yes" at the terminal; otherwise it stops
 awaiting approval and knit exits 3. spec.teardown: true tears down instead.
+ENV, instead of a file, applies a known environment at its applied revision
+(with --server: the server's environment, from git).
 
 Exit codes: 0 applied, 1 a component failed, 3 stopped at an approval gate.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			env, err := loadEnv(f.file, d.stderr)
-			if err != nil {
-				return err
-			}
-			req := f.request(engine.KindApply, env)
-			if !f.autoApprove && isTerminal(d.stdin) && isTerminal(d.stderr) {
-				req.Confirm = d.askApproval()
-			}
-			return d.run(cmd.Context(), runView{output: f.output}, func(*knit.Knit) (knit.RunRequest, error) { return req, nil })
+			return d.run(cmd.Context(), runView{output: f.output}, func(b backend) (knit.RunRequest, error) {
+				if err := localOnly(cmd, b, "auto-approve", "refresh", "parallelism"); err != nil {
+					return knit.RunRequest{}, err
+				}
+				env, ref, err := d.envFromArgs(cmd, b, f.file, args)
+				req := f.request(engine.KindApply, env, ref)
+				if !f.autoApprove && !b.Remote() && isTerminal(d.stdin) && isTerminal(d.stderr) {
+					req.Confirm = d.askApproval()
+				}
+				return req, err
+			})
 		},
 	}
 	f.register(cmd, true)
@@ -89,22 +94,23 @@ type runView struct {
 	exit func(*engine.Result) error
 }
 
-// run opens the library, starts the run the request describes with
-// progress on stderr, waits for it, and renders the result.
-func (d *deps) run(ctx context.Context, v runView, request func(*knit.Knit) (knit.RunRequest, error)) error {
-	k, err := d.open(ctx)
+// run opens the backend (the library, or a server), starts the run the
+// request describes with progress on stderr, waits for it, and renders the
+// result.
+func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.RunRequest, error)) error {
+	b, err := d.backend(ctx)
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	req, err := request(k)
+	defer b.Close()
+	req, err := request(b)
 	if err != nil {
 		return err
 	}
 	prog := newProgress(d.stderr)
 	d.progress = prog
 	req.Actor, req.Source, req.OnEvent = d.actor(), "cli", prog.Event
-	res, err := k.Run(ctx, req)
+	res, err := b.Run(ctx, req)
 	prog.Close()
 	if res == nil {
 		return err

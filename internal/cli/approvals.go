@@ -22,12 +22,12 @@ func newApprovalsCmd(d *deps) *cobra.Command {
 		Short: "List plans waiting for a person's approval",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
 				statuses := []string{store.ApprovalPending}
 				if all {
 					statuses = nil
 				}
-				list, err := k.Approvals(cmd.Context(), optionalArg(args), statuses...)
+				list, err := b.Approvals(cmd.Context(), optionalArg(args), statuses...)
 				if err != nil {
 					return err
 				}
@@ -101,18 +101,22 @@ refuses to apply it and makes a fresh plan that needs approval.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			return d.run(cmd.Context(), runView{output: output}, func(k *knit.Knit) (knit.RunRequest, error) {
-				a, err := k.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
+			return d.run(cmd.Context(), runView{output: output}, func(b backend) (knit.RunRequest, error) {
+				a, runID, err := b.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
 					Approve: approve, Actor: d.actor(), Reason: reason})
 				if err != nil {
 					return knit.RunRequest{}, err
 				}
 				fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", a.Env, a.ID, args[1], a.Status, a.DecidedBy)
+				if noApply && runID != "" {
+					fmt.Fprintf(d.stderr, "the server applies it: run %s (knit history %s)\n", runID, a.Env)
+				}
 				if !approve || noApply {
 					return knit.RunRequest{}, errDecided
 				}
-				// Apply what ENV is applied at: the approved plan byte for byte, then what waited.
-				return knit.RunRequest{Kind: engine.KindApply, EnvRef: a.Env, Reason: reason}, nil
+				// Apply what ENV is applied at: the approved plan byte for
+				// byte, then what waited (a server has started that run: follow it).
+				return knit.RunRequest{Kind: engine.KindApply, EnvRef: a.Env, Reason: reason, RunID: runID}, nil
 			})
 		},
 	}
@@ -156,8 +160,8 @@ func newAuditCmd(d *deps) *cobra.Command {
 		Short: "Show who did what, when and why: applies, approvals, drift findings, teardowns",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
-				page, err := k.Audit(cmd.Context(), knit.AuditFilter{Env: optionalArg(args)})
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				page, err := b.Audit(cmd.Context(), knit.AuditFilter{Env: optionalArg(args)})
 				if err != nil {
 					return err
 				}

@@ -35,9 +35,12 @@ With --reconcile: 0 reconciled, 3 waiting for approval, 1 error.`,
 				return err
 			}
 			v := runView{output: f.output, json: func(r *engine.Result) any { return newDriftReport(r) }, exit: driftExit(reconcile)}
-			return d.run(cmd.Context(), v, func(k *knit.Knit) (knit.RunRequest, error) {
-				env, err := d.appliedFromArgs(cmd, k, f.file, args)
-				req := f.request(engine.KindDrift, env)
+			return d.run(cmd.Context(), v, func(b backend) (knit.RunRequest, error) {
+				if err := localOnly(cmd, b, "parallelism"); err != nil {
+					return knit.RunRequest{}, err
+				}
+				env, ref, err := d.appliedFromArgs(cmd, b, f.file, args)
+				req := f.request(engine.KindDrift, env, ref)
 				req.Reconcile = reconcile
 				return req, err
 			})
@@ -51,20 +54,20 @@ With --reconcile: 0 reconciled, 3 waiting for approval, 1 error.`,
 // appliedFromArgs is the applied revision of the environment that -f FILE
 // or ENV names: drift compares reality with what was applied, never with an
 // edited file (knit plan -f shows what the file would change).
-func (d *deps) appliedFromArgs(cmd *cobra.Command, k *knit.Knit, file string, args []string) (*spec.Environment, error) {
-	env, err := d.envFromArgs(cmd, k, file, args)
+func (d *deps) appliedFromArgs(cmd *cobra.Command, b backend, file string, args []string) (*spec.Environment, string, error) {
+	env, ref, err := d.envFromArgs(cmd, b, file, args)
 	if err != nil || file == "" {
-		return env, err
+		return env, ref, err
 	}
-	applied, _, err := k.AppliedSpec(cmd.Context(), env.ID())
+	applied, ref, err := b.Target(cmd.Context(), env.ID())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if a, b := mustJSON(applied), mustJSON(env); a != b {
 		fmt.Fprintf(d.stderr, "note: %s differs from what %s is applied at; drift compares reality with what was applied (knit plan -f %s shows what the file changes)\n",
 			file, env.ID(), file)
 	}
-	return applied, nil
+	return applied, ref, nil
 }
 
 func mustJSON(v any) string {

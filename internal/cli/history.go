@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
@@ -20,8 +19,8 @@ func newHistoryCmd(d *deps) *cobra.Command {
 		Short: "List an environment's runs, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
-				page, err := k.History(cmd.Context(), args[0], before, limit)
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				page, err := b.History(cmd.Context(), args[0], before, limit)
 				if err != nil {
 					return err
 				}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"knit.dev/knit/internal/knit"
 )
 
 func newLogsCmd(d *deps) *cobra.Command {
@@ -14,8 +12,8 @@ func newLogsCmd(d *deps) *cobra.Command {
 		Short: "Print the tool output of a component's most recent run",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), "text", func(k *knit.Knit) error {
-				cr, err := k.Logs(cmd.Context(), args[0], args[1])
+			return d.withBackend(cmd.Context(), "text", func(b backend) error {
+				cr, err := b.Logs(cmd.Context(), args[0], args[1])
 				if err != nil {
 					return err
 				}

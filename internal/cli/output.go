@@ -22,12 +22,12 @@ One value is printed raw (strings without quotes), for scripts. Sensitive
 values are masked unless --show-sensitive is given.`,
 		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
 				comp := ""
 				if len(args) > 1 {
 					comp = args[1]
 				}
-				view, err := k.Outputs(cmd.Context(), args[0], comp, showSensitive)
+				view, err := b.Outputs(cmd.Context(), args[0], comp, showSensitive)
 				if err != nil {
 					return err
 				}

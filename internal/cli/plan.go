@@ -28,9 +28,12 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 				return err
 			}
 			v := runView{output: f.output, exit: func(r *engine.Result) error { return resultExit(r, detailed) }}
-			return d.run(cmd.Context(), v, func(k *knit.Knit) (knit.RunRequest, error) {
-				env, err := d.envFromArgs(cmd, k, f.file, args)
-				return f.request(engine.KindPlan, env), err
+			return d.run(cmd.Context(), v, func(b backend) (knit.RunRequest, error) {
+				if err := localOnly(cmd, b, "parallelism"); err != nil {
+					return knit.RunRequest{}, err
+				}
+				env, ref, err := d.envFromArgs(cmd, b, f.file, args)
+				return f.request(engine.KindPlan, env, ref), err
 			})
 		},
 	}
@@ -39,19 +42,36 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 	return cmd
 }
 
-// envFromArgs loads the environment from -f FILE, or the latest applied
-// revision of ENV from the store.
 // envFromArgs is the environment -f FILE declares, or the applied
-// revision of a known ENV.
-func (d *deps) envFromArgs(cmd *cobra.Command, k *knit.Knit, file string, args []string) (*spec.Environment, error) {
+// revision of a known ENV, with its team/env ID. A server resolves ENV
+// itself (nil spec) and takes no files.
+func (d *deps) envFromArgs(cmd *cobra.Command, b backend, file string, args []string) (*spec.Environment, string, error) {
 	switch {
 	case file != "" && len(args) > 0:
-		return nil, fmt.Errorf("pass -f FILE or ENV, not both")
+		return nil, "", fmt.Errorf("pass -f FILE or ENV, not both")
+	case file != "" && b.Remote():
+		return nil, "", fmt.Errorf("-f FILE does not work with --server: the server takes environments from git; commit the file and name the environment (team/env)")
 	case file != "":
-		return loadEnv(file, d.stderr)
+		env, err := loadEnv(file, d.stderr)
+		if err != nil {
+			return nil, "", err
+		}
+		return env, env.ID(), nil
 	case len(args) == 1:
-		env, _, err := k.AppliedSpec(cmd.Context(), args[0])
-		return env, err
+		return b.Target(cmd.Context(), args[0])
 	}
-	return nil, fmt.Errorf("which environment? pass -f FILE or ENV (team/env)")
+	return nil, "", fmt.Errorf("which environment? pass -f FILE or ENV (team/env)")
+}
+
+// localOnly refuses, on a server, the flags set that only a local run honours.
+func localOnly(cmd *cobra.Command, b backend, flags ...string) error {
+	if !b.Remote() {
+		return nil
+	}
+	for _, name := range flags {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s does not work with --server: the server runs with its own settings (approve waiting plans with knit approve)", name)
+		}
+	}
+	return nil
 }

@@ -50,8 +50,10 @@ type deps struct {
 }
 
 type globalFlags struct {
-	dataDir  string
-	tfBinary string
+	dataDir   string
+	tfBinary  string
+	server    string
+	tokenFile string
 }
 
 // Run executes knit with args and returns the process exit code.
@@ -103,6 +105,8 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 	}
 	root.PersistentFlags().StringVar(&d.global.dataDir, "data-dir", "", "where knit keeps its store and work dirs (env KNIT_DATA_DIR, default $XDG_DATA_HOME/knit)")
 	root.PersistentFlags().StringVar(&d.global.tfBinary, "tf-binary", "", "OpenTofu or Terraform binary (env KNIT_TF_BINARY, default tofu then terraform on PATH)")
+	root.PersistentFlags().StringVar(&d.global.server, "server", "", "act through the knit server at this URL (env KNIT_SERVER; token from KNIT_TOKEN or --token-file)")
+	root.PersistentFlags().StringVar(&d.global.tokenFile, "token-file", "", "file holding the server's API token (default: env KNIT_TOKEN)")
 	root.AddCommand(
 		newValidateCmd(d),
 		newGraphCmd(d),

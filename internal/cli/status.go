@@ -22,9 +22,9 @@ func newStatusCmd(d *deps) *cobra.Command {
 		Short: "Show environments, or one environment's components, as knit last saw them",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
 				if len(args) == 0 {
-					page, err := k.Environments(cmd.Context(), knit.EnvironmentFilter{Team: team, Status: status, After: after, Limit: limit})
+					page, err := b.Environments(cmd.Context(), knit.EnvironmentFilter{Team: team, Status: status, After: after, Limit: limit})
 					if err != nil {
 						return err
 					}
@@ -33,7 +33,7 @@ func newStatusCmd(d *deps) *cobra.Command {
 					}
 					return render(d.stdout, output, page.Items, printEnvironments)
 				}
-				v, err := k.Environment(cmd.Context(), args[0])
+				v, err := b.Environment(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}

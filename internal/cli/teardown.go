@@ -26,17 +26,20 @@ there is no terminal. History stays in the store.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			return d.run(cmd.Context(), runView{output: f.output}, func(k *knit.Knit) (knit.RunRequest, error) {
-				env, err := d.envFromArgs(cmd, k, f.file, args)
+			return d.run(cmd.Context(), runView{output: f.output}, func(b backend) (knit.RunRequest, error) {
+				if err := localOnly(cmd, b, "parallelism"); err != nil {
+					return knit.RunRequest{}, err
+				}
+				env, ref, err := d.envFromArgs(cmd, b, f.file, args)
 				if err != nil {
 					return knit.RunRequest{}, err
 				}
 				if !f.autoApprove {
-					if err := d.confirmTeardown(env.ID()); err != nil {
+					if err := d.confirmTeardown(ref); err != nil {
 						return knit.RunRequest{}, err
 					}
 				}
-				req := f.request(engine.KindTeardown, env)
+				req := f.request(engine.KindTeardown, env, ref)
 				req.AutoApprove = true // the person said yes to the whole teardown
 				return req, nil
 			})

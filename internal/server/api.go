@@ -169,6 +169,9 @@ type runRequest struct {
 	Kind       string   `json:"kind"`
 	Components []string `json:"components"`
 	Reason     string   `json:"reason"`
+	// Reconcile, for a drift run, brings drifted components back (as
+	// their autoApprove says, like knit drift --reconcile).
+	Reconcile bool `json:"reconcile,omitempty"`
 }
 
 func decode(r *http.Request, v any) error {
@@ -197,6 +200,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq(fmt.Sprintf("kind %q: use plan, apply, drift or teardown", body.Kind)))
 		return
 	}
+	if body.Reconcile && body.Kind != engine.KindDrift {
+		s.fail(w, r, badReq("reconcile is for drift runs"))
+		return
+	}
 	e, err := s.k.ResolveEnv(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -208,7 +215,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := principal(r.Context())
 	runID, err := s.queue.enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
-		Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
+		Reconcile: body.Reconcile, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// backend is where a command reads and runs: the library on this machine
+// (localBackend) or a knit server (remoteBackend, with --server). Both
+// answer with the library's read models, so one view renders either.
+type backend interface {
+	Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error)
+	Environment(ctx context.Context, ref string) (knit.EnvironmentView, error)
+	Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error)
+	// Approvals lists approvals of ref ("" = all); no statuses means any.
+	Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error)
+	History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error)
+	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
+	Logs(ctx context.Context, ref, component string) (store.ComponentRun, error)
+
+	// Target is the environment a run acts on: the spec ref is applied at
+	// (nil where a server resolves it) and its team/env ID.
+	Target(ctx context.Context, ref string) (*spec.Environment, string, error)
+	// Decide records a decision on a waiting plan; runID is the apply run
+	// a server started for an approval ("" here: the caller starts one).
+	Decide(ctx context.Context, req knit.DecideRequest) (a store.Approval, runID string, err error)
+	// Run starts req (or, with req.RunID, follows that run already
+	// started on a server), hands every event to req.OnEvent and returns
+	// the result once the run ends. A nil result means it never started.
+	Run(ctx context.Context, req knit.RunRequest) (*engine.Result, error)
+	// Remote reports whether the backend is a server.
+	Remote() bool
+	Close() error
+}
+
+// localBackend is the library on this machine.
+type localBackend struct{ *knit.Knit }
+
+func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment, string, error) {
+	env, _, err := l.AppliedSpec(ctx, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	return env, env.ID(), nil
+}
+
+func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest) (store.Approval, string, error) {
+	a, err := l.Knit.Decide(ctx, req)
+	return a, "", err
+}
+
+func (localBackend) Remote() bool { return false }
+
+// serverURL is --server, else KNIT_SERVER; empty means local.
+func (d *deps) serverURL() string {
+	if d.global.server != "" {
+		return d.global.server
+	}
+	return d.getenv("KNIT_SERVER")
+}
+
+// token is the contents of --token-file, else KNIT_TOKEN.
+func (d *deps) token() (string, error) {
+	if f := d.global.tokenFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return strings.TrimSpace(d.getenv("KNIT_TOKEN")), nil
+}
+
+// backend opens the library, or a client of the server when one is named.
+func (d *deps) backend(ctx context.Context) (backend, error) {
+	if u := d.serverURL(); u != "" {
+		tok, err := d.token()
+		if err != nil {
+			return nil, err
+		}
+		return newRemoteBackend(u, tok)
+	}
+	k, err := d.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return localBackend{k}, nil
+}
+
+// withBackend checks the -o value, opens the backend for fn and closes it after.
+func (d *deps) withBackend(ctx context.Context, output string, fn func(backend) error) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	b, err := d.backend(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return fn(b)
+}

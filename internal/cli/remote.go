@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/client"
+	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// remoteBackend is a knit server, through its API. Environments may be
+// named by team/env or by metadata name, as locally.
+type remoteBackend struct {
+	c *client.Client
+	// poll is how often a run's record is read while waiting for its end.
+	poll time.Duration
+}
+
+func newRemoteBackend(url, token string) (*remoteBackend, error) {
+	c, err := client.New(url, token, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteBackend{c: c, poll: 200 * time.Millisecond}, nil
+}
+
+func (*remoteBackend) Remote() bool { return true }
+func (*remoteBackend) Close() error { return nil }
+
+// resolve turns a metadata name into team/env by looking through the
+// environments the token sees.
+func (r *remoteBackend) resolve(ctx context.Context, ref string) (string, error) {
+	if strings.Contains(ref, "/") {
+		return ref, nil
+	}
+	f := knit.EnvironmentFilter{Limit: 1000}
+	for {
+		p, err := r.c.Environments(ctx, f)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range p.Items {
+			if e.Metadata == ref {
+				return e.ID, nil
+			}
+		}
+		if p.Next == "" {
+			return "", fmt.Errorf("no environment %q on the server: name it as team/env (knit status --server … lists them)", ref)
+		}
+		f.After = p.Next
+	}
+}
+
+func (r *remoteBackend) Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error) {
+	return r.c.Environments(ctx, f)
+}
+
+func (r *remoteBackend) Environment(ctx context.Context, ref string) (knit.EnvironmentView, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return knit.EnvironmentView{}, err
+	}
+	return r.c.Environment(ctx, id)
+}
+
+func (r *remoteBackend) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return r.c.Outputs(ctx, id, component, reveal)
+}
+
+func (r *remoteBackend) Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error) {
+	id := ""
+	if ref != "" {
+		var err error
+		if id, err = r.resolve(ctx, ref); err != nil {
+			return nil, err
+		}
+	}
+	return r.c.Approvals(ctx, id, len(statuses) == 0)
+}
+
+func (r *remoteBackend) History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return knit.Page[store.Run]{}, err
+	}
+	return r.c.History(ctx, id, before, n)
+}
+
+func (r *remoteBackend) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error) {
+	if f.Env != "" {
+		var err error
+		if f.Env, err = r.resolve(ctx, f.Env); err != nil {
+			return knit.Page[store.AuditEvent]{}, err
+		}
+	}
+	if f.Limit == 0 { // the whole trail, as locally: page through it
+		f.Limit = 1000
+		var all knit.Page[store.AuditEvent]
+		for {
+			p, err := r.c.Audit(ctx, f)
+			if err != nil {
+				return all, err
+			}
+			all.Items = append(all.Items, p.Items...)
+			if p.Next == "" {
+				if all.Items == nil {
+					all.Items = []store.AuditEvent{}
+				}
+				return all, nil
+			}
+			f.After = p.Next
+		}
+	}
+	return r.c.Audit(ctx, f)
+}
+
+func (r *remoteBackend) Logs(ctx context.Context, ref, component string) (store.ComponentRun, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return store.ComponentRun{}, err
+	}
+	return r.c.Logs(ctx, id, component)
+}
+
+func (r *remoteBackend) Target(ctx context.Context, ref string) (*spec.Environment, string, error) {
+	id, err := r.resolve(ctx, ref)
+	return nil, id, err
+}
+
+// Decide sends the checksum of the plan that waits (read first, unless
+// the request names one), so the server applies exactly that plan.
+func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (store.Approval, string, error) {
+	id, err := r.resolve(ctx, req.EnvRef)
+	if err != nil {
+		return store.Approval{}, "", err
+	}
+	sum := req.PlanChecksum
+	if sum == "" {
+		pending, err := r.c.Approvals(ctx, id, false)
+		if err != nil {
+			return store.Approval{}, "", err
+		}
+		for _, a := range pending {
+			if a.Component == req.Component {
+				sum = a.PlanChecksum
+			}
+		}
+		if sum == "" {
+			return store.Approval{}, "", fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)",
+				engine.ErrNothingToApprove, req.Component, id, id)
+		}
+	}
+	d, err := r.c.Decide(ctx, id, req.Component, req.Approve, sum, req.Reason)
+	return d.Approval, d.RunID, err
+}
+
+// Run asks the server for the run (or follows req.RunID), shows its events
+// as they come, and reads its record once it ends. Interrupting ctx cancels
+// the run on the server, as an interrupt cancels a local run.
+func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.Result, error) {
+	id := req.RunID
+	if id == "" {
+		env := req.EnvRef
+		if env == "" && req.Env != nil {
+			env = req.Env.ID()
+		}
+		var err error
+		id, err = r.c.StartRun(ctx, env, client.RunRequest{Kind: req.Kind, Components: req.Components,
+			Reason: req.Reason, Reconcile: req.Reconcile})
+		if err != nil {
+			return nil, err
+		}
+	}
+	logs := map[string]*strings.Builder{}
+	ferr := r.c.Follow(ctx, id, func(ev engine.Event) {
+		if ev.Kind == engine.LogLine && ev.Component != "" {
+			if logs[ev.Component] == nil {
+				logs[ev.Component] = &strings.Builder{}
+			}
+			logs[ev.Component].WriteString(ev.Line + "\n")
+		}
+		if req.OnEvent != nil {
+			req.OnEvent(ev)
+		}
+	})
+	wctx := ctx
+	if ctx.Err() != nil {
+		// Interrupted: cancel the run on the server and wait for its record.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := r.c.CancelRun(wctx, id); err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrConflict) {
+			return nil, fmt.Errorf("cancel run %s on the server: %w", id, err)
+		}
+	} else if ferr != nil && errors.As(ferr, new(*client.Error)) {
+		return nil, ferr
+	}
+	rv, err := r.waitRun(wctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rv.Status == "refused" {
+		return nil, fmt.Errorf("the server refused run %s: %s", id, rv.Error)
+	}
+	res := r.result(wctx, rv, logs)
+	if rv.Error != "" {
+		return res, errors.New(rv.Error)
+	}
+	return res, nil
+}
+
+// waitRun reads a run's record until it has ended.
+func (r *remoteBackend) waitRun(ctx context.Context, id string) (knit.RunView, error) {
+	for {
+		rv, err := r.c.Run(ctx, id)
+		if err != nil || (rv.Status != "queued" && rv.Status != store.StatusRunning) {
+			return rv, err
+		}
+		select {
+		case <-ctx.Done():
+			return rv, ctx.Err()
+		case <-time.After(r.poll):
+		}
+	}
+}
+
+// result is a server's run record as a local run's result, components in
+// graph order like the engine's; the logs are what the event stream carried
+// (or, for a failed component whose lines it missed, the recorded log).
+func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs map[string]*strings.Builder) *engine.Result {
+	res := &engine.Result{RunID: rv.ID, Env: rv.Env, Kind: rv.Kind, Revision: rv.Revision, Status: rv.Status,
+		Error: rv.Error, Components: []*engine.ComponentResult{}}
+	byName := map[string]*engine.ComponentResult{}
+	for _, cr := range rv.Components {
+		c := componentResult(rv.Kind, cr)
+		if b := logs[cr.Component]; b != nil {
+			c.Log = b.String()
+		} else if c.Status == engine.Failed {
+			if lr, err := r.c.Logs(ctx, rv.Env, cr.Component); err == nil && lr.RunID == rv.ID {
+				c.Log = lr.Log
+			}
+		}
+		if prev := byName[cr.Component]; prev != nil {
+			*prev = *c // a later record of the same component: it ended there
+			continue
+		}
+		byName[cr.Component] = c
+		res.Components = append(res.Components, c)
+	}
+	if v, err := r.c.Environment(ctx, rv.Env); err == nil {
+		sortByGraph(res, v.Components)
+	}
+	return res
+}
+
+// componentResult is one component run as the engine reports it.
+func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult {
+	c := &engine.ComponentResult{Name: cr.Component, Status: engine.Status(cr.Status), Code: cr.Code, Reason: cr.Reason,
+		StartedAt: cr.StartedAt}
+	if !cr.FinishedAt.IsZero() {
+		c.Elapsed = cr.FinishedAt.Sub(cr.StartedAt)
+	}
+	if len(cr.PlanSummary) > 0 {
+		p := &runner.Plan{}
+		if json.Unmarshal(cr.PlanSummary, p) == nil {
+			p.File = ""
+			c.Plan = p
+		}
+	}
+	if kind == engine.KindDrift {
+		c.Drift, c.AffectedBy = driftFound(c)
+	}
+	return c
+}
+
+// driftFound is what a drift check found, as far as a component run's
+// record tells: its status, or, once reconciliation moved it on, whether
+// its plan had changes; the upstream outputs come from the reason.
+func driftFound(c *engine.ComponentResult) (engine.Status, []string) {
+	switch c.Status {
+	case engine.InSync, engine.Drifted:
+		return c.Status, nil
+	case engine.Affected:
+		ups, _ := strings.CutPrefix(c.Reason, "takes ")
+		ups, _, _ = strings.Cut(ups, ", which drift changes")
+		return c.Status, strings.Split(ups, ", ")
+	}
+	if c.Plan.HasChanges() {
+		return engine.Drifted, nil
+	}
+	return "", nil
+}
+
+// sortByGraph orders components by their level in the dependency graph,
+// then by name, as the engine orders a local run's result.
+func sortByGraph(res *engine.Result, comps []knit.ComponentView) {
+	g := dag.New()
+	for _, c := range comps {
+		g.Add(c.Name)
+	}
+	for _, c := range comps {
+		for _, dep := range c.DependsOn {
+			if g.Has(dep) && dep != c.Name {
+				g.Connect(dep, c.Name)
+			}
+		}
+	}
+	level := map[string]int{}
+	if levels, err := g.Levels(); err == nil {
+		for i, l := range levels {
+			for _, n := range l {
+				level[n] = i
+			}
+		}
+	}
+	sort.Slice(res.Components, func(i, j int) bool {
+		a, b := res.Components[i], res.Components[j]
+		if level[a.Name] != level[b.Name] {
+			return level[a.Name] < level[b.Name]
+		}
+		return a.Name < b.Name
+	})
+}

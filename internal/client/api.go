@@ -1,0 +1,188 @@
+package client
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// Environments lists environments (GET /environments), one page.
+func (c *Client) Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error) {
+	q := url.Values{}
+	set(q, "team", f.Team)
+	set(q, "status", f.Status)
+	set(q, "cursor", f.After)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(min(f.Limit, 1000)))
+	}
+	var p knit.Page[knit.EnvironmentSummary]
+	err := c.do(ctx, "GET", "/environments", q, nil, &p)
+	return p, err
+}
+
+// Environment returns one environment with its components (team/env).
+func (c *Client) Environment(ctx context.Context, id string) (knit.EnvironmentView, error) {
+	var v knit.EnvironmentView
+	p, err := envPath(id)
+	if err != nil {
+		return v, err
+	}
+	err = c.do(ctx, "GET", p, nil, nil, &v)
+	return v, err
+}
+
+// Outputs returns an environment's outputs by component (one component if
+// set); reveal shows sensitive values, which needs an admin token and is
+// audited on the server.
+func (c *Client) Outputs(ctx context.Context, id, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
+	p, err := envPath(id)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	set(q, "component", component)
+	if reveal {
+		q.Set("reveal", "true")
+	}
+	var out map[string]map[string]knit.OutputView
+	err = c.do(ctx, "GET", p+"/outputs", q, nil, &out)
+	return out, err
+}
+
+// History lists an environment's runs, newest first, older than the run
+// before ("" = from the newest), at most n (GET …/runs).
+func (c *Client) History(ctx context.Context, id, before string, n int) (knit.Page[store.Run], error) {
+	var page knit.Page[store.Run]
+	p, err := envPath(id)
+	if err != nil {
+		return page, err
+	}
+	q := url.Values{}
+	set(q, "cursor", before)
+	if n > 0 {
+		q.Set("limit", strconv.Itoa(min(n, 1000)))
+	}
+	err = c.do(ctx, "GET", p+"/runs", q, nil, &page)
+	return page, err
+}
+
+// Logs returns a component's newest component run with its tool output
+// (GET …/components/{name}/logs).
+func (c *Client) Logs(ctx context.Context, id, component string) (store.ComponentRun, error) {
+	p, err := envPath(id)
+	if err != nil {
+		return store.ComponentRun{}, err
+	}
+	var body struct {
+		store.ComponentRun
+		Log string `json:"log"`
+	}
+	err = c.do(ctx, "GET", p+"/components/"+url.PathEscape(component)+"/logs", nil, nil, &body)
+	body.ComponentRun.Log = body.Log
+	return body.ComponentRun, err
+}
+
+// Approvals lists approvals of an environment ("" = all the token sees),
+// pending ones unless all.
+func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Approval, error) {
+	q := url.Values{}
+	set(q, "env", id)
+	if all {
+		q.Set("status", "all")
+	}
+	var p knit.Page[store.Approval]
+	err := c.do(ctx, "GET", "/approvals", q, nil, &p)
+	if p.Items == nil {
+		p.Items = []store.Approval{}
+	}
+	return p.Items, err
+}
+
+// Decision is the server's answer to an approval or a rejection: the
+// decided approval and, for an approval, the apply run it started.
+type Decision struct {
+	Approval store.Approval `json:"approval"`
+	RunID    string         `json:"runId,omitempty"`
+}
+
+// Decide approves or rejects the plan a component waits with. checksum
+// must be the waiting plan's (409, ErrConflict, otherwise).
+func (c *Client) Decide(ctx context.Context, id, component string, approve bool, checksum, reason string) (Decision, error) {
+	var d Decision
+	p, err := envPath(id)
+	if err != nil {
+		return d, err
+	}
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	body := map[string]string{"planChecksum": checksum, "reason": reason}
+	err = c.do(ctx, "POST", p+"/components/"+url.PathEscape(component)+"/"+verb, nil, body, &d)
+	return d, err
+}
+
+// Audit lists the audit trail, oldest first, one page.
+func (c *Client) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error) {
+	q := url.Values{}
+	set(q, "env", f.Env)
+	set(q, "actor", f.Actor)
+	set(q, "cursor", f.After)
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(min(f.Limit, 1000)))
+	}
+	var p knit.Page[store.AuditEvent]
+	err := c.do(ctx, "GET", "/audit", q, nil, &p)
+	return p, err
+}
+
+// RunRequest is the body of POST …/runs.
+type RunRequest struct {
+	Kind       string   `json:"kind"`
+	Components []string `json:"components,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	// Reconcile, for a drift run, brings drifted components back.
+	Reconcile bool `json:"reconcile,omitempty"`
+}
+
+// StartRun queues a run of an environment and returns its ID.
+func (c *Client) StartRun(ctx context.Context, id string, req RunRequest) (string, error) {
+	p, err := envPath(id)
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		RunID string `json:"runId"`
+	}
+	err = c.do(ctx, "POST", p+"/runs", nil, req, &out)
+	return out.RunID, err
+}
+
+// Run returns a run as recorded with its component runs; a run still in
+// the queue has status "queued", one the queue refused "refused".
+func (c *Client) Run(ctx context.Context, runID string) (knit.RunView, error) {
+	var v knit.RunView
+	err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, nil, &v)
+	return v, err
+}
+
+// CancelRun asks the server to interrupt a run.
+func (c *Client) CancelRun(ctx context.Context, runID string) error {
+	return c.do(ctx, "POST", "/runs/"+url.PathEscape(runID)+"/cancel", nil, nil, nil)
+}
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
