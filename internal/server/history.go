@@ -30,7 +30,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 // componentLog is a component run with its tool output (secrets masked
 // when it was recorded).
 type componentLog struct {
-	store.ComponentRun
+	componentRunJSON
 	Log string `json:"log"`
 }
 
@@ -47,5 +47,5 @@ func (s *Server) componentLogs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, componentLog{ComponentRun: cr, Log: cr.Log})
+	writeJSON(w, http.StatusOK, componentLog{componentRunJSON: componentRunViews([]store.ComponentRun{cr})[0], Log: cr.Log})
 }

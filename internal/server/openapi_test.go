@@ -206,6 +206,24 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 		h.do(call{method: "GET", path: "/api/v1/runs/" + runID, invalid: true}, 401)
 		h.do(call{method: "GET", path: "/api/v1/runs/nope", token: viewer}, 404)
 
+		var history struct{ Items []map[string]any }
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/runs?limit=1", token: viewer}, 200).decode(t, &history)
+		if len(history.Items) != 1 || history.Items[0]["id"] != runID {
+			t.Fatalf("history: %+v, want run %s first", history, runID)
+		}
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/runs?limit=0", token: viewer, invalid: true}, 400)
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/runs", invalid: true}, 401)
+		h.do(call{method: "GET", path: "/api/v1/environments/ops/web/runs", token: payViewer}, 403)
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/nope/runs", token: viewer}, 404)
+		var logs map[string]any
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/components/prod-db/logs", token: viewer}, 200).decode(t, &logs)
+		if logs["runId"] != runID || logs["component"] != "prod-db" {
+			t.Fatalf("logs: %+v", logs)
+		}
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/components/prod-db/logs", invalid: true}, 401)
+		h.do(call{method: "GET", path: "/api/v1/environments/ops/web/components/web/logs", token: payViewer}, 403)
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/components/nope/logs", token: viewer}, 404)
+
 		h.do(call{method: "POST", path: "/api/v1/runs/" + runID + "/cancel", token: op}, 202)
 		h.do(call{method: "POST", path: "/api/v1/runs/" + runID + "/cancel", token: bogus}, 401)
 		h.do(call{method: "POST", path: "/api/v1/runs/" + runID + "/cancel", token: viewer}, 403)
