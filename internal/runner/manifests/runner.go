@@ -291,4 +291,3 @@ func (r *Runner) saveOutputs(c runner.Component, outs runner.Outputs) error {
 func loadOutputs(s *kube.Sealer, c runner.Component) (runner.Outputs, error) {
 	return kube.LoadOutputs(s, filepath.Join(c.WorkDir, outputsFile))
 }
-
