@@ -40,8 +40,8 @@ func (g *getter) ToRawKubeConfigLoader() clientcmd.ClientConfig { return clientC
 type clientConfig struct{ g *getter }
 
 func (c clientConfig) RawConfig() (clientcmdapi.Config, error) { return *clientcmdapi.NewConfig(), nil }
-func (c clientConfig) ClientConfig() (*rest.Config, error)      { return c.g.ToRESTConfig() }
-func (c clientConfig) Namespace() (string, bool, error)         { return c.g.ns, true, nil }
+func (c clientConfig) ClientConfig() (*rest.Config, error)     { return c.g.ToRESTConfig() }
+func (c clientConfig) Namespace() (string, bool, error)        { return c.g.ns, true, nil }
 func (c clientConfig) ConfigAccess() clientcmd.ConfigAccess {
 	return clientcmd.NewDefaultClientConfigLoadingRules()
 }

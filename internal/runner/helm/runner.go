@@ -399,4 +399,3 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 func (r *Runner) Outputs(_ context.Context, c runner.Component) (runner.Outputs, error) {
 	return kube.LoadOutputs(r.sealer, filepath.Join(c.WorkDir, outputsFile))
 }
-
