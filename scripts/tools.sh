@@ -2,7 +2,12 @@
 # tools.sh installs every tool knit's demo and tests need into ./.tools, offline:
 # OpenTofu built from the module source the Go module proxy serves, the real
 # hashicorp/local provider laid out as a filesystem mirror, and a CLI config
-# (.tools/tofurc) that points tofu at that mirror and nothing else.
+# (.tools/tofurc) that points tofu at that mirror and nothing else. For the
+# Helm and manifests tests: etcd from Debian's etcd-server package, and
+# kube-apiserver and kubectl built from the Go module proxy through the
+# throwaway module in scripts/kube (its go.sum is committed, so the build
+# needs nothing but the proxy). All three sit in .tools/kube, the folder
+# envtest's KUBEBUILDER_ASSETS points at.
 # A second run finds everything in place and takes a second or two.
 set -euo pipefail
 
@@ -70,7 +75,49 @@ CFG
   mv "$tools/tofurc.tmp" "$tools/tofurc"
 }
 
+# install_etcd links Debian's etcd into .tools/kube, installing the package
+# only when no etcd is on the machine.
+install_etcd() {
+  local kube="$tools/kube"
+  mkdir -p "$kube"
+  if [ -x "$kube/etcd" ]; then return; fi
+  local etcd
+  etcd=$(command -v etcd || true)
+  if [ -z "$etcd" ]; then
+    log "installing etcd from Debian's etcd-server package"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    # Not kubernetes-client: its kubectl 1.20 conflicts with other kubectl packages.
+    $sudo apt-get install -y --no-install-recommends etcd-server >/dev/null 2>&1 ||
+      { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends etcd-server >/dev/null; }
+    etcd=$(command -v etcd)
+  fi
+  ln -sf "$etcd" "$kube/etcd"
+}
+
+# build_kube builds kube-apiserver and kubectl $KUBE_VERSION from the module
+# proxy, through scripts/kube: a module requiring k8s.io/kubernetes whose
+# staging modules are replaced by their published versions (or by stub
+# folders for the nine the proxy lacks).
+build_kube() {
+  local kube="$tools/kube" stamp="$KUBE_VERSION-r$TOOLS_REVISION" minor
+  mkdir -p "$kube"
+  minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+  local cmd
+  for cmd in kube-apiserver kubectl; do
+    if up_to_date "$kube/$cmd" "$stamp"; then continue; fi
+    log "building $cmd $KUBE_VERSION from the module proxy (cold: ~3 min)"
+    (cd "$root/scripts/kube" && go build -trimpath -ldflags "$ldflags" -o "$kube/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
+    mv "$kube/$cmd.tmp" "$kube/$cmd"
+    echo "$stamp" >"$kube/$cmd.version"
+  done
+}
+
 build_tofu
 build_provider_local
 write_cli_config
-log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror"
+install_etcd
+build_kube
+log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube"

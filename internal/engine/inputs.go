@@ -28,7 +28,8 @@ func resolveInputs(c *spec.Component, state func(name string) store.ComponentSta
 	in := runner.Inputs{}
 	var secrets []string
 	var sensitive map[string]bool
-	for _, v := range c.Variables {
+	// InputVariables: the variables, and a kubeconfig's valueFrom parts.
+	for _, v := range c.InputVariables() {
 		if v.ValueFrom == "" {
 			in[v.Name] = v.Value
 			continue

@@ -17,6 +17,8 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/helm"
+	"knit.dev/knit/internal/runner/manifests"
 	"knit.dev/knit/internal/runner/script"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
@@ -117,6 +119,8 @@ func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
 		// has terraform components to plan.
 		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
 		spec.TypeScript:    script.New(script.Options{ExtraEnv: k.cfg.ToolEnv, GracePeriod: k.cfg.GracePeriod}),
+		spec.TypeHelm:      helm.New(helm.Options{DataDir: k.cfg.DataDir}),
+		spec.TypeManifests: manifests.New(manifests.Options{DataDir: k.cfg.DataDir}),
 	}
 }
 

@@ -273,7 +273,6 @@ func TestChartValuesStayTyped(t *testing.T) {
 	}
 	_, ds := parse(t, header+"    - {name: web, type: helm, chart: {path: ./charts/web, values: [1]}}\n")
 	wantDiags(t, ds, []string{
-		`warning 8:19 spec.components[0].type: not yet supported: component type helm cannot be applied yet`,
 		`8:67 spec.components[0].chart.values: expected a mapping of chart values, found a list`,
 	})
 }

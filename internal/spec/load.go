@@ -66,6 +66,7 @@ func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
 		return env, diags
 	}
 	diags = append(diags, substituteZLocals(env)...)
+	inheritKubeconfig(env)
 	diags = append(diags, validate(env)...)
 	diags.Sort()
 	return env, diags
@@ -284,6 +285,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				s.Approval = &ApprovalPolicy{}
 				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})
 			},
+			"kubeconfig": d.kubeconfig(&s.Kubeconfig),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -325,6 +327,7 @@ func (d *decoder) component(c *Component) field {
 			"variables":         d.variables(&c.Variables),
 			"secrets":           d.secrets(&c.Secrets),
 			"outputs":           d.outputs(&c.Outputs),
+			"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
 		}, componentHints)
 	}
 }
@@ -344,8 +347,11 @@ func (d *decoder) chart(dst **Chart) field {
 		c := &Chart{}
 		*dst = c
 		d.mapping(v, path, false, map[string]field{
-			"path": d.str(&c.Path), "repo": d.str(&c.Repo), "name": d.str(&c.Name),
-			"version": d.str(&c.Version), "namespace": d.str(&c.Namespace),
+			"path": d.str(&c.Path), "git": d.str(&c.Git), "ref": d.str(&c.Ref),
+			"repo": d.str(&c.Repo), "name": d.str(&c.Name), "version": d.str(&c.Version),
+			"release": d.str(&c.Release), "namespace": d.str(&c.Namespace),
+			"valuesFiles": d.strList(&c.ValuesFiles),
+			"wait":        d.boolean(&c.Wait), "timeout": d.str(&c.Timeout),
 			"values": func(v *yaml.Node, p string) {
 				if m, ok := d.value(v, p, 0).(map[string]any); ok {
 					c.Values = m
@@ -370,6 +376,24 @@ func (d *decoder) drift(dst **DriftPolicy) field {
 		p := &DriftPolicy{}
 		*dst = p
 		d.mapping(v, path, false, map[string]field{"schedule": d.str(&p.Schedule), "policy": d.str(&p.Policy)})
+	}
+}
+
+func (d *decoder) kubeconfig(dst **Kubeconfig) field {
+	return func(v *yaml.Node, path string) {
+		k := &Kubeconfig{}
+		*dst = k
+		part := func(dst **KubeValue) field {
+			return func(v *yaml.Node, p string) {
+				kv := &KubeValue{}
+				*dst = kv
+				d.mapping(v, p, false, map[string]field{"value": d.str(&kv.Value), "valueFrom": d.str(&kv.ValueFrom)})
+			}
+		}
+		d.mapping(v, path, false, map[string]field{
+			"path": d.str(&k.Path), "context": d.str(&k.Context), "valueFrom": d.str(&k.ValueFrom),
+			"server": part(&k.Server), "ca": part(&k.CA), "token": part(&k.Token),
+		})
 	}
 }
 
@@ -464,7 +488,7 @@ func (d *decoder) outputs(dst *[]Output) field {
 	return func(v *yaml.Node, path string) {
 		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 			var o Output
-			d.mapping(item, p, false, map[string]field{"name": d.str(&o.Name), "sensitive": d.boolean(&o.Sensitive)})
+			d.mapping(item, p, false, map[string]field{"name": d.str(&o.Name), "sensitive": d.boolean(&o.Sensitive), "from": d.str(&o.From)})
 			*dst = append(*dst, o)
 		})
 	}

@@ -55,9 +55,12 @@ type EnvSpec struct {
 	SelectiveReconcile *SelectiveReconcile `json:"selectiveReconcile,omitempty"`
 	// Drift is when the server checks for drift and what it then does
 	// (knit.dev/v1 only); Approval who may approve (knit.dev/v1 only).
-	Drift      *DriftPolicy    `json:"drift,omitempty"`
-	Approval   *ApprovalPolicy `json:"approval,omitempty"`
-	Components []*Component    `json:"components"`
+	Drift    *DriftPolicy    `json:"drift,omitempty"`
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
+	// Kubeconfig is the cluster access of every helm and manifests
+	// component that sets none of its own (knit.dev/v1 only).
+	Kubeconfig *Kubeconfig  `json:"kubeconfig,omitempty"`
+	Components []*Component `json:"components"`
 }
 
 // Drift policies: what a scheduled drift check does with what it finds.
@@ -118,6 +121,9 @@ type Component struct {
 	Variables         []Variable     `json:"variables,omitempty"`
 	Secrets           []Secret       `json:"secrets,omitempty"`
 	Outputs           []Output       `json:"outputs,omitempty"`
+	// Kubeconfig is how a helm or manifests component reaches its cluster
+	// (knit.dev/v1 only); unset, the environment's applies.
+	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
 }
 
 // Module says where a Terraform/OpenTofu module comes from.
@@ -128,20 +134,72 @@ type Module struct {
 	Version string `json:"version,omitempty"`
 }
 
-// Chart is a Helm chart (knit.dev/v1 only).
+// Chart is a Helm chart (knit.dev/v1 only), from one of three sources:
+//   - a local folder or packaged chart: Path, relative to the environment's folder;
+//   - a git repository: Git (a clone URL) at Ref, the chart in the folder Path inside it;
+//   - a chart repository (Repo an https URL) or an OCI registry (Repo
+//     oci://host/path): the chart Name at Version.
 type Chart struct {
-	Path      string         `json:"path,omitempty"`
-	Repo      string         `json:"repo,omitempty"`
-	Name      string         `json:"name,omitempty"`
-	Version   string         `json:"version,omitempty"`
-	Namespace string         `json:"namespace,omitempty"`
-	Values    map[string]any `json:"values,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Git     string `json:"git,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+	Repo    string `json:"repo,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Release is the release name; default: the component's name.
+	Release string `json:"release,omitempty"`
+	// Namespace is the release's namespace, created when missing; default
+	// TEAM-ENV (see DefaultNamespace).
+	Namespace string `json:"namespace,omitempty"`
+	// ValuesFiles are YAML files of values, relative to the environment's
+	// folder, merged in order; then Values; then each variable, whose name
+	// is a dotted path into the values (image.tag).
+	ValuesFiles []string       `json:"valuesFiles,omitempty"`
+	Values      map[string]any `json:"values,omitempty"`
+	// Wait makes apply wait until the release's objects are ready, for at
+	// most Timeout (a Go duration; default 5m).
+	Wait    bool   `json:"wait,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Manifests is a folder or file of Kubernetes manifests (knit.dev/v1 only).
+// A folder holding a kustomization.yaml is built with kustomize. Every
+// ${var.NAME} in the files is replaced by the variable NAME.
 type Manifests struct {
-	Path      string `json:"path"`
+	Path string `json:"path"`
+	// Namespace is given to namespaced objects that name none, and is
+	// created when missing; default TEAM-ENV (see DefaultNamespace).
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// Kubeconfig is how a helm or manifests component reaches its cluster. Set
+// exactly one way (knit.dev/v1 only):
+//   - Path: a kubeconfig file, relative to the environment's folder (with
+//     Context: one of its contexts);
+//   - Context alone: a context of the default kubeconfig ($KUBECONFIG or ~/.kube/config);
+//   - ValueFrom: an upstream output holding a whole kubeconfig (Context optional);
+//   - Server, CA and Token: each a value or a valueFrom.
+//
+// Credentials that arrive through valueFrom stay in memory: knit never
+// writes them to a file or a log.
+type Kubeconfig struct {
+	Path      string     `json:"path,omitempty"`
+	Context   string     `json:"context,omitempty"`
+	ValueFrom string     `json:"valueFrom,omitempty"`
+	Server    *KubeValue `json:"server,omitempty"`
+	CA        *KubeValue `json:"ca,omitempty"`
+	Token     *KubeValue `json:"token,omitempty"`
+
+	// inherited is set on a component's copy of the environment's
+	// kubeconfig, which is validated once, at spec.kubeconfig.
+	inherited bool
+}
+
+// KubeValue is one part of cluster access: a literal Value or ValueFrom an
+// upstream output.
+type KubeValue struct {
+	Value     string `json:"value,omitempty"`
+	ValueFrom string `json:"valueFrom,omitempty"`
 }
 
 // Script is a component run by user commands (knit.dev/v1 only). Apply prints
@@ -210,6 +268,11 @@ type Secret struct {
 type Output struct {
 	Name      string `json:"name"`
 	Sensitive bool   `json:"sensitive,omitempty"`
+	// From reads the output from a live object of a helm or manifests
+	// component (knit.dev/v1 only): "Kind/name:path" or
+	// "Kind/namespace/name:path", e.g. "Service/web:.spec.clusterIP" or
+	// "ConfigMap/app/settings:.data.url"; see ParseObjectField.
+	From string `json:"from,omitempty"`
 }
 
 // ID returns the environment's identity, team/env.

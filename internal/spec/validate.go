@@ -146,6 +146,13 @@ func (v *validator) header() {
 			v.missing("spec.selectiveReconcile", "tagValues", "list the tag values to reconcile")
 		}
 	}
+	if k := s.Kubeconfig; k != nil {
+		if isCloudKnitAPI(v.env.APIVersion) {
+			v.err("spec.kubeconfig", "", "kubeconfig needs apiVersion: "+APIVersionKnit, "")
+		} else {
+			v.kubeconfig("spec.kubeconfig", k, nil)
+		}
+	}
 	if s.Workspace != "" {
 		v.warn("spec.workspace", "not yet supported: knit keeps the field but does not act on it", "")
 	}
@@ -205,6 +212,7 @@ func (v *validator) component(p string, c *Component) {
 	}
 	v.variables(p, c)
 	v.outputs(p, c)
+	v.kubernetes(p, c)
 	v.files(p, c)
 	v.notYetSupported(p, c)
 }
@@ -251,10 +259,12 @@ func (v *validator) componentType(p string, c *Component) {
 	case c.Type == TypeTerraform && c.Module != nil:
 		v.module(p+".module", c.Module)
 	case c.Type == TypeHelm && c.Chart != nil:
-		if c.Chart.Path == "" && (c.Chart.Repo == "" || c.Chart.Name == "") {
-			v.missing(p+".chart", "path", "set chart.path to a local chart, or chart.repo and chart.name")
+		switch ch := c.Chart; {
+		case ch.Path == "" && ch.Git == "" && ch.Repo == "":
+			v.missing(p+".chart", "path", "set chart.path to a local chart, chart.git (with ref and path), or chart.repo and chart.name")
+		case ch.Git == "":
+			v.localPath(p+".chart.path", ch.Path)
 		}
-		v.localPath(p+".chart.path", c.Chart.Path)
 	case c.Type == TypeManifests && c.Manifests != nil:
 		if c.Manifests.Path == "" {
 			v.missing(p+".manifests", "path", "")
@@ -392,28 +402,33 @@ func (v *validator) variables(p string, c *Component) {
 		if vr.Value != nil {
 			v.err(vp, "", "set value or valueFrom, not both", "")
 		}
-		fp := vp + ".valueFrom"
-		ref, ok := ParseValueFrom(vr.ValueFrom)
-		if !ok {
-			hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
-			if m := oldValueFrom.FindStringSubmatch(vr.ValueFrom); m != nil {
-				hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
-				if !v.known(m[1]) {
-					hint += fmt.Sprintf(" (no component is named %q yet)", m[1])
-				}
+		v.valueFrom(vp+".valueFrom", vr.ValueFrom, c)
+	}
+}
+
+// valueFrom checks a reference to another component's output, written at
+// fp; c is the component that takes it (nil at the environment's level).
+func (v *validator) valueFrom(fp, value string, c *Component) {
+	ref, ok := ParseValueFrom(value)
+	if !ok {
+		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
+		if m := oldValueFrom.FindStringSubmatch(value); m != nil {
+			hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
+			if !v.known(m[1]) {
+				hint += fmt.Sprintf(" (no component is named %q yet)", m[1])
 			}
-			v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", vr.ValueFrom), hint)
-			continue
 		}
-		switch producer := v.env.Component(ref.Component); {
-		case ref.Component == c.Name:
-			v.err(fp, "", fmt.Sprintf("component %q cannot take a value from itself", c.Name), "")
-		case producer == nil:
-			v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
-		case producer.Output(ref.Output) == nil:
-			v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
-				hintOutputs(producer, ref.Output))
-		}
+		v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", value), hint)
+		return
+	}
+	switch producer := v.env.Component(ref.Component); {
+	case c != nil && ref.Component == c.Name:
+		v.err(fp, "", fmt.Sprintf("component %q cannot take a value from itself", c.Name), "")
+	case producer == nil:
+		v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
+	case producer.Output(ref.Output) == nil:
+		v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
+			hintOutputs(producer, ref.Output))
 	}
 }
 
@@ -455,9 +470,6 @@ func (v *validator) notYetSupported(p string, c *Component) {
 	}
 	if c.Subtype != "" {
 		v.warn(p+".subtype", "not yet supported: subtype", hint)
-	}
-	if (c.Type == TypeHelm || c.Type == TypeManifests) && v.env.APIVersion == APIVersionKnit {
-		v.warn(p+".type", fmt.Sprintf("not yet supported: component type %s cannot be applied yet", c.Type), "validate and graph work; apply refuses it")
 	}
 	if c.Module != nil && c.Module.Source != "" {
 		if src, err := v.env.ModuleSource(c.Module); err == nil && src.Kind == SourceRegistry {
@@ -503,7 +515,7 @@ func (e *Environment) Dependencies(c *Component) []string {
 	for _, d := range c.DependsOn {
 		set[d] = true
 	}
-	for _, vr := range c.Variables {
+	for _, vr := range c.InputVariables() {
 		if ref, ok := ParseValueFrom(vr.ValueFrom); ok {
 			set[ref.Component] = true
 		}

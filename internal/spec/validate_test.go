@@ -341,9 +341,7 @@ func TestValidate(t *testing.T) {
     - {name: k8s, type: manifests, manifests: {path: /tmp}}
 `,
 			[]string{
-				`warning 8:19 spec.components[0].type: not yet supported: component type helm cannot be applied yet`,
 				`8:39 spec.components[0].chart.path: path "../charts/web" leaves the environment's folder`,
-				`warning 9:19 spec.components[1].type: not yet supported: component type manifests cannot be applied yet`,
 				`9:48 spec.components[1].manifests.path: path "/tmp" leaves the environment's folder`,
 			},
 			"",
@@ -386,9 +384,7 @@ func TestValidate(t *testing.T) {
 			[]string{
 				`8:7 spec.components[0].module: missing required field`,
 				`9:7 spec.components[1].chart: missing required field`,
-				`warning 9:17 spec.components[1].type: not yet supported: component type helm cannot be applied yet`,
 				`10:7 spec.components[2].manifests: missing required field`,
-				`warning 10:17 spec.components[2].type: not yet supported: component type manifests cannot be applied yet`,
 				`11:7 spec.components[3].script: missing required field`,
 			},
 			"a terraform component needs a module block",
@@ -412,14 +408,12 @@ func TestValidate(t *testing.T) {
 `,
 			[]string{
 				`8:34 spec.components[0].module.source: missing required field`,
-				`warning 9:17 spec.components[1].type: not yet supported: component type helm cannot be applied yet`,
-				`9:29 spec.components[1].chart.path: missing required field`,
-				`warning 10:17 spec.components[2].type: not yet supported: component type manifests cannot be applied yet`,
+				`9:29 spec.components[1].chart.name: missing required field`,
 				`10:34 spec.components[2].manifests.path: missing required field`,
 				`11:31 spec.components[3].script.apply: missing required field`,
 				`12:34 spec.components[4].module.name: source "aws" needs module.name (e.g. name: vpc)`,
 			},
-			"set chart.path to a local chart, or chart.repo and chart.name",
+			"the chart's name in the repository",
 		},
 		{
 			"module source of no known kind",

@@ -1,0 +1,117 @@
+package kube
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Sealer encrypts plan files, which hold the values a plan was made with
+// (chart values and variables may carry secrets from upstream outputs), so
+// that nothing sensitive is written in clear. The key is a 0600 file created
+// on first use.
+type Sealer struct {
+	KeyFile string
+
+	once sync.Once
+	aead cipher.AEAD
+	err  error
+}
+
+func (s *Sealer) init() {
+	s.once.Do(func() {
+		key, err := os.ReadFile(s.KeyFile)
+		if errors.Is(err, os.ErrNotExist) {
+			key = make([]byte, 32)
+			if _, err = rand.Read(key); err != nil {
+				s.err = err
+				return
+			}
+			if err = os.MkdirAll(filepath.Dir(s.KeyFile), 0o700); err == nil {
+				err = writeNew(s.KeyFile, key)
+			}
+			if errors.Is(err, os.ErrExist) { // another process made it first
+				key, err = os.ReadFile(s.KeyFile)
+			}
+		}
+		if err != nil {
+			s.err = fmt.Errorf("plan key %s: %w", s.KeyFile, err)
+			return
+		}
+		if st, err := os.Stat(s.KeyFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+			s.err = fmt.Errorf("plan key %s has mode %#o: run chmod 600 %s", s.KeyFile, st.Mode().Perm(), s.KeyFile)
+			return
+		}
+		if len(key) != 32 {
+			s.err = fmt.Errorf("plan key %s is damaged", s.KeyFile)
+			return
+		}
+		block, err := aes.NewCipher(key)
+		if err == nil {
+			s.aead, err = cipher.NewGCM(block)
+		}
+		s.err = err
+	})
+}
+
+func writeNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Write seals plain into path (0600) and returns the checksum of the
+// sealed bytes, which identifies the plan.
+func (s *Sealer) Write(path string, plain []byte) (string, error) {
+	s.init()
+	if s.err != nil {
+		return "", s.err
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	sealed := s.aead.Seal(nonce, nonce, plain, []byte(filepath.Base(path)))
+	if err := os.WriteFile(path, sealed, 0o600); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(sealed)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Read opens the plan at path, refusing it unless its checksum is sum.
+func (s *Sealer) Read(path, sum string) ([]byte, error) {
+	s.init()
+	if s.err != nil {
+		return nil, s.err
+	}
+	sealed, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if got := sha256.Sum256(sealed); hex.EncodeToString(got[:]) != sum {
+		return nil, errors.New("the saved plan changed since it was made: plan again")
+	}
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("the saved plan is damaged: plan again")
+	}
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], []byte(filepath.Base(path)))
+	if err != nil {
+		return nil, errors.New("the saved plan cannot be opened with this data dir's key: plan again")
+	}
+	return plain, nil
+}

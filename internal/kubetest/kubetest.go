@@ -1,0 +1,211 @@
+// Package kubetest starts a real Kubernetes API server (etcd and
+// kube-apiserver, no kubelet: objects are stored, pods never run) on
+// loopback, once per test package, for the helm and manifests runners and
+// the end-to-end tests. Import it from _test files only.
+//
+// The binaries come from `make tools` (.tools/kube) or KUBEBUILDER_ASSETS.
+// When they are missing a test skips with a message naming `make tools`,
+// except when CI=true or KNIT_REQUIRE_TOOLS=1: then it fails.
+//
+// A package that uses it stops the server when its tests end:
+//
+//	func TestMain(m *testing.M) { kubetest.Main(m) }
+package kubetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"knit.dev/knit/internal/testtools"
+)
+
+// Cluster is a running API server and the ways to reach it as an
+// administrator: a rest.Config, a kubeconfig (in memory and as a 0600
+// file), and its parts (server URL, CA, bearer token).
+type Cluster struct {
+	Config         *rest.Config
+	Kubeconfig     []byte
+	KubeconfigPath string
+	Server         string
+	CA             []byte
+	Token          string
+	// Kubectl is the kubectl binary built by `make tools`.
+	Kubectl string
+	// Client is a typed client with administrator rights.
+	Client kubernetes.Interface
+}
+
+var (
+	mu      sync.Mutex
+	shared  *Cluster
+	env     *envtest.Environment
+	tmp     string
+	failed  error
+	started bool
+)
+
+// binaries are the programs envtest needs in its assets folder.
+var binaries = []string{"etcd", "kube-apiserver", "kubectl"}
+
+// Assets returns the folder holding etcd, kube-apiserver and kubectl:
+// KUBEBUILDER_ASSETS, else <module root>/.tools/kube. It skips or fails the
+// test when one is missing.
+func Assets(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that runs a Kubernetes API server")
+	}
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(testtools.ModuleRoot(t), ".tools", "kube")
+	}
+	for _, b := range binaries {
+		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.IsDir() {
+			msg := fmt.Sprintf("%s not found in %s: run make tools", b, dir)
+			if testtools.Required() {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	return dir
+}
+
+// Start returns the package's API server, starting it on first use (~3 s).
+// It lives until Main's tests end; tests share it, so each works in its own
+// namespace (see Namespace).
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	assets := Assets(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		started = true
+		shared, failed = start(assets)
+	}
+	if failed != nil {
+		t.Fatalf("start the test API server: %v", failed)
+	}
+	return shared
+}
+
+func start(assets string) (*Cluster, error) {
+	var err error
+	if tmp, err = os.MkdirTemp("", "knit-kubetest-"); err != nil {
+		return nil, err
+	}
+	token := randomHex(16)
+	// A static token for an administrator, so tests can reach the server
+	// with endpoint + CA + token, as a cloud cluster's outputs would.
+	tokens := filepath.Join(tmp, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",knit-admin,knit-admin,system:masters\n"), 0o600); err != nil {
+		return nil, err
+	}
+	env = &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	env.ControlPlane.GetAPIServer().Configure().Append("token-auth-file", tokens)
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		Server:  cfg.Host,
+		CA:      cfg.CAData,
+		Token:   token,
+		Kubectl: filepath.Join(assets, "kubectl"),
+	}
+	c.Config = &rest.Config{Host: cfg.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}}
+	c.Kubeconfig = Kubeconfig(c.Server, c.CA, c.Token)
+	c.KubeconfigPath = filepath.Join(tmp, "kubeconfig")
+	if err := os.WriteFile(c.KubeconfigPath, c.Kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Kubeconfig renders a kubeconfig with one cluster, user and context
+// ("test") for server, CA and a bearer token.
+func Kubeconfig(server string, ca []byte, token string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: test
+  user: {token: %q}
+contexts:
+- name: test
+  context: {cluster: test, user: test}
+current-context: test
+`, server, base64.StdEncoding.EncodeToString(ca), token))
+}
+
+// Main runs the package's tests, then stops the API server if one started.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
+		}
+	}
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
+
+// Namespace creates a namespace named after the test (plus a random
+// suffix) and returns its name. It is left behind: the server is thrown away.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(t.Name())
+	name = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, name)
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.Trim(name, "-") + "-" + randomHex(3)
+	_, err := c.Client.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,193 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"knit.dev/knit/internal/kubetest"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/testtools"
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+var chartFiles = map[string]string{
+	"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+	"charts/web/values.yaml": "greeting: hello\nport: 80\ndb: {password: \"\"}\n",
+	"charts/web/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: {{ .Release.Name }}-settings}
+data:
+  greeting: {{ .Values.greeting | quote }}
+`,
+	"charts/web/templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: {{ .Release.Name }}-db}
+stringData: {password: {{ .Values.db.password | quote }}}
+`,
+	"charts/web/templates/svc.yaml": `apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}}
+spec:
+  ports: [{port: {{ .Values.port }}}]
+  selector: {app: web}
+`,
+}
+
+type fixture struct {
+	t   *testing.T
+	cl  *kubetest.Cluster
+	r   *Runner
+	c   runner.Component
+	ns  string
+	log *bytes.Buffer
+}
+
+func newFixture(t *testing.T) *fixture {
+	cl := kubetest.Start(t)
+	dir := t.TempDir()
+	testtools.WriteFiles(t, dir, chartFiles)
+	ns := cl.Namespace(t) + "-rel"
+	env := &spec.Environment{Dir: dir, Spec: spec.EnvSpec{TeamName: "t", EnvName: "e"}}
+	def := &spec.Component{Name: "web", Type: spec.TypeHelm,
+		Chart:      &spec.Chart{Path: "./charts/web", Namespace: ns, Values: map[string]any{"port": int64(8080)}},
+		Kubeconfig: &spec.Kubeconfig{ValueFrom: "cluster.kubeconfig"},
+		Variables:  []spec.Variable{{Name: "greeting"}, {Name: "db.password"}},
+		Outputs:    []spec.Output{{Name: "revision"}, {Name: "ip", From: "Service/web:.spec.clusterIP"}},
+	}
+	env.Spec.Components = []*spec.Component{def}
+	log := &bytes.Buffer{}
+	return &fixture{t: t, cl: cl, r: New(Options{DataDir: t.TempDir()}), ns: ns, log: log,
+		c: runner.Component{Env: "t/e", Spec: env, Def: def, WorkDir: t.TempDir(), Log: log}}
+}
+
+func (f *fixture) inputs(greeting string) runner.Inputs {
+	return runner.Inputs{"greeting": greeting, "db.password": "pw-from-terraform", spec.InputKubeconfig: string(f.cl.Kubeconfig)}
+}
+
+func (f *fixture) plan(in runner.Inputs, opts runner.PlanOptions) *runner.Plan {
+	f.t.Helper()
+	p, err := f.r.Plan(context.Background(), f.c, in, opts)
+	if err != nil {
+		f.t.Fatalf("plan: %v", err)
+	}
+	return p
+}
+
+func (f *fixture) apply(in runner.Inputs) runner.Outputs {
+	f.t.Helper()
+	outs, err := f.r.Apply(context.Background(), f.c, f.plan(in, runner.PlanOptions{}))
+	if err != nil {
+		f.t.Fatalf("apply: %v", err)
+	}
+	return outs
+}
+
+func summary(p *runner.Plan) []string {
+	var out []string
+	for _, r := range p.Resources {
+		s := string(r.Action) + " " + r.Address
+		if len(r.Attributes) > 0 {
+			s += " " + strings.Join(r.Attributes, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func want(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
+	}
+}
+
+func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ns := f.ns
+	want(t, "install plan", summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
+		"create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
+	})
+	outs := f.apply(f.inputs("hi"))
+	if outs["revision"].Value != int64(1) || outs["status"].Value != "deployed" || outs["ip"].Value == nil {
+		t.Errorf("outputs = %v", outs)
+	}
+	cm, err := f.cl.Client.CoreV1().ConfigMaps(ns).Get(ctx, "web-settings", metav1.GetOptions{})
+	if err != nil || cm.Data["greeting"] != "hi" {
+		t.Fatalf("configmap: %v %v", cm, err)
+	}
+	svc, _ := f.cl.Client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+	if svc.Spec.Ports[0].Port != 8080 {
+		t.Errorf("service port = %d, want chart.values port 8080", svc.Spec.Ports[0].Port)
+	}
+	if p := f.plan(f.inputs("hi"), runner.PlanOptions{}); p.HasChanges() {
+		t.Errorf("plan after install: %v", summary(p))
+	}
+
+	// A values change is an object diff.
+	want(t, "values change", summary(f.plan(f.inputs("hello"), runner.PlanOptions{})), []string{
+		"update ConfigMap/" + ns + "/web-settings data.greeting",
+	})
+
+	// Drift: edited and deleted out of band; a field of another manager is not drift.
+	f.cl.Client.CoreV1().ConfigMaps(ns).Patch(ctx, "web-settings", types.MergePatchType,
+		[]byte(`{"data":{"greeting":"edited"},"metadata":{"annotations":{"owner":"ops"}}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
+	if err := f.cl.Client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "drift", summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
+		"update ConfigMap/" + ns + "/web-settings data.greeting", "create Service/" + ns + "/web",
+	})
+	outs = f.apply(f.inputs("hi"))
+	if p := f.plan(f.inputs("hi"), runner.PlanOptions{}); p.HasChanges() {
+		t.Errorf("reconcile left changes: %v", summary(p))
+	}
+	if outs["revision"].Value != int64(2) {
+		t.Errorf("revision after reconcile = %v", outs["revision"].Value)
+	}
+
+	// Uninstall.
+	want(t, "destroy plan", summary(f.plan(f.inputs("hi"), runner.PlanOptions{Destroy: true})), []string{
+		"delete Service/" + ns + "/web", "delete ConfigMap/" + ns + "/web-settings", "delete Secret/" + ns + "/web-db",
+	})
+	if err := f.r.Destroy(ctx, f.c, f.inputs("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cl.Client.CoreV1().ConfigMaps(ns).Get(ctx, "web-settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("configmap after uninstall: %v", err)
+	}
+	filepath.WalkDir(f.c.WorkDir, func(p string, d os.DirEntry, err error) error {
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("pw-from-terraform")) || bytes.Contains(b, []byte(f.cl.Token)) {
+			t.Errorf("%s holds a secret in clear", p)
+		}
+		return nil
+	})
+}
+
+func TestFailedInstallIsRolledBack(t *testing.T) {
+	f := newFixture(t)
+	f.c.Def.Chart.Values["port"] = int64(99999) // the API server refuses the Service
+	_, err := f.r.Apply(context.Background(), f.c, f.plan(f.inputs("hi"), runner.PlanOptions{}))
+	if err == nil || !strings.Contains(err.Error(), "spec.ports[0].port: Invalid value: 99999") || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := f.cl.Client.CoreV1().ConfigMaps(f.ns).Get(context.Background(), "web-settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the failed install left web-settings behind: %v", err)
+	}
+	// Fixed, it installs.
+	f.c.Def.Chart.Values["port"] = int64(80)
+	if outs := f.apply(f.inputs("hi")); outs["status"].Value != "deployed" {
+		t.Errorf("outputs = %v", outs)
+	}
+}

@@ -1,0 +1,3 @@
+module k8s.io/cri-client
+
+go 1.22

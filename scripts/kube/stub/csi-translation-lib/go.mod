@@ -1,0 +1,3 @@
+module k8s.io/csi-translation-lib
+
+go 1.22

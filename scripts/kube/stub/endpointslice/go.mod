@@ -1,0 +1,3 @@
+module k8s.io/endpointslice
+
+go 1.22

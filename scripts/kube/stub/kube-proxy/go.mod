@@ -1,0 +1,3 @@
+module k8s.io/kube-proxy
+
+go 1.22

@@ -1,0 +1,3 @@
+module k8s.io/kube-scheduler
+
+go 1.22

@@ -1,0 +1,3 @@
+module k8s.io/sample-cli-plugin
+
+go 1.22
