@@ -67,6 +67,7 @@ type Knit struct {
 	store     store.Store
 	ownsStore bool
 	engine    *engine.Engine
+	specs     specCache
 }
 
 // Open builds a Knit from cfg: it opens (or creates) the store and wires the

@@ -61,10 +61,18 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 	if len(envs) > n {
 		envs, page.Next = envs[:n], envs[n-1].ID
 	}
+	ids := make([]string, len(envs))
+	for i, e := range envs {
+		ids[i] = e.ID
+	}
+	last, err := k.store.LastRuns(ctx, ids)
+	if err != nil {
+		return page, err
+	}
 	for _, e := range envs {
 		s := EnvironmentSummary{Environment: e}
-		if s.LastRun, err = k.lastRun(ctx, e.ID); err != nil {
-			return page, err
+		if r, ok := last[e.ID]; ok {
+			s.LastRun = &r
 		}
 		page.Items = append(page.Items, s)
 	}
@@ -126,15 +134,29 @@ func (k *Knit) AppliedSpec(ctx context.Context, ref string) (*spec.Environment, 
 	if err != nil {
 		return nil, e, err
 	}
+	env, err := k.appliedSpec(ctx, e)
+	return env, e, err
+}
+
+// appliedSpec loads the spec e is applied at. Specs are immutable per
+// revision, so a parsed one is kept (a server reads them all the time).
+func (k *Knit) appliedSpec(ctx context.Context, e store.Environment) (*spec.Environment, error) {
 	if e.AppliedRevision == 0 {
-		return nil, e, fmt.Errorf("%s was never applied: knit apply -f FILE", e.ID)
+		return nil, fmt.Errorf("%s was never applied: knit apply -f FILE", e.ID)
+	}
+	key := fmt.Sprintf("%s@%d", e.ID, e.AppliedRevision)
+	if env, ok := k.specs.get(key); ok {
+		return env, nil
 	}
 	rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
 	if err != nil {
-		return nil, e, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
+		return nil, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
 	}
 	env, err := spec.FromJSON(rev.Spec, rev.Source, rev.Root)
-	return env, e, err
+	if err == nil {
+		k.specs.put(key, env)
+	}
+	return env, err
 }
 
 // ComponentView is one component as knit last saw it.
@@ -199,7 +221,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 	}
 	seen := map[string]bool{}
 	if e.AppliedRevision > 0 {
-		env, _, err := k.AppliedSpec(ctx, e.ID)
+		env, err := k.appliedSpec(ctx, e)
 		if err != nil {
 			return v, err
 		}
@@ -266,38 +288,30 @@ type DriftView struct {
 // LastDrift finds the newest drift check of an environment and what it
 // found per component; nil if it was never checked.
 func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
-	before := ""
-	for {
-		runs, err := k.store.Runs(ctx, env, store.RunFilter{Before: before, Limit: 100})
-		if err != nil || len(runs) == 0 {
-			return nil, err
-		}
-		for _, r := range runs {
-			if r.Kind != "drift" {
-				continue
-			}
-			d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
-			crs, err := k.store.ComponentRuns(ctx, r.ID)
-			if err != nil {
-				return nil, err
-			}
-			for _, cr := range crs {
-				switch cr.Status {
-				case "drifted":
-					d.Drifted = append(d.Drifted, cr.Component)
-				case "affected by upstream drift":
-					d.Affected = append(d.Affected, cr.Component)
-				case "failed":
-					d.Failed = append(d.Failed, cr.Component)
-				}
-			}
-			sort.Strings(d.Drifted)
-			sort.Strings(d.Affected)
-			sort.Strings(d.Failed)
-			return d, nil
-		}
-		before = runs[len(runs)-1].ID
+	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: "drift", Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil, err
 	}
+	r := runs[0]
+	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
+	crs, err := k.store.ComponentRuns(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, cr := range crs {
+		switch cr.Status {
+		case "drifted":
+			d.Drifted = append(d.Drifted, cr.Component)
+		case "affected by upstream drift":
+			d.Affected = append(d.Affected, cr.Component)
+		case "failed":
+			d.Failed = append(d.Failed, cr.Component)
+		}
+	}
+	sort.Strings(d.Drifted)
+	sort.Strings(d.Affected)
+	sort.Strings(d.Failed)
+	return d, nil
 }
 
 // Masked stands for a sensitive value that was not asked for.

@@ -169,8 +169,8 @@ type EnvironmentFilter struct {
 type RunFilter struct {
 	Before string
 	Limit  int
-	// Status, when set, keeps only runs with that status.
-	Status string
+	// Status and Kind, when set, keep only runs with that status or kind.
+	Status, Kind string
 }
 
 // RevisionFilter selects revisions numbered below Before (0 = from the
@@ -233,9 +233,11 @@ type Store interface {
 	Run(ctx context.Context, id string) (Run, error)
 	// Runs lists env's runs ("" = all environments), newest first (by
 	// StartedAt, then creation): those older than the run f.Before when set
-	// (an unknown one is ErrNotFound), with status f.Status when set, at
-	// most f.Limit (<= 0: all).
+	// (an unknown one is ErrNotFound), with status f.Status and kind f.Kind
+	// when set, at most f.Limit (<= 0: all).
 	Runs(ctx context.Context, env string, f RunFilter) ([]Run, error)
+	// LastRuns returns the newest run of each of envs that has one, by env.
+	LastRuns(ctx context.Context, envs []string) (map[string]Run, error)
 	// InterruptRuns marks every run of env still "running" whose PID is not
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)
@@ -297,6 +299,10 @@ type Store interface {
 	// when set, at or after f.Since and before f.Until (zero: unbounded),
 	// IDs after f.After, at most f.Limit (<= 0: all).
 	Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
+
+	// Version is a number that changes whenever anything in the store
+	// changed since the last call, whoever wrote it: readers cache by it.
+	Version(ctx context.Context) (int64, error)
 
 	Close() error
 }

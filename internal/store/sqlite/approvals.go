@@ -66,7 +66,7 @@ func scanApproval(sc interface{ Scan(...any) error }) (store.Approval, error) {
 
 // Approval implements store.Store; a missing approval is store.ErrNotFound.
 func (s *Store) Approval(ctx context.Context, id int64) (store.Approval, error) {
-	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	a, err := scanApproval(s.q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 	if err != nil {
 		return store.Approval{}, notFound(err, "approval %d", id)
 	}
@@ -76,7 +76,7 @@ func (s *Store) Approval(ctx context.Context, id int64) (store.Approval, error) 
 // OpenApproval implements store.Store. CreateApproval keeps at most one
 // approval of a component open; should there be more, the newest wins.
 func (s *Store) OpenApproval(ctx context.Context, env, component string) (store.Approval, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
+	row := s.q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
 		WHERE env = ? AND component = ? AND status IN (?, ?) ORDER BY id DESC LIMIT 1`,
 		env, component, store.ApprovalPending, store.ApprovalApproved)
 	a, err := scanApproval(row)
@@ -105,7 +105,7 @@ func (s *Store) ListApprovals(ctx context.Context, env string, statuses ...strin
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	rows, err := s.q.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}

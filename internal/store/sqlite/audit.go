@@ -34,7 +34,7 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
 // Audit implements store.Store, in the order the events were appended.
 func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEvent, error) {
 	query, args := auditQuery(f)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}

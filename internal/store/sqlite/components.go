@@ -93,7 +93,7 @@ func scanComponentRun(sc interface{ Scan(...any) error }) (store.ComponentRun, e
 // ComponentRuns implements store.Store: runID's component runs in the
 // order they started, logs included. An unknown run has none.
 func (s *Store) ComponentRuns(ctx context.Context, runID string) ([]store.ComponentRun, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs WHERE run_id = ? ORDER BY id`, runID)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list component runs of %s: %w", runID, err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) ComponentRuns(ctx context.Context, runID string) ([]store.Compon
 // CountComponents implements store.Store.
 func (s *Store) CountComponents(ctx context.Context, status string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM component_states WHERE status = ?`, status).Scan(&n); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM component_states WHERE status = ?`, status).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s components: %w", status, err)
 	}
 	return n, nil
@@ -130,7 +130,7 @@ const latestComponentRunsQuery = `SELECT id, run_id, env, component, operation, 
 // LatestComponentRuns implements store.Store: each component's newest
 // component run (log left out), by component name, in one query.
 func (s *Store) LatestComponentRuns(ctx context.Context, env string) ([]store.ComponentRun, error) {
-	rows, err := s.db.QueryContext(ctx, latestComponentRunsQuery, env)
+	rows, err := s.q.QueryContext(ctx, latestComponentRunsQuery, env)
 	if err != nil {
 		return nil, fmt.Errorf("latest component runs of %s: %w", env, err)
 	}
@@ -149,7 +149,7 @@ func (s *Store) LatestComponentRuns(ctx context.Context, env string) ([]store.Co
 // LastComponentRun implements store.Store: the component run started last;
 // none is store.ErrNotFound.
 func (s *Store) LastComponentRun(ctx context.Context, env, component string) (store.ComponentRun, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs
+	row := s.q.QueryRowContext(ctx, `SELECT `+componentRunColumns+` FROM component_runs
 		WHERE env = ? AND component = ? ORDER BY id DESC LIMIT 1`, env, component)
 	cr, err := scanComponentRun(row)
 	if err != nil {

@@ -128,7 +128,7 @@ func scanEnvironment(sc interface{ Scan(...any) error }) (store.Environment, err
 
 // Environment implements store.Store; a missing one is store.ErrNotFound.
 func (s *Store) Environment(ctx context.Context, id string) (store.Environment, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+environmentColumns+` FROM environments WHERE id = ?`, id)
+	row := s.q.QueryRowContext(ctx, `SELECT `+environmentColumns+` FROM environments WHERE id = ?`, id)
 	e, err := scanEnvironment(row)
 	if err != nil {
 		return store.Environment{}, notFound(err, "environment %s", id)
@@ -139,7 +139,7 @@ func (s *Store) Environment(ctx context.Context, id string) (store.Environment, 
 // Environments implements store.Store, ordered by ID.
 func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]store.Environment, error) {
 	query, args := environmentsQuery(f)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list environments: %w", err)
 	}
@@ -210,7 +210,7 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.q.QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions of %s: %w", env, err)
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,7 +73,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 
 // Run implements store.Store; a missing run is store.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.q.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if err != nil {
 		return store.Run{}, notFound(err, "run %s", id)
 	}
@@ -85,12 +86,7 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 // store.ErrNotFound. The cursor and the page are read in one snapshot.
 func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]store.Run, error) {
 	var runs []store.Run
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		query, args, err := runsQuery(ctx, tx, env, f)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, query, args...)
+	scan := func(rows *sql.Rows, err error) error {
 		if err != nil {
 			return err
 		}
@@ -103,7 +99,22 @@ func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]stor
 			runs = append(runs, r)
 		}
 		return rows.Err()
-	})
+	}
+	var err error
+	if f.Before == "" { // the common case: one query, no transaction
+		query, args, qerr := runsQuery(ctx, nil, env, f)
+		if err = qerr; err == nil {
+			err = scan(s.q.QueryContext(ctx, query, args...))
+		}
+	} else {
+		err = s.read(ctx, func(tx *sql.Tx) error {
+			query, args, err := runsQuery(ctx, tx, env, f)
+			if err != nil {
+				return err
+			}
+			return scan(tx.QueryContext(ctx, query, args...))
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %q: %w", env, err)
 	}
@@ -119,6 +130,9 @@ func runsQuery(ctx context.Context, tx *sql.Tx, env string, f store.RunFilter) (
 	}
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
 	}
 	if f.Before != "" {
 		var started sql.NullString
@@ -210,4 +224,35 @@ func interruptRun(ctx context.Context, tx *sql.Tx, r store.Run, at time.Time) er
 		return fmt.Errorf("interrupt component runs of %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// lastRunsQuery finds each listed environment's newest run in one query:
+// the environments come as a JSON array, so the statement has one shape.
+const lastRunsQuery = `SELECT ` + runColumns + ` FROM runs WHERE rowid IN (
+	SELECT (SELECT rowid FROM runs WHERE runs.env = e.value ORDER BY started_at DESC, rowid DESC LIMIT 1)
+	FROM json_each(?) e)`
+
+// LastRuns implements store.Store.
+func (s *Store) LastRuns(ctx context.Context, envs []string) (map[string]store.Run, error) {
+	out := make(map[string]store.Run, len(envs))
+	if len(envs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(envs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.QueryContext(ctx, lastRunsQuery, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("last runs: %w", err)
+		}
+		out[r.Env] = r
+	}
+	return out, rows.Err()
 }

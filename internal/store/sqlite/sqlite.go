@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 	KeyFile = keyfile.Name
 )
 
+// maxConns bounds the connection pool (readers; writes are one at a time).
+const maxConns = 16
+
 // busyTimeout is how long a statement waits for another process's write
 // transaction before failing with SQLITE_BUSY.
 const busyTimeout = 10 * time.Second
@@ -40,8 +44,12 @@ const busyTimeout = 10 * time.Second
 // Store is a store.Store backed by SQLite. It is safe for concurrent use,
 // also by several processes sharing one data directory.
 type Store struct {
-	db     *sql.DB
-	sealer *sealer
+	db *sql.DB
+	q  *stmts // reads through cached prepared statements
+	// versionConn is the connection Version asks (see there).
+	versionMu   sync.Mutex
+	versionConn *sql.Conn
+	sealer      *sealer
 	// writes holds one token; a writer takes it for the length of its
 	// transaction.
 	writes chan struct{}
@@ -80,9 +88,13 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	// Keep a few connections open: each new one re-runs the pragmas.
-	db.SetMaxIdleConns(8)
-	s := &Store{db: db, sealer: sl, writes: make(chan struct{}, 1)}
+	// Keep the connections open: a new one re-opens the file and re-runs
+	// the pragmas, which under a server's load costs more than the query.
+	// WAL lets any number of readers run beside the one writer.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db, q: &stmts{db: db}, sealer: sl, writes: make(chan struct{}, 1)}
 	s.SetClock(time.Now)
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -114,6 +126,12 @@ func (s *Store) now() time.Time { return (*s.clock.Load())() }
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
+	s.versionMu.Lock()
+	if s.versionConn != nil {
+		s.versionConn.Close()
+	}
+	s.versionMu.Unlock()
+	s.q.close()
 	return s.db.Close()
 }
 
@@ -189,4 +207,26 @@ func (c timeCol) Scan(src any) error {
 		return err
 	}
 	return fmt.Errorf("time column holds %T", src)
+}
+
+// Version implements store.Store: SQLite's data_version, read on a
+// connection of its own that never writes, so it changes whenever any
+// connection, of this process or another, commits.
+func (s *Store) Version(ctx context.Context) (int64, error) {
+	s.versionMu.Lock()
+	defer s.versionMu.Unlock()
+	if s.versionConn == nil {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.versionConn = c
+	}
+	var v int64
+	if err := s.versionConn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+		s.versionConn.Close()
+		s.versionConn = nil
+		return 0, fmt.Errorf("data version: %w", err)
+	}
+	return v, nil
 }

@@ -50,7 +50,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 // TokenByHash implements store.Store.
 func (s *Store) TokenByHash(ctx context.Context, hash string) (store.Token, error) {
-	t, err := scanToken(s.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash))
+	t, err := scanToken(s.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash))
 	if err != nil {
 		return store.Token{}, notFound(err, "token")
 	}
@@ -59,7 +59,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (store.Token, erro
 
 // ListTokens implements store.Store.
 func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY name`)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time) erro
 // Setting implements store.Store.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var v string
-	if err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v); err != nil {
 		return "", notFound(err, "setting %s", key)
 	}
 	return v, nil

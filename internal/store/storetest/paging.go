@@ -218,3 +218,22 @@ func testLatestComponentRuns(t *testing.T, s store.Store) {
 	}
 	equal(t, "latest component runs of team/web", got, []string{"app@r2", "db@r1", "web@r2"})
 }
+
+// testLastRuns: the newest run of each environment, in one call.
+func testLastRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i, r := range []store.Run{run("a1", "a/1", at(0)), run("a2", "a/1", at(time.Minute)), run("b1", "b/1", at(0))} {
+		r.Kind = []string{"apply", "drift", "apply"}[i]
+		must(t, s.CreateRun(ctx, r))
+	}
+	last, err := s.LastRuns(ctx, []string{"a/1", "b/1", "c/1"})
+	must(t, err)
+	if len(last) != 2 || last["a/1"].ID != "a2" || last["b/1"].ID != "b1" {
+		t.Errorf("last runs %+v", last)
+	}
+	applies, err := s.Runs(ctx, "a/1", store.RunFilter{Kind: "apply"})
+	must(t, err)
+	if len(applies) != 1 || applies[0].ID != "a1" {
+		t.Errorf("apply runs of a/1: %+v", applies)
+	}
+}
