@@ -166,17 +166,25 @@ current-context: test
 // Main runs the package's tests, then stops the API server if one started.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the API server if one started and removes its files. A
+// package whose TestMain does more than Main calls it after m.Run.
+func Stop() {
 	mu.Lock()
+	defer mu.Unlock()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
 		}
+		env = nil
 	}
 	if tmp != "" {
 		os.RemoveAll(tmp)
+		tmp = ""
 	}
-	mu.Unlock()
-	os.Exit(code)
 }
 
 // Namespace creates a namespace named after the test (plus a random
