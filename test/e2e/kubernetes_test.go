@@ -144,8 +144,9 @@ func newKubeWorld(t *testing.T) *kubeWorld {
 }
 
 // clusterEnv renders the environment cluster → app → config in the world's
-// namespace; replicas is the chart's replica count.
-func (k *kubeWorld) clusterEnv(name string, replicas int) string {
+// namespace; replicas is the chart's replica count, configExtra more YAML
+// for the config component.
+func (k *kubeWorld) clusterEnv(name string, replicas int, configExtra string) string {
 	return fmt.Sprintf(`apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: %[1]s}
@@ -188,7 +189,7 @@ spec:
       variables:
         - {name: greeting, valueFrom: cluster.greeting}
         - {name: release, valueFrom: app.release}
-`, name, k.c.Server, base64.StdEncoding.EncodeToString(k.c.CA), k.path("token"), k.ns, replicas)
+%[7]s`, name, k.c.Server, base64.StdEncoding.EncodeToString(k.c.CA), k.path("token"), k.ns, replicas, configExtra)
 }
 
 // kubectl runs kubectl as the administrator in the world's namespace.
@@ -277,7 +278,7 @@ func before(t *testing.T, crs map[string]store.ComponentRun, a, b string) {
 
 func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 	k := newKubeWorld(t)
-	k.write(map[string]string{"env.yaml": k.clusterEnv("k8s", 1)})
+	k.write(map[string]string{"env.yaml": k.clusterEnv("k8s", 1, "")})
 	r := k.ok("apply", "-f", "env.yaml", "-o", "json")
 	got := componentStatuses(t, r.stdout)
 	if fmt.Sprint(got) != "map[app:applied cluster:applied config:applied]" {
@@ -318,7 +319,7 @@ func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 	}
 
 	// A values change: the plan names the object and the field.
-	k.write(map[string]string{"env.yaml": k.clusterEnv("k8s", 3)})
+	k.write(map[string]string{"env.yaml": k.clusterEnv("k8s", 3, "")})
 	r = k.knit("plan", "-f", "env.yaml", "--detailed-exitcode")
 	if r.code != 2 {
 		t.Fatalf("plan after a values change: exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -392,15 +393,19 @@ func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 
 func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
 	k := newKubeWorld(t)
-	k.write(map[string]string{"env.yaml": k.clusterEnv("kdrift", 1)})
-	k.ok("apply", "-f", "env.yaml")
+	// config needs a person's approval, app does not.
+	k.write(map[string]string{"env.yaml": k.clusterEnv("kdrift", 1, "      autoApprove: false\n")})
+	k.ok("apply", "-f", "env.yaml", "--auto-approve")
 	if r := k.knit("drift", "qa/kdrift"); r.code != 0 {
 		t.Fatalf("fresh environment: drift exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
-	// Out of band: the chart's ConfigMap edited, the manifests' extra deleted.
+	// Out of band: the chart's ConfigMap edited, the manifests' extra
+	// deleted. Fields another manager adds are not drift.
 	k.mustKubectl("patch", "configmap", "app-settings", "--type", "merge", "-p", `{"data":{"greeting":"tampered"}}`)
 	k.mustKubectl("delete", "configmap", "config-extra")
+	k.mustKubectl("annotate", "configmap", "config-settings", "team=ops")
+	k.mustKubectl("label", "deployment", "app", "owner=ops")
 	r := k.knit("drift", "qa/kdrift", "-o", "json")
 	if r.code != 2 {
 		t.Fatalf("drift exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -445,15 +450,30 @@ func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
 		}
 	}
 
-	k.ok("drift", "qa/kdrift", "--reconcile")
+	// Reconcile: app at once, config after approval, as for Terraform.
+	r = k.knit("drift", "qa/kdrift", "--reconcile", "--reason", "restore", "-o", "json")
+	if r.code != 3 {
+		t.Fatalf("reconcile exit %d, want 3 (config waits for approval)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := componentStatuses(t, r.stdout); got["app"] != "applied" || got["config"] != "awaiting-approval" {
+		t.Errorf("reconcile statuses %v", got)
+	}
 	if v := k.configMap("app-settings")["greeting"]; v != "hello, from terraform" {
 		t.Errorf("app-settings not restored: greeting %q", v)
 	}
+	if k.configMap("config-extra") != nil {
+		t.Error("config-extra restored without approval")
+	}
+	k.ok("approve", "qa/kdrift", "config", "--reason", "restore config-extra")
 	if k.configMap("config-extra") == nil {
-		t.Error("config-extra not restored")
+		t.Error("config-extra not restored after approval")
 	}
 	if r := k.knit("drift", "qa/kdrift"); r.code != 0 {
 		t.Errorf("still drifted after reconcile: exit %d\n%s", r.code, r.stdout)
+	}
+	// Other managers' fields survive knit's reconcile.
+	if v := k.mustKubectl("get", "configmap", "config-settings", "-o", "jsonpath={.metadata.annotations.team}"); v != "ops" {
+		t.Errorf("another manager's annotation was removed: %q", v)
 	}
 
 	// An object removed from the folder is pruned on the next apply.
@@ -464,7 +484,7 @@ func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stdout, "ConfigMap/"+k.ns+"/config-extra") {
 		t.Errorf("plan does not show the pruning (exit %d):\n%s", r.code, r.stdout)
 	}
-	k.ok("apply", "-f", "env.yaml")
+	k.ok("apply", "-f", "env.yaml", "--auto-approve")
 	if k.configMap("config-extra") != nil {
 		t.Error("config-extra, removed from the folder, was not pruned")
 	}
@@ -551,7 +571,7 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 	sum := sha256.Sum256([]byte("knit-k8s-e2e-seed"))
 	password := hex.EncodeToString(sum[:])
 	secrets := map[string]string{"password": password, "token": k.c.Token}
-	k.write(map[string]string{"env.yaml": k.clusterEnv("ksecret", 1)})
+	k.write(map[string]string{"env.yaml": k.clusterEnv("ksecret", 1, "")})
 
 	var seen []string
 	for _, args := range [][]string{
