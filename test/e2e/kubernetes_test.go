@@ -571,10 +571,36 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 	sum := sha256.Sum256([]byte("knit-k8s-e2e-seed"))
 	password := hex.EncodeToString(sum[:])
 	secrets := map[string]string{"password": password, "token": k.c.Token}
-	k.write(map[string]string{"env.yaml": k.clusterEnv("ksecret", 1, "")})
+	// app waits for approval, so that its sealed plan is also kept in the
+	// approvals folder.
+	doc := k.clusterEnv("ksecret", 1, "")
+	doc = strings.Replace(doc, "    - name: config\n", "      autoApprove: false\n    - name: config\n", 1)
+	k.write(map[string]string{"env.yaml": doc})
 
 	var seen []string
+	check := func(args []string, r result) {
+		t.Helper()
+		seen = append(seen, r.stdout+r.stderr)
+		for what, s := range secrets {
+			if strings.Contains(r.stdout+r.stderr, s) {
+				t.Errorf("knit %s printed the %s", strings.Join(args, " "), what)
+			}
+		}
+	}
 	for _, args := range [][]string{
+		{"apply", "-f", "env.yaml"},
+		{"apply", "-f", "env.yaml", "-o", "json"},
+	} {
+		r := k.knit(args...)
+		if r.code != 3 {
+			t.Fatalf("knit %s: exit %d, want 3 (app awaits approval)\n%s\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		check(args, r)
+	}
+	for _, args := range [][]string{
+		{"approvals", "qa/ksecret"},
+		{"approvals", "qa/ksecret", "-o", "json"},
+		{"approve", "qa/ksecret", "app", "--reason", "ship it"},
 		{"plan", "-f", "env.yaml"},
 		{"plan", "-f", "env.yaml", "-o", "json"},
 		{"apply", "-f", "env.yaml"},
@@ -591,13 +617,7 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 		{"history", "qa/ksecret", "-o", "json"},
 		{"audit", "qa/ksecret", "-o", "json"},
 	} {
-		r := k.ok(args...)
-		seen = append(seen, r.stdout+r.stderr)
-		for what, s := range secrets {
-			if strings.Contains(r.stdout+r.stderr, s) {
-				t.Errorf("knit %s printed the %s", strings.Join(args, " "), what)
-			}
-		}
+		check(args, k.ok(args...))
 	}
 	if !strings.Contains(strings.Join(seen, ""), "hello, from terraform") {
 		t.Error("the non-sensitive greeting is shown nowhere")
@@ -607,8 +627,11 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 		t.Errorf("the chart's Secret holds %q, not the Terraform output", v)
 	}
 
-	// Nowhere in the data dir: database, state, saved plans, work dirs, logs.
-	// The walk sees plain text: the non-sensitive greeting is found in it.
+	if _, err := os.Stat(filepath.Join(k.dataDir, "approvals")); err != nil {
+		t.Errorf("no plan was kept for approval: %v", err)
+	}
+	// Nowhere in the data dir: database, state, saved plans (approvals
+	// included), work dirs, logs. The walk sees plain text: the non-sensitive greeting is found in it.
 	checked, control := 0, 0
 	err := filepath.WalkDir(k.dataDir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
