@@ -25,12 +25,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"knit.dev/knit/internal/testtools"
 )
@@ -117,6 +119,9 @@ func start(assets string) (*Cluster, error) {
 	if err := os.WriteFile(tokens, []byte(token+",knit-admin,knit-admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
+	// envtest logs through controller-runtime, which otherwise prints a
+	// stack trace complaining that no logger was set.
+	ctrllog.SetLogger(logr.Discard())
 	env = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: time.Minute,
