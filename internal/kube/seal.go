@@ -73,6 +73,12 @@ func writeNew(path string, b []byte) error {
 	return f.Close()
 }
 
+// sealAD is the additional data of every sealed file. It does not name the
+// file: the engine keeps a copy of a plan under another name while it waits
+// for approval, and that copy must open (the checksum recorded with the
+// approval is what identifies the plan).
+var sealAD = []byte("knit.dev/kube sealed v1")
+
 // Write seals plain into path (0600) and returns the checksum of the
 // sealed bytes, which identifies the plan.
 func (s *Sealer) Write(path string, plain []byte) (string, error) {
@@ -84,7 +90,7 @@ func (s *Sealer) Write(path string, plain []byte) (string, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	sealed := s.aead.Seal(nonce, nonce, plain, []byte(filepath.Base(path)))
+	sealed := s.aead.Seal(nonce, nonce, plain, sealAD)
 	if err := os.WriteFile(path, sealed, 0o600); err != nil {
 		return "", err
 	}
@@ -109,7 +115,11 @@ func (s *Sealer) Read(path, sum string) ([]byte, error) {
 	if len(sealed) < n {
 		return nil, errors.New("the saved plan is damaged: plan again")
 	}
-	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], []byte(filepath.Base(path)))
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], sealAD)
+	if err != nil {
+		// Files sealed before sealAD were bound to their own name.
+		plain, err = s.aead.Open(nil, sealed[:n], sealed[n:], []byte(filepath.Base(path)))
+	}
 	if err != nil {
 		return nil, errors.New("the saved plan cannot be opened with this data dir's key: plan again")
 	}

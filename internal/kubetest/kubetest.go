@@ -25,12 +25,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"knit.dev/knit/internal/testtools"
 )
@@ -117,6 +119,9 @@ func start(assets string) (*Cluster, error) {
 	if err := os.WriteFile(tokens, []byte(token+",knit-admin,knit-admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
+	// envtest logs through controller-runtime, which otherwise prints a
+	// stack trace complaining that no logger was set.
+	ctrllog.SetLogger(logr.Discard())
 	env = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: time.Minute,
@@ -166,17 +171,25 @@ current-context: test
 // Main runs the package's tests, then stops the API server if one started.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the API server if one started and removes its files. A
+// package whose TestMain does more than Main calls it after m.Run.
+func Stop() {
 	mu.Lock()
+	defer mu.Unlock()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
 		}
+		env = nil
 	}
 	if tmp != "" {
 		os.RemoveAll(tmp)
+		tmp = ""
 	}
-	mu.Unlock()
-	os.Exit(code)
 }
 
 // Namespace creates a namespace named after the test (plus a random

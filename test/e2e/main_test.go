@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"knit.dev/knit/internal/kubetest"
 )
 
 var (
@@ -48,6 +50,7 @@ func run(m *testing.M) int {
 	if p := filepath.Join(repo, ".tools", "bin", "tofu"); isExecutable(p) {
 		tofuBin = p
 	}
+	defer kubetest.Stop() // the API server of the Kubernetes tests, if one started
 	return m.Run()
 }
 
