@@ -97,7 +97,7 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 		if rec, err := w.k.RunRecord(ctx, id); err == nil && rec.Status != store.StatusRunning {
 			// Finished and forgotten (or another process's): say how it ended.
 			if canSee(s, teamOf(rec.Env)) == nil {
-				st.send(after+1, "ev", w.fragment("runstatus", runStatus(rec.Status, rec.Error)))
+				st.send(after+1, "ev", w.fragment("runstatusoob", runStatus(rec.Status, rec.Error)))
 			}
 			st.send(after+2, "done", "done")
 			return
@@ -165,7 +165,7 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 	}
 	switch ev.Kind {
 	case engine.RunStarted:
-		b.WriteString(w.fragment("runstatus", runStatus(store.StatusRunning, "")))
+		b.WriteString(w.fragment("runstatusoob", runStatus(store.StatusRunning, "")))
 	case engine.ComponentStatus:
 		st := string(ev.Status)
 		c := compSection{Name: ev.Component, Status: st, Tone: toneOf(st), Busy: busy(st)}
@@ -176,9 +176,9 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 	case engine.LogLine:
 		b.WriteString(w.fragment("logline", compSection{Name: ev.Component, Log: ev.Line}))
 	case engine.RunFinished:
-		b.WriteString(w.fragment("runstatus", runStatus(ev.RunStatus, ev.Error)))
+		b.WriteString(w.fragment("runstatusoob", runStatus(ev.RunStatus, ev.Error)))
 	case engine.Dropped:
-		b.WriteString(w.fragment("runstatus", statusFrag{Text: "the live view fell behind: reload for the full record", Tone: ToneWait}))
+		b.WriteString(w.fragment("runstatusoob", statusFrag{Text: "the live view fell behind: reload for the full record", Tone: ToneWait}))
 	}
 	return b.String()
 }

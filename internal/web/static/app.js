@@ -15,6 +15,17 @@
 
   function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
 
+  // wrap breaks text into lines of at most n characters, at spaces, at most 3.
+  function wrap(s, n) {
+    var out = [], line = "";
+    s.split(" ").forEach(function (w) {
+      if (line && (line + " " + w).length > n) { out.push(line); line = w; } else { line = line ? line + " " + w : w; }
+    });
+    if (line) out.push(line);
+    if (out.length > 3) { out = out.slice(0, 3); out[2] = clip(out[2] + " …", n); }
+    return out.map(function (l) { return clip(l, n + 4); });
+  }
+
   function draw() {
     var box = document.getElementById("graph");
     var src = document.getElementById("graph-data");
@@ -24,7 +35,7 @@
     var g = new dagre.graphlib.Graph();
     g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 48, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
-    nodes.forEach(function (n) { g.setNode(n.name, { width: W, height: n.why ? HWHY : H, n: n }); });
+    nodes.forEach(function (n) { g.setNode(n.name, { width: W, height: n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H, n: n }); });
     nodes.forEach(function (n) {
       n.dependsOn.forEach(function (d) { if (g.hasNode(d)) g.setEdge(d, n.name); });
     });
@@ -45,7 +56,7 @@
     g.nodes().forEach(function (name) {
       var v = g.node(name), n = v.n;
       var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "");
-      var a = el("a", { href: n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state, "aria-label": label });
+      var a = el("a", { href: n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state });
       var grp = el("g", { transform: "translate(" + (v.x - v.width / 2) + "," + (v.y - v.height / 2) + ")" });
       grp.appendChild(el("title", {}, label));
       grp.appendChild(el("rect", { width: v.width, height: v.height, rx: 6, class: "box" }));
@@ -53,7 +64,10 @@
       grp.appendChild(el("text", { x: 14, y: 20, class: "name" }, clip(n.name, 22)));
       grp.appendChild(el("text", { x: 14, y: 38, class: "meta" }, n.type + (n.plan ? " · " + n.plan : "")));
       grp.appendChild(el("text", { x: 14, y: 56, class: "state" }, clip(n.state, 26)));
-      if (n.why) grp.appendChild(el("text", { x: 14, y: 74, class: "whytext" }, clip(n.why, 30)));
+      if (n.why) {
+        var lines = wrap(n.why, 30);
+        lines.forEach(function (l, i) { grp.appendChild(el("text", { x: 14, y: 74 + i * 14, class: "whytext" }, l)); });
+      }
       if (n.busy) {
         var sp = el("g", { transform: "translate(" + (v.width - 16) + ",16)" });
         sp.appendChild(el("circle", { r: 7, class: "spinner" }));
