@@ -154,11 +154,11 @@ func screenshot(t *testing.T, ctx context.Context, name, ready string) {
 			vp = chromedp.EmulateViewport(size.w, size.h, chromedp.EmulateScale(1), chromedp.EmulateMobile, chromedp.EmulatePortrait)
 		}
 		run(t, ctx, "viewport for "+name, vp, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(ready)), chromedp.Sleep(300*time.Millisecond))
-		png := runT(t, ctx, "screenshot "+name, chromedp.FullScreenshot(80))
+		png := runT(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
 		if size.mobile {
 			checkAxe(t, ctx, name+" (phone)")
 		}
-		writeFileAt(t, filepath.Join(dir, fmt.Sprintf("%s-%s.jpg", name, size.label)), png)
+		writeFileAt(t, filepath.Join(dir, fmt.Sprintf("%s-%s.png", name, size.label)), png)
 	}
 	run(t, ctx, "reset viewport", chromedp.EmulateViewport(1280, 900))
 }
@@ -393,11 +393,11 @@ func TestDashboard(t *testing.T) {
 		t.Run("tofu environment", func(t *testing.T) {
 			run(t, ctx, "tofu env", chromedp.Navigate(w.url+"/env/infra/tofu"))
 			wantStates(t, graphStates(t, ctx), map[string]string{"net": "applied", "app": "applied"})
+			screenshot(t, ctx, "environment-tofu", "#graph[data-drawn]")
 			run(t, ctx, "tofu component", chromedp.Navigate(w.url+"/env/infra/tofu/c/net"), chromedp.WaitVisible(chromedp.CSS("h1")))
 			if body := text(t, ctx, "main"); !strings.Contains(body, "terraform_data.this") || !strings.Contains(body, "net-") {
 				t.Errorf("tofu component panel:\n%s", body)
 			}
-			screenshot(t, ctx, "environment-tofu", "h1")
 		})
 	}
 

@@ -33,7 +33,8 @@
     var t0 = performance.now();
     var nodes = JSON.parse(src.textContent);
     var g = new dagre.graphlib.Graph();
-    g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 48, marginx: 8, marginy: 8 });
+    // Left to right where there is room, top to bottom on a phone.
+    g.setGraph({ rankdir: box.clientWidth < 600 ? "TB" : "LR", nodesep: 18, ranksep: box.clientWidth < 600 ? 32 : 48, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
     nodes.forEach(function (n) { g.setNode(n.name, { width: W, height: n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H, n: n }); });
     nodes.forEach(function (n) {
