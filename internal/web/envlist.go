@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -57,6 +58,7 @@ type envListPage struct {
 	First, Last       int
 	Prev, Next        string
 	Self              string // this page's URL, re-fetched on live updates
+	Range             string // by name: the first and last environment shown
 }
 
 // environments is the list: filtered, sorted and paged on the server.
@@ -74,9 +76,82 @@ func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPag
 	if p.Sort == "" {
 		p.Sort = "name"
 	}
-	all, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State})
+	p.Teams = w.teams(ctx, s)
+	link := func(extra url.Values) string {
+		v := url.Values{}
+		for k, x := range map[string]string{"team": p.Team, "state": p.State, "sort": p.Sort} {
+			if x != "" && !(k == "sort" && x == "name") {
+				v.Set(k, x)
+			}
+		}
+		for k, x := range extra {
+			v[k] = x
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
+	}
+	var rows []store.Environment
+	var err error
+	if p.Sort == "name" {
+		rows, err = w.envPageByName(ctx, s, &p, q.Get("after"), link)
+	} else {
+		rows, err = w.envPageSorted(ctx, s, &p, q.Get("page"), link)
+	}
 	if err != nil {
 		return p, err
+	}
+	for _, e := range rows {
+		row, err := w.envRow(ctx, e)
+		if err != nil {
+			return p, err
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	return p, nil
+}
+
+// envPageByName reads one page in ID order straight from the store's index,
+// after a cursor: its cost does not grow with the number of environments.
+func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, after string, link func(url.Values) string) ([]store.Environment, error) {
+	p.Self = link(url.Values{"after": {after}})
+	if after == "" {
+		p.Self = link(nil)
+	} else {
+		p.Prev = link(nil)
+	}
+	var rows []store.Environment
+	for cursor := after; len(rows) <= pageSize; {
+		batch, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State, After: cursor, Limit: pageSize + 1})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range batch {
+			if knit.CanSee(s.Token, e.Team) {
+				rows = append(rows, e)
+			}
+		}
+		if len(batch) < pageSize+1 {
+			break
+		}
+		cursor = batch[len(batch)-1].ID
+	}
+	if len(rows) > pageSize {
+		rows = rows[:pageSize]
+		p.Next = link(url.Values{"after": {rows[pageSize-1].ID}})
+	}
+	if len(rows) > 0 {
+		p.Range = fmt.Sprintf("%s to %s", rows[0].ID, rows[len(rows)-1].ID)
+	}
+	return rows, nil
+}
+
+// envPageSorted sorts every matching environment and cuts out one numbered page.
+func (w *Web) envPageSorted(ctx context.Context, s *session, p *envListPage, page string, link func(url.Values) string) ([]store.Environment, error) {
+	all, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State})
+	if err != nil {
+		return nil, err
 	}
 	visible := all[:0]
 	for _, e := range all {
@@ -85,38 +160,21 @@ func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPag
 		}
 	}
 	sortEnvs(visible, p.Sort)
-	p.Teams = w.teams(ctx, s)
 	p.Total = len(visible)
 	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
-	p.PageNo, _ = strconv.Atoi(q.Get("page"))
+	p.PageNo, _ = strconv.Atoi(page)
 	p.PageNo = min(max(p.PageNo, 1), p.Pages)
 	lo, hi := (p.PageNo-1)*pageSize, min(p.PageNo*pageSize, p.Total)
 	p.First, p.Last = lo+1, hi
-	link := func(n int) string {
-		v := url.Values{}
-		for k, x := range map[string]string{"team": p.Team, "state": p.State, "sort": p.Sort} {
-			if x != "" {
-				v.Set(k, x)
-			}
-		}
-		v.Set("page", strconv.Itoa(n))
-		return "/?" + v.Encode()
-	}
-	p.Self = link(p.PageNo)
+	num := func(n int) string { return link(url.Values{"page": {strconv.Itoa(n)}}) }
+	p.Self = num(p.PageNo)
 	if p.PageNo > 1 {
-		p.Prev = link(p.PageNo - 1)
+		p.Prev = num(p.PageNo - 1)
 	}
 	if p.PageNo < p.Pages {
-		p.Next = link(p.PageNo + 1)
+		p.Next = num(p.PageNo + 1)
 	}
-	for _, e := range visible[lo:hi] {
-		row, err := w.envRow(ctx, e)
-		if err != nil {
-			return p, err
-		}
-		p.Rows = append(p.Rows, row)
-	}
-	return p, nil
+	return visible[lo:hi], nil
 }
 
 func sortEnvs(envs []store.Environment, by string) {
@@ -135,10 +193,19 @@ func sortEnvs(envs []store.Environment, by string) {
 	})
 }
 
+// teamsTTL is how long the list of teams is reused: reading it scans
+// every environment.
+const teamsTTL = 30 * time.Second
+
 // teams lists the teams the session may filter by.
 func (w *Web) teams(ctx context.Context, s *session) []string {
 	if len(s.Token.Teams) > 0 {
 		return s.Token.Teams
+	}
+	w.teamsMu.Lock()
+	defer w.teamsMu.Unlock()
+	if w.teamsCache != nil && w.opts.Now().Before(w.teamsAt.Add(teamsTTL)) {
+		return w.teamsCache
 	}
 	envs, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{})
 	if err != nil {
@@ -151,7 +218,8 @@ func (w *Web) teams(ctx context.Context, s *session) []string {
 		}
 	}
 	slices.Sort(teams)
-	return slices.Compact(teams)
+	w.teamsCache, w.teamsAt = slices.Compact(teams), w.opts.Now()
+	return w.teamsCache
 }
 
 // envRow reads what one row shows: last run, drift, component counts, the

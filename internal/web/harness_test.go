@@ -23,7 +23,7 @@ import (
 // world is a real knit serve on loopback over a fresh data dir, with a
 // token per role.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	k      *knit.Knit
 	srv    *server.Server
@@ -31,7 +31,7 @@ type world struct {
 	tokens map[string]string // role → secret
 }
 
-func newWorld(t *testing.T, cfg knit.Config) *world {
+func newWorld(t testing.TB, cfg knit.Config) *world {
 	t.Helper()
 	w := &world{t: t, dir: t.TempDir(), tokens: map[string]string{}}
 	cfg.DataDir = filepath.Join(w.dir, "data")

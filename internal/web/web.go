@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/knit"
@@ -50,6 +51,10 @@ type Web struct {
 	csrfKey []byte
 	// cop refuses cross-origin POSTs (Origin and Sec-Fetch-Site checks).
 	cop *http.CrossOriginProtection
+
+	teamsMu    sync.Mutex
+	teamsCache []string
+	teamsAt    time.Time
 }
 
 //go:embed templates/*.html
