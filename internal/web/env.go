@@ -34,7 +34,7 @@ type envPage struct {
 	Nodes          []node
 	Graph          template.JS // the nodes as JSON, for the layout script
 	Revisions      []store.Revision
-	Runs           []store.Run
+	Runs           []runItem
 	DiffA, DiffB   int
 	Live           string
 }
@@ -93,8 +93,16 @@ func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Runs = runs.Items
+	for _, r := range runs.Items {
+		p.Runs = append(p.Runs, runItem{Run: r, Tone: toneOf(r.Status)})
+	}
 	return p, nil
+}
+
+// runItem is a run in a list, with its colour.
+type runItem struct {
+	store.Run
+	Tone Tone
 }
 
 // nodes turns components into graph nodes.
