@@ -119,8 +119,13 @@ func (w *Web) componentPage(r *http.Request, id, name string) (componentPage, er
 			p.History = append(p.History, h)
 		}
 	}
-	if len(p.History) > 0 {
-		p.Log, p.LogRun = p.History[0].LogTail, p.History[0].RunID
+	// The newest run that printed something: a run that stopped at an
+	// approval gate may have nothing to show.
+	for _, h := range p.History {
+		if strings.TrimSpace(h.LogTail) != "" {
+			p.Log, p.LogRun = h.LogTail, h.RunID
+			break
+		}
 	}
 	return p, nil
 }
