@@ -64,11 +64,14 @@ func (w *Web) environment(rw http.ResponseWriter, r *http.Request, s *session) {
 
 func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
 	ctx := r.Context()
+	mark := w.envMark(ctx, id)
 	v, err := w.k.Environment(ctx, id)
 	if err != nil {
 		return envPage{}, err
 	}
-	p := envPage{ID: v.ID, Team: v.Team, Name: v.Name, View: v, Live: "/env/" + v.ID + "/live"}
+	// The mark is taken before the view is read: a change in between
+	// makes the live stream refresh the page at once.
+	p := envPage{ID: v.ID, Team: v.Team, Name: v.Name, View: v, Live: "/env/" + v.ID + "/live?since=" + mark}
 	running := v.LastRun != nil && v.LastRun.Status == store.StatusRunning
 	p.State = envState(v.Status, running)
 	p.Tone = toneOf(v.Status)

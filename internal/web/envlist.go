@@ -59,6 +59,7 @@ type envListPage struct {
 	Prev, Next        string
 	Self              string // this page's URL, re-fetched on live updates
 	Range             string // by name: the first and last environment shown
+	Live              string // the live stream, from the state this page shows
 }
 
 // environments is the list: filtered, sorted and paged on the server.
@@ -72,7 +73,8 @@ func (w *Web) environments(rw http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPage, error) {
-	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts}
+	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts,
+		Live: "/live?since=" + w.allMark(ctx)}
 	if p.Sort == "" {
 		p.Sort = "name"
 	}

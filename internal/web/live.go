@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -66,7 +68,7 @@ func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.watch(r.Context(), st, func(ctx context.Context) (string, string) {
+	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
 		runID := ""
 		if l, err := w.k.Store().Lock(ctx, id); err == nil {
 			runID = l.RunID
@@ -82,20 +84,25 @@ func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.watch(r.Context(), st, func(ctx context.Context) (string, string) {
+	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
 		return "", w.allMark(ctx)
 	})
 }
 
-// watch sends "changed" when look's mark moves, and while look names a
-// live run, on each of that run's component and run events (at most one
-// "changed" per quarter second).
-func (w *Web) watch(ctx context.Context, st *stream, look func(ctx context.Context) (runID, mark string)) {
+// watch sends "changed" when look's mark moves away from since (the mark
+// the page was rendered with: what changed between the page's rendering
+// and this stream's start counts too), and while look names a live run, on
+// each of that run's component and run events (at most one "changed" per
+// quarter second).
+func (w *Web) watch(ctx context.Context, st *stream, since string, look func(ctx context.Context) (runID, mark string)) {
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	idle := time.NewTicker(keepAlive)
 	defer idle.Stop()
-	_, last := look(ctx)
+	last := since
+	if last == "" {
+		_, last = look(ctx)
+	}
 	n := int64(0)
 	changed := func() { n++; st.send(n, "changed", "changed") }
 	for {
@@ -145,7 +152,7 @@ func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
 	}
 }
 
-// envMark changes whenever the environment's record or newest run does.
+// envMark changes whenever the environment's record, lock or newest run does.
 func (w *Web) envMark(ctx context.Context, id string) string {
 	st := w.k.Store()
 	e, err := st.Environment(ctx, id)
@@ -156,7 +163,16 @@ func (w *Web) envMark(ctx context.Context, id string) string {
 	if runs, err := st.Runs(ctx, id, store.RunFilter{Limit: 1}); err == nil && len(runs) > 0 {
 		mark += "|" + runs[0].ID + "|" + runs[0].Status
 	}
-	return mark
+	if l, err := st.Lock(ctx, id); err == nil {
+		mark += "|locked by " + l.RunID
+	}
+	return digest(mark)
+}
+
+// digest keeps marks short enough for a URL.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // allMark changes whenever any run starts or ends.
@@ -169,5 +185,5 @@ func (w *Web) allMark(ctx context.Context) string {
 	if running, err := st.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning}); err == nil {
 		mark += fmt.Sprintf("|%d", len(running))
 	}
-	return mark
+	return digest(mark)
 }
