@@ -115,9 +115,21 @@ build_kube() {
   done
 }
 
+# Chromium for the dashboard's browser tests (internal/web): Debian's
+# package, never a browser a test tool downloads. Installed only when missing.
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  log "installing Debian's chromium for the browser tests"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+}
+
 build_tofu
 build_provider_local
 write_cli_config
 install_etcd
 build_kube
+install_chromium
 log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube"

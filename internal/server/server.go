@@ -19,6 +19,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/web"
 )
 
 // Config is how a Server runs.
@@ -100,6 +101,13 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
 	s.queue.onFinish = s.runFinished
 	s.routes()
+	// The dashboard at "/": its runs go through this server's queue.
+	ui, err := web.New(k, web.Options{Runs: s, Logger: cfg.Logger})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ui.Register(s.mux)
 	if cfg.Git != nil {
 		s.nudge = make(chan struct{}, 1)
 		s.AddLoop(s.gitLoop)

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+// errNoQueue: the dashboard was built without a way to start runs.
+var errNoQueue = errors.New("this dashboard cannot start runs")
+
+// startRun queues a plan, apply, drift check or (confirmed) teardown and
+// shows its run page.
+func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
+	id, err := w.envRef(r, s)
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	kind := r.PostFormValue("kind")
+	switch kind {
+	case engine.KindPlan, engine.KindApply, engine.KindDrift:
+	case engine.KindTeardown:
+		if r.PostFormValue("confirm") != id {
+			w.errorPage(rw, r, s, http.StatusBadRequest, fmt.Errorf("teardown not confirmed: type %s to confirm", id))
+			return
+		}
+	default:
+		w.errorPage(rw, r, s, http.StatusBadRequest, fmt.Errorf("kind %q: use plan, apply, drift or teardown", kind))
+		return
+	}
+	if _, err := w.k.ResolveEnv(r.Context(), id); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	runID, err := w.enqueue(knit.RunRequest{Kind: kind, EnvRef: id, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Source: "dashboard"}, id)
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	http.Redirect(rw, r, "/runs/"+runID, http.StatusSeeOther)
+}
+
+func (w *Web) enqueue(req knit.RunRequest, env string) (string, error) {
+	if w.opts.Runs == nil {
+		return "", errNoQueue
+	}
+	return w.opts.Runs.Enqueue(req, env)
+}
+
+// doomed is a component a teardown would destroy.
+type doomed struct {
+	Name, Type, State string
+	Protected         bool
+}
+
+type teardownPage struct {
+	ID        string
+	Doomed    []doomed
+	Protected bool
+}
+
+// teardownConfirm lists what a teardown destroys, in the order it would,
+// and asks to type the environment's name.
+func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *session) {
+	id, err := w.envRef(r, s)
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	v, err := w.k.Environment(r.Context(), id)
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	env, _, _ := w.k.AppliedSpec(r.Context(), id)
+	p := teardownPage{ID: v.ID}
+	for _, c := range slices.Backward(v.Components) {
+		if c.Status == "destroyed" || c.Status == "pending" {
+			continue
+		}
+		d := doomed{Name: c.Name, Type: c.Type, State: c.Status}
+		if env != nil {
+			if def := env.Component(c.Name); def != nil && def.DestroyProtection {
+				d.Protected, p.Protected = true, true
+			}
+		}
+		p.Doomed = append(p.Doomed, d)
+	}
+	w.render(rw, r, s, http.StatusOK, "teardown", "Tear down "+v.ID, "envs", p)
+}
+
+// approvalItem is one approval with its plan decoded.
+type approvalItem struct {
+	store.Approval
+	Plan     runner.Plan
+	Tone     Tone
+	Stale    string
+	Pending  bool
+	Resolved string
+}
+
+type approvalsPage struct {
+	Waiting []approvalItem
+	Recent  []approvalItem
+}
+
+// approvals lists what waits for a decision, with each plan and checksum,
+// and recent decisions.
+func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
+	all, err := w.k.Approvals(r.Context(), "")
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	var p approvalsPage
+	for _, a := range slices.Backward(all) {
+		if !knit.CanSee(s.Token, teamOf(a.Env)) {
+			continue
+		}
+		it := approvalItem{Approval: a, Tone: toneOf(a.Status), Pending: a.Status == store.ApprovalPending}
+		_ = json.Unmarshal(a.Plan, &it.Plan)
+		it.Plan.File, it.PlanFile = "", ""
+		if a.Status == store.ApprovalStale {
+			it.Stale = "stale: a newer plan of " + a.Component + " replaced this one (its inputs or module changed), so it can no longer be approved; approve the newer plan instead"
+		}
+		if it.Pending {
+			p.Waiting = append(p.Waiting, it)
+		} else if len(p.Recent) < 30 {
+			p.Recent = append(p.Recent, it)
+		}
+	}
+	slices.Reverse(p.Waiting)
+	w.render(rw, r, s, http.StatusOK, "approvals", "Approvals", "approvals", p)
+}
+
+// decide approves or rejects one exact plan (by checksum) with a reason;
+// an approval queues the apply that carries it out.
+func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
+	env, comp := r.PostFormValue("env"), r.PostFormValue("component")
+	if err := canSee(s, teamOf(env)); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	approve := r.PostFormValue("decision") == "approve"
+	reason := r.PostFormValue("reason")
+	_, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: env, Component: comp, Approve: approve,
+		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum")})
+	if err != nil {
+		code := statusOf(err)
+		if errors.Is(err, engine.ErrStale) || errors.Is(err, knit.ErrChecksumMismatch) {
+			code = http.StatusConflict
+		}
+		w.errorPage(rw, r, s, code, err)
+		return
+	}
+	if !approve {
+		http.Redirect(rw, r, "/approvals?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
+		return
+	}
+	runID, err := w.enqueue(knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: s.Token.Name, Reason: reason, Source: "dashboard"}, env)
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	back := safeNext(r.PostFormValue("back"))
+	if back == "/" {
+		back = "/env/" + env
+	}
+	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+comp+"; applying in run "+runID), http.StatusSeeOther)
+}
+
+type auditPage struct {
+	Env, Actor, Action string
+	Events             []store.AuditEvent
+	Next               string
+}
+
+// audit is the trail, filtered by environment, actor and action.
+func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	p := auditPage{Env: q.Get("env"), Actor: q.Get("actor"), Action: q.Get("action")}
+	if p.Env != "" {
+		if err := canSee(s, teamOf(p.Env)); err != nil {
+			w.errorPage(rw, r, s, 0, err)
+			return
+		}
+	}
+	page, err := w.k.Audit(r.Context(), knit.AuditFilter{Env: p.Env, Actor: p.Actor})
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	for _, e := range slices.Backward(page.Items) {
+		if p.Action != "" && e.Action != p.Action {
+			continue
+		}
+		if len(s.Token.Teams) > 0 && (e.Env == "" || !knit.CanSee(s.Token, teamOf(e.Env))) {
+			continue
+		}
+		p.Events = append(p.Events, e)
+		if len(p.Events) == 200 {
+			p.Next = strconv.Itoa(len(page.Items))
+			break
+		}
+	}
+	w.render(rw, r, s, http.StatusOK, "audit", "Audit trail", "audit", p)
+}
+
+func teamOf(env string) string {
+	for i := range len(env) {
+		if env[i] == '/' {
+			return env[:i]
+		}
+	}
+	return env
+}

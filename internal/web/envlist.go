@@ -1,0 +1,268 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// pageSize is how many environments one page of the list shows.
+const pageSize = 50
+
+// envStates are the states the list can be filtered by (store statuses).
+var envStates = []struct{ Value, Label string }{
+	{"", "any state"}, {"provisioned", "applied"}, {"failed", "failed"}, {"awaiting-approval", "awaiting approval"},
+	{"drifted", "drifted"}, {"torn-down", "torn down"}, {"interrupted", "interrupted"},
+}
+
+// envSorts are the orders the list can be sorted in.
+var envSorts = []struct{ Value, Label string }{
+	{"name", "team/name"}, {"state", "state"}, {"updated", "last change, newest first"},
+}
+
+// envRow is one row of the environments list.
+type envRow struct {
+	ID, Team, Name  string
+	State           string
+	Tone            Tone
+	LastRun         *store.Run
+	LastRunTone     Tone
+	Drift           *knit.DriftView
+	Counts          []stateCount
+	AppliedRevision int
+	Commit          string
+	UpdatedAt       time.Time
+}
+
+type stateCount struct {
+	State string
+	Tone  Tone
+	N     int
+}
+
+type envListPage struct {
+	Team, State, Sort string
+	States, Sorts     []struct{ Value, Label string }
+	Teams             []string
+	Rows              []envRow
+	Total             int
+	PageNo, Pages     int
+	First, Last       int
+	Prev, Next        string
+	Self              string // this page's URL, re-fetched on live updates
+	Range             string // by name: the first and last environment shown
+	Live              string // the live stream, from the state this page shows
+}
+
+// environments is the list: filtered, sorted and paged on the server.
+func (w *Web) environments(rw http.ResponseWriter, r *http.Request, s *session) {
+	p, err := w.envList(r.Context(), s, r.URL.Query())
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	w.render(rw, r, s, http.StatusOK, "environments", "Environments", "envs", p)
+}
+
+func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPage, error) {
+	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts,
+		Live: "/live?since=" + w.allMark(ctx)}
+	if p.Sort == "" {
+		p.Sort = "name"
+	}
+	p.Teams = w.teams(ctx, s)
+	link := func(extra url.Values) string {
+		v := url.Values{}
+		for k, x := range map[string]string{"team": p.Team, "state": p.State, "sort": p.Sort} {
+			if x != "" && !(k == "sort" && x == "name") {
+				v.Set(k, x)
+			}
+		}
+		for k, x := range extra {
+			v[k] = x
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
+	}
+	var rows []store.Environment
+	var err error
+	if p.Sort == "name" {
+		rows, err = w.envPageByName(ctx, s, &p, q.Get("after"), link)
+	} else {
+		rows, err = w.envPageSorted(ctx, s, &p, q.Get("page"), link)
+	}
+	if err != nil {
+		return p, err
+	}
+	for _, e := range rows {
+		row, err := w.envRow(ctx, e)
+		if err != nil {
+			return p, err
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	return p, nil
+}
+
+// envPageByName reads one page in ID order straight from the store's index,
+// after a cursor: its cost does not grow with the number of environments.
+func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, after string, link func(url.Values) string) ([]store.Environment, error) {
+	p.Self = link(url.Values{"after": {after}})
+	if after == "" {
+		p.Self = link(nil)
+	} else {
+		p.Prev = link(nil)
+	}
+	var rows []store.Environment
+	for cursor := after; len(rows) <= pageSize; {
+		batch, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State, After: cursor, Limit: pageSize + 1})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range batch {
+			if knit.CanSee(s.Token, e.Team) {
+				rows = append(rows, e)
+			}
+		}
+		if len(batch) < pageSize+1 {
+			break
+		}
+		cursor = batch[len(batch)-1].ID
+	}
+	if len(rows) > pageSize {
+		rows = rows[:pageSize]
+		p.Next = link(url.Values{"after": {rows[pageSize-1].ID}})
+	}
+	if len(rows) > 0 {
+		p.Range = fmt.Sprintf("%s to %s", rows[0].ID, rows[len(rows)-1].ID)
+	}
+	return rows, nil
+}
+
+// envPageSorted sorts every matching environment and cuts out one numbered page.
+func (w *Web) envPageSorted(ctx context.Context, s *session, p *envListPage, page string, link func(url.Values) string) ([]store.Environment, error) {
+	all, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State})
+	if err != nil {
+		return nil, err
+	}
+	visible := all[:0]
+	for _, e := range all {
+		if knit.CanSee(s.Token, e.Team) {
+			visible = append(visible, e)
+		}
+	}
+	sortEnvs(visible, p.Sort)
+	p.Total = len(visible)
+	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
+	p.PageNo, _ = strconv.Atoi(page)
+	p.PageNo = min(max(p.PageNo, 1), p.Pages)
+	lo, hi := (p.PageNo-1)*pageSize, min(p.PageNo*pageSize, p.Total)
+	p.First, p.Last = lo+1, hi
+	num := func(n int) string { return link(url.Values{"page": {strconv.Itoa(n)}}) }
+	p.Self = num(p.PageNo)
+	if p.PageNo > 1 {
+		p.Prev = num(p.PageNo - 1)
+	}
+	if p.PageNo < p.Pages {
+		p.Next = num(p.PageNo + 1)
+	}
+	return visible[lo:hi], nil
+}
+
+func sortEnvs(envs []store.Environment, by string) {
+	slices.SortStableFunc(envs, func(a, b store.Environment) int {
+		switch by {
+		case "state":
+			if c := cmp.Compare(a.Status, b.Status); c != 0 {
+				return c
+			}
+		case "updated":
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// teamsTTL is how long the list of teams is reused: reading it scans
+// every environment.
+const teamsTTL = 30 * time.Second
+
+// teams lists the teams the session may filter by.
+func (w *Web) teams(ctx context.Context, s *session) []string {
+	if len(s.Token.Teams) > 0 {
+		return s.Token.Teams
+	}
+	w.teamsMu.Lock()
+	defer w.teamsMu.Unlock()
+	if w.teamsCache != nil && w.opts.Now().Before(w.teamsAt.Add(teamsTTL)) {
+		return w.teamsCache
+	}
+	envs, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{})
+	if err != nil {
+		return nil
+	}
+	var teams []string
+	for _, e := range envs {
+		if len(teams) == 0 || teams[len(teams)-1] != e.Team {
+			teams = append(teams, e.Team)
+		}
+	}
+	slices.Sort(teams)
+	w.teamsCache, w.teamsAt = slices.Compact(teams), w.opts.Now()
+	return w.teamsCache
+}
+
+// envRow reads what one row shows: last run, drift, component counts, the
+// applied revision's commit.
+func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
+	st := w.k.Store()
+	row := envRow{ID: e.ID, Team: e.Team, Name: e.Name, AppliedRevision: e.AppliedRevision, UpdatedAt: e.UpdatedAt}
+	runs, err := st.Runs(ctx, e.ID, store.RunFilter{Limit: 1})
+	if err != nil {
+		return row, err
+	}
+	locked := false
+	if len(runs) > 0 {
+		row.LastRun = &runs[0]
+		row.LastRunTone = toneOf(runs[0].Status)
+		locked = runs[0].Status == store.StatusRunning
+	}
+	row.State = envState(e.Status, locked)
+	row.Tone = toneOf(map[string]string{"applied": "applied", "applying": "applying", "awaiting approval": "awaiting-approval"}[row.State])
+	if row.Tone == ToneNeutral {
+		row.Tone = toneOf(e.Status)
+	}
+	if row.Drift, err = w.k.LastDrift(ctx, e.ID); err != nil {
+		return row, err
+	}
+	states, err := st.ComponentStates(ctx, e.ID)
+	if err != nil {
+		return row, err
+	}
+	counts := map[string]int{}
+	for _, cs := range states {
+		counts[cs.Status]++
+	}
+	for name, n := range counts {
+		row.Counts = append(row.Counts, stateCount{State: name, Tone: toneOf(name), N: n})
+	}
+	slices.SortFunc(row.Counts, func(a, b stateCount) int { return cmp.Compare(a.State, b.State) })
+	if e.AppliedRevision > 0 {
+		if rev, err := st.Revision(ctx, e.ID, e.AppliedRevision); err == nil {
+			row.Commit = rev.Commit
+		}
+	}
+	return row, nil
+}

@@ -1,0 +1,189 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/store"
+)
+
+// keepAlive is how often an idle stream gets a comment.
+const keepAlive = 15 * time.Second
+
+// stream is one server-sent event stream.
+type stream struct {
+	rw http.ResponseWriter
+	f  http.Flusher
+}
+
+func openStream(rw http.ResponseWriter) (*stream, error) {
+	f, ok := rw.(http.Flusher)
+	if !ok {
+		return nil, fmt.Errorf("streaming is not supported by this connection")
+	}
+	rw.Header().Set("Content-Type", "text/event-stream")
+	rw.Header().Set("Cache-Control", "no-cache")
+	rw.Header().Set("X-Accel-Buffering", "no")
+	rw.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &stream{rw: rw, f: f}, nil
+}
+
+// send writes one event; data may span lines.
+func (s *stream) send(id int64, event, data string) {
+	if id > 0 {
+		fmt.Fprintf(s.rw, "id: %d\n", id)
+	}
+	fmt.Fprintf(s.rw, "event: %s\n", event)
+	for _, line := range strings.Split(data, "\n") {
+		fmt.Fprintf(s.rw, "data: %s\n", line)
+	}
+	fmt.Fprint(s.rw, "\n")
+	s.f.Flush()
+}
+
+func (s *stream) comment(text string) {
+	fmt.Fprintf(s.rw, ": %s\n\n", text)
+	s.f.Flush()
+}
+
+// liveEnv tells an environment's page to refresh ("changed") whenever one
+// of its runs moves a component, starts or ends: it follows the event
+// stream of the run holding the environment's lock, and between runs
+// looks for a new one every PollInterval.
+func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
+	id, err := w.envRef(r, s)
+	if err != nil {
+		http.Error(rw, err.Error(), statusOf(err))
+		return
+	}
+	st, err := openStream(rw)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
+		runID := ""
+		if l, err := w.k.Store().Lock(ctx, id); err == nil {
+			runID = l.RunID
+		}
+		return runID, w.envMark(ctx, id)
+	})
+}
+
+// liveAll tells the environments list to refresh when any run starts or ends.
+func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
+	st, err := openStream(rw)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
+		return "", w.allMark(ctx)
+	})
+}
+
+// watch sends "changed" when look's mark moves away from since (the mark
+// the page was rendered with: what changed between the page's rendering
+// and this stream's start counts too), and while look names a live run, on
+// each of that run's component and run events (at most one "changed" per
+// quarter second).
+func (w *Web) watch(ctx context.Context, st *stream, since string, look func(ctx context.Context) (runID, mark string)) {
+	tick := time.NewTicker(w.opts.PollInterval)
+	defer tick.Stop()
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	last := since
+	if last == "" {
+		_, last = look(ctx)
+	}
+	n := int64(0)
+	changed := func() { n++; st.send(n, "changed", "changed") }
+	for {
+		runID, mark := look(ctx)
+		if mark != last {
+			last = mark
+			changed()
+		}
+		if run, ok := w.k.Lookup(runID); runID != "" && ok {
+			w.follow(ctx, run, changed)
+			_, last = look(ctx)
+			changed()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle.C:
+			st.comment("keep-alive")
+		case <-tick.C:
+		}
+	}
+}
+
+// follow calls changed for a run's events (coalesced) until it finishes.
+func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
+	events := run.Subscribe(0).Channel(ctx)
+	flush := time.NewTicker(250 * time.Millisecond)
+	defer flush.Stop()
+	dirty := false
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.Kind != engine.LogLine {
+				dirty = true
+			}
+		case <-flush.C:
+			if dirty {
+				dirty = false
+				changed()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// envMark changes whenever the environment's record, lock or newest run does.
+func (w *Web) envMark(ctx context.Context, id string) string {
+	st := w.k.Store()
+	e, err := st.Environment(ctx, id)
+	if err != nil {
+		return "?"
+	}
+	mark := fmt.Sprintf("%s|%d|%d|%s", e.Status, e.Revision, e.AppliedRevision, e.UpdatedAt)
+	if runs, err := st.Runs(ctx, id, store.RunFilter{Limit: 1}); err == nil && len(runs) > 0 {
+		mark += "|" + runs[0].ID + "|" + runs[0].Status
+	}
+	if l, err := st.Lock(ctx, id); err == nil {
+		mark += "|locked by " + l.RunID
+	}
+	return digest(mark)
+}
+
+// digest keeps marks short enough for a URL.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// allMark changes whenever any run starts or ends.
+func (w *Web) allMark(ctx context.Context) string {
+	st := w.k.Store()
+	mark := ""
+	if runs, err := st.Runs(ctx, "", store.RunFilter{Limit: 1}); err == nil && len(runs) > 0 {
+		mark = runs[0].ID + "|" + runs[0].Status
+	}
+	if running, err := st.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning}); err == nil {
+		mark += fmt.Sprintf("|%d", len(running))
+	}
+	return digest(mark)
+}

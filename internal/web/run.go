@@ -1,0 +1,193 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// compSection is one component's part of a run page.
+type compSection struct {
+	Name, Status, Why string
+	Tone              Tone
+	Busy              bool
+	Log               string
+}
+
+type runPage struct {
+	ID     string
+	Run    store.Run
+	Known  bool // recorded or live; false while queued
+	Live   bool // events stream in
+	Tone   Tone
+	Comps  []compSection
+	Events string
+	Status statusFrag
+}
+
+// runLogLines is how much of each component's log a finished run shows.
+const runLogLines = 400
+
+// run is one run: every component's status and log, live while it runs.
+func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	p := runPage{ID: id, Events: "/runs/" + id + "/events", Tone: ToneBusy}
+	live, isLive := w.k.Lookup(id)
+	rec, err := w.k.RunRecord(r.Context(), id)
+	switch {
+	case err == nil:
+		p.Run, p.Known = rec.Run, true
+	case !errors.Is(err, knit.ErrNotFound):
+		w.errorPage(rw, r, s, 0, err)
+		return
+	case isLive:
+		p.Run, p.Known = store.Run{ID: id, Env: live.Env, Kind: live.Kind, Status: store.StatusRunning}, true
+	default:
+		p.Run = store.Run{ID: id, Status: "queued"}
+	}
+	if p.Known {
+		if err := canSee(s, teamOf(p.Run.Env)); err != nil {
+			w.errorPage(rw, r, s, 0, err)
+			return
+		}
+	}
+	p.Live = !p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning
+	if !p.Live {
+		p.Tone = toneOf(p.Run.Status)
+		for _, cr := range rec.Components {
+			p.Comps = append(p.Comps, compSection{Name: cr.Component, Status: cr.Status, Why: cr.Reason,
+				Tone: toneOf(cr.Status), Log: tail(cr.Log, runLogLines)})
+		}
+	}
+	p.Status = runStatus(p.Run.Status, p.Run.Error)
+	title := "Run " + id
+	w.render(rw, r, s, http.StatusOK, "run", title, "", p)
+}
+
+// runEvents streams a run's events as HTML fragments that htmx swaps in
+// out of band: a section per component, its status, its log lines, and
+// the run's end. It waits for a queued run to start.
+func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	st, err := openStream(rw)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var after int64
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		after, _ = strconv.ParseInt(v, 10, 64)
+	}
+	tick := time.NewTicker(w.opts.PollInterval)
+	defer tick.Stop()
+	deadline := time.Now().Add(30 * time.Minute)
+	var run *engine.Run
+	for run == nil {
+		if rr, ok := w.k.Lookup(id); ok {
+			run = rr
+			break
+		}
+		if rec, err := w.k.RunRecord(ctx, id); err == nil && rec.Status != store.StatusRunning {
+			// Finished and forgotten (or another process's): say how it ended.
+			if canSee(s, teamOf(rec.Env)) == nil {
+				st.send(after+1, "ev", w.fragment("runstatusoob", runStatus(rec.Status, rec.Error)))
+			}
+			st.send(after+2, "done", "done")
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			st.comment("queued")
+		}
+	}
+	if err := canSee(s, teamOf(run.Env)); err != nil {
+		st.send(0, "done", "done")
+		return
+	}
+	seen := map[string]bool{}
+	events := run.Subscribe(after).Channel(ctx)
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			st.send(ev.Seq, "ev", w.eventHTML(ev, seen, after > 0))
+			if ev.Kind == engine.RunFinished || ev.Kind == engine.Dropped {
+				st.send(0, "done", "done")
+				return
+			}
+		case <-idle.C:
+			st.comment("keep-alive")
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+type statusFrag struct {
+	Text string
+	Tone Tone
+	Busy bool
+}
+
+func runStatus(status, errText string) statusFrag {
+	text := "run " + status
+	if errText != "" {
+		text += ": " + errText
+	}
+	return statusFrag{Text: text, Tone: toneOf(status), Busy: busy(status)}
+}
+
+// eventHTML is one event as out-of-band fragments. resumed: the client
+// has the sections of components seen before it reconnected.
+func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) string {
+	var b bytes.Buffer
+	if ev.Component != "" && !seen[ev.Component] {
+		seen[ev.Component] = true
+		if !resumed {
+			b.WriteString(w.fragment("newsection", compSection{Name: ev.Component, Status: "pending", Tone: ToneNeutral}))
+		}
+	}
+	switch ev.Kind {
+	case engine.RunStarted:
+		b.WriteString(w.fragment("runstatusoob", runStatus(store.StatusRunning, "")))
+	case engine.ComponentStatus:
+		st := string(ev.Status)
+		c := compSection{Name: ev.Component, Status: st, Tone: toneOf(st), Busy: busy(st)}
+		if c.Tone != ToneOK && c.Tone != ToneBusy {
+			c.Why = ev.Reason
+		}
+		b.WriteString(w.fragment("compstatus", c))
+	case engine.LogLine:
+		b.WriteString(w.fragment("logline", compSection{Name: ev.Component, Log: ev.Line}))
+	case engine.RunFinished:
+		b.WriteString(w.fragment("runstatusoob", runStatus(ev.RunStatus, ev.Error)))
+	case engine.Dropped:
+		b.WriteString(w.fragment("runstatusoob", statusFrag{Text: "the live view fell behind: reload for the full record", Tone: ToneWait}))
+	}
+	return b.String()
+}
+
+// fragment renders one of the run page's fragments.
+func (w *Web) fragment(name string, data any) string {
+	var b bytes.Buffer
+	if err := w.pages["run"].ExecuteTemplate(&b, name, data); err != nil {
+		w.log.Error("render fragment", "name", name, "err", err)
+	}
+	return b.String()
+}

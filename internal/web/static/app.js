@@ -1,0 +1,88 @@
+// knit dashboard: draws an environment's dependency graph as SVG, laid out
+// by dagre (vendored), from the JSON the server renders into the page, and
+// redraws it whenever htmx swaps in fresh data (live updates).
+(function () {
+  "use strict";
+  var NS = "http://www.w3.org/2000/svg";
+  var W = 200, H = 64, HWHY = 84;
+
+  function el(name, attrs, text) {
+    var e = document.createElementNS(NS, name);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+  // wrap breaks text into lines of at most n characters, at spaces, at most 3.
+  function wrap(s, n) {
+    var out = [], line = "";
+    s.split(" ").forEach(function (w) {
+      if (line && (line + " " + w).length > n) { out.push(line); line = w; } else { line = line ? line + " " + w : w; }
+    });
+    if (line) out.push(line);
+    if (out.length > 3) { out = out.slice(0, 3); out[2] = clip(out[2] + " …", n); }
+    return out.map(function (l) { return clip(l, n + 4); });
+  }
+
+  function draw() {
+    var box = document.getElementById("graph");
+    var src = document.getElementById("graph-data");
+    if (!box || !src || !window.dagre) return;
+    var t0 = performance.now();
+    var nodes = JSON.parse(src.textContent);
+    var g = new dagre.graphlib.Graph();
+    // Left to right where there is room, top to bottom on a phone.
+    g.setGraph({ rankdir: box.clientWidth < 600 ? "TB" : "LR", nodesep: 18, ranksep: box.clientWidth < 600 ? 32 : 48, marginx: 8, marginy: 8 });
+    g.setDefaultEdgeLabel(function () { return {}; });
+    nodes.forEach(function (n) { g.setNode(n.name, { width: W, height: n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H, n: n }); });
+    nodes.forEach(function (n) {
+      n.dependsOn.forEach(function (d) { if (g.hasNode(d)) g.setEdge(d, n.name); });
+    });
+    dagre.layout(g);
+    var gw = Math.ceil(g.graph().width), gh = Math.ceil(g.graph().height);
+    var svg = el("svg", { width: gw, height: gh, viewBox: "0 0 " + gw + " " + gh, role: "group",
+      "aria-label": box.dataset.label || "Dependency graph" });
+    var defs = el("defs", {});
+    var marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" });
+    marker.appendChild(el("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }));
+    defs.appendChild(marker);
+    svg.appendChild(defs);
+    g.edges().forEach(function (e) {
+      var pts = g.edge(e).points;
+      var d = "M" + pts.map(function (p) { return p.x + "," + p.y; }).join(" L");
+      svg.appendChild(el("path", { d: d, class: "edge", "marker-end": "url(#arrow)" }));
+    });
+    g.nodes().forEach(function (name) {
+      var v = g.node(name), n = v.n;
+      var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "");
+      var a = el("a", { href: n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state });
+      var grp = el("g", { transform: "translate(" + (v.x - v.width / 2) + "," + (v.y - v.height / 2) + ")" });
+      grp.appendChild(el("title", {}, label));
+      grp.appendChild(el("rect", { width: v.width, height: v.height, rx: 6, class: "box" }));
+      grp.appendChild(el("rect", { width: 6, height: v.height, rx: 3, class: "bar" }));
+      grp.appendChild(el("text", { x: 14, y: 20, class: "name" }, clip(n.name, 22)));
+      grp.appendChild(el("text", { x: 14, y: 38, class: "meta" }, n.type + (n.plan ? " · " + n.plan : "")));
+      grp.appendChild(el("text", { x: 14, y: 56, class: "state" }, clip(n.state, 26)));
+      if (n.why) {
+        var lines = wrap(n.why, 30);
+        lines.forEach(function (l, i) { grp.appendChild(el("text", { x: 14, y: 74 + i * 14, class: "whytext" }, l)); });
+      }
+      if (n.busy) {
+        var sp = el("g", { transform: "translate(" + (v.width - 16) + ",16)" });
+        sp.appendChild(el("circle", { r: 7, class: "spinner" }));
+        grp.appendChild(sp);
+      }
+      a.appendChild(grp);
+      svg.appendChild(a);
+    });
+    box.replaceChildren(svg);
+    box.dataset.drawn = String(nodes.length);
+    box.dataset.drawMs = String(Math.round(performance.now() - t0));
+    window.knitGraphDrawnAt = performance.now();
+  }
+
+  document.addEventListener("DOMContentLoaded", draw);
+  document.addEventListener("htmx:afterSettle", draw);
+})();
