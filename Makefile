@@ -16,7 +16,7 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools build demo test test-short fuzz bench fmt vet clean
+.PHONY: all tools build demo test test-short fuzz bench loadtest fmt vet clean
 
 all: build
 
@@ -43,6 +43,10 @@ fuzz: ## fuzz the environment loader
 bench: tools build ## measure knit against the tools' critical path; rewrites docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
 	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md $(BENCHFLAGS)
+
+loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
+	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest
+	@$(BIN)/knit-loadtest -knit $(BIN)/knit -out docs/benchmarks.md $(LOADFLAGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
