@@ -2,12 +2,14 @@ package spec
 
 import (
 	"fmt"
+	"knit.dev/knit/internal/schedule"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/diag"
@@ -116,6 +118,18 @@ func (v *validator) driftPolicy(path string, d *DriftPolicy) {
 	case "", DriftReconcile, DriftApprove, DriftAlert:
 	default:
 		v.err(path, "policy", fmt.Sprintf("unknown drift policy %q", d.Policy), "use reconcile, approve or alert")
+	}
+	v.schedule(path+".schedule", d.Schedule)
+}
+
+// schedule checks a drift schedule's syntax (empty: none). How short an
+// interval may be is the server's setting, checked there.
+func (v *validator) schedule(path, expr string) {
+	if expr == "" {
+		return
+	}
+	if _, err := schedule.Parse(expr, schedule.MinEvery(time.Nanosecond)); err != nil {
+		v.err(path, "", err.Error(), `use "@every 30m", "@hourly" or five-field cron ("*/15 * * * *")`)
 	}
 }
 
@@ -465,9 +479,7 @@ func (v *validator) notYetSupported(p string, c *Component) {
 	if c.AWS != nil {
 		v.warn(p+".aws", "not yet supported: aws", hint)
 	}
-	if c.CronSchedule != "" {
-		v.warn(p+".cronSchedule", "not yet supported: cronSchedule", hint)
-	}
+	v.schedule(p+".cronSchedule", c.CronSchedule)
 	if c.Subtype != "" {
 		v.warn(p+".subtype", "not yet supported: subtype", hint)
 	}

@@ -512,7 +512,6 @@ func TestNotYetSupportedFieldsAreKept(t *testing.T) {
 	wantDiags(t, ds, []string{
 		`warning 7:3 spec.workspace: not yet supported: knit keeps the field but does not act on it`,
 		`warning 11:7 spec.components[0].subtype: not yet supported: subtype`,
-		`warning 12:7 spec.components[0].cronSchedule: not yet supported: cronSchedule`,
 		`warning 14:7 spec.components[0].aws: not yet supported: aws`,
 		`warning 17:7 spec.components[0].secrets: not yet supported: secrets`,
 	})
@@ -595,4 +594,16 @@ func TestEffectiveAutoApprove(t *testing.T) {
 	if !env.EffectiveAutoApprove(env.Component("a")) || env.EffectiveAutoApprove(env.Component("b")) {
 		t.Error("a component's autoApprove must override the environment's, and only when set")
 	}
+}
+
+func TestSchedulesAreCheckedWhereTheyAreWritten(t *testing.T) {
+	_, ds := parse(t, strings.Replace(header, "  components:", "  drift: {schedule: \"@every 5s\", policy: fix}\n  components:", 1)+`    - name: a
+      type: terraform
+      cronSchedule: "61 * * * *"
+      module: {source: ./modules/net}
+`)
+	wantDiags(t, ds, []string{
+		`7:34 spec.drift.policy: unknown drift policy "fix"`,
+		`11:7 spec.components[0].cronSchedule: minute field: 61 is out of range 0-59`,
+	})
 }
