@@ -77,13 +77,9 @@ func (c *Client) Logs(ctx context.Context, id, component string) (store.Componen
 	if err != nil {
 		return store.ComponentRun{}, err
 	}
-	var body struct {
-		store.ComponentRun
-		Log string `json:"log"`
-	}
+	var body componentRunWire
 	err = c.do(ctx, "GET", p+"/components/"+url.PathEscape(component)+"/logs", nil, nil, &body)
-	body.ComponentRun.Log = body.Log
-	return body.ComponentRun, err
+	return body.componentRun(), err
 }
 
 // Approvals lists approvals of an environment ("" = all the token sees),
@@ -94,12 +90,13 @@ func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Ap
 	if all {
 		q.Set("status", "all")
 	}
-	var p knit.Page[store.Approval]
+	var p knit.Page[approvalWire]
 	err := c.do(ctx, "GET", "/approvals", q, nil, &p)
-	if p.Items == nil {
-		p.Items = []store.Approval{}
+	out := make([]store.Approval, len(p.Items))
+	for i, a := range p.Items {
+		out[i] = a.approval()
 	}
-	return p.Items, err
+	return out, err
 }
 
 // Decision is the server's answer to an approval or a rejection: the
@@ -122,7 +119,12 @@ func (c *Client) Decide(ctx context.Context, id, component string, approve bool,
 		verb = "approve"
 	}
 	body := map[string]string{"planChecksum": checksum, "reason": reason}
-	err = c.do(ctx, "POST", p+"/components/"+url.PathEscape(component)+"/"+verb, nil, body, &d)
+	var wire struct {
+		Approval approvalWire `json:"approval"`
+		RunID    string       `json:"runId,omitempty"`
+	}
+	err = c.do(ctx, "POST", p+"/components/"+url.PathEscape(component)+"/"+verb, nil, body, &wire)
+	d.Approval, d.RunID = wire.Approval.approval(), wire.RunID
 	return d, err
 }
 
@@ -171,8 +173,15 @@ func (c *Client) StartRun(ctx context.Context, id string, req RunRequest) (strin
 // Run returns a run as recorded with its component runs; a run still in
 // the queue has status "queued", one the queue refused "refused".
 func (c *Client) Run(ctx context.Context, runID string) (knit.RunView, error) {
-	var v knit.RunView
-	err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, nil, &v)
+	var wire struct {
+		store.Run
+		Components []componentRunWire `json:"components"`
+	}
+	err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, nil, &wire)
+	v := knit.RunView{Run: wire.Run, Components: make([]store.ComponentRun, len(wire.Components))}
+	for i, cr := range wire.Components {
+		v.Components[i] = cr.componentRun()
+	}
 	return v, err
 }
 

@@ -7,7 +7,7 @@ import (
 
 func TestToolsNeverSeeKnitsOwnEnvironment(t *testing.T) {
 	w := newWorld(t)
-	w.env = append(w.env, "KNIT_TOKEN=knit_supersecret", "KNIT_SERVER=http://127.0.0.1:1", "KNIT_DB_DSN=postgres://u:p@h/db")
+	w.env = append(w.env, "KNIT_TOKEN=knit_supersecret", "KNIT_DB_DSN=postgres://u:p@h/db")
 	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: envcheck}

@@ -35,19 +35,7 @@ var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 func (w *world) startServer(args ...string) *server {
 	w.t.Helper()
 	tok := strings.TrimSpace(w.ok("token", "create", "root", "--role", "admin").stdout)
-	cmd := exec.Command(knitBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
-	cmd.Dir, cmd.Env = w.dir, w.env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	s := &server{t: w.t, w: w, cmd: cmd, token: tok, log: &bytes.Buffer{}}
-	w.t.Cleanup(func() { s.stop() })
-	s.url = "http://" + waitListening(w.t, stderr, s.log)
-	return s
+	return w.startServerWithToken(tok, args...)
 }
 
 // waitListening reads a server's log until it says where it listens.

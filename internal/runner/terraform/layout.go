@@ -182,16 +182,23 @@ var (
 // configures a backend (or HCP Terraform's cloud block). A regular
 // expression is enough: backend blocks may only appear inside terraform blocks.
 func declaresBackend(l *layout) bool {
+	return l.runFolderMatches(hclBackend, jsonBackend, backendFile)
+}
+
+// runFolderMatches reports whether a configuration file in the folder the
+// tool runs in (other than skip, a file knit writes) matches hcl (.tf,
+// .tofu) or json (.tf.json, .tofu.json).
+func (l *layout) runFolderMatches(hcl, json *regexp.Regexp, skip string) bool {
 	for rel, f := range l.files {
-		if path.Dir(rel) != l.sub || path.Base(rel) == backendFile {
+		if path.Dir(rel) != l.sub || path.Base(rel) == skip {
 			continue
 		}
 		var re *regexp.Regexp
 		switch {
 		case strings.HasSuffix(rel, ".tf") || strings.HasSuffix(rel, ".tofu"):
-			re = hclBackend
+			re = hcl
 		case strings.HasSuffix(rel, ".tf.json") || strings.HasSuffix(rel, ".tofu.json"):
-			re = jsonBackend
+			re = json
 		default:
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -67,24 +66,7 @@ var (
 // declaresEncryption reports whether the module configures encryption of
 // its own, which knit then leaves alone.
 func declaresEncryption(l *layout) bool {
-	for rel, f := range l.files {
-		if path.Dir(rel) != l.sub {
-			continue
-		}
-		var re *regexp.Regexp
-		switch {
-		case strings.HasSuffix(rel, ".tf") || strings.HasSuffix(rel, ".tofu"):
-			re = hclEncryption
-		case strings.HasSuffix(rel, ".tf.json") || strings.HasSuffix(rel, ".tofu.json"):
-			re = jsonEncryption
-		default:
-			continue
-		}
-		if data, err := f.read(); err == nil && re.Match(data) {
-			return true
-		}
-	}
-	return false
+	return l.runFolderMatches(hclEncryption, jsonEncryption, "")
 }
 
 // isOpenTofu reports whether the tool can encrypt state and plans.

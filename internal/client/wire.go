@@ -1,0 +1,33 @@
+package client
+
+import (
+	"encoding/json"
+
+	"knit.dev/knit/internal/store"
+)
+
+// The API shows stored plans as JSON objects, where the store's types hold
+// them as bytes: these wire types read them and hand back store types.
+
+type approvalWire struct {
+	store.Approval
+	Plan json.RawMessage `json:"plan"`
+}
+
+func (a approvalWire) approval() store.Approval {
+	out := a.Approval
+	out.Plan = []byte(a.Plan)
+	return out
+}
+
+type componentRunWire struct {
+	store.ComponentRun
+	PlanSummary json.RawMessage `json:"plan,omitempty"`
+	Log         string          `json:"log"`
+}
+
+func (c componentRunWire) componentRun() store.ComponentRun {
+	out := c.ComponentRun
+	out.PlanSummary, out.Log = []byte(c.PlanSummary), c.Log
+	return out
+}
