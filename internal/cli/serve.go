@@ -40,6 +40,8 @@ type serveConfig struct {
 		TokenFile  string `yaml:"tokenFile"`
 	} `yaml:"git"`
 	Notifications []serveSink `yaml:"notifications"`
+
+	minDriftEvery, driftTick time.Duration // hidden flags, for tests
 }
 
 type serveSink struct {
@@ -100,6 +102,10 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
+	f.DurationVar(&c.minDriftEvery, "drift-min-every", 0, "shortest @every drift schedule accepted (default 1m)")
+	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
+	_ = f.MarkHidden("drift-min-every") // for tests: real schedules are minutes apart
+	_ = f.MarkHidden("drift-tick")
 	f.StringVar(&c.Git.URL, "git-url", "", "git repository of environment files (file://, https://, ssh)")
 	f.StringVar(&c.Git.Branch, "git-branch", "main", "branch to follow")
 	f.StringVar(&c.Git.Path, "git-path", "", "folder of environment files in the repository")
@@ -176,7 +182,8 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return fmt.Errorf("webhook secret: %w", err)
 	}
 	cfg := server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
-		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log}
+		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log,
+		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
 	if c.DriftInterval != "" {
 		if cfg.DriftInterval, err = time.ParseDuration(c.DriftInterval); err != nil {
 			return fmt.Errorf("--drift-interval: %w", err)

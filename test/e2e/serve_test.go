@@ -364,3 +364,37 @@ func (w *world) startServerWithToken(token string, args ...string) *server {
 	s.url = "http://" + waitListening(w.t, stderr, s.log)
 	return s
 }
+
+func TestScheduledDriftActsUnderEachPolicy(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	comp := func(name, policy string) string {
+		return fileComp(name, name, fmt.Sprintf("      drift: {policy: %s}\n", policy))
+	}
+	env := strings.Replace(envFile("sched", comp("fix", "reconcile"), comp("ask", "approve"), comp("tell", "alert")),
+		"  autoApprove: true\n", "  autoApprove: true\n  drift: {schedule: \"@every 1s\"}\n", 1)
+	repo := newGitRepo(t, map[string]string{"modules/file/main.tf": fileModule, "envs/sched.yaml": strings.ReplaceAll(env, "FILES", files)})
+	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "200ms",
+		"--drift-min-every", "100ms", "--drift-tick", "100ms")
+	s.eventually("applied", func() bool { e, _ := s.env("qa/sched"); return e.Status == "provisioned" })
+	for _, name := range []string{"fix", "ask", "tell"} { // changed out of band
+		if err := os.WriteFile(filepath.Join(files, name+".txt"), []byte("edited"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(name string) string {
+		e, _ := s.env("qa/sched")
+		for _, c := range e.Components {
+			if c.Name == name {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	s.eventually("reconcile restores fix, approve holds ask, alert reports tell", func() bool {
+		return w.read("files/fix.txt") == "fix" && status("ask") == "awaiting-approval" && status("tell") == "drifted"
+	})
+	if w.read("files/ask.txt") != "edited" || w.read("files/tell.txt") != "edited" {
+		t.Fatal("a component whose policy is approve or alert was changed without a person")
+	}
+}
