@@ -172,7 +172,9 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		return s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
 	}
 	if plan == nil {
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{}); err != nil {
+		// A plan that may wait for a person names changed attributes; one
+		// applied at once need not spend a tool run on them.
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c)}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}
@@ -246,6 +248,18 @@ func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string
 }
 
 // approved decides whether a plan with changes may be applied now.
+// autoApproved reports whether c's changes are applied without asking
+// anyone, whatever its plan says.
+func (s *session) autoApproved(c *spec.Component) bool {
+	switch s.opts.Policies[c.Name] {
+	case spec.DriftReconcile:
+		return true
+	case spec.DriftApprove:
+		return false
+	}
+	return s.opts.AutoApprove || s.env.EffectiveAutoApprove(c)
+}
+
 func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
 	switch s.opts.Policies[c.Name] {
 	case spec.DriftReconcile:

@@ -51,7 +51,9 @@ func (s *session) driftOne(ctx context.Context, name string) error {
 	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
 		return err
 	}
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{})
+	// Drift names the attributes that differ (driftSummary); an in-sync
+	// component costs one tool run all the same.
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}

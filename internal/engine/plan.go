@@ -37,7 +37,9 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, err)
 	}
 	destroying := st.c.Destroy || s.env.Spec.Teardown
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying})
+	// A plan is read by a person (attribute names) and feeds the plans of
+	// dependents (known output values).
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}

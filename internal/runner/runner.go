@@ -45,6 +45,15 @@ type PlanOptions struct {
 	Destroy bool
 	// RefreshOnly plans only the adoption of out-of-band changes (drift).
 	RefreshOnly bool
+	// Attributes asks for the names of changed attributes in
+	// ResourceChange.Attributes, for a plan a person reads. A runner may
+	// need another tool run for them, so callers that only apply leave it
+	// false.
+	Attributes bool
+	// KnownOutputs asks for Plan.PlannedOutputs, for a plan whose
+	// dependents are planned from its values. A runner may need another
+	// tool run for them; without it PlannedOutputs may be empty.
+	KnownOutputs bool
 }
 
 // Action is what a plan does to one resource.

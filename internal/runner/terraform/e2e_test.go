@@ -99,7 +99,7 @@ func TestUnchangedPlanSkipsInit(t *testing.T) {
 
 	// A new input value changes the resource, still without init.
 	in := runner.Inputs{"n": 4, "l": []any{"a", "b"}, "m": map[string]any{"k": 1}}
-	p := f.plan(in, runner.PlanOptions{})
+	p := f.plan(in, runner.PlanOptions{Attributes: true})
 	if p.Change != 1 || len(p.Resources) != 1 || !reflect.DeepEqual(p.Resources[0].Attributes, []string{"input", "output"}) {
 		t.Errorf("plan after input change = %+v, want one update of input/output", p)
 	}

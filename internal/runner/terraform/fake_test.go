@@ -41,7 +41,9 @@ esac
 const fakeCommands = `
 case "$1" in
 init) env | grep -E '^(TF_|CHECKPOINT_DISABLE=)' | sort > "$(dirname "$0")/env.log"; mkdir -p .terraform;;
-plan) for a in "$@"; do case "$a" in -out=*) echo "$*" > "${a#-out=}";; esac; done; exit 2;;
+plan) for a in "$@"; do case "$a" in -out=*) echo "$*" > "${a#-out=}";; esac; done
+  echo '{"type":"outputs","outputs":{"o":{"sensitive":false,"action":"create"}}}'; exit 2;;
+apply) echo '{"@message":"Outputs: 1","type":"outputs","outputs":{"o":{"sensitive":false,"type":"string","value":"v"}}}';;
 show) echo '{"format_version":"1.2","terraform_version":"1.12.6","output_changes":{"o":{"actions":["create"]}}}';;
 output) echo '{"o":{"sensitive":false,"type":"string","value":"v"}}';;
 esac
@@ -59,7 +61,7 @@ func TestToolCommandLines(t *testing.T) {
 	wd := f.c.WorkDir
 	planPath := filepath.Join(wd, "plan.tfplan")
 
-	p := f.plan(runner.Inputs{"x": 1}, runner.PlanOptions{})
+	p := f.plan(runner.Inputs{"x": 1}, runner.PlanOptions{KnownOutputs: true})
 	if !p.HasChanges() || len(p.OutputChanges) != 1 {
 		t.Errorf("plan = %+v, want the fake's output change", p)
 	}
@@ -82,18 +84,17 @@ func TestToolCommandLines(t *testing.T) {
 	// The runner knows the tool's version (Options.ToolVersion), so tfexec
 	// never has to ask the tool: no `version` process per command.
 	cmds := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(logs, "argv.log"))), "\n")
+	// show -json runs only when the caller asks for what the stream lacks
+	// (planned output values here), output -json only for sensitive outputs.
+	plan := "plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true"
 	want := []string{
 		"init -no-color -input=false -backend=true -get=true -upgrade=false",
-		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
+		plan + " -json",
 		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -destroy",
-		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true -refresh-only",
-		"show -json -no-color " + planPath,
-		"plan -no-color -input=false -detailed-exitcode -lock-timeout=0s -out=" + planPath + " -lock=true -parallelism=10 -refresh=true",
-		"show -json -no-color " + planPath,
-		"apply -no-color -auto-approve -input=false -lock=true -parallelism=10 -refresh=true " + planPath,
-		"output -no-color -json",
+		plan + " -destroy -json",
+		plan + " -refresh-only -json",
+		plan + " -json",
+		"apply -no-color -auto-approve -input=false -lock=true -parallelism=10 -refresh=true -json " + planPath,
 		"destroy -no-color -auto-approve -input=false -lock-timeout=0s -lock=true -parallelism=10 -refresh=true",
 	}
 	if strings.Join(cmds, "\n") != strings.Join(want, "\n") {

@@ -14,8 +14,14 @@ import (
 
 // Plan lays out the work dir, runs init if needed, and saves a plan to
 // <WorkDir>/plan.tfplan (replacing the previous one, which invalidates any
-// approval of it), then summarises `show -json` of that file. It changes no
-// real resources and no state.
+// approval of it). It changes no real resources and no state.
+//
+// The plan is read from the tool's machine-readable stream (plan -json):
+// counts, resource actions and output changes. `show -json` of the saved
+// plan runs only when the plan has changes and the caller asked for what
+// only it gives: changed attribute names (opts.Attributes, when a resource
+// is updated or replaced) or planned output values (opts.KnownOutputs, when
+// an output changes). A plan without changes never costs a second run.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
 	if opts.Destroy && opts.RefreshOnly {
 		return nil, fmt.Errorf("plan %s: a plan cannot be both destroy and refresh-only", compName(c))
@@ -26,20 +32,35 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	}
 	wd, _ := workDir(c)
 	file := filepath.Join(wd, planFile)
-	if _, err := p.s.loud().Plan(ctx, planOptions(file, opts)...); err != nil {
-		return nil, wrap("plan", c, err)
-	}
-	raw, err := p.s.quiet().ShowPlanFile(ctx, file)
+	st := newStream(p.s.log)
+	_, err = p.s.tf.PlanJSON(ctx, st, planOptions(file, opts)...)
+	st.flush()
 	if err != nil {
-		return nil, wrap("show plan", c, err)
+		return nil, wrap("plan", c, st.explain(err))
+	}
+	plan := st.plan(opts.RefreshOnly)
+	if needsShow(&plan, opts) {
+		raw, err := p.s.quiet().ShowPlanFile(ctx, file)
+		if err != nil {
+			return nil, wrap("show plan", c, err)
+		}
+		plan = summarize(raw, opts.RefreshOnly)
 	}
 	sum, err := hashFile(file)
 	if err != nil {
 		return nil, wrap("plan", c, err)
 	}
-	plan := summarize(raw, opts.RefreshOnly)
 	plan.File, plan.Checksum, plan.Destroying = file, sum, opts.Destroy
 	return &plan, nil
+}
+
+// needsShow reports whether the stream's plan lacks something the caller
+// asked for and only show -json gives.
+func needsShow(p *runner.Plan, opts runner.PlanOptions) bool {
+	if !p.HasChanges() {
+		return false
+	}
+	return (opts.Attributes && hasAttributeChanges(p)) || (opts.KnownOutputs && !opts.Destroy && len(p.OutputChanges) > 0)
 }
 
 // planOptions are the flags Plan adds to tfexec's (-no-color -input=false
@@ -58,7 +79,8 @@ func planOptions(file string, opts runner.PlanOptions) []tfexec.PlanOption {
 
 // Apply applies exactly the saved plan p.File, after checking that its
 // SHA-256 still equals p.Checksum (else ErrPlanChanged), and returns the
-// outputs. A destroy plan is applied the same way. Apply does not re-copy
+// outputs: those of apply -json's outputs message, or, when a sensitive one
+// is redacted there, all of them from output -json. A destroy plan is applied the same way. Apply does not re-copy
 // the module: the plan carries its own configuration. The tool itself
 // refuses a plan made against state that has changed since.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
@@ -80,9 +102,20 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
-	if err := s.loud().Apply(ctx, applyOptions(p.File)...); err != nil {
-		return nil, wrap("apply", c, err)
+	st := newStream(s.log)
+	err = s.tf.ApplyJSON(ctx, st, applyOptions(p.File)...)
+	st.flush()
+	if err != nil {
+		return nil, wrap("apply", c, st.explain(err))
 	}
+	outs, complete, err := st.appliedOutputs()
+	if err != nil {
+		return nil, wrap("outputs", c, err)
+	}
+	if complete {
+		return outs, nil
+	}
+	// The stream redacts sensitive values: read them all from the state.
 	return r.outputs(ctx, c, s)
 }
 

@@ -37,17 +37,7 @@ func summarize(p *tfjson.Plan, refreshOnly bool) runner.Plan {
 		if !ok {
 			continue
 		}
-		switch act {
-		case runner.ActionCreate:
-			out.Add++
-		case runner.ActionUpdate:
-			out.Change++
-		case runner.ActionDelete:
-			out.Destroy++
-		case runner.ActionReplace:
-			out.Add++
-			out.Destroy++
-		}
+		count(&out, act)
 		res := runner.ResourceChange{Address: rc.Address, Action: act}
 		if rc.DeposedKey != "" {
 			res.Address += " (deposed " + rc.DeposedKey + ")"

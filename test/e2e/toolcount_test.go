@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// countedModule is the smallest module with a resource and an output that
+// depends on it.
+const countedModule = `
+variable "name" { type = string }
+variable "extra" {
+  type    = string
+  default = ""
+}
+resource "terraform_data" "this" { input = "${var.name}${var.extra}" }
+output "id" { value = "${var.name}-${terraform_data.this.id}" }
+`
+
+// secretOutput makes countedModule a module with a sensitive output.
+const secretOutput = `
+output "pw" {
+  value     = "pw-${terraform_data.this.id}"
+  sensitive = true
+}
+`
+
+// countingTofu makes the world's tofu a wrapper that logs each invocation
+// as "<command> <component>" (the component from the work dir's name)
+// before running the real tofu.
+func (w *world) countingTofu() {
+	w.t.Helper()
+	w.write(map[string]string{
+		"modules/counted/main.tf": countedModule,
+		"modules/secret/main.tf":  countedModule + secretOutput,
+		"bin/tofu": fmt.Sprintf("#!/bin/sh\necho \"$1 $(basename \"$(dirname \"$PWD\")\")\" >> %s\nexec %s \"$@\"\n",
+			w.path("calls.log"), tofuBin),
+	})
+	if err := os.Chmod(w.path("bin/tofu"), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	w.env = append(w.env, "KNIT_TF_BINARY="+w.path("bin/tofu"), "KNIT_TF_CLI_CONFIG="+filepath.Join(repo, ".tools", "tofurc"))
+}
+
+// calls returns the tool commands run since the last call, per component,
+// each component's list in order (`version`, asked once per knit process,
+// is left out).
+func (w *world) calls() map[string][]string {
+	w.t.Helper()
+	data, _ := os.ReadFile(w.path("calls.log"))
+	_ = os.Remove(w.path("calls.log"))
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		cmd, comp, _ := strings.Cut(line, " ")
+		if cmd == "" || cmd == "version" {
+			continue
+		}
+		out[comp] = append(out[comp], cmd)
+	}
+	return out
+}
+
+func countedComp(name, extra string) string {
+	return fmt.Sprintf(`    - name: %[1]s
+      type: terraform
+      module: {source: ./modules/counted}
+      variables:
+        - {name: name, value: %[1]s}
+%[2]s`, name, extra)
+}
+
+// TestToolProcessesPerComponent counts the tool processes knit starts per
+// component, through a wrapper around the real tofu: a new component costs
+// init, plan and apply; a changed one plan and apply; an unchanged one
+// nothing; sensitive outputs one output -json more; an in-sync drift check
+// one plan; a teardown one destroy.
+func TestToolProcessesPerComponent(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	env := func(extraB string) string {
+		return envFile("count",
+			countedComp("a", "      outputs: [{name: id}]\n"),
+			countedComp("b", extraB+"      dependsOn: [a]\n      outputs: [{name: id}]\n"),
+			strings.Replace(countedComp("s", "        - {name: extra, valueFrom: a.id}\n      outputs: [{name: id}, {name: pw, sensitive: true}]\n"),
+				"./modules/counted", "./modules/secret", 1),
+		)
+	}
+	check := func(what string, want map[string]string) {
+		t.Helper()
+		got := w.calls()
+		names := map[string]bool{}
+		for n := range got {
+			names[n] = true
+		}
+		for n := range want {
+			names[n] = true
+		}
+		var keys []string
+		for n := range names {
+			keys = append(keys, n)
+		}
+		sort.Strings(keys)
+		for _, n := range keys {
+			if g := strings.Join(got[n], " "); g != want[n] {
+				t.Errorf("%s: %s ran %q, want %q", what, n, g, want[n])
+			}
+		}
+	}
+
+	w.writeEnv(env(""))
+	w.ok("apply", "-f", "env.yaml")
+	check("new", map[string]string{"a": "init plan apply", "b": "init plan apply", "s": "init plan apply output"})
+
+	w.ok("apply", "-f", "env.yaml")
+	check("unchanged", nil)
+
+	w.writeEnv(env("        - {name: extra, value: x}\n"))
+	r := w.ok("apply", "-f", "env.yaml")
+	check("changed", map[string]string{"b": "plan apply"})
+	if !strings.Contains(r.stdout+r.stderr, "b") {
+		t.Errorf("apply output does not name b:\n%s%s", r.stdout, r.stderr)
+	}
+
+	w.ok("drift", "qa/count")
+	check("drift in sync", map[string]string{"a": "plan", "b": "plan", "s": "plan"})
+
+	w.ok("teardown", "qa/count", "--auto-approve")
+	check("teardown", map[string]string{"a": "destroy", "b": "destroy", "s": "destroy"})
+}
