@@ -87,12 +87,14 @@ func suite(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Tofu, "tofu", ".tools/bin/tofu", "OpenTofu binary")
 	fs.StringVar(&cfg.CLIConfig, "tofurc", "", "OpenTofu CLI config (default: tofurc beside the binary's folder)")
 	fs.IntVar(&cfg.Modules, "modules", 20, "modules per terraform environment")
-	fs.StringVar(&cfg.Delay, "delay", "0.5", "local-exec sleep per module, in seconds")
+	delays := fs.String("delays", "0,0.5", "work sizes: local-exec sleep per module, in seconds, comma-separated")
+	fs.StringVar(&cfg.BoundDelay, "bound-delay", "1", "work size of the layered apply judged against its bound (empty: skip)")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "parallelism of knit and the baseline")
 	fs.IntVar(&cfg.Repeat, "repeat", 3, "times each terraform measurement is taken (median kept)")
 	fs.IntVar(&cfg.Components, "components", 1000, "components of the engine-alone environment")
 	fs.IntVar(&cfg.Small, "small", 100, "components of the small environment flat memory is compared with")
 	_ = fs.Parse(args)
+	cfg.Delays = strings.Split(*delays, ",")
 
 	var err error
 	for _, p := range []*string{&cfg.Knit, &cfg.Tofu} {
@@ -150,6 +152,11 @@ func suite(ctx context.Context, args []string) error {
 	if err := bench.WriteDoc(&b, doc); err != nil {
 		return err
 	}
+	// Sections other tools write into the same file survive the rewrite.
+	old, err := os.ReadFile(*out)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	fmt.Fprintln(os.Stderr, "knit-bench: wrote", *out)
-	return os.WriteFile(*out, b.Bytes(), 0o644)
+	return os.WriteFile(*out, bench.KeepMarked(old, b.Bytes()), 0o644)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,11 +14,13 @@ import (
 	"time"
 )
 
-// Direct is the baseline knit is measured against: a minimal orchestrator
-// that runs, per module, the tofu commands knit runs for a first apply, in
-// the same order and with the same flags, starting each module the moment
-// its dependencies finish, at most Parallelism at once. Like knit, it gives
-// each module its own work dir with a local backend, writes the inputs as
+// Direct is the baseline knit is measured against: the least tool work
+// that gives knit's result, run by a minimal orchestrator. Per module it
+// runs only what a tool-only run needs (init once, then one apply, plan or
+// destroy with -json), reads outputs from apply's stream and passes them on
+// as the next modules' inputs, and starts each module the moment its
+// dependencies finish, at most Parallelism at once. Like knit, it gives each
+// module its own work dir with a local backend, writes the inputs as
 // knit.auto.tfvars.json and shares one provider plugin cache.
 type Direct struct {
 	Tofu        string
@@ -25,37 +28,49 @@ type Direct struct {
 	Parallelism int
 }
 
-// DirectCommands are the tofu commands Direct runs per module (PLAN is the
-// saved plan's path); they are those knit's terraform runner runs on a
-// first apply, minus `version -json`, which the direct path does not need.
-var DirectCommands = [][]string{
-	{"init", "-no-color", "-input=false", "-backend=true", "-get=true", "-upgrade=false"},
-	{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", "-out=PLAN", "-lock=true", "-parallelism=10", "-refresh=true"},
-	{"show", "-json", "-no-color", "PLAN"},
-	{"apply", "-no-color", "-auto-approve", "-input=false", "-lock=true", "-parallelism=10", "-refresh=true", "PLAN"},
-	{"output", "-no-color", "-json"},
-}
+// The baseline's commands. Every operation after the first apply finds its
+// work dirs initialised, so it runs one process per module.
+var (
+	// DirectInit runs once per module, before its first apply.
+	DirectInit = []string{"init", "-input=false", "-no-color"}
+	// DirectApply provisions or re-applies a module; outputs come from its
+	// stream's outputs message.
+	DirectApply = []string{"apply", "-auto-approve", "-input=false", "-no-color", "-json"}
+	// DirectDrift checks a module against reality (exit 2: it differs).
+	// Modules are checked all at once: their inputs are already known.
+	DirectDrift = []string{"plan", "-detailed-exitcode", "-input=false", "-no-color", "-json"}
+	// DirectDestroy tears a module down, dependents first.
+	DirectDestroy = []string{"destroy", "-auto-approve", "-input=false", "-no-color", "-json"}
+)
 
-// Apply provisions e from scratch with work dirs under dir and returns the
-// wall time from the first command started to the last one finished.
-func (d Direct) Apply(ctx context.Context, e *Env, dir string) (time.Duration, error) {
+func (d Direct) env(dir string) ([]string, error) {
 	cache := filepath.Join(dir, "plugin-cache")
 	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	return append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
+		"TF_PLUGIN_CACHE_DIR="+cache, "TF_CLI_CONFIG_FILE="+d.CLIConfig), nil
+}
+
+// Apply provisions e with work dirs under dir (init then apply per module;
+// a second Apply on the same dir re-applies without init) and returns the
+// wall time from the first command started to the last one finished.
+func (d Direct) Apply(ctx context.Context, e *Env, dir string) (time.Duration, error) {
+	env, err := d.env(dir)
+	if err != nil {
 		return 0, err
 	}
-	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
-		"TF_PLUGIN_CACHE_DIR="+cache, "TF_CLI_CONFIG_FILE="+d.CLIConfig)
 	var mu sync.Mutex
 	outs := map[int]map[string]json.RawMessage{}
 	start := time.Now()
-	err := walk(ctx, e.Deps, d.Parallelism, func(i int) error {
+	err = walk(ctx, e.Deps, d.Parallelism, func(i int) error {
 		in := map[string]json.RawMessage{}
 		mu.Lock()
 		for _, up := range e.Deps[i] {
 			in["up_"+e.Names[up]] = outs[up]["out"]
 		}
 		mu.Unlock()
-		o, err := d.module(ctx, e, i, filepath.Join(dir, e.Names[i]), in, env)
+		o, err := d.apply(ctx, e, i, filepath.Join(dir, e.Names[i]), in, env)
 		mu.Lock()
 		outs[i] = o
 		mu.Unlock()
@@ -64,8 +79,51 @@ func (d Direct) Apply(ctx context.Context, e *Env, dir string) (time.Duration, e
 	return time.Since(start), err
 }
 
-// module lays out one module's work dir and runs DirectCommands in it.
-func (d Direct) module(ctx context.Context, e *Env, i int, wd string, in map[string]json.RawMessage, env []string) (map[string]json.RawMessage, error) {
+// Drift runs DirectDrift in every module of an applied dir, all modules at
+// once up to Parallelism.
+func (d Direct) Drift(ctx context.Context, e *Env, dir string) (time.Duration, error) {
+	env, err := d.env(dir)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err = walk(ctx, make([][]int, len(e.Names)), d.Parallelism, func(i int) error {
+		_, err := d.tofu(ctx, e.Names[i], filepath.Join(dir, e.Names[i], "module"), env, DirectDrift)
+		return err
+	})
+	return time.Since(start), err
+}
+
+// Teardown runs DirectDestroy in every module of an applied dir, each once
+// everything that depends on it is gone.
+func (d Direct) Teardown(ctx context.Context, e *Env, dir string) (time.Duration, error) {
+	env, err := d.env(dir)
+	if err != nil {
+		return 0, err
+	}
+	rev := reverse(e.Deps)
+	start := time.Now()
+	err = walk(ctx, rev, d.Parallelism, func(i int) error {
+		_, err := d.tofu(ctx, e.Names[i], filepath.Join(dir, e.Names[i], "module"), env, DirectDestroy)
+		return err
+	})
+	return time.Since(start), err
+}
+
+// reverse turns "i needs deps[i]" into "i needs its dependents gone".
+func reverse(deps [][]int) [][]int {
+	out := make([][]int, len(deps))
+	for i, ds := range deps {
+		for _, d := range ds {
+			out[d] = append(out[d], i)
+		}
+	}
+	return out
+}
+
+// apply lays out one module's work dir, runs init if it has not run there,
+// then apply, and returns the outputs from apply's stream.
+func (d Direct) apply(ctx context.Context, e *Env, i int, wd string, in map[string]json.RawMessage, env []string) (map[string]json.RawMessage, error) {
 	name := e.Names[i]
 	src, err := os.ReadFile(filepath.Join(e.Dir, "modules", name, "main.tf"))
 	if err != nil {
@@ -86,37 +144,56 @@ func (d Direct) module(ctx context.Context, e *Env, i int, wd string, in map[str
 			return nil, err
 		}
 	}
-	plan := filepath.Join(wd, "plan.tfplan")
-	var out []byte
-	for _, args := range DirectCommands {
-		argv := make([]string, len(args))
-		for k, a := range args {
-			argv[k] = string(bytes.ReplaceAll([]byte(a), []byte("PLAN"), []byte(plan)))
+	if _, err := os.Stat(filepath.Join(run, ".terraform")); err != nil {
+		if _, err := d.tofu(ctx, name, run, env, DirectInit); err != nil {
+			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, d.Tofu, argv...)
-		cmd.Dir, cmd.Env = run, env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok && args[0] == "plan" && ee.ExitCode() == 2 {
-			err = nil // -detailed-exitcode: 2 means changes
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: tofu %s: %v\n%s", name, args[0], err, stderr.Bytes())
-		}
-		out = stdout.Bytes()
 	}
-	var meta map[string]struct {
-		Value json.RawMessage `json:"value"`
+	out, err := d.tofu(ctx, name, run, env, DirectApply)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(out, &meta); err != nil {
-		return nil, fmt.Errorf("%s: output -json: %w", name, err)
+	return streamOutputs(out)
+}
+
+// tofu runs one command in dir; exit 2 of a -detailed-exitcode plan is
+// success. It returns stdout.
+func (d Direct) tofu(ctx context.Context, name, dir string, env, args []string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, d.Tofu, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && args[0] == "plan" && ee.ExitCode() == 2 {
+		err = nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: tofu %s: %v\n%s%s", name, args[0], err, lastLines(stdout.Bytes(), 10), stderr.Bytes())
+	}
+	return stdout.Bytes(), nil
+}
+
+// streamOutputs reads the values of the last outputs message of a -json
+// stream.
+func streamOutputs(stream []byte) (map[string]json.RawMessage, error) {
 	vals := map[string]json.RawMessage{}
-	for k, m := range meta {
-		vals[k] = m.Value
+	sc := bufio.NewScanner(bytes.NewReader(stream))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			Type    string `json:"type"`
+			Outputs map[string]struct {
+				Value json.RawMessage `json:"value"`
+			} `json:"outputs"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Type != "outputs" {
+			continue
+		}
+		for k, o := range m.Outputs {
+			vals[k] = o.Value
+		}
 	}
-	return vals, nil
+	return vals, sc.Err()
 }
 
 // walk calls fn for every vertex of the DAG deps (deps[i]: what i needs),
@@ -171,4 +248,21 @@ func walk(ctx context.Context, deps [][]int, parallelism int, fn func(i int) err
 		first = ctx.Err()
 	}
 	return first
+}
+
+// Bound is the physical lower bound of applying e when each module's work
+// takes work, at parallelism p: the longer of the critical path and the
+// total work spread over p. It ignores the tool's own cost.
+func Bound(e *Env, work time.Duration, p int) time.Duration {
+	depth := make([]int, len(e.Deps))
+	longest := 0
+	for i, ds := range e.Deps {
+		for _, d := range ds {
+			depth[i] = max(depth[i], depth[d])
+		}
+		depth[i]++
+		longest = max(longest, depth[i])
+	}
+	total := work * time.Duration(len(e.Deps)) / time.Duration(max(p, 1))
+	return max(work*time.Duration(longest), total)
 }

@@ -10,3 +10,8 @@ import "context"
 func Lock(ctx context.Context, path string) (func(), error) {
 	return func() {}, ctx.Err()
 }
+
+// LockShared is a no-op like Lock.
+func LockShared(ctx context.Context, path string) (func(), error) {
+	return func() {}, ctx.Err()
+}

@@ -131,3 +131,38 @@ func TestToolProcessesPerComponent(t *testing.T) {
 	w.ok("teardown", "qa/count", "--auto-approve")
 	check("teardown", map[string]string{"a": "destroy", "b": "destroy", "s": "destroy"})
 }
+
+// TestTwoProcessesShareOneDataDir applies two environments from one data
+// dir at the same moment, in two knit processes, each with components that
+// install the same provider into the shared plugin cache: both succeed, and
+// the cache they filled serves a third environment.
+func TestTwoProcessesShareOneDataDir(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"modules/file/main.tf": fileModule})
+	envOf := func(name string) string {
+		var comps []string
+		for i := range 4 {
+			comps = append(comps, fileComp(fmt.Sprintf("f%d", i), name, ""))
+		}
+		doc := strings.ReplaceAll(envFile(name, comps...), "FILES", w.path("files-"+name))
+		return doc
+	}
+	for _, name := range []string{"one", "two", "three"} {
+		w.write(map[string]string{name + ".yaml": envOf(name)})
+	}
+	done := make(chan result, 2)
+	for _, name := range []string{"one", "two"} {
+		go func() { done <- w.knit("apply", "-f", name+".yaml", "--parallelism", "4") }()
+	}
+	for range 2 {
+		if r := <-done; r.code != 0 {
+			t.Errorf("concurrent apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	w.ok("apply", "-f", "three.yaml")
+	for _, name := range []string{"one", "two", "three"} {
+		if got := w.read(fmt.Sprintf("files-%s/f3.txt", name)); got != name {
+			t.Errorf("%s: f3.txt = %q", name, got)
+		}
+	}
+}

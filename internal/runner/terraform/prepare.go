@@ -92,13 +92,16 @@ func (r *Runner) initIfNeeded(ctx context.Context, wd string, p *prepared) error
 	if err := os.MkdirAll(r.pluginCache(), 0o755); err != nil {
 		return err
 	}
-	r.initMu.Lock()
+	unlock, err := r.initLock(ctx)
+	if err != nil {
+		return fmt.Errorf("init: plugin cache lock: %w", err)
+	}
 	r.inits.Add(1)
 	// tfexec's init flags: -input=false -no-color -backend=true -get=true
 	// -upgrade=false. A changed backend is left as an error for the user,
 	// never a silent -reconfigure.
 	err = p.s.loud().Init(ctx)
-	r.initMu.Unlock()
+	unlock()
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

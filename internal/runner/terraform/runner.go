@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"knit.dev/knit/internal/filelock"
 	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
@@ -62,12 +64,9 @@ type Runner struct {
 
 	hashes   fileHashes
 	versions toolVersions
-	// initMu serialises init across components: tools older than
-	// OpenTofu 1.10 do not lock the shared plugin cache while installing
-	// into it. Other tool runs need no lock: init only ever adds missing
-	// providers to the cache (see env), never rewrites one a running tool
-	// may be executing.
-	initMu sync.Mutex
+	// cacheLocking is whether the tool locks the plugin cache itself while
+	// installing into it (OpenTofu 1.10 and later); see initLock.
+	cacheLocking bool
 	// inits counts init runs, for tests.
 	inits atomic.Int64
 }
@@ -79,11 +78,15 @@ func New(bin Binary, opts Options) *Runner {
 	if opts.GracePeriod == 0 {
 		opts.GracePeriod = DefaultGracePeriod
 	}
-	return &Runner{
+	r := &Runner{
 		bin:  bin,
 		opts: opts,
 		git:  &gitsource.Cache{Dir: filepath.Join(opts.DataDir, "git")},
 	}
+	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.isOpenTofu() {
+		r.cacheLocking = !v.LessThan(openTofuCacheLocking)
+	}
+	return r
 }
 
 func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "plugin-cache") }
@@ -192,4 +195,24 @@ func compName(c runner.Component) string {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// openTofuCacheLocking is the first OpenTofu that locks the shared plugin
+// cache while installing into it, so that concurrent inits are safe.
+var openTofuCacheLocking = version.Must(version.NewVersion("1.10.0"))
+
+// initLock guards the shared plugin cache around one init, across every
+// knit process sharing the data dir (a flock on DataDir/plugin-cache.lock;
+// an in-process mutex would not see another process). A tool that locks
+// the cache itself takes the lock shared: its inits run at once, and only a
+// tool that does not (Terraform, OpenTofu before 1.10), which takes it
+// exclusively, waits for them or makes them wait. Other tool runs need no
+// lock: init only ever adds missing providers to the cache (see env), never
+// rewrites one a running tool may be executing.
+func (r *Runner) initLock(ctx context.Context) (func(), error) {
+	p := r.pluginCache() + ".lock"
+	if r.cacheLocking {
+		return filelock.LockShared(ctx, p)
+	}
+	return filelock.Lock(ctx, p)
 }
