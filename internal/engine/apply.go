@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
@@ -171,10 +174,18 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 	if approved != nil {
 		return s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
 	}
+	if plan == nil && s.autoApproved(st.c) {
+		if pa, ok := p.r.(runner.PlanApplier); ok {
+			if err := s.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
+				return err
+			}
+		}
+	}
 	if plan == nil {
-		// A plan that may wait for a person names changed attributes; one
-		// applied at once need not spend a tool run on them.
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c)}); err != nil {
+		// The plan lists resources, actions and counts; attribute names
+		// would cost another tool run per changed component (`knit plan`
+		// and drift ask for them).
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}
@@ -207,6 +218,59 @@ func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *ru
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("apply: %w", err))
 	}
+	return s.applied(ctx, st, p, plan, outs)
+}
+
+// planApply applies a component nobody approves in one step of its runner,
+// which reports what changed as its plan would have. The output changes
+// are those between the stored outputs and the new ones. ErrUnsupported
+// (nothing done) means the runner cannot: plan and apply instead.
+func (s *session) planApply(ctx context.Context, st *step, p *prepared, pa runner.PlanApplier, prev store.ComponentState) error {
+	s.set(st.cr, Applying, "")
+	plan, outs, err := pa.PlanApply(ctx, p.rc, p.in)
+	if errors.Is(err, runner.ErrUnsupported) {
+		return err
+	}
+	if err != nil {
+		return st.fail(ctx, fmt.Errorf("apply: %w", err))
+	}
+	if len(plan.OutputChanges) == 0 {
+		plan.OutputChanges = changedOutputs(prev, outs)
+	}
+	if plan.HasChanges() {
+		if err := s.supersedeApproval(st.c.Name); err != nil {
+			return st.fail(ctx, fmt.Errorf("apply: %w", err))
+		}
+	}
+	return s.applied(ctx, st, p, plan, outs)
+}
+
+// changedOutputs names the outputs whose value or sensitivity differs
+// from the stored state's, or that appeared or went away.
+func changedOutputs(prev store.ComponentState, outs runner.Outputs) []string {
+	now, err := encodeOutputs(outs)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for k, v := range now {
+		if o, ok := prev.Outputs[k]; !ok || o.Sensitive != v.Sensitive || !bytes.Equal(o.Value, v.Value) {
+			names = append(names, k)
+		}
+	}
+	for k := range prev.Outputs {
+		if _, ok := now[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// applied records a component's new state after its plan was applied
+// (or, without changes, its outputs read).
+func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runner.Plan, outs runner.Outputs) error {
+	st.cr.Plan = plan
 	stored, err := encodeOutputs(outs)
 	if err != nil {
 		return st.fail(ctx, err)

@@ -42,3 +42,10 @@ func (l *lazy) Destroy(ctx context.Context, c Component, in Inputs) error {
 func (l *lazy) Outputs(ctx context.Context, c Component) (Outputs, error) {
 	return l.get().Outputs(ctx, c)
 }
+
+func (l *lazy) PlanApply(ctx context.Context, c Component, in Inputs) (*Plan, Outputs, error) {
+	if pa, ok := l.get().(PlanApplier); ok {
+		return pa.PlanApply(ctx, c, in)
+	}
+	return nil, nil, ErrUnsupported
+}

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"knit.dev/knit/internal/spec"
@@ -117,3 +118,17 @@ type Runner interface {
 	// Outputs reads the component's current outputs from its state.
 	Outputs(ctx context.Context, c Component) (Outputs, error)
 }
+
+// PlanApplier is a Runner that can also plan and apply in one step, for a
+// component applied without a gate: nobody reads the plan before it is
+// applied, so the tool need not save it and start again to apply it.
+type PlanApplier interface {
+	// PlanApply applies the component's changes at once and returns what
+	// changed, as Plan would have described it (without File or
+	// Checksum), and the outputs. ErrUnsupported means the runner cannot:
+	// use Plan and Apply.
+	PlanApply(ctx context.Context, c Component, in Inputs) (*Plan, Outputs, error)
+}
+
+// ErrUnsupported is returned by an optional operation a runner lacks.
+var ErrUnsupported = errors.New("not supported by this runner")

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"knit.dev/knit/internal/runner"
 )
 
 // countedModule is the smallest module with a resource and an output that
@@ -74,10 +77,12 @@ func countedComp(name, extra string) string {
 }
 
 // TestToolProcessesPerComponent counts the tool processes knit starts per
-// component, through a wrapper around the real tofu: a new component costs
-// init, plan and apply; a changed one plan and apply; an unchanged one
+// component, through a wrapper around the real tofu. The environment is
+// auto-approved, so a component plans and applies in one process: a new
+// component costs init and apply; a changed one apply; an unchanged one
 // nothing; sensitive outputs one output -json more; an in-sync drift check
-// one plan; a teardown one destroy.
+// one plan; a teardown one destroy. TestGatedComponentToolProcesses counts
+// the gated path.
 func TestToolProcessesPerComponent(t *testing.T) {
 	w := newWorld(t)
 	w.countingTofu()
@@ -113,16 +118,36 @@ func TestToolProcessesPerComponent(t *testing.T) {
 
 	w.writeEnv(env(""))
 	w.ok("apply", "-f", "env.yaml")
-	check("new", map[string]string{"a": "init plan apply", "b": "init plan apply", "s": "init plan apply output"})
+	check("new", map[string]string{"a": "init apply", "b": "init apply", "s": "init apply output"})
 
 	w.ok("apply", "-f", "env.yaml")
 	check("unchanged", nil)
 
 	w.writeEnv(env("        - {name: extra, value: x}\n"))
-	r := w.ok("apply", "-f", "env.yaml")
-	check("changed", map[string]string{"b": "plan apply"})
-	if !strings.Contains(r.stdout+r.stderr, "b") {
-		t.Errorf("apply output does not name b:\n%s%s", r.stdout, r.stderr)
+	r := w.ok("apply", "-f", "env.yaml", "-o", "json")
+	check("changed", map[string]string{"b": "apply"})
+	// Applied in one step, the change is still recorded as a plan.
+	var res struct {
+		Components []struct {
+			Name, Status string
+			Plan         *runner.Plan
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("bad JSON result: %v\n%s", err, r.stdout)
+	}
+	for _, c := range res.Components {
+		if c.Name != "b" {
+			continue
+		}
+		if c.Status != "applied" || c.Plan == nil || c.Plan.Change != 1 || len(c.Plan.Resources) != 1 ||
+			c.Plan.Resources[0].Address != "terraform_data.this" || c.Plan.Resources[0].Action != runner.ActionUpdate ||
+			len(c.Plan.OutputChanges) != 0 { // the id of terraform_data survives an update
+			t.Errorf("b after a change: %s, plan %+v", c.Status, c.Plan)
+		}
+	}
+	if hist := w.ok("history", "qa/count").stdout; !strings.Contains(hist, "apply") {
+		t.Errorf("history:\n%s", hist)
 	}
 
 	w.ok("drift", "qa/count")
@@ -164,5 +189,36 @@ func TestTwoProcessesShareOneDataDir(t *testing.T) {
 		if got := w.read(fmt.Sprintf("files-%s/f3.txt", name)); got != name {
 			t.Errorf("%s: f3.txt = %q", name, got)
 		}
+	}
+}
+
+// TestGatedComponentToolProcesses counts the tool processes of a component
+// that waits for approval: its plan is saved and, once approved, that file
+// is applied. A new component costs init, plan and apply; a changed one
+// plan and apply.
+func TestGatedComponentToolProcesses(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	env := func(extra string) string {
+		doc := envFile("gcount", countedComp("g", extra+"      outputs: [{name: id}]\n"))
+		return strings.Replace(doc, "  autoApprove: true\n", "  autoApprove: false\n", 1)
+	}
+	for _, step := range []struct {
+		extra, want string
+	}{
+		{"", "init plan apply"},
+		{"        - {name: extra, value: x}\n", "plan apply"},
+	} {
+		w.writeEnv(env(step.extra))
+		if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
+			t.Fatalf("gated apply: exit %d, want 3 (approval gate)\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		w.ok("approve", "qa/gcount", "g")
+		if got := strings.Join(w.calls()["g"], " "); got != step.want {
+			t.Errorf("gated component ran %q, want %q", got, step.want)
+		}
+	}
+	if out := w.ok("audit", "qa/gcount").stdout; !strings.Contains(out, "approve") {
+		t.Errorf("audit lacks the approvals:\n%s", out)
 	}
 }

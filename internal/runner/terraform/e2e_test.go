@@ -144,3 +144,31 @@ func TestApplyRefusesChangedPlan(t *testing.T) {
 		t.Error("the tampered plan changed state")
 	}
 }
+
+// TestPlanApplyInOneProcess: an ungated apply plans and applies in one tool
+// run and still reports what changed; sensitive outputs come from
+// output -json, since the stream redacts them.
+func TestPlanApplyInOneProcess(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	if err := os.Chmod(f.envDir+"/mod/scripts/run.sh", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, out, err := f.r.PlanApply(context.Background(), f.c, echoInputs)
+	if err != nil {
+		t.Fatalf("PlanApply: %v\nlog:\n%s", err, f.log)
+	}
+	if p.Add != 1 || addresses(p) != "terraform_data.echo:create" || p.File != "" {
+		t.Errorf("plan = %+v, want one create and no saved plan", p)
+	}
+	if out["secret"].Value != "hunter2" || !out["secret"].Sensitive || out["sum"].Value != float64(4) {
+		t.Errorf("outputs = %v", out)
+	}
+	if strings.Contains(f.log.String(), "hunter2") {
+		t.Error("a sensitive value reached the log")
+	}
+	again, _, err := f.r.PlanApply(context.Background(), f.c, echoInputs)
+	if err != nil || again.HasChanges() {
+		t.Errorf("second PlanApply = %+v, %v; want no changes", again, err)
+	}
+}
