@@ -140,7 +140,7 @@ const definitions = `## Definitions
 
 `
 
-var marked = regexp.MustCompile(`(?s)<!-- BEGIN (\S+)[^>]*-->.*?<!-- END (\S+) -->\n?`)
+var marked = regexp.MustCompile(`(?s)<!-- BEGIN ([\w.-]+)[^>]*-->.*?<!-- END ([\w.-]+) -->\n?`)
 
 // KeepMarked returns doc followed by every section of old that other
 // tools own: text between <!-- BEGIN name … --> and <!-- END name -->,
