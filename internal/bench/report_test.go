@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,23 @@ func TestReverse(t *testing.T) {
 	got := reverse([][]int{nil, {0}, {0, 1}})
 	if len(got[0]) != 2 || len(got[1]) != 1 || got[1][0] != 2 || len(got[2]) != 0 {
 		t.Errorf("reverse = %v", got)
+	}
+}
+
+// TestTheReportKeepsItsMarkedSections: every marked section of the
+// committed docs/benchmarks.md survives a rewrite.
+func TestTheReportKeepsItsMarkedSections(t *testing.T) {
+	old, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Skip(err)
+	}
+	got := string(KeepMarked(old, []byte("# Benchmarks\n")))
+	for _, m := range marked.FindAllSubmatch(old, -1) {
+		if !strings.Contains(got, string(m[0])) {
+			t.Errorf("section %s lost", m[1])
+		}
+	}
+	if n := strings.Count(string(old), "<!-- BEGIN "); len(marked.FindAll(old, -1)) != n {
+		t.Errorf("%d BEGIN markers, %d sections recognised", n, len(marked.FindAll(old, -1)))
 	}
 }

@@ -23,9 +23,29 @@
 //
 // Init runs the first time, and again only when the module's configuration
 // files, the lock file, the tool, its CLI config or the plugin cache change.
-// Providers install into one plugin cache shared by all components
-// (<DataDir>/plugin-cache): inits take turns, and an init links a provider
+// Providers install into one plugin cache shared by all components and every
+// knit process using the data dir (<DataDir>/plugin-cache), guarded by a
+// flock on <DataDir>/plugin-cache.lock around each init: shared where the
+// tool locks the cache itself (OpenTofu 1.10 and later), so inits run at
+// once; exclusive otherwise, so they take turns. An init links a provider
 // the cache already holds rather than re-installing it, so plans and applies
 // of other components run on while it does. Git sources are cached under
 // <DataDir>/git.
+//
+// The least tool work: results come from the tool's machine-readable
+// streams (plan -json, apply -json: resource actions, counts, output
+// changes, output values), not from extra commands. Per component:
+//
+//	new, applied without a gate     init, apply            (PlanApply)
+//	changed, without a gate         apply
+//	new / changed, gated            [init,] plan -out; after approval, apply of that file
+//	unchanged (same fingerprint)    nothing (the engine skips it)
+//	sensitive outputs               + output -json (the stream redacts them)
+//	drift check, in sync            plan
+//	destroy                         destroy (+ init if needed)
+//
+// show -json of the saved plan runs only for a plan with changes whose
+// caller asked for what the stream lacks: the names of changed attributes
+// (PlanOptions.Attributes: `knit plan`, drift) or planned output values
+// (PlanOptions.KnownOutputs: `knit plan`, for dependents' plans).
 package terraform
