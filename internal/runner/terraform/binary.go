@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"knit.dev/knit/internal/procexec"
 )
 
 // ErrNoBinary means neither tofu nor terraform could be found.
@@ -96,8 +98,8 @@ func (b Binary) Env(base []string) []string {
 
 // Version asks the binary for its name and version, e.g. "OpenTofu v1.12.6".
 func (b Binary) Version(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, b.Path, "version", "-json")
-	cmd.Env = b.Env(os.Environ())
+	cmd := procexec.Command(ctx, b.Path, "version", "-json")
+	cmd.Env = b.Env(procexec.ToolEnv(nil, nil))
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s version: %w", b.Path, err)

@@ -53,18 +53,17 @@ func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, in run
 	}
 	fmt.Fprintf(c.Log, "knit: cannot read %s's module source (%v); destroying with the copy from its last run\n", compName(c), srcErr)
 	_, secret := splitSecret(in, c.Sensitive)
-	s, err := r.markedSession(ctx, c, dir, secret)
+	s, err := r.markedSession(c, dir, secret)
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
 	return r.destroy(ctx, c, s)
 }
 
-// destroy runs the tool's destroy with tfexec's flags: -no-color
-// -auto-approve -input=false -lock=true -refresh=true; the refresh lets the
-// tool skip objects already gone.
+// destroy runs the tool's destroy (destroyArgs): one process.
 func (r *Runner) destroy(ctx context.Context, c runner.Component, s *session) error {
-	return wrap("destroy", c, s.loud().Destroy(ctx))
+	_, err := s.stream(ctx, destroyArgs())
+	return wrap("destroy", c, err)
 }
 
 // stateHasResources reports whether the local state file at p records any

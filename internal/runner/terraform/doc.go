@@ -1,6 +1,8 @@
 // Package terraform runs OpenTofu or Terraform for knit's terraform
 // components: it lays out a work dir per component, writes inputs, and plans,
-// applies, destroys and reads outputs through hashicorp/terraform-exec.
+// applies, destroys and reads outputs with the tool's machine-readable output
+// (terraform-json types for `show -json`, the UI stream of `plan -json`,
+// `apply -json` and `destroy -json`).
 //
 // A component's work dir:
 //
@@ -48,4 +50,13 @@
 // caller asked for what the stream lacks: the names of changed attributes
 // (PlanOptions.Attributes: `knit plan`, drift) or planned output values
 // (PlanOptions.KnownOutputs: `knit plan`, for dependents' plans).
+//
+// The tool runs through procexec (args.go builds each command line, tool.go
+// runs it) with an explicit environment: procexec's allowlist of knit's own
+// (never KNIT_*), knit's settings, TF_ENCRYPTION and sensitive inputs as
+// TF_VAR_*. It runs in a process group of its own: cancellation interrupts
+// the whole group and kills whatever is left of it (providers,
+// provisioners' children) after Options.GracePeriod. terraform-exec is not
+// used: it signals only the tool itself, and refuses TF_VAR_* in the
+// environment it is given.
 package terraform

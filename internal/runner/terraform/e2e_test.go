@@ -161,6 +161,9 @@ func TestPlanApplyInOneProcess(t *testing.T) {
 	if p.Add != 1 || addresses(p) != "terraform_data.echo:create" || p.File != "" {
 		t.Errorf("plan = %+v, want one create and no saved plan", p)
 	}
+	if want := []string{"l", "m", "n", "secret", "sum"}; !reflect.DeepEqual(p.OutputChanges, want) {
+		t.Errorf("OutputChanges = %v, want %v (from the plan part of the stream)", p.OutputChanges, want)
+	}
 	if out["secret"].Value != "hunter2" || !out["secret"].Sensitive || out["sum"].Value != float64(4) {
 		t.Errorf("outputs = %v", out)
 	}

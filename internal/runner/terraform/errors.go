@@ -54,7 +54,7 @@ func (e *StateLockedError) Unwrap() error { return e.Err }
 var lockInfoLine = regexp.MustCompile(`(?m)^\s*(ID|Path|Operation|Who|Created):\s*(.*?)\s*$`)
 
 // stateLocked recognises the tool's "Error acquiring the state lock" in its
-// output (tfexec puts stderr in the error's text). It is the one place knit
+// output (the error's text carries its stderr and error diagnostics). It is the one place knit
 // reads the tool's stderr; it returns nil when the output says something else.
 func stateLocked(err error) *StateLockedError {
 	if err == nil || !strings.Contains(err.Error(), "Error acquiring the state lock") {

@@ -22,7 +22,7 @@ func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Output
 	if !exists(filepath.Join(dir, ".terraform")) {
 		return runner.Outputs{}, nil
 	}
-	s, err := r.markedSession(ctx, c, dir, nil)
+	s, err := r.markedSession(c, dir, nil)
 	if err != nil {
 		return nil, wrap("outputs", c, err)
 	}
@@ -30,8 +30,11 @@ func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Output
 }
 
 func (r *Runner) outputs(ctx context.Context, c runner.Component, s *session) (runner.Outputs, error) {
-	meta, err := s.quiet().Output(ctx)
-	if err != nil {
+	var meta map[string]struct {
+		Sensitive bool            `json:"sensitive"`
+		Value     json.RawMessage `json:"value"`
+	}
+	if err := s.json(ctx, outputArgs(), &meta); err != nil {
 		return nil, wrap("outputs", c, err)
 	}
 	out := make(runner.Outputs, len(meta))

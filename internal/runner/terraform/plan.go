@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
 
 	"knit.dev/knit/internal/runner"
 )
@@ -32,19 +32,17 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	}
 	wd, _ := workDir(c)
 	file := filepath.Join(wd, planFile)
-	st := newStream(p.s.log)
-	_, err = p.s.tf.PlanJSON(ctx, st, planOptions(file, opts)...)
-	st.flush()
+	st, err := p.s.stream(ctx, planArgs(file, opts))
 	if err != nil {
-		return nil, wrap("plan", c, st.explain(err))
+		return nil, wrap("plan", c, err)
 	}
 	plan := st.plan(opts.RefreshOnly)
 	if needsShow(&plan, opts) {
-		raw, err := p.s.quiet().ShowPlanFile(ctx, file)
-		if err != nil {
+		var raw tfjson.Plan
+		if err := p.s.json(ctx, showPlanArgs(file), &raw); err != nil {
 			return nil, wrap("show plan", c, err)
 		}
-		plan = summarize(raw, opts.RefreshOnly)
+		plan = summarize(&raw, opts.RefreshOnly)
 	}
 	sum, err := hashFile(file)
 	if err != nil {
@@ -63,24 +61,11 @@ func needsShow(p *runner.Plan, opts runner.PlanOptions) bool {
 	return (opts.Attributes && hasAttributeChanges(p)) || (opts.KnownOutputs && !opts.Destroy && len(p.OutputChanges) > 0)
 }
 
-// planOptions are the flags Plan adds to tfexec's (-no-color -input=false
-// -detailed-exitcode -lock=true -refresh=true): the saved plan's path, and
-// -destroy or -refresh-only.
-func planOptions(file string, opts runner.PlanOptions) []tfexec.PlanOption {
-	out := []tfexec.PlanOption{tfexec.Out(file)}
-	if opts.Destroy {
-		out = append(out, tfexec.Destroy(true))
-	}
-	if opts.RefreshOnly {
-		out = append(out, tfexec.RefreshOnly(true))
-	}
-	return out
-}
-
 // Apply applies exactly the saved plan p.File, after checking that its
 // SHA-256 still equals p.Checksum (else ErrPlanChanged), and returns the
 // outputs: those of apply -json's outputs message, or, when a sensitive one
-// is redacted there, all of them from output -json. A destroy plan is applied the same way. Apply does not re-copy
+// is redacted there, all of them from output -json. A destroy plan is
+// applied the same way. Apply does not re-copy
 // the module: the plan carries its own configuration. The tool itself
 // refuses a plan made against state that has changed since.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
@@ -98,15 +83,14 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
-	s, err := r.markedSession(ctx, c, dir, nil)
+	// A saved plan holds its variables: none is passed again.
+	s, err := r.markedSession(c, dir, nil)
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
-	st := newStream(s.log)
-	err = s.tf.ApplyJSON(ctx, st, applyOptions(p.File)...)
-	st.flush()
+	st, err := s.stream(ctx, applyArgs(p.File))
 	if err != nil {
-		return nil, wrap("apply", c, st.explain(err))
+		return nil, wrap("apply", c, err)
 	}
 	outs, complete, err := st.appliedOutputs()
 	if err != nil {
@@ -117,10 +101,4 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	}
 	// The stream redacts sensitive values: read them all from the state.
 	return r.outputs(ctx, c, s)
-}
-
-// applyOptions are the flags Apply adds to tfexec's (-no-color
-// -auto-approve -input=false -lock=true -refresh=true): the saved plan.
-func applyOptions(file string) []tfexec.ApplyOption {
-	return []tfexec.ApplyOption{tfexec.DirOrPlan(file)}
 }

@@ -14,8 +14,9 @@ var _ runner.PlanApplier = (*Runner)(nil)
 // component's changes in one tool process (apply -json without a saved
 // plan): for a component that nobody approves, a separate plan would only
 // cost a second process. What changed is read from the same stream as
-// Plan reads (planned_change messages: counts, resource actions, output
-// changes; no attribute names), the outputs from its outputs message, or,
+// Plan reads (planned_change messages: counts and resource actions; the
+// plan's outputs message: output changes; no attribute names), the outputs
+// from the outputs message after the apply, or,
 // when a sensitive one is redacted there, from output -json.
 //
 // A saved plan left by an earlier Plan is removed: it was made against
@@ -29,11 +30,9 @@ func (r *Runner) PlanApply(ctx context.Context, c runner.Component, in runner.In
 	if err := os.Remove(filepath.Join(wd, planFile)); err != nil && !os.IsNotExist(err) {
 		return nil, nil, wrap("apply", c, err)
 	}
-	st := newStream(p.s.log)
-	err = p.s.tf.ApplyJSON(ctx, st)
-	st.flush()
+	st, err := p.s.stream(ctx, planApplyArgs())
 	if err != nil {
-		return nil, nil, wrap("apply", c, st.explain(err))
+		return nil, nil, wrap("apply", c, err)
 	}
 	plan := st.plan(false)
 	outs, complete, err := st.appliedOutputs()

@@ -47,9 +47,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err != nil {
 		return nil, err
 	}
-	if p.s, err = r.session(ctx, p.dir, c.Log, extra); err != nil {
-		return nil, err
-	}
+	p.s = r.session(p.dir, c.Log, extra)
 	r.warnUnencrypted(c.Log, wd, c)
 	return p, r.initIfNeeded(ctx, wd, p)
 }
@@ -97,10 +95,7 @@ func (r *Runner) initIfNeeded(ctx context.Context, wd string, p *prepared) error
 		return fmt.Errorf("init: plugin cache lock: %w", err)
 	}
 	r.inits.Add(1)
-	// tfexec's init flags: -input=false -no-color -backend=true -get=true
-	// -upgrade=false. A changed backend is left as an error for the user,
-	// never a silent -reconfigure.
-	err = p.s.loud().Init(ctx)
+	err = p.s.run(ctx, initArgs(), nil)
 	unlock()
 	if err != nil {
 		return fmt.Errorf("init: %w", err)

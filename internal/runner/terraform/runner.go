@@ -3,20 +3,15 @@ package terraform
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-version"
-	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"knit.dev/knit/internal/filelock"
 	"knit.dev/knit/internal/gitsource"
-	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 )
 
@@ -67,8 +62,8 @@ type Runner struct {
 	// cacheLocking is whether the tool locks the plugin cache itself while
 	// installing into it (OpenTofu 1.10 and later); see initLock.
 	cacheLocking bool
-	// inits counts init runs, for tests.
-	inits atomic.Int64
+	// inits counts init runs, and commands every tool process, for tests.
+	inits, commands atomic.Int64
 }
 
 var _ runner.Runner = (*Runner)(nil)
@@ -90,92 +85,6 @@ func New(bin Binary, opts Options) *Runner {
 }
 
 func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "plugin-cache") }
-
-// env is the environment the tool runs with: the allowlisted part of knit's
-// own (procexec.ToolEnv: never a KNIT_* variable), with knit's CLI
-// config, automation settings and the shared plugin cache. Variables that
-// tfexec manages itself (TF_IN_AUTOMATION, TF_INPUT, TF_LOG*, TF_CLI_ARGS*,
-// TF_VAR_*, ...) are dropped: tfexec refuses them in SetEnv, sets
-// TF_IN_AUTOMATION=1 on every command and passes -input=false; inputs come
-// only from knit's own files.
-func (r *Runner) env() map[string]string {
-	m := map[string]string{}
-	for _, kv := range r.bin.Env(procexec.ToolEnv(nil, r.opts.ExtraEnv)) {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	m["TF_PLUGIN_CACHE_DIR"] = r.pluginCache()
-	// Link a provider the cache already holds instead of re-installing it
-	// over the cached copy, which another component's plan or apply may be
-	// running at that moment: init then writes to the cache only what is
-	// missing, so tool runs never wait for an init. The cost: the lock file
-	// in a component's private module copy records the hash of the cached
-	// package only; a lock file shipped with the module is still enforced.
-	m["TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE"] = "true"
-	m["CHECKPOINT_DISABLE"] = "1"
-	return tfexec.CleanEnv(m)
-}
-
-// session is one operation's handle on the tool, in one folder. Commands whose
-// stdout is data (show -json, output -json) run quiet so neither plans nor
-// sensitive outputs reach the log; the others stream into it.
-type session struct {
-	tf  *tfexec.Terraform
-	log io.Writer
-}
-
-// session prepares tfexec for dir. Cancelling ctx sends the tool SIGINT and,
-// if it has not exited after the grace period, SIGKILL (tfexec sets
-// exec.Cmd.Cancel to an interrupt and WaitDelay to the grace period; the tool
-// runs in its own process group, so a terminal's Ctrl-C reaches it only this way).
-//
-// extra is added to the environment (see toolEnv): TF_ENCRYPTION and the
-// sensitive inputs as TF_VAR_*. tfexec refuses TF_VAR_* in SetEnv, which
-// keeps the map it is given and copies it for every command; the secret
-// variables are added to that map after SetEnv checked it, so they reach
-// the tool through its environment and never a file or its argv
-// (TestSensitiveInputsReachTheToolOnlyThroughItsEnvironment guards this).
-func (r *Runner) session(ctx context.Context, dir string, log io.Writer, extra map[string]string) (*session, error) {
-	tf, err := tfexec.NewTerraform(dir, r.bin.Path)
-	if err != nil {
-		return nil, err
-	}
-	env := r.env()
-	if err := tf.SetEnv(env); err != nil {
-		return nil, err
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	if err := tf.SetWaitDelay(r.opts.GracePeriod); err != nil {
-		return nil, err
-	}
-	log = &lockedWriter{w: log}
-	tf.SetStderr(log)
-	// tfexec needs the tool's version before most commands; if it had to
-	// ask the tool, it would copy the answer to stdout's writer, so this
-	// happens while stdout is still unset.
-	if err := r.learnVersion(ctx, tf); err != nil {
-		return nil, err
-	}
-	return &session{tf: tf, log: log}, nil
-}
-
-func (s *session) loud() *tfexec.Terraform  { s.tf.SetStdout(s.log); return s.tf }
-func (s *session) quiet() *tfexec.Terraform { s.tf.SetStdout(nil); return s.tf }
-
-// lockedWriter serialises writes: tfexec copies stdout and stderr from two
-// goroutines, and the component's log need not be safe for that.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
 
 // workDir returns the component's work dir as an absolute path.
 func workDir(c runner.Component) (string, error) {

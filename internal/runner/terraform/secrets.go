@@ -1,7 +1,6 @@
 package terraform
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -148,7 +147,7 @@ func (r *Runner) warnUnencrypted(log io.Writer, wd string, c runner.Component) {
 // markedSession is a session for a command that runs without the layout
 // (apply of a saved plan, outputs, a destroy from the last copy): whether
 // state and plans are encrypted is read from the work dir's marker.
-func (r *Runner) markedSession(ctx context.Context, c runner.Component, dir string, secret runner.Inputs) (*session, error) {
+func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inputs) (*session, error) {
 	wd, err := workDir(c)
 	if err != nil {
 		return nil, err
@@ -157,7 +156,7 @@ func (r *Runner) markedSession(ctx context.Context, c runner.Component, dir stri
 	if err != nil {
 		return nil, err
 	}
-	return r.session(ctx, dir, c.Log, extra)
+	return r.session(dir, c.Log, extra), nil
 }
 
 // EncryptionEnv is the environment that lets OpenTofu read state and plans

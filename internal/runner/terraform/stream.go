@@ -19,8 +19,8 @@ import (
 // What knit needs is kept: resource changes and drift, output changes or
 // values, and error diagnostics for the error the operation returns.
 //
-// A stream is an io.Writer for tfexec's stdout; call flush after the command
-// returns. It is safe for the one goroutine tfexec copies stdout with.
+// A stream is an io.Writer for the command's stdout; call flush after the
+// command returns. It is safe for the one goroutine exec copies stdout with.
 type stream struct {
 	log io.Writer
 
@@ -28,9 +28,11 @@ type stream struct {
 	partial []byte
 	changes []streamChange
 	drift   []streamChange
-	// outputs is the last outputs message: nil if the tool sent none.
-	outputs map[string]streamOutput
-	errors  []string
+	// planOutputs is a plan's outputs message (each output's action);
+	// outputs an apply's (values): nil if the tool sent none. apply without
+	// a saved plan sends both, the plan's first.
+	planOutputs, outputs map[string]streamOutput
+	errors               []string
 }
 
 // streamChange is a planned_change or resource_drift message's change.
@@ -117,9 +119,14 @@ func (s *stream) line(b []byte) {
 			s.drift = append(s.drift, *m.Change)
 		}
 	case "outputs":
-		s.outputs = m.Outputs
-		if s.outputs == nil {
-			s.outputs = map[string]streamOutput{}
+		outs := m.Outputs
+		if outs == nil {
+			outs = map[string]streamOutput{}
+		}
+		if hasActions(outs) {
+			s.planOutputs = outs
+		} else {
+			s.outputs = outs
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil {
@@ -142,6 +149,17 @@ func (s *stream) line(b []byte) {
 	}
 }
 
+// hasActions tells a plan's outputs message (every output has an action,
+// "noop" included) from an apply's (values, no actions).
+func hasActions(outs map[string]streamOutput) bool {
+	for _, o := range outs {
+		if o.Action != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func titleCase(s string) string {
 	if s == "" {
 		return "Diagnostic"
@@ -150,7 +168,7 @@ func titleCase(s string) string {
 }
 
 // explain adds the tool's error diagnostics to err: with -json they come on
-// stdout, so tfexec's error (which carries stderr) lacks them.
+// stdout, so the command's error (which carries stderr) lacks them.
 func (s *stream) explain(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,7 +198,7 @@ func (s *stream) plan(refreshOnly bool) runner.Plan {
 		out.Resources = append(out.Resources, runner.ResourceChange{Address: ch.Resource.Addr, Action: act})
 	}
 	sort.SliceStable(out.Resources, func(i, j int) bool { return out.Resources[i].Address < out.Resources[j].Address })
-	for name, o := range s.outputs {
+	for name, o := range s.planOutputs {
 		if o.Action != "" && o.Action != "noop" {
 			out.OutputChanges = append(out.OutputChanges, name)
 		}

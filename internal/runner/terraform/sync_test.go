@@ -149,25 +149,6 @@ func TestDeclaresBackend(t *testing.T) {
 	}
 }
 
-func TestEnv(t *testing.T) {
-	t.Setenv("TF_VAR_x", "1")
-	t.Setenv("TF_CLI_ARGS_plan", "-destroy")
-	t.Setenv("TF_LOG", "TRACE")
-	r := New(Binary{Path: "/bin/tofu", CLIConfig: "/etc/knit/tofurc"}, Options{DataDir: "/data"})
-	env := r.env()
-	if env["TF_CLI_CONFIG_FILE"] != "/etc/knit/tofurc" || env["TF_PLUGIN_CACHE_DIR"] != "/data/plugin-cache" || env["CHECKPOINT_DISABLE"] != "1" {
-		t.Errorf("env lacks knit's settings: %v", env)
-	}
-	for _, k := range []string{"TF_VAR_x", "TF_CLI_ARGS_plan", "TF_LOG", "TF_IN_AUTOMATION", "TF_INPUT"} {
-		if _, ok := env[k]; ok {
-			t.Errorf("env keeps %s, which tfexec manages or refuses", k)
-		}
-	}
-	if _, ok := env["PATH"]; !ok {
-		t.Error("env lost PATH")
-	}
-}
-
 func TestInputsFileIsCanonical(t *testing.T) {
 	t.Parallel()
 	a, b := &layout{sub: ".", files: map[string]file{}}, &layout{sub: ".", files: map[string]file{}}

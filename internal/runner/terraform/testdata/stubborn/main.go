@@ -1,14 +1,18 @@
 // Command stubborn stands in for tofu in the grace-period test: it answers
-// `version -json`; any other command records each SIGINT in signals.log
-// beside the binary and keeps running until it is killed. (A shell script
-// cannot do this where SIGINT was ignored on entry: sh cannot trap it then.)
+// `version -json`; any other command starts a child that ignores SIGINT
+// (standing in for a provider or a provisioner's process), writes the
+// child's pid to child.pid beside the binary, records each SIGINT in
+// signals.log and keeps running until it is killed. (A shell script cannot
+// do this where SIGINT was ignored on entry: sh cannot trap it then.)
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 )
 
 func main() {
@@ -16,11 +20,15 @@ func main() {
 		fmt.Println(`{"terraform_version":"1.12.6","platform":"linux_amd64","provider_selections":{}}`)
 		return
 	}
+	dir := filepath.Dir(os.Args[0])
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
-	log := filepath.Join(filepath.Dir(os.Args[0]), "signals.log")
+	child := exec.Command("sh", "-c", `trap "" INT; exec sleep 3600`)
+	if err := child.Start(); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "child.pid"), []byte(strconv.Itoa(child.Process.Pid)), 0o644)
+	}
 	for range ch {
-		f, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(filepath.Join(dir, "signals.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
 			fmt.Fprintln(f, "interrupted")
 			f.Close()

@@ -1,0 +1,39 @@
+package terraform
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestEnv: the tool gets knit's allowlist of the caller's environment,
+// never the caller's TF_VAR_*, TF_LOG*, TF_DATA_DIR or KNIT_*, and knit's
+// own settings.
+func TestEnv(t *testing.T) {
+	t.Setenv("TF_VAR_x", "1")
+	t.Setenv("TF_CLI_ARGS_plan", "-destroy")
+	t.Setenv("TF_LOG", "TRACE")
+	t.Setenv("TF_DATA_DIR", "/elsewhere")
+	t.Setenv("TF_KNIT_STATE_KEY", "inherited")
+	t.Setenv("KNIT_TOKEN", "t0k3n")
+	t.Setenv("UNLISTED", "x")
+	t.Setenv("ALLOWED", "y")
+	r := New(Binary{Path: "/bin/tofu", CLIConfig: "/etc/knit/tofurc"}, Options{DataDir: "/data", ExtraEnv: []string{"ALLOWED"}})
+	env := r.env(map[string]string{"TF_VAR_secret": "s3cr3t"})
+	for _, kv := range []string{
+		"TF_CLI_CONFIG_FILE=/etc/knit/tofurc", "TF_PLUGIN_CACHE_DIR=/data/plugin-cache", "CHECKPOINT_DISABLE=1",
+		"TF_IN_AUTOMATION=1", "TF_INPUT=0", "TF_VAR_secret=s3cr3t", "ALLOWED=y", "PATH=" + os.Getenv("PATH"),
+	} {
+		if !slices.Contains(env, kv) {
+			t.Errorf("env lacks %s: %v", kv, env)
+		}
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TF_VAR_x", "TF_CLI_ARGS_plan", "TF_LOG", "TF_DATA_DIR", "TF_KNIT_STATE_KEY", "KNIT_TOKEN", "UNLISTED":
+			t.Errorf("env keeps the caller's %s", kv)
+		}
+	}
+}
