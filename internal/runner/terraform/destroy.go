@@ -35,7 +35,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
-	return r.destroy(ctx, c, p.s)
+	return r.withInit(ctx, p, func() error { return r.destroy(ctx, c, p.s) })
 }
 
 // destroyLastCopy destroys with the module copy a previous run left, when

@@ -23,8 +23,16 @@
 // (the inputs). The tool loads *.auto.tfvars* files in lexical order, later
 // ones winning: inline variables override the variables file.
 //
-// Init runs the first time, and again only when the module's configuration
-// files, the lock file, the tool, its CLI config or the plugin cache change.
+// Init runs the first time, and again only when what it reads changes: the
+// providers the configuration requires or implies, module calls, the
+// backend (configuration is read with HCL, see config.go), any lock file,
+// the tool, its CLI config or the plugin cache; editing a resource's
+// arguments or adding an output does not. Should the tool still ask for
+// init, it runs and the command is retried once. knit reads the
+// configuration with HCL for one more decision: whether the module
+// configures encryption or a non-local backend of its own (then knit leaves
+// state encryption to it), without mistaking a resource's nested block
+// called "encryption" for the module's.
 // Providers install into one plugin cache shared by all components and every
 // knit process using the data dir (<DataDir>/plugin-cache), guarded by a
 // flock on <DataDir>/plugin-cache.lock around each init: shared where the

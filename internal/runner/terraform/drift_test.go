@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -106,5 +107,24 @@ func TestStateLockHeldElsewhere(t *testing.T) {
 	}
 	if locked.Who != "alice@ci" || locked.ID != "1234-abcd" {
 		t.Errorf("lock holder = %q / %q, want alice@ci / 1234-abcd (err: %v)", locked.Who, locked.ID, locked.Err)
+	}
+}
+
+// TestInitRunsWhenTheToolAsks: should the work dir lose what init installed
+// while knit's init stamp still matches (a provider deleted under
+// .terraform), the tool's request for init is honoured and the plan retried.
+func TestInitRunsWhenTheToolAsks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), fileModule, localModule("mod"))
+	in := runner.Inputs{"path": filepath.Join(t.TempDir(), "managed.txt")}
+	f.planApply(in)
+	if err := os.RemoveAll(f.moduleFile(".terraform/providers")); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.plan(in, runner.PlanOptions{}); p.HasChanges() {
+		t.Errorf("plan after init = %+v, want no changes", p)
+	}
+	if f.inits() != 2 || !strings.Contains(f.log.String(), "asks for init") {
+		t.Errorf("inits = %d, want 2 (one retry)", f.inits())
 	}
 }

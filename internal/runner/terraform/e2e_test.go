@@ -107,12 +107,23 @@ func TestUnchangedPlanSkipsInit(t *testing.T) {
 		t.Errorf("a new input re-ran init")
 	}
 
-	// A new module file re-runs init; removing it from the source removes it
+	// A new module file that adds only an output needs no init; one that
+	// requires a provider does. Removing a file from the source removes it
 	// from the copy, while .terraform stays.
 	f.writeSource(map[string]string{"mod/extra.tf": `output "extra" { value = "x" }`})
 	f.plan(echoInputs, runner.PlanOptions{})
-	if f.inits() != 2 || !fileExists(f.moduleFile("extra.tf")) {
-		t.Errorf("after adding extra.tf: inits = %d, copied = %v; want 2, true", f.inits(), fileExists(f.moduleFile("extra.tf")))
+	if f.inits() != 1 || !fileExists(f.moduleFile("extra.tf")) {
+		t.Errorf("after adding extra.tf: inits = %d, copied = %v; want 1, true", f.inits(), fileExists(f.moduleFile("extra.tf")))
+	}
+	f.writeSource(map[string]string{"mod/versions.tf": `
+terraform {
+  required_providers {
+    local = { source = "hashicorp/local", version = "1.4.0" }
+  }
+}`})
+	f.plan(echoInputs, runner.PlanOptions{})
+	if f.inits() != 2 {
+		t.Errorf("after requiring a provider: inits = %d, want 2", f.inits())
 	}
 	if err := os.Remove(f.envDir + "/mod/extra.tf"); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -28,20 +27,22 @@ func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.
 	if err != nil {
 		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
 	}
-	if len(l.secret) == 0 {
-		return sum, nil
-	}
 	// Secret inputs are in no file, but changing one must change the
-	// fingerprint. They are keyed with the encryption passphrase, so the
-	// stored fingerprint does not let anyone test guesses of a short secret.
-	secret, err := json.Marshal(l.secret)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
+	// fingerprint; secretDigest keys them, so the stored fingerprint does
+	// not let anyone test guesses of a short secret.
+	secret, err := r.secretDigest(l)
+	if err != nil || secret == "" {
+		return sum, err
 	}
-	mac := hmac.New(sha256.New, append([]byte("knit fingerprint\x00"), r.opts.EncryptionKey...))
-	mac.Write(secret)
-	h := sha256.Sum256([]byte(sum + "\nsecret " + hex.EncodeToString(mac.Sum(nil))))
+	h := sha256.Sum256([]byte(sum + "\nsecret " + secret))
 	return hex.EncodeToString(h[:]), nil
+}
+
+// keyedDigest is an HMAC-SHA256 of data under key.
+func keyedDigest(key, data []byte) string {
+	mac := hmac.New(sha256.New, append([]byte("knit fingerprint\x00"), key...))
+	mac.Write(data)
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 // layoutHash hashes the tool version, the layout's commit and run folder,

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"knit.dev/knit/internal/runner"
@@ -38,8 +37,11 @@ type layout struct {
 	// commit is the resolved commit of a git module.
 	commit string
 	// ownBackend is true when the module configures its own backend; knit
-	// then leaves state where the module says.
+	// then leaves state where the module says. backend is its type.
 	ownBackend bool
+	backend    string
+	// ownEncryption is true when the module configures state encryption itself.
+	ownEncryption bool
 	// secret are the sensitive inputs: never in a file, handed to the tool
 	// in its environment (toolEnv).
 	secret runner.Inputs
@@ -147,6 +149,9 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	}
 	plain, secret := splitSecret(in, c.Sensitive)
 	l.secret = secret
+	if l.backend, l.ownEncryption, err = r.moduleSettings(l); err != nil {
+		return nil, err
+	}
 	return l, l.addKnitFiles(wd, plain)
 }
 
@@ -154,7 +159,7 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 // and the inputs that are not secret (those reach the tool through its
 // environment only).
 func (l *layout) addKnitFiles(wd string, in runner.Inputs) error {
-	l.ownBackend = declaresBackend(l)
+	l.ownBackend = l.backend != ""
 	if !l.ownBackend {
 		body := fmt.Sprintf("# Written by knit: state lives outside the module copy.\nterraform {\n  backend \"local\" {\n    path = %q\n  }\n}\n",
 			filepath.Join(wd, stateFile))
@@ -171,42 +176,6 @@ func (l *layout) addKnitFiles(wd string, in runner.Inputs) error {
 	}
 	l.files[l.runFile(inputsFile)] = file{data: append(data, '\n'), mode: 0o644}
 	return nil
-}
-
-var (
-	hclBackend  = regexp.MustCompile(`(?m)^\s*(backend\s+"[^"]*"|cloud)\s*\{`)
-	jsonBackend = regexp.MustCompile(`"(backend|cloud)"\s*:`)
-)
-
-// declaresBackend reports whether a configuration file in the run folder
-// configures a backend (or HCP Terraform's cloud block). A regular
-// expression is enough: backend blocks may only appear inside terraform blocks.
-func declaresBackend(l *layout) bool {
-	return l.runFolderMatches(hclBackend, jsonBackend, backendFile)
-}
-
-// runFolderMatches reports whether a configuration file in the folder the
-// tool runs in (other than skip, a file knit writes) matches hcl (.tf,
-// .tofu) or json (.tf.json, .tofu.json).
-func (l *layout) runFolderMatches(hcl, json *regexp.Regexp, skip string) bool {
-	for rel, f := range l.files {
-		if path.Dir(rel) != l.sub || path.Base(rel) == skip {
-			continue
-		}
-		var re *regexp.Regexp
-		switch {
-		case strings.HasSuffix(rel, ".tf") || strings.HasSuffix(rel, ".tofu"):
-			re = hcl
-		case strings.HasSuffix(rel, ".tf.json") || strings.HasSuffix(rel, ".tofu.json"):
-			re = json
-		default:
-			continue
-		}
-		if data, err := f.read(); err == nil && re.Match(data) {
-			return true
-		}
-	}
-	return false
 }
 
 // addVariablesFile adds the component's variablesFile, local or from git.

@@ -32,7 +32,11 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	}
 	wd, _ := workDir(c)
 	file := filepath.Join(wd, planFile)
-	st, err := p.s.stream(ctx, planArgs(file, opts))
+	var st *stream
+	err = r.withInit(ctx, p, func() (err error) {
+		st, err = p.s.stream(ctx, planArgs(file, opts))
+		return err
+	})
 	if err != nil {
 		return nil, wrap("plan", c, err)
 	}

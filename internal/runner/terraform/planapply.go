@@ -30,7 +30,11 @@ func (r *Runner) PlanApply(ctx context.Context, c runner.Component, in runner.In
 	if err := os.Remove(filepath.Join(wd, planFile)); err != nil && !os.IsNotExist(err) {
 		return nil, nil, wrap("apply", c, err)
 	}
-	st, err := p.s.stream(ctx, planApplyArgs())
+	var st *stream
+	err = r.withInit(ctx, p, func() (err error) {
+		st, err = p.s.stream(ctx, planApplyArgs())
+		return err
+	})
 	if err != nil {
 		return nil, nil, wrap("apply", c, err)
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"knit.dev/knit/internal/runner"
 )
@@ -14,13 +17,15 @@ import (
 // prepared is a component's work dir made ready for the tool.
 type prepared struct {
 	layout *layout
-	// dir is the folder the tool runs in.
-	dir string
-	s   *session
+	// wd is the work dir; dir the folder the tool runs in.
+	wd, dir string
+	s       *session
+	// initRan is true when this preparation ran init.
+	initRan bool
 }
 
 // prepare lays out the module folder (copy-on-change) and runs init when
-// its inputs changed.
+// what init depends on changed.
 func (r *Runner) prepare(ctx context.Context, c runner.Component, in runner.Inputs) (*prepared, error) {
 	l, err := r.layout(ctx, c, in)
 	if err != nil {
@@ -38,7 +43,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err := syncDir(l, filepath.Join(wd, moduleDir)); err != nil {
 		return nil, fmt.Errorf("copy module: %w", err)
 	}
-	p := &prepared{layout: l, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))}
+	p := &prepared{layout: l, wd: wd, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))}
 	encrypted, err := r.encrypts(wd, l)
 	if err != nil {
 		return nil, err
@@ -49,17 +54,23 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	}
 	p.s = r.session(p.dir, c.Log, extra)
 	r.warnUnencrypted(c.Log, wd, c)
-	return p, r.initIfNeeded(ctx, wd, p)
+	return p, r.initIfNeeded(ctx, p, false)
 }
 
 // initKey hashes what init depends on: the binary, its CLI config and
-// version, the plugin cache, every configuration file of the module
-// (.tf/.tf.json/.tofu/.tofu.json anywhere in it, and the lock file from the
-// source), and the lock file now in the run folder (the tool writes it).
-// Variables, overlays that are not configuration, and inputs do not count.
+// version, the plugin cache, the parts of the module's configuration that
+// declare providers, module calls and the backend (initDigest; the inputs
+// too when those refer to variables), every lock file in the layout, and
+// the lock file now in the run folder (the tool writes it). Resource
+// arguments, outputs, variables files and overlays that are not
+// configuration do not count.
 func (r *Runner) initKey(p *prepared) (string, error) {
 	tool := fmt.Sprintf("%s|%s|%s|%s", r.bin.Path, r.bin.CLIConfig, r.opts.ToolVersion, r.pluginCache())
-	sum, err := r.layoutHash(p.layout, tool, configFile)
+	locks, err := r.layoutHash(p.layout, tool, func(rel string) bool { return path.Base(rel) == lockFile })
+	if err != nil {
+		return "", err
+	}
+	config, err := r.initDigest(p.layout, func() (string, error) { return r.inputsDigest(p.layout) })
 	if err != nil {
 		return "", err
 	}
@@ -67,21 +78,32 @@ func (r *Runner) initKey(p *prepared) (string, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
 	}
-	h := sha256.Sum256(append([]byte(sum+"\n"), lock...))
+	h := sha256.Sum256(append([]byte(locks+"\n"+config+"\n"), lock...))
 	return hex.EncodeToString(h[:]), nil
 }
 
+// inputsDigest hashes the component's inputs, secret ones keyed as in the
+// fingerprint, so that the stamp on disk lets nobody test guesses.
+func (r *Runner) inputsDigest(l *layout) (string, error) {
+	sum, err := r.hashes.sum(l.files[l.runFile(inputsFile)])
+	if err != nil {
+		return "", err
+	}
+	secret, err := r.secretDigest(l)
+	return sum + " " + secret, err
+}
+
 // initIfNeeded runs init unless the stamp in the work dir says it already
-// ran with the same inputs and .terraform is still there. The stamp is
-// removed before init and written only after it succeeds, so an interrupted
-// init runs again next time.
-func (r *Runner) initIfNeeded(ctx context.Context, wd string, p *prepared) error {
-	stamp := filepath.Join(wd, stampFile)
+// ran with the same key and .terraform is still there; force runs it
+// regardless. The stamp is removed before init and written only after it
+// succeeds, so an interrupted init runs again next time.
+func (r *Runner) initIfNeeded(ctx context.Context, p *prepared, force bool) error {
+	stamp := filepath.Join(p.wd, stampFile)
 	key, err := r.initKey(p)
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == key && exists(filepath.Join(p.dir, ".terraform")) {
+	if old, err := os.ReadFile(stamp); !force && err == nil && string(old) == key && exists(filepath.Join(p.dir, ".terraform")) {
 		return nil
 	}
 	if err := os.Remove(stamp); err != nil && !os.IsNotExist(err) {
@@ -100,8 +122,53 @@ func (r *Runner) initIfNeeded(ctx context.Context, wd string, p *prepared) error
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	p.initRan = true
 	if key, err = r.initKey(p); err != nil {
 		return err
 	}
 	return os.WriteFile(stamp, []byte(key), 0o644)
+}
+
+// withInit runs op, a command in p's folder; should the tool say the
+// folder needs init (a change the init key does not see), it runs init and
+// op once more.
+func (r *Runner) withInit(ctx context.Context, p *prepared, op func() error) error {
+	err := op()
+	if err == nil || p.initRan || !needsInit(err) {
+		return err
+	}
+	fmt.Fprintf(p.s.log, "knit: the tool asks for init; running it and trying again\n")
+	if ierr := r.initIfNeeded(ctx, p, true); ierr != nil {
+		return fmt.Errorf("%w (and init: %v)", err, ierr)
+	}
+	return op()
+}
+
+// needsInit recognises the tool's errors that init cures.
+func needsInit(err error) bool {
+	text := err.Error()
+	for _, s := range []string{
+		"Module not installed", "Module source has changed", "Module version requirements have changed",
+		"Required plugins are not installed", "Inconsistent dependency lock file",
+		"Backend initialization required", "Missing required provider",
+	} {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretDigest keys the sensitive inputs with the encryption key: a change
+// of one changes the digest, and the digest lets nobody test guesses of a
+// short secret. "" when there are none.
+func (r *Runner) secretDigest(l *layout) (string, error) {
+	if len(l.secret) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(l.secret)
+	if err != nil {
+		return "", err
+	}
+	return keyedDigest(r.opts.EncryptionKey, b), nil
 }

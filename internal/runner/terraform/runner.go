@@ -58,6 +58,7 @@ type Runner struct {
 	git  *gitsource.Cache
 
 	hashes   fileHashes
+	configs  configCache
 	versions toolVersions
 	// cacheLocking is whether the tool locks the plugin cache itself while
 	// installing into it (OpenTofu 1.10 and later); see initLock.

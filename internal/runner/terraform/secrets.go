@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -57,25 +56,16 @@ plan {
 `, keyProvider)
 }
 
-var (
-	hclEncryption  = regexp.MustCompile(`(?m)^\s*encryption\s*\{`)
-	jsonEncryption = regexp.MustCompile(`"encryption"\s*:`)
-)
-
-// declaresEncryption reports whether the module configures encryption of
-// its own, which knit then leaves alone.
-func declaresEncryption(l *layout) bool {
-	return l.runFolderMatches(hclEncryption, jsonEncryption, "")
-}
-
 // isOpenTofu reports whether the tool can encrypt state and plans.
 func (r *Runner) isOpenTofu() bool { return strings.HasPrefix(r.opts.ToolVersion, "OpenTofu") }
 
 // encrypts decides, for a laid-out component, whether knit encrypts its
-// state and plans (OpenTofu, knit's own local state, no encryption block
-// of the module's) and records the decision in the work dir.
+// state and plans (OpenTofu, state in a local file, no encryption block of
+// the module's: a module with a remote backend or encryption of its own
+// keeps it to itself) and records the decision in the work dir.
 func (r *Runner) encrypts(wd string, l *layout) (bool, error) {
-	on := r.isOpenTofu() && len(r.opts.EncryptionKey) > 0 && !l.ownBackend && !declaresEncryption(l)
+	local := l.backend == "" || l.backend == "local"
+	on := r.isOpenTofu() && len(r.opts.EncryptionKey) > 0 && local && !l.ownEncryption
 	marker := filepath.Join(wd, encryptedMarker)
 	if !on {
 		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // syncDir makes dst hold exactly l's files, rewriting only files whose
@@ -120,16 +118,4 @@ func removeEmptyDirs(root, dir string) error {
 		return os.Remove(dir)
 	}
 	return nil
-}
-
-// configFile reports whether a layout path is configuration the tool's init
-// reads: module code (which declares providers, modules and backends) and
-// the dependency lock file.
-func configFile(rel string) bool {
-	for _, ext := range []string{".tf", ".tf.json", ".tofu", ".tofu.json"} {
-		if strings.HasSuffix(rel, ext) {
-			return true
-		}
-	}
-	return path.Base(rel) == lockFile
 }

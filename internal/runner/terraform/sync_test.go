@@ -122,33 +122,6 @@ func TestTreeRules(t *testing.T) {
 	}
 }
 
-func TestDeclaresBackend(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, rel, content string
-		want               bool
-	}{
-		{"none", "run/main.tf", `terraform { required_version = ">= 1.0" }`, false},
-		{"s3", "run/main.tf", "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n  }\n}", true},
-		{"cloud", "run/versions.tf", "terraform {\n  cloud {\n    organization = \"o\"\n  }\n}", true},
-		{"json", "run/main.tf.json", `{"terraform": {"backend": {"local": {}}}}`, true},
-		{"comment mention", "run/main.tf", `# the backend "s3" is configured elsewhere`, false},
-		{"other folder", "other/main.tf", "terraform {\n  backend \"s3\" {}\n}", false},
-		{"not configuration", "run/notes.md", "terraform {\n  backend \"s3\" {}\n}", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := &layout{sub: "run", files: map[string]file{
-				tc.rel: {data: []byte(tc.content)},
-				// knit's own backend file never counts.
-				"run/" + backendFile: {data: []byte("terraform {\n  backend \"local\" {}\n}")},
-			}}
-			if got := declaresBackend(l); got != tc.want {
-				t.Errorf("declaresBackend = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestInputsFileIsCanonical(t *testing.T) {
 	t.Parallel()
 	a, b := &layout{sub: ".", files: map[string]file{}}, &layout{sub: ".", files: map[string]file{}}
