@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,10 @@ const keyVar = "TF_KNIT_STATE_KEY"
 // a one-line shell script: the header, then the key from keyVar for both
 // encryption and decryption. A PBKDF2 passphrase would cost every tool run
 // hundreds of milliseconds of key stretching; the key is already random.
-const keyProvider = `printf '%s\n' '{"magic":"OpenTofu-External-Key-Provider","version":1}'; cat >/dev/null; ` +
+// OpenTofu runs the provider several times per command (3 to 5), so the
+// script uses only shell builtins: reading its input to the end with read
+// rather than cat saves a process each time.
+const keyProvider = `printf '%s\n' '{"magic":"OpenTofu-External-Key-Provider","version":1}'; while read -r _; do :; done; ` +
 	`printf '{"keys":{"encryption_key":"%s","decryption_key":"%s"},"meta":{}}' "$` + keyVar + `" "$` + keyVar + `"`
 
 // encryption is OpenTofu's state and plan encryption as knit configures it
@@ -88,15 +92,102 @@ func (r *Runner) toolEnv(encrypted bool, secret runner.Inputs) (map[string]strin
 	for name, v := range secret {
 		s, ok := v.(string)
 		if !ok {
-			b, err := json.Marshal(v) // lists and maps: JSON is valid HCL for them
-			if err != nil {
+			var err error
+			if s, err = hclLiteral(v); err != nil {
 				return nil, fmt.Errorf("input %s: %w", name, err)
 			}
-			s = string(b)
 		}
 		m["TF_VAR_"+name] = s
 	}
 	return m, nil
+}
+
+// hclLiteral renders a value that is not a string as the HCL expression the
+// tool parses a TF_VAR_ value with, for variables of a complex or any type
+// (a variable with a primitive type takes it as a literal and converts it).
+// It is JSON's shape, but strings are HCL strings: "${" and "%{" are
+// escaped, so a secret holding them is not read as a template. A variable
+// with no type constraint takes any TF_VAR_ value as a string; declare
+// the type of a variable that receives a list or map.
+func hclLiteral(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var generic any
+	if err := d.Decode(&generic); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	writeHCL(&out, generic)
+	return out.String(), nil
+}
+
+func writeHCL(w *strings.Builder, v any) {
+	switch v := v.(type) {
+	case nil:
+		w.WriteString("null")
+	case bool:
+		fmt.Fprint(w, v)
+	case json.Number:
+		w.WriteString(v.String())
+	case string:
+		w.WriteString(hclString(v))
+	case []any:
+		w.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			writeHCL(w, e)
+		}
+		w.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		w.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			w.WriteString(hclString(k) + " = ")
+			writeHCL(w, v[k])
+		}
+		w.WriteByte('}')
+	}
+}
+
+// hclString quotes s as an HCL string literal that is never a template.
+func hclString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case (r == '$' || r == '%') && i+1 < len(s) && s[i+1] == '{':
+			b.WriteRune(r)
+			b.WriteRune(r) // $${ and %%{ are a literal ${ and %{
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // splitSecret takes the sensitive inputs out of in.

@@ -37,3 +37,25 @@ func TestEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestHCLLiteral(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{3, "3"},
+		{2.5, "2.5"},
+		{true, "true"},
+		{nil, "null"},
+		{[]any{"a", 1}, `["a", 1]`},
+		{map[string]any{"b": "x", "a": []any{}}, `{"a" = [], "b" = "x"}`},
+		{map[string]any{"t": "${var.x} %{if} \"q\" \\ \n"}, `{"t" = "$${var.x} %%{if} \"q\" \\ \n"}`},
+		{map[string]any{"${k}": 1}, `{"$${k}" = 1}`},
+	} {
+		got, err := hclLiteral(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("hclLiteral(%#v) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
