@@ -2,11 +2,18 @@ package bench
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/testtools"
 )
 
 // TestGeneratedEnvironmentsAreValid: every shape and kind knit-bench writes
@@ -102,5 +109,42 @@ func TestWalkOrderAndParallelism(t *testing.T) {
 	}
 	if len(done) != 40 || most > 3 {
 		t.Errorf("ran %d of 40, at most %d at once (limit 3)", len(done), most)
+	}
+}
+
+// TestDirectRunsEveryOperation runs the baseline's four operations on a
+// small chain with real tofu and knit's state encryption: outputs flow
+// downstream, state is encrypted, teardown leaves no resources.
+func TestDirectRunsEveryOperation(t *testing.T) {
+	tofu := testtools.Tofu(t)
+	e, err := GenerateTerraform(t.TempDir(), Chain, 3, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	d := Direct{Tofu: tofu.Path, CLIConfig: tofu.CLIConfig, Parallelism: 2, Env: terraform.EncryptionEnv(key)}
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := d.Apply(ctx, e, dir); err != nil {
+		t.Fatal(err)
+	}
+	vars, _ := os.ReadFile(filepath.Join(dir, "c002", "module", "knit.auto.tfvars.json"))
+	if !strings.Contains(string(vars), `"up_c001": "c001:c000:"`) {
+		t.Errorf("c002's inputs = %s, want c001's output", vars)
+	}
+	state, _ := os.ReadFile(filepath.Join(dir, "c000", "terraform.tfstate"))
+	if !strings.Contains(string(state), "encrypted_data") {
+		t.Errorf("state is not encrypted:\n%s", state)
+	}
+	for _, op := range []func(context.Context, *Env, string) (time.Duration, error){d.Apply, d.Drift, d.Teardown} {
+		if _, err := op(ctx, e, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(tofu.Path, "state", "list")
+	cmd.Dir = filepath.Join(dir, "c000", "module")
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+tofu.CLIConfig), d.Env...)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("c000 after teardown: %v\n%s", err, out)
 	}
 }

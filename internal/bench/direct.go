@@ -26,6 +26,10 @@ type Direct struct {
 	Tofu        string
 	CLIConfig   string
 	Parallelism int
+	// Env is added to the tools' environment: the suite gives the
+	// baseline the state encryption knit uses (TF_ENCRYPTION), so that both
+	// write the same encrypted state.
+	Env []string
 }
 
 // The baseline's commands. Every operation after the first apply finds its
@@ -48,8 +52,9 @@ func (d Direct) env(dir string) ([]string, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
-	return append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
-		"TF_PLUGIN_CACHE_DIR="+cache, "TF_CLI_CONFIG_FILE="+d.CLIConfig), nil
+	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
+		"TF_PLUGIN_CACHE_DIR="+cache, "TF_CLI_CONFIG_FILE="+d.CLIConfig)
+	return append(env, d.Env...), nil
 }
 
 // Apply provisions e with work dirs under dir (init then apply per module;

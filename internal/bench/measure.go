@@ -21,7 +21,10 @@ type Sample struct {
 	// from /proc while it runs; 0 where /proc is missing. Unlike MaxRSS it
 	// never counts a child, so it is knit's own memory without the tools'.
 	SelfRSS int64
-	Stdout  []byte
+	// CPU is the user and system time of the process and of the children
+	// it waited for (for knit: the tools it ran).
+	CPU    time.Duration
+	Stdout []byte
 }
 
 // Exec runs a command with extra environment variables and measures it.
@@ -46,6 +49,7 @@ func Exec(ctx context.Context, env []string, okCodes []int, name string, args ..
 	s := Sample{Wall: time.Since(start), Stdout: stdout.Bytes(), SelfRSS: self}
 	if cmd.ProcessState != nil {
 		s.MaxRSS = maxRSS(cmd.ProcessState)
+		s.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

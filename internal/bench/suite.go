@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"knit.dev/knit/internal/runner/terraform"
 )
 
 // Config says what to measure and with which binaries.
@@ -69,11 +72,22 @@ type suite struct {
 	seen map[string]bool
 	// peak is knit's own largest peak memory in the terraform runs.
 	peak int64
+	// encryption is the environment that encrypts state as knit does; the
+	// baseline runs with it.
+	encryption []string
+	// cpu sums, per operation over every shape and work size, the median
+	// CPU time of knit (with its tools) and of the baseline's tools.
+	cpu map[string]*[2]time.Duration
 }
 
 // Run measures everything the report holds.
 func Run(ctx context.Context, cfg Config) (*Results, error) {
-	s := &suite{cfg: cfg, ctx: ctx, res: &Results{Started: time.Now()}, seen: map[string]bool{}}
+	s := &suite{cfg: cfg, ctx: ctx, res: &Results{Started: time.Now()}, seen: map[string]bool{}, cpu: map[string]*[2]time.Duration{}}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	s.encryption = terraform.EncryptionEnv(key)
 	if err := s.toolCounts(); err != nil {
 		return nil, fmt.Errorf("tool processes: %w", err)
 	}
@@ -88,6 +102,15 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		if err := s.boundTarget(); err != nil {
 			return nil, fmt.Errorf("bound: %w", err)
 		}
+	}
+	for _, op := range s.tfOps() {
+		if c := s.cpu[op.name]; c != nil && c[1] > 0 {
+			s.add(Figure{Name: fmt.Sprintf("%s: CPU time of knit and the tools it ran ÷ the baseline's tools, summed over shapes and work sizes (%s ÷ %s)", op.name, ms(c[0]), ms(c[1])),
+				Value: fmt.Sprintf("%.3f", ratio(c[0], c[1])), Target: "— (informational)"})
+		}
+	}
+	if err := s.encryptionCost(); err != nil {
+		return nil, fmt.Errorf("encryption cost: %w", err)
 	}
 	s.add(Figure{Name: "knit's own peak memory (VmHWM of the knit process, tools not counted), largest over every terraform run above",
 		Value: mib(s.peak), Target: "≤ 100 MiB", Met: met(s.peak <= 100<<20)})
@@ -129,7 +152,7 @@ type tfOp struct {
 }
 
 func (s *suite) tfOps() []tfOp {
-	d := Direct{Tofu: s.cfg.Tofu, CLIConfig: s.cfg.CLIConfig, Parallelism: s.cfg.Parallelism}
+	d := Direct{Tofu: s.cfg.Tofu, CLIConfig: s.cfg.CLIConfig, Parallelism: s.cfg.Parallelism, Env: s.encryption}
 	par := fmt.Sprint(s.cfg.Parallelism)
 	tf := []string{"--parallelism", par, "--tf-binary", s.cfg.Tofu}
 	apply := func(e *Env, data string) (Sample, error) {
@@ -167,23 +190,36 @@ func (s *suite) terraform(shape Shape, delay string) error {
 	}
 	ops := s.tfOps()
 	base, knit := make([][]time.Duration, len(ops)), make([][]time.Duration, len(ops))
+	baseCPU, knitCPU := make([][]time.Duration, len(ops)), make([][]time.Duration, len(ops))
 	for r := range s.cfg.Repeat {
 		dir, data := filepath.Join(root, fmt.Sprintf("direct-%d", r)), filepath.Join(root, fmt.Sprintf("knit-%d", r))
 		var line []string
 		for k, op := range ops {
+			// The baseline's tools are this process's only children meanwhile.
+			cpu0 := childrenCPU()
 			b, err := op.base(e, dir)
 			if err != nil {
 				return fmt.Errorf("baseline %s: %w", op.name, err)
 			}
+			bcpu := childrenCPU() - cpu0
 			smp, err := op.knit(e, data)
 			if err != nil {
 				return err
 			}
 			s.peak = max(s.peak, smp.SelfRSS)
 			base[k], knit[k] = append(base[k], b), append(knit[k], smp.Wall)
-			line = append(line, fmt.Sprintf("%s %s/%s", op.name, ms(smp.Wall), ms(b)))
+			baseCPU[k], knitCPU[k] = append(baseCPU[k], bcpu), append(knitCPU[k], smp.CPU)
+			line = append(line, fmt.Sprintf("%s %s/%s (cpu %s/%s)", op.name, ms(smp.Wall), ms(b), ms(smp.CPU), ms(bcpu)))
 		}
 		s.logf("%s, %s s/module, #%d (knit/baseline): %s", shape, delay, r+1, strings.Join(line, ", "))
+	}
+	for k, op := range ops {
+		c := s.cpu[op.name]
+		if c == nil {
+			c = &[2]time.Duration{}
+			s.cpu[op.name] = c
+		}
+		c[0], c[1] = c[0]+median(knitCPU[k]), c[1]+median(baseCPU[k])
 	}
 	work, err := time.ParseDuration(delay + "s")
 	if err != nil {
@@ -235,6 +271,36 @@ func (s *suite) boundTarget() error {
 	x := ratio(kn, bound)
 	s.add(Figure{Name: fmt.Sprintf("apply, layered, %s s of work per module: knit ÷ bound (%s ÷ %s; baseline %s)", s.cfg.BoundDelay, ms(kn), ms(bound), ms(median(base))),
 		Value: fmt.Sprintf("%.3f", x), Target: "≤ 1.25", Met: met(x <= 1.25)})
+	return nil
+}
+
+// encryptionCost measures what state encryption costs the baseline: its
+// apply of the layered graph with no work, with knit's encryption and
+// without, alternating, Repeat times.
+func (s *suite) encryptionCost() error {
+	root := filepath.Join(s.cfg.Work, "tf-encryption")
+	e, err := GenerateTerraform(filepath.Join(root, "src"), Layered, s.cfg.Modules, "0")
+	if err != nil {
+		return err
+	}
+	with := Direct{Tofu: s.cfg.Tofu, CLIConfig: s.cfg.CLIConfig, Parallelism: s.cfg.Parallelism, Env: s.encryption}
+	without := with
+	without.Env = nil
+	var on, off []time.Duration
+	for r := range s.cfg.Repeat {
+		a, err := with.Apply(s.ctx, e, filepath.Join(root, fmt.Sprintf("on-%d", r)))
+		if err != nil {
+			return err
+		}
+		b, err := without.Apply(s.ctx, e, filepath.Join(root, fmt.Sprintf("off-%d", r)))
+		if err != nil {
+			return err
+		}
+		on, off = append(on, a), append(off, b)
+	}
+	x := ratio(median(on), median(off))
+	s.add(Figure{Name: fmt.Sprintf("state encryption's cost to the baseline: apply, layered, 0 s of work per module, with knit's encryption ÷ without (%s ÷ %s)", ms(median(on)), ms(median(off))),
+		Value: fmt.Sprintf("%.3f", x), Target: "— (informational)"})
 	return nil
 }
 
