@@ -35,11 +35,10 @@ func chromium(t *testing.T) string {
 			return path
 		}
 	}
-	msg := "chromium not found: run make tools (installs Debian's chromium)"
 	if testtools.Required() {
-		t.Fatal(msg)
+		t.Fatal("chromium not found: run make tools (installs Debian's chromium)")
 	}
-	t.Skip(msg)
+	t.Skip("chromium not found: run make tools (installs Debian's chromium)")
 	return ""
 }
 
