@@ -137,10 +137,16 @@ type result struct {
 // knit runs the knit binary in the world's folder.
 func (w *world) knit(args ...string) result {
 	w.t.Helper()
+	return w.knitWith(nil, args...)
+}
+
+// knitWith runs the knit binary with extra environment variables.
+func (w *world) knitWith(extra []string, args ...string) result {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, knitBin, args...)
-	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd.Dir, cmd.Env = w.dir, append(append([]string{}, w.env...), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

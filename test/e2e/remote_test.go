@@ -1,18 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // secretModule manages one file and outputs its id and a sensitive value.
@@ -55,26 +50,6 @@ spec:
   autoApprove: true
   components:
 ` + comp("net", "") + comp("web", "      dependsOn: [net]\n      autoApprove: false\n")
-}
-
-// knitWith runs the knit binary with extra environment variables.
-func (w *world) knitWith(extra []string, args ...string) result {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, knitBin, args...)
-	cmd.Dir, cmd.Env = w.dir, append(append([]string{}, w.env...), extra...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatalf("knit %s: %v", strings.Join(args, " "), err)
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
 }
 
 // volatile is what may differ between two runs of the same command a
