@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -23,40 +24,103 @@ func (e *Engine) Drift(ctx context.Context, env *spec.Environment, opts Options,
 }
 
 func (s *session) drift(ctx context.Context) error {
-	return s.walkSelected(ctx, "drift", s.driftOne)
+	g, err := s.selected()
+	if err != nil {
+		return err
+	}
+	checks := s.checkAll(ctx, g)
+	wr := g.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+		return s.driftOne(ctx, name, checks[name])
+	})
+	// A component checked but never judged (behind a failure, interrupted)
+	// still holds a running component run: settle it with the walk's reason.
+	for name, vr := range wr.Vertices {
+		c := checks[name]
+		if c == nil || (vr.Status != dag.Skipped && vr.Status != dag.Waiting && vr.Status != dag.Canceled) {
+			continue
+		}
+		st, code, reason := s.defaultSettle(name, vr)
+		s.setCode(c.step.cr, st, code, reason)
+		c.step.cr.Log = c.step.log.Redacted(c.step.secrets)
+		_ = s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
+	}
+	s.settle("drift", wr, s.defaultSettle)
+	return nil
 }
 
-func (s *session) driftOne(ctx context.Context, name string) error {
-	st := s.newStep(name, Checking)
-	st.op = "drift"
-	prev := s.state(name)
-	if !live(prev) {
+// check is one component's drift check: its plan against reality with the
+// inputs it was last applied with, not yet judged.
+type check struct {
+	step *step
+	p    *prepared
+	plan *runner.Plan
+	err  error
+}
+
+// checkAll plans every live component at once, at the run's parallelism.
+// A check takes the outputs its producers stored when last applied, all
+// known before any check ends, so drift costs the slowest single plan
+// rather than the graph's depth; driftOne then judges the checks in graph
+// order, where upstream drift and reconciling need it.
+func (s *session) checkAll(ctx context.Context, g *dag.Graph) map[string]*check {
+	checks := make(map[string]*check)
+	flat := dag.New()
+	for _, name := range g.Vertices() {
+		if live(s.state(name)) {
+			checks[name] = &check{step: s.newStep(name, Checking)}
+			flat.Add(name)
+		}
+	}
+	wr := flat.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+		c := checks[name]
+		c.step.op = "drift"
+		if c.p, c.err = c.step.prepare(ctx, true); c.err != nil {
+			return nil
+		}
+		if c.step.storeRun, c.err = s.started(c.step.op, c.step.cr); c.err != nil {
+			return nil
+		}
+		// Drift names the attributes that differ (driftSummary); an
+		// in-sync component costs one tool run all the same.
+		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, runner.PlanOptions{Attributes: true}); c.err != nil {
+			c.err = fmt.Errorf("plan: %w", c.err)
+		}
+		return nil
+	})
+	for name, vr := range wr.Vertices {
+		if c := checks[name]; vr.Status != dag.Succeeded && c.err == nil {
+			c.err = vr.Err // panicked, or interrupted before it started
+			if c.err == nil {
+				c.err = fmt.Errorf("drift check of %s did not run: %s", name, vr.Reason)
+			}
+		}
+	}
+	return checks
+}
+
+func (s *session) driftOne(ctx context.Context, name string, c *check) error {
+	if c == nil {
+		st := s.newStep(name, Checking)
+		st.op = "drift"
 		s.set(st.cr, NotApplied, "never applied: knit apply creates it")
 		return s.record(st.op, st.cr, nil, nil)
 	}
+	st, prev := c.step, s.state(name)
 	if ups := s.affectedBy(st.c); len(ups) > 0 {
+		// Its own check planned with inputs drift is about to change.
 		st.cr.Drift, st.cr.AffectedBy = Affected, ups
 		if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
 			st.force = true
 			return s.converge(ctx, st, nil, nil)
 		}
+		st.cr.Log = st.log.Redacted(st.secrets)
 		s.set(st.cr, Affected, "takes "+strings.Join(ups, ", ")+", which drift changes")
-		return s.record(st.op, st.cr, nil, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
-
-	p, err := st.prepare(ctx, true)
-	if err != nil {
-		return st.fail(ctx, err)
+	if c.err != nil {
+		return st.fail(ctx, c.err)
 	}
-	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
-		return err
-	}
-	// Drift names the attributes that differ (driftSummary); an in-sync
-	// component costs one tool run all the same.
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true})
-	if err != nil {
-		return st.fail(ctx, fmt.Errorf("plan: %w", err))
-	}
+	plan, p := c.plan, c.p
 	st.cr.Plan = plan
 	st.cr.Log = st.log.Redacted(st.secrets)
 	if !plan.HasChanges() {

@@ -3,8 +3,11 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
@@ -246,5 +249,90 @@ func TestDriftPoliciesDecidePerComponent(t *testing.T) {
 	}
 	if !h.r.Applied("c00") || h.r.Applied("c02") {
 		t.Fatalf("world: c00 fixed %v, c02 fixed %v", h.r.Applied("c00"), h.r.Applied("c02"))
+	}
+}
+
+// chain4: a → b → c → d, each taking the one before's output.
+const chain4 = `
+apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: chain}
+spec:
+  teamName: t
+  envName: chain
+  autoApprove: true
+  components:
+    - {name: a, type: script, script: {apply: "true"}, outputs: [{name: id}]}
+    - {name: b, type: script, script: {apply: "true"}, outputs: [{name: url}], variables: [{name: parent, valueFrom: a.id}]}
+    - {name: c, type: script, script: {apply: "true"}, variables: [{name: parent, valueFrom: a.id}]}
+    - {name: d, type: script, script: {apply: "true"}, dependsOn: [c]}
+`
+
+func TestDriftChecksEveryComponentAtOnceWhateverTheDepth(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, chain4)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	// Every plan waits until all four have started: drift only passes if
+	// it checks the whole chain at once rather than in dependency order.
+	var mu sync.Mutex
+	started, all := 0, make(chan struct{})
+	h.r.Hook = func(ctx context.Context, op, comp string) error {
+		if op != "plan" {
+			return nil
+		}
+		mu.Lock()
+		if started++; started == 4 {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return nil
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("%s planned alone: drift checks ran one after another", comp)
+		}
+	}
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester", Parallelism: 4}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
+}
+
+func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, chain4)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Fail = map[string]map[string]error{"c": {"plan": errors.New("provider unreachable")}}
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.Failed, "d": engine.Skipped})
+	if d := res.Component("d"); d.Code != "skipped: upstream c failed" {
+		t.Errorf("d code %q", d.Code)
+	}
+	// d was checked (all checks run at once) but never judged: its
+	// component run is finished as skipped, not left running.
+	crs, err := h.st.ComponentRuns(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, cr := range crs {
+		got[cr.Component] = cr.Status
+		if cr.FinishedAt.IsZero() {
+			t.Errorf("%s: component run left unfinished (%s)", cr.Component, cr.Status)
+		}
+	}
+	want := map[string]string{"a": "in sync", "b": "in sync", "c": "failed", "d": "skipped"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stored component runs %v, want %v", got, want)
 	}
 }
