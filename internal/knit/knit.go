@@ -16,9 +16,9 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/keyfile"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
-	"knit.dev/knit/internal/runner/helm"
-	"knit.dev/knit/internal/runner/manifests"
+	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/script"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
@@ -36,6 +36,13 @@ type Config struct {
 	// TFBinary is the OpenTofu/Terraform binary; empty: KNIT_TF_BINARY,
 	// then tofu, then terraform on PATH.
 	TFBinary string
+	// KubeRunner is the knit-kube executable that runs helm and manifests
+	// components; empty: KNIT_KUBE_RUNNER, then knit-kube beside the
+	// running binary, then on PATH.
+	KubeRunner string
+	// CacheDir keeps what knit learns about tools (their versions, keyed
+	// by binary path, size and time); empty: the user's cache dir.
+	CacheDir string
 	// Getenv reads knit's own settings (KNIT_TF_BINARY, TF_CLI_CONFIG_FILE,
 	// PATH); default os.Getenv.
 	Getenv func(string) string
@@ -120,9 +127,28 @@ func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
 		// has terraform components to plan.
 		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
 		spec.TypeScript:    script.New(script.Options{ExtraEnv: k.cfg.ToolEnv, GracePeriod: k.cfg.GracePeriod}),
-		spec.TypeHelm:      helm.New(helm.Options{DataDir: k.cfg.DataDir}),
-		spec.TypeManifests: manifests.New(manifests.Options{DataDir: k.cfg.DataDir}),
+		spec.TypeHelm:      k.kubeRunner(spec.TypeHelm),
+		spec.TypeManifests: k.kubeRunner(spec.TypeManifests),
 	}
+}
+
+// kubeRunner runs components of typ in knit-kube, a process per operation
+// (package external says why), found when a run first needs it.
+func (k *Knit) kubeRunner(typ string) runner.Runner {
+	return runner.Lazy(func() runner.Runner {
+		path := k.cfg.KubeRunner
+		if path == "" {
+			path = k.cfg.Getenv("KNIT_KUBE_RUNNER")
+		}
+		if path == "" {
+			var err error
+			if path, err = external.Locate("knit-kube"); err != nil {
+				return runner.Unavailable(err)
+			}
+		}
+		return &external.Runner{Path: path, Type: typ, DataDir: k.cfg.DataDir,
+			Env: procexec.ToolEnv(nil, k.cfg.ToolEnv), GracePeriod: k.cfg.GracePeriod}
+	})
 }
 
 func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
@@ -130,7 +156,7 @@ func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
 	if err != nil {
 		return runner.Unavailable(err)
 	}
-	tv, err := bin.CachedVersion(ctx, filepath.Join(k.cfg.DataDir, "cache"))
+	tv, err := bin.CachedVersion(ctx, k.versionCache())
 	if err != nil {
 		return runner.Unavailable(err)
 	}
@@ -141,6 +167,19 @@ func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
 	key := keyfile.Derive(master, StateKeyPurpose)
 	return terraform.New(bin, terraform.Options{DataDir: k.cfg.DataDir, ToolVersion: tv, ExtraEnv: k.cfg.ToolEnv,
 		GracePeriod: k.cfg.GracePeriod, EncryptionKey: key})
+}
+
+// versionCache is where the tool's version is remembered: the user's cache
+// dir, shared by every data dir on the machine (a fresh data dir then
+// starts no version process), else the data dir.
+func (k *Knit) versionCache() string {
+	if k.cfg.CacheDir != "" {
+		return k.cfg.CacheDir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "knit")
+	}
+	return filepath.Join(k.cfg.DataDir, "cache")
 }
 
 // StateKeyPurpose derives, from knit's key file, the key that encrypts

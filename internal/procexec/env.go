@@ -17,10 +17,10 @@ var toolEnvNames = map[string]bool{
 }
 
 // toolEnvPrefixes are families of variables that configure tools and
-// clouds: OpenTofu/Terraform, and the credentials of the usual providers.
+// clouds: OpenTofu/Terraform, Helm, and the credentials of the usual providers.
 var toolEnvPrefixes = []string{
 	"LC_", "TF_", "AWS_", "GOOGLE_", "CLOUDSDK_", "ARM_", "AZURE_",
-	"DIGITALOCEAN_", "HCLOUD_", "OCI_", "VAULT_", "CONSUL_", "GIT_", "SSH_AUTH_SOCK",
+	"DIGITALOCEAN_", "HCLOUD_", "OCI_", "VAULT_", "CONSUL_", "GIT_", "SSH_AUTH_SOCK", "HELM_",
 }
 
 // ToolEnv returns the environment a tool runs with: the entries of environ

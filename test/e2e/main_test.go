@@ -41,10 +41,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	knitBin = filepath.Join(tmp, "knit")
-	build := exec.Command("go", "build", "-o", knitBin, "./cmd/knit")
+	// knit-kube beside knit runs the helm and manifests components.
+	build := exec.Command("go", "build", "-o", tmp+string(filepath.Separator), "./cmd/knit", "./cmd/knit-kube")
 	build.Dir, build.Stdout, build.Stderr = repo, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build knit:", err)
+		fmt.Fprintln(os.Stderr, "build knit and knit-kube:", err)
 		return 1
 	}
 	if p := filepath.Join(repo, ".tools", "bin", "tofu"); isExecutable(p) {
@@ -109,6 +110,7 @@ func newWorld(t *testing.T) *world {
 		"KNIT_TF_BINARY="+tofuBin,
 		"KNIT_ACTOR=e2e",
 		"HOME="+dir, // keep ~/.terraform.d and the like out of the real home
+		"XDG_CACHE_HOME="+filepath.Join(dir, ".cache"),
 	)
 	return w
 }

@@ -222,3 +222,42 @@ func TestGatedComponentToolProcesses(t *testing.T) {
 		t.Errorf("audit lacks the approvals:\n%s", out)
 	}
 }
+
+// TestTheToolVersionIsAskedOncePerBinary: knit remembers the tool's
+// version in the user's cache dir, keyed by the binary's path, size and
+// time, so a fresh data dir starts no `version` process; a changed binary
+// is asked again.
+func TestTheToolVersionIsAskedOncePerBinary(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	w.writeEnv(envFile("count", countedComp("a", "")))
+	versions := func() int {
+		data, _ := os.ReadFile(w.path("calls.log"))
+		_ = os.Remove(w.path("calls.log"))
+		return strings.Count(string(data), "version ")
+	}
+	w.ok("apply", "-f", "env.yaml")
+	if n := versions(); n != 1 {
+		t.Fatalf("first run: version asked %d times, want 1", n)
+	}
+	w.knitWith([]string{"KNIT_DATA_DIR=" + w.path("other-data")}, "apply", "-f", "env.yaml")
+	if n := versions(); n != 0 {
+		t.Errorf("a fresh data dir asked the version again (%d times)", n)
+	}
+	// A rebuilt binary (here: the wrapper rewritten) may be another version.
+	w.countingTofu()
+	w.write(map[string]string{"bin/tofu": mustRead(t, w.path("bin/tofu")) + "\n# rebuilt\n"})
+	w.ok("apply", "-f", "env.yaml")
+	if n := versions(); n != 1 {
+		t.Errorf("a changed binary: version asked %d times, want 1", n)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
