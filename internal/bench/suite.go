@@ -332,7 +332,7 @@ func (s *suite) toolCounts() error {
 		per := map[string]int{}
 		total := 0
 		for _, c := range strings.Fields(string(data)) {
-			if c != "version" { // once per knit process, not per component
+			if c != "version" { // once per tool binary on the machine, not per component
 				per[c]++
 				total++
 			}
