@@ -336,3 +336,50 @@ func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *test
 		t.Errorf("stored component runs %v, want %v", got, want)
 	}
 }
+
+func TestReconcileAppliesWhatUpstreamDriftAffectsOnlyAfterTheUpstreamFix(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, diamond)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Drift("c") // re-creating c changes its outputs, which d takes
+	start := time.Now()
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Component("d").Status; st != engine.Applied && st != engine.NoChanges {
+		t.Fatalf("d after reconcile: %q (%s)", st, res.Component("d").Reason)
+	}
+	var cFixed time.Time
+	for _, call := range h.r.Calls("apply") {
+		if call.Component == "c" && call.Start.After(start) {
+			cFixed = call.End
+		}
+	}
+	if cFixed.IsZero() {
+		t.Fatal("c was not re-applied")
+	}
+	// d was checked with the others, at once; its reconcile (a new plan
+	// with c's new outputs, then the apply) waits for c's fix.
+	var replanned bool
+	for _, call := range h.r.Calls("") {
+		if call.Component != "d" || !call.Start.After(start) {
+			continue
+		}
+		if call.Op == "apply" && call.Start.Before(cFixed) {
+			t.Error("d was applied before c's fix ended")
+		}
+		if call.Op == "plan" && !call.Start.Before(cFixed) {
+			replanned = true
+			if call.Inputs["token"] != "s3cr3t-token" {
+				t.Errorf("d re-planned with inputs %v", call.Inputs)
+			}
+		}
+	}
+	if !replanned {
+		t.Error("d was not planned again after c's fix")
+	}
+}
