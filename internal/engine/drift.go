@@ -81,8 +81,10 @@ func (s *session) checkAll(ctx context.Context, g *dag.Graph) map[string]*check 
 			return nil
 		}
 		// Drift names the attributes that differ (driftSummary); an
-		// in-sync component costs one tool run all the same.
-		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, runner.PlanOptions{Attributes: true}); c.err != nil {
+		// in-sync component costs one tool run all the same. Only a
+		// reconcile applies (or holds for approval) the plan it makes.
+		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile}
+		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
 			c.err = fmt.Errorf("plan: %w", c.err)
 		}
 		return nil

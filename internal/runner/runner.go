@@ -55,6 +55,10 @@ type PlanOptions struct {
 	// dependents are planned from its values. A runner may need another
 	// tool run for them; without it PlannedOutputs may be empty.
 	KnownOutputs bool
+	// Unsaved says nobody will apply the plan (a drift check that only
+	// reports): a runner need not save it, so Plan.File may be empty and
+	// a saved plan waiting for approval is left as it is.
+	Unsaved bool
 }
 
 // Action is what a plan does to one resource.

@@ -16,9 +16,13 @@ func initArgs() []string {
 	return []string{"init", "-input=false", "-no-color"}
 }
 
-// planArgs saves a plan to file; the stream tells what it changes.
+// planArgs saves a plan to file (unless opts.Unsaved); the stream tells
+// what it changes.
 func planArgs(file string, opts runner.PlanOptions) []string {
-	args := []string{"plan", "-json", "-input=false", "-out=" + file}
+	args := []string{"plan", "-json", "-input=false"}
+	if !opts.Unsaved {
+		args = append(args, "-out="+file)
+	}
 	if opts.Destroy {
 		args = append(args, "-destroy")
 	}

@@ -1,6 +1,7 @@
 package terraform_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -184,5 +185,42 @@ func TestPlanApplyInOneProcess(t *testing.T) {
 	again, _, err := f.r.PlanApply(context.Background(), f.c, echoInputs)
 	if err != nil || again.HasChanges() {
 		t.Errorf("second PlanApply = %+v, %v; want no changes", again, err)
+	}
+}
+
+// TestAnUnsavedPlanSavesNothingUnlessItsDetailNeedsIt: a drift check that
+// only reports plans without -out, in one process, and leaves the saved
+// plan a person may be about to approve as it is; a component with an
+// update planned again, saving it, for its attribute names.
+func TestAnUnsavedPlanSavesNothingUnlessItsDetailNeedsIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	f.planApply(echoInputs)
+	changed := runner.Inputs{"n": 4, "l": []any{"a", "b"}, "m": map[string]any{"k": 1}}
+	waiting := f.plan(changed, runner.PlanOptions{}) // as if awaiting approval
+	saved, err := os.ReadFile(waiting.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := terraform.CommandCount(f.r)
+	p := f.plan(echoInputs, runner.PlanOptions{Attributes: true, Unsaved: true})
+	if p.HasChanges() || p.File != "" || p.Checksum != "" {
+		t.Errorf("unsaved in-sync plan %+v", p)
+	}
+	if n := terraform.CommandCount(f.r) - before; n != 1 {
+		t.Errorf("an unsaved in-sync plan ran %d tool processes, want 1", n)
+	}
+	if now, _ := os.ReadFile(waiting.File); !bytes.Equal(now, saved) {
+		t.Error("an unsaved plan replaced the saved plan awaiting approval")
+	}
+
+	before = terraform.CommandCount(f.r)
+	p = f.plan(changed, runner.PlanOptions{Attributes: true, Unsaved: true})
+	if p.Change != 1 || !reflect.DeepEqual(p.Resources[0].Attributes, []string{"input", "output"}) || p.File == "" {
+		t.Errorf("unsaved plan of an update %+v: want its attributes, from a saved plan", p)
+	}
+	if n := terraform.CommandCount(f.r) - before; n != 3 {
+		t.Errorf("an unsaved plan of an update ran %d tool processes, want 3 (plan, plan -out, show)", n)
 	}
 }

@@ -3,3 +3,6 @@ package terraform
 // InitCount reports how many times r ran init, for tests proving that an
 // unchanged module is not initialised again.
 func InitCount(r *Runner) int64 { return r.inits.Load() }
+
+// CommandCount reports how many tool processes r started.
+func CommandCount(r *Runner) int64 { return r.commands.Load() }

@@ -41,6 +41,17 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		return nil, wrap("plan", c, err)
 	}
 	plan := st.plan(opts.RefreshOnly)
+	if opts.Unsaved {
+		if !needsShow(&plan, opts) {
+			plan.Destroying = opts.Destroy
+			return &plan, nil
+		}
+		// The detail asked for is only in a saved plan: a component with
+		// changes is planned again, saving it (an unsaved plan spares a
+		// file and its encryption to the many without changes).
+		opts.Unsaved = false
+		return r.Plan(ctx, c, in, opts)
+	}
 	if needsShow(&plan, opts) {
 		var raw tfjson.Plan
 		if err := p.s.json(ctx, showPlanArgs(file), &raw); err != nil {
