@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/terraform"
 )
 
@@ -24,6 +25,9 @@ type versionView struct {
 	ToolBin string `json:"toolPath,omitempty"`
 	// ToolErr says why no tool was found when one was named (--tf-binary, KNIT_TF_BINARY).
 	ToolErr string `json:"toolError,omitempty"`
+	// KubeRunner is the knit-kube that runs helm and manifests components.
+	KubeRunner    string `json:"kubeRunner,omitempty"`
+	KubeRunnerErr string `json:"kubeRunnerError,omitempty"`
 }
 
 func newVersionCmd(d *deps) *cobra.Command {
@@ -49,6 +53,11 @@ func newVersionCmd(d *deps) *cobra.Command {
 			case !errors.Is(err, terraform.ErrNoBinary):
 				v.ToolErr = err.Error() // the named binary is missing or not executable
 			}
+			if v.KubeRunner = d.getenv("KNIT_KUBE_RUNNER"); v.KubeRunner == "" {
+				if v.KubeRunner, err = external.Locate("knit-kube"); err != nil {
+					v.KubeRunnerErr = err.Error()
+				}
+			}
 			if output == "json" {
 				return writeJSON(d.stdout, v)
 			}
@@ -60,6 +69,11 @@ func newVersionCmd(d *deps) *cobra.Command {
 				fmt.Fprintf(d.stdout, "tool: no OpenTofu or Terraform: %s\n", v.ToolErr)
 			default:
 				fmt.Fprintln(d.stdout, "tool: no OpenTofu or Terraform found (make tools, or --tf-binary)")
+			}
+			if v.KubeRunner != "" {
+				fmt.Fprintf(d.stdout, "helm and manifests: %s\n", v.KubeRunner)
+			} else {
+				fmt.Fprintf(d.stdout, "helm and manifests: %s\n", v.KubeRunnerErr)
 			}
 			return nil
 		},

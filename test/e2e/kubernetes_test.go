@@ -660,3 +660,34 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 		t.Errorf("%d files checked, %d of them holding the non-sensitive greeting: the walk proves nothing", checked, control)
 	}
 }
+
+// TestKubernetesComponentsRunInKnitKube: knit finds knit-kube beside its
+// own binary; without one, only the helm and manifests components fail,
+// saying how to get it, and the rest of the environment goes on.
+func TestKubernetesComponentsRunInKnitKube(t *testing.T) {
+	w := newWorld(t)
+	var v struct{ KubeRunner string }
+	if err := json.Unmarshal([]byte(w.ok("version", "-o", "json").stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(knitBin), "knit-kube"); v.KubeRunner != want {
+		t.Errorf("kube runner %q, want %q beside knit", v.KubeRunner, want)
+	}
+
+	w.write(map[string]string{"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n"})
+	w.writeEnv(envFile("kube",
+		"    - {name: cm, type: manifests, manifests: {path: ./manifests}}\n",
+		"    - {name: hello, type: script, script: {apply: \"true\"}}\n",
+	))
+	r := w.knitWith([]string{"KNIT_KUBE_RUNNER=" + w.path("no-such-knit-kube")}, "apply", "-f", "env.yaml", "-o", "json")
+	if r.code == 0 {
+		t.Fatalf("apply without a kube runner succeeded:\n%s", r.stdout)
+	}
+	got := componentStatuses(t, r.stdout)
+	if got["hello"] != "applied" || got["cm"] != "failed" {
+		t.Errorf("statuses %v", got)
+	}
+	if !strings.Contains(r.stdout, "no-such-knit-kube") {
+		t.Errorf("the failure does not name the missing runner:\n%s", r.stdout)
+	}
+}
