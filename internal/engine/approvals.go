@@ -32,6 +32,9 @@ type approvedPlan struct {
 // approvedPlan returns the component's approved plan if it still matches
 // the environment. Otherwise it marks the approval stale and says why.
 func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
+	if !s.hasOpen(name) {
+		return nil, "", nil
+	}
 	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", nil
@@ -96,6 +99,9 @@ func (s *session) closeApproval(ap *approvedPlan, err error) error {
 // newer plan of it was applied another way (auto-approve, a "yes" at the
 // terminal): the plan it holds can no longer be applied.
 func (s *session) supersedeApproval(name string) error {
+	if !s.hasOpen(name) {
+		return nil
+	}
 	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -104,6 +110,13 @@ func (s *session) supersedeApproval(name string) error {
 		return fmt.Errorf("read the open approval of %s: %w", name, err)
 	}
 	return s.markStale(a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+}
+
+// hasOpen reports whether name may have an open approval (session.open).
+func (s *session) hasOpen(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[name]
 }
 
 // requestApproval keeps a copy of the plan file that cannot be overwritten
@@ -126,6 +139,9 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	a := &store.Approval{Env: s.env.ID(), Component: name, RunID: s.run.ID, Revision: s.run.Revision,
 		Fingerprint: fp, PlanFile: file, PlanChecksum: plan.Checksum, Plan: body,
 		Status: store.ApprovalPending, CreatedAt: s.e.now()}
+	s.mu.Lock()
+	s.open[name] = true
+	s.mu.Unlock()
 	if err := s.e.Store.CreateApproval(s.db, a); err != nil {
 		return 0, err
 	}

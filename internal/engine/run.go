@@ -40,6 +40,11 @@ type session struct {
 	// planned holds, in a plan run, the outputs each planned component's
 	// plan already knows, for the components that take them.
 	planned map[string]*runner.Plan
+	// open names the components with an open (pending or approved)
+	// approval: those at the start, and those this run asks for. Only
+	// runs, which hold the lock, open approvals, so for any other
+	// component the store need not be asked.
+	open    map[string]bool
 	result  *Result
 	// errs are failures of the run's own bookkeeping (store writes), which
 	// fail the run whatever its components did.
@@ -134,6 +139,14 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 	}
 	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
 		return nil, fmt.Errorf("read component states: %w", err)
+	}
+	open, err := e.Store.ListApprovals(ctx, env.ID(), store.ApprovalPending, store.ApprovalApproved)
+	if err != nil {
+		return nil, fmt.Errorf("read open approvals: %w", err)
+	}
+	s.open = make(map[string]bool, len(open))
+	for _, a := range open {
+		s.open[a.Component] = true
 	}
 	if kind != KindDrift {
 		if err := s.addRemoved(ctx); err != nil {
