@@ -44,8 +44,8 @@ type session struct {
 	// approval: those at the start, and those this run asks for. Only
 	// runs, which hold the lock, open approvals, so for any other
 	// component the store need not be asked.
-	open    map[string]bool
-	result  *Result
+	open   map[string]bool
+	result *Result
 	// errs are failures of the run's own bookkeeping (store writes), which
 	// fail the run whatever its components did.
 	errs    []error
