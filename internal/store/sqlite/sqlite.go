@@ -110,6 +110,13 @@ func dsn(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
+	// In WAL mode NORMAL syncs at checkpoints, not at every commit: a
+	// commit survives any crash of the process (kill -9, panic) and the
+	// database is never corrupted; only an OS crash or power loss may
+	// roll back the last commits, as it may the tools' own state files,
+	// which they do not sync either. FULL cost a component run about
+	// 0.5 ms per write (BenchmarkFinishComponentRun 0.75 ms, now 0.2 ms).
+	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
