@@ -178,11 +178,7 @@ func environmentsQuery(f store.EnvironmentFilter) (string, []any) {
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	return query + ` ORDER BY id LIMIT ?`, append(args, limit)
+	return query + ` ORDER BY id` + limitClause(f.Limit), args
 }
 
 // SetAppliedRevision implements store.Store: revision n of env becomes the
@@ -206,11 +202,7 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 		query += ` AND number < ?`
 		args = append(args, f.Before)
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.q.QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.q.QueryContext(ctx, query+` ORDER BY number DESC`+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions of %s: %w", env, err)
 	}
