@@ -230,3 +230,52 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 	}
 	return v, nil
 }
+
+// nullStr scans a text column that may be NULL (a LEFT JOIN's missing
+// row) into a string, NULL as "".
+type nullStr struct{ s *string }
+
+// Scan implements sql.Scanner.
+func (c nullStr) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.s = ""
+	case string:
+		*c.s = v
+	case []byte:
+		*c.s = string(v)
+	default:
+		return fmt.Errorf("text column holds %T", src)
+	}
+	return nil
+}
+
+// nullInt64 scans an integer column that may be NULL into an int64, NULL
+// as 0.
+type nullInt64 struct{ n *int64 }
+
+// Scan implements sql.Scanner.
+func (c nullInt64) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.n = 0
+	case int64:
+		*c.n = v
+	default:
+		return fmt.Errorf("integer column holds %T", src)
+	}
+	return nil
+}
+
+// nullInt is nullInt64 for an int.
+type nullInt struct{ n *int }
+
+// Scan implements sql.Scanner.
+func (c nullInt) Scan(src any) error {
+	var n int64
+	if err := (nullInt64{&n}).Scan(src); err != nil {
+		return err
+	}
+	*c.n = int(n)
+	return nil
+}

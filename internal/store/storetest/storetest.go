@@ -44,6 +44,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Paging", plain(testPaging)},
 		{"PagingEnvironments", plain(testPagingEnvironments)},
 		{"LatestComponentRuns", plain(testLatestComponentRuns)},
+		{"LastRuns", plain(testLastRuns)},
+		{"EnvironmentDetail", plain(testEnvironmentDetail)},
 		{"Tokens", plain(testTokens)},
 		{"CreateApproval", plain(testCreateApproval)},
 		{"OpenApproval", plain(testOpenApproval)},
