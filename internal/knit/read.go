@@ -45,46 +45,23 @@ func limit(n int) int {
 }
 
 // EnvironmentSummary is one row of the environments list.
-type EnvironmentSummary struct {
-	store.Environment
-	LastRun *store.Run `json:"lastRun,omitempty"`
-}
+type EnvironmentSummary = store.EnvironmentSummary
 
 // Environments lists environments in ID order.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
 	n := limit(f.Limit)
-	envs, err := k.store.Environments(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	envs, err := k.store.EnvironmentSummaries(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
-	page := Page[EnvironmentSummary]{Items: make([]EnvironmentSummary, 0, min(n, len(envs)))}
+	page := Page[EnvironmentSummary]{Items: envs}
 	if len(envs) > n {
-		envs, page.Next = envs[:n], envs[n-1].ID
+		page.Items, page.Next = envs[:n], envs[n-1].ID
 	}
-	ids := make([]string, len(envs))
-	for i, e := range envs {
-		ids[i] = e.ID
-	}
-	last, err := k.store.LastRuns(ctx, ids)
-	if err != nil {
-		return page, err
-	}
-	for _, e := range envs {
-		s := EnvironmentSummary{Environment: e}
-		if r, ok := last[e.ID]; ok {
-			s.LastRun = &r
-		}
-		page.Items = append(page.Items, s)
+	if page.Items == nil {
+		page.Items = []EnvironmentSummary{}
 	}
 	return page, nil
-}
-
-func (k *Knit) lastRun(ctx context.Context, env string) (*store.Run, error) {
-	runs, err := k.store.Runs(ctx, env, store.RunFilter{Limit: 1})
-	if err != nil || len(runs) == 0 {
-		return nil, err
-	}
-	return &runs[0], nil
 }
 
 // ResolveEnv finds a known environment by team/env or metadata name.

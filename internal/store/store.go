@@ -131,6 +131,12 @@ type ComponentState struct {
 	UpdatedAt   time.Time              `json:"updatedAt"`
 }
 
+// EnvironmentSummary is one row of a list of environments.
+type EnvironmentSummary struct {
+	Environment
+	LastRun *Run `json:"lastRun,omitempty"` // the newest run, nil when none
+}
+
 // EnvironmentDetail is an environment with what its page shows.
 type EnvironmentDetail struct {
 	Environment
@@ -260,6 +266,9 @@ type Store interface {
 	Runs(ctx context.Context, env string, f RunFilter) ([]Run, error)
 	// LastRuns returns the newest run of each of envs that has one, by env.
 	LastRuns(ctx context.Context, envs []string) (map[string]Run, error)
+	// EnvironmentSummaries is Environments, each with its newest run, in
+	// one read.
+	EnvironmentSummaries(ctx context.Context, f EnvironmentFilter) ([]EnvironmentSummary, error)
 	// EnvironmentDetail reads what an environment's page shows: the
 	// environment, its lock, its newest run and newest drift run, and its
 	// components. It is two reads, not one snapshot. An unknown environment

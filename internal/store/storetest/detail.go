@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +86,45 @@ func testEnvironmentDetail(t *testing.T, s store.Store) {
 	equal(t, "components", names, []string{"db", "job", "old", "web"})
 	if d.Components[3].LastRun.ID != webRun.ID || d.Components[3].LastRun.Log != "" {
 		t.Errorf("web's last run: %+v, want the newest (%d), log left out", d.Components[3].LastRun, webRun.ID)
+	}
+}
+
+// testEnvironmentSummaries: a page of environments with their newest runs
+// is what Environments and LastRuns say, for every filter.
+func testEnvironmentSummaries(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i, id := range []string{"a/1", "a/2", "b/1", "b/2"} {
+		e := env(id)
+		e.Team = id[:1]
+		_, err := s.PutRevision(ctx, e, rev(id, at(0)))
+		must(t, err)
+		if i%2 == 0 {
+			must(t, s.SetEnvironmentStatus(ctx, id, "failed"))
+		}
+		for j := range i { // a/1 has no run, b/2 three
+			must(t, s.CreateRun(ctx, run(id+"-"+string(rune('a'+j)), id, at(time.Duration(j)*time.Minute))))
+		}
+	}
+	for _, f := range []store.EnvironmentFilter{{}, {Limit: 2}, {After: "a/2"}, {Team: "b"}, {Status: "failed"},
+		{Team: "b", Status: "failed", After: "a/9", Limit: 1}} {
+		got, err := s.EnvironmentSummaries(ctx, f)
+		must(t, err)
+		envs, err := s.Environments(ctx, f)
+		must(t, err)
+		var ids []string
+		for _, e := range envs {
+			ids = append(ids, e.ID)
+		}
+		last, err := s.LastRuns(ctx, ids)
+		must(t, err)
+		var want []store.EnvironmentSummary
+		for _, e := range envs {
+			es := store.EnvironmentSummary{Environment: e}
+			if r, ok := last[e.ID]; ok {
+				es.LastRun = &r
+			}
+			want = append(want, es)
+		}
+		equal(t, fmt.Sprintf("summaries %+v", f), got, want)
 	}
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"LatestComponentRuns", plain(testLatestComponentRuns)},
 		{"LastRuns", plain(testLastRuns)},
 		{"EnvironmentDetail", plain(testEnvironmentDetail)},
+		{"EnvironmentSummaries", plain(testEnvironmentSummaries)},
 		{"Tokens", plain(testTokens)},
 		{"CreateApproval", plain(testCreateApproval)},
 		{"OpenApproval", plain(testOpenApproval)},
