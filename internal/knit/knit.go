@@ -69,6 +69,7 @@ type Knit struct {
 	engine    *engine.Engine
 	specs     revCache[*spec.Environment]
 	outlines  revCache[[]outlineComponent]
+	tokens    tokenCache
 }
 
 // Open builds a Knit from cfg: it opens (or creates) the store and wires the
