@@ -43,7 +43,7 @@ func (c *revCache[V]) put(k revKey, v V) {
 // so a server keeps one for every environment of a large installation;
 // whole specs are bigger and needed less often.
 const (
-	maxSpecs    = 4096
+	maxSpecs    = 1024
 	maxOutlines = 1 << 15
 )
 
