@@ -30,6 +30,8 @@ func main() {
 	flag.IntVar(&cfg.Samples, "samples", 1000, "sequential requests per latency figure")
 	flag.IntVar(&cfg.FanOut, "fan-out", 100, "environments one commit touches (0: skip)")
 	flag.IntVar(&cfg.MaxRuns, "max-concurrent-runs", 4, "the fan-out server's --max-concurrent-runs")
+	flag.StringVar(&cfg.Data, "data", "", "keep the seeded data directory here and reuse it when it exists (for iterating)")
+	flag.StringVar(&cfg.CPUProfile, "cpu-profile", "", "the measured server writes its CPU profile here")
 	flag.Parse()
 	if abs, err := filepath.Abs(cfg.Knit); err == nil {
 		cfg.Knit = abs

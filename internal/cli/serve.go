@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type serveConfig struct {
 	Notifications []serveSink `yaml:"notifications"`
 
 	minDriftEvery, driftTick time.Duration // hidden flags, for tests
+	cpuProfile               string        // hidden flag, for knit-loadtest
 }
 
 type serveSink struct {
@@ -106,6 +108,8 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
 	_ = f.MarkHidden("drift-min-every") // for tests: real schedules are minutes apart
 	_ = f.MarkHidden("drift-tick")
+	f.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
+	_ = f.MarkHidden("cpu-profile") // for knit-loadtest -cpu-profile
 	f.StringVar(&c.Git.URL, "git-url", "", "git repository of environment files (file://, https://, ssh)")
 	f.StringVar(&c.Git.Branch, "git-branch", "main", "branch to follow")
 	f.StringVar(&c.Git.Path, "git-path", "", "folder of environment files in the repository")
@@ -143,6 +147,19 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	c.DataDir, c.TFBinary, c.Notifications = file.DataDir, file.TFBinary, file.Notifications
 }
 
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 func readSecretFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
@@ -162,6 +179,13 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return fmt.Errorf("--log-format %q: use text or json", c.LogFormat)
 	}
 	log := slog.New(handler)
+	if c.cpuProfile != "" {
+		stop, err := startCPUProfile(c.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if c.DataDir != "" && d.global.dataDir == "" {
 		d.global.dataDir = c.DataDir
 	}

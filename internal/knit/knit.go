@@ -74,7 +74,9 @@ type Knit struct {
 	store     store.Store
 	ownsStore bool
 	engine    *engine.Engine
-	specs     specCache
+	specs     revCache[*spec.Environment]
+	outlines  revCache[[]outlineComponent]
+	tokens    tokenCache
 }
 
 // Open builds a Knit from cfg: it opens (or creates) the store and wires the
@@ -101,7 +103,8 @@ func Open(ctx context.Context, cfg Config) (*Knit, error) {
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
 	}
-	k := &Knit{cfg: cfg, store: cfg.Store}
+	k := &Knit{cfg: cfg, store: cfg.Store, specs: revCache[*spec.Environment]{max: maxSpecs},
+		outlines: revCache[[]outlineComponent]{max: maxOutlines}}
 	if k.store == nil {
 		st, err := sqlite.Open(ctx, dir)
 		if err != nil {

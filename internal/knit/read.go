@@ -45,46 +45,23 @@ func limit(n int) int {
 }
 
 // EnvironmentSummary is one row of the environments list.
-type EnvironmentSummary struct {
-	store.Environment
-	LastRun *store.Run `json:"lastRun,omitempty"`
-}
+type EnvironmentSummary = store.EnvironmentSummary
 
 // Environments lists environments in ID order.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
 	n := limit(f.Limit)
-	envs, err := k.store.Environments(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	envs, err := k.store.EnvironmentSummaries(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
-	page := Page[EnvironmentSummary]{Items: make([]EnvironmentSummary, 0, min(n, len(envs)))}
+	page := Page[EnvironmentSummary]{Items: envs}
 	if len(envs) > n {
-		envs, page.Next = envs[:n], envs[n-1].ID
+		page.Items, page.Next = envs[:n], envs[n-1].ID
 	}
-	ids := make([]string, len(envs))
-	for i, e := range envs {
-		ids[i] = e.ID
-	}
-	last, err := k.store.LastRuns(ctx, ids)
-	if err != nil {
-		return page, err
-	}
-	for _, e := range envs {
-		s := EnvironmentSummary{Environment: e}
-		if r, ok := last[e.ID]; ok {
-			s.LastRun = &r
-		}
-		page.Items = append(page.Items, s)
+	if page.Items == nil {
+		page.Items = []EnvironmentSummary{}
 	}
 	return page, nil
-}
-
-func (k *Knit) lastRun(ctx context.Context, env string) (*store.Run, error) {
-	runs, err := k.store.Runs(ctx, env, store.RunFilter{Limit: 1})
-	if err != nil || len(runs) == 0 {
-		return nil, err
-	}
-	return &runs[0], nil
 }
 
 // ResolveEnv finds a known environment by team/env or metadata name.
@@ -144,7 +121,7 @@ func (k *Knit) appliedSpec(ctx context.Context, e store.Environment) (*spec.Envi
 	if e.AppliedRevision == 0 {
 		return nil, fmt.Errorf("%s was never applied: knit apply -f FILE", e.ID)
 	}
-	key := fmt.Sprintf("%s@%d", e.ID, e.AppliedRevision)
+	key := revKey{e.ID, e.AppliedRevision}
 	if env, ok := k.specs.get(key); ok {
 		return env, nil
 	}
@@ -155,8 +132,27 @@ func (k *Knit) appliedSpec(ctx context.Context, e store.Environment) (*spec.Envi
 	env, err := spec.FromJSON(rev.Spec, rev.Source, rev.Root)
 	if err == nil {
 		k.specs.put(key, env)
+		k.outlines.put(key, outlineOf(env))
 	}
 	return env, err
+}
+
+// outline is the outline of the spec e is applied at. Outlines are kept
+// for more revisions than whole specs, and made whenever a spec is parsed
+// (a server parses every applied spec when it starts), so that showing an
+// environment seldom parses one.
+func (k *Knit) outline(ctx context.Context, e store.Environment) ([]outlineComponent, error) {
+	key := revKey{e.ID, e.AppliedRevision}
+	if o, ok := k.outlines.get(key); ok {
+		return o, nil
+	}
+	env, err := k.appliedSpec(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	o := outlineOf(env)
+	k.outlines.put(key, o)
+	return o, nil
 }
 
 // ComponentView is one component as knit last saw it.
@@ -202,64 +198,65 @@ type EnvironmentView struct {
 // Environment returns one environment with its components, in the applied
 // spec's order then removed ones by name.
 func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, error) {
-	e, err := k.ResolveEnv(ctx, ref)
-	if err != nil {
+	id := ref
+	if !strings.Contains(ref, "/") { // a metadata name
+		e, err := k.ResolveEnv(ctx, ref)
+		if err != nil {
+			return EnvironmentView{}, err
+		}
+		id = e.ID
+	}
+	d, err := k.store.EnvironmentDetail(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return EnvironmentView{}, k.unknownEnv(ctx, ref)
+	} else if err != nil {
 		return EnvironmentView{}, err
 	}
-	v := EnvironmentView{Environment: e, Components: []ComponentView{}}
-	states, err := k.store.ComponentStates(ctx, e.ID)
-	if err != nil {
-		return v, err
+	v := EnvironmentView{Environment: d.Environment, Lock: d.Lock, LastRun: d.LastRun, Components: []ComponentView{}}
+	byName := make(map[string]*store.ComponentDetail, len(d.Components))
+	for i := range d.Components {
+		byName[d.Components[i].Name] = &d.Components[i]
 	}
-	last, err := k.store.LatestComponentRuns(ctx, e.ID)
-	if err != nil {
-		return v, err
-	}
-	runs := make(map[string]store.ComponentRun, len(last))
-	for _, cr := range last {
-		runs[cr.Component] = cr
-	}
-	seen := map[string]bool{}
-	if e.AppliedRevision > 0 {
-		env, err := k.appliedSpec(ctx, e)
+	if d.AppliedRevision > 0 {
+		outline, err := k.outline(ctx, d.Environment)
 		if err != nil {
 			return v, err
 		}
-		for _, c := range env.Spec.Components {
-			seen[c.Name] = true
-			cv := componentView(c.Name, states[c.Name], runs[c.Name])
-			cv.Type, cv.DependsOn = c.Type, env.Dependencies(c)
+		for _, c := range outline {
+			cv := componentView(c.Name, byName[c.Name])
+			cv.Type, cv.DependsOn = c.Type, c.DependsOn
+			v.Components = append(v.Components, cv)
+			delete(byName, c.Name)
+		}
+	}
+	// What is left and has a state is live but no longer in the file;
+	// d.Components is by name, so removed ones are too.
+	for i := range d.Components {
+		c := &d.Components[i]
+		if byName[c.Name] != nil && c.State.Component != "" && c.State.Status != "destroyed" {
+			cv := componentView(c.Name, c)
+			cv.Removed = true
 			v.Components = append(v.Components, cv)
 		}
 	}
-	var removed []string
-	for name, st := range states {
-		if !seen[name] && st.Status != "destroyed" {
-			removed = append(removed, name)
+	if d.LastDrift != nil {
+		if v.LastDrift, err = k.driftView(ctx, *d.LastDrift); err != nil {
+			return v, err
 		}
 	}
-	sort.Strings(removed)
-	for _, name := range removed {
-		cv := componentView(name, states[name], runs[name])
-		cv.Removed = true
-		v.Components = append(v.Components, cv)
-	}
-	if l, err := k.store.Lock(ctx, e.ID); err == nil {
-		v.Lock = &l
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return v, err
-	}
-	if v.LastRun, err = k.lastRun(ctx, e.ID); err != nil {
-		return v, err
-	}
-	v.LastDrift, err = k.LastDrift(ctx, e.ID)
-	return v, err
+	return v, nil
 }
 
-func componentView(name string, st store.ComponentState, cr store.ComponentRun) ComponentView {
-	cv := ComponentView{Name: name, Status: st.Status, Revision: st.Revision, UpdatedAt: st.UpdatedAt, Outputs: len(st.Outputs)}
-	if cv.Status == "" {
-		cv.Status = "pending"
+// componentView shows one component; d is nil for one never run.
+func componentView(name string, d *store.ComponentDetail) ComponentView {
+	cv := ComponentView{Name: name, Status: "pending"}
+	if d == nil {
+		return cv
+	}
+	st, cr := d.State, d.LastRun
+	cv.Revision, cv.UpdatedAt, cv.Outputs = st.Revision, st.UpdatedAt, d.Outputs
+	if st.Status != "" {
+		cv.Status = st.Status
 	}
 	if cr.RunID != "" {
 		cv.Code, cv.Reason = cr.Code, cr.Reason
@@ -292,7 +289,11 @@ func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
-	r := runs[0]
+	return k.driftView(ctx, runs[0])
+}
+
+// driftView is what the drift run r found per component.
+func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
 	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
 	crs, err := k.store.ComponentRuns(ctx, r.ID)
 	if err != nil {

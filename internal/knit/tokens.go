@@ -58,14 +58,24 @@ func HashToken(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Authenticate returns the live token whose secret this is.
+// Authenticate returns the live token whose secret this is. A token
+// revoked through this Knit is refused at once; one revoked by another
+// process sharing the data directory within tokenTTL.
 func (k *Knit) Authenticate(ctx context.Context, secret string) (store.Token, error) {
 	if !strings.HasPrefix(secret, tokenPrefix) {
 		return store.Token{}, ErrUnauthenticated
 	}
-	t, err := k.store.TokenByHash(ctx, HashToken(secret))
+	hash, now := HashToken(secret), k.now()
+	t, ok, gen := k.tokens.get(hash, now)
+	if ok {
+		return t, nil
+	}
+	t, err := k.store.TokenByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return t, ErrUnauthenticated
+	}
+	if err == nil {
+		k.tokens.put(hash, t, now, gen)
 	}
 	return t, err
 }
@@ -81,7 +91,9 @@ func (k *Knit) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken revokes a token at once, and audits it.
 func (k *Knit) RevokeToken(ctx context.Context, name, actor string) error {
-	if err := k.store.RevokeToken(ctx, name, k.now()); err != nil {
+	err := k.store.RevokeToken(ctx, name, k.now())
+	k.tokens.invalidate() // after the store: a lookup racing it cannot cache the token again
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: no live token %q (knit token list)", ErrNotFound, name)
 		}

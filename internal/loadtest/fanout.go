@@ -105,7 +105,7 @@ spec:
 	if err := git(work, "push", "-q", "origin", "main"); err != nil {
 		return 0, 0, err
 	}
-	c := &client{base: srv.url, token: token, http: &http.Client{Timeout: 10 * time.Second}}
+	c := newClient(srv.url, token, 1)
 	deadline := time.Now().Add(10 * time.Minute) // bounded: the test stops by itself
 	for {
 		n, err := c.provisioned(ctx, "fan")

@@ -37,12 +37,18 @@ type Config struct {
 	Samples    int           // sequential requests per latency figure (1,000)
 	FanOut     int           // environments one commit touches (100)
 	MaxRuns    int           // the fan-out server's --max-concurrent-runs (4)
+	// Data, when set, is a seeded data directory kept between runs: seeded
+	// when it has no database yet, reused as it is otherwise (for iterating).
+	Data string
+	// CPUProfile, when set, is where the measured server writes its CPU
+	// profile (knit serve --cpu-profile).
+	CPUProfile string
 	Log        io.Writer
 }
 
 // Report is what was measured.
 type Report struct {
-	Envs, Components                   int
+	Envs, Components, Samples          int
 	SeedTime                           time.Duration
 	ListP50, ListP99, OneP50, OneP99   time.Duration
 	Clients                            int
@@ -64,24 +70,33 @@ func (c *Config) logf(format string, args ...any) {
 
 // Run measures everything in Report.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	rep := Report{Envs: cfg.Envs, Components: cfg.Components, Clients: cfg.Clients, Duration: cfg.Duration,
-		FanOut: cfg.FanOut, MaxRuns: cfg.MaxRuns}
-	data := filepath.Join(cfg.Work, "seeded")
+	rep := Report{Envs: cfg.Envs, Components: cfg.Components, Samples: cfg.Samples, Clients: cfg.Clients,
+		Duration: cfg.Duration, FanOut: cfg.FanOut, MaxRuns: cfg.MaxRuns}
+	data, fresh := cfg.Data, true
+	if data == "" {
+		data = filepath.Join(cfg.Work, "seeded")
+	} else if _, err := os.Stat(filepath.Join(data, sqlite.DBFile)); err == nil {
+		fresh = false
+	}
 	start := time.Now()
-	token, err := seed(ctx, data, cfg.Envs, cfg.Components)
+	token, err := seed(ctx, data, cfg.Envs, cfg.Components, fresh)
 	if err != nil {
 		return rep, fmt.Errorf("seed: %w", err)
 	}
 	rep.SeedTime = time.Since(start)
 	cfg.logf("seeded %d environments × %d components in %s", cfg.Envs, cfg.Components, rep.SeedTime.Round(time.Millisecond))
-	srv, err := startServer(ctx, cfg.Knit, data, cfg.Work)
+	var args []string
+	if cfg.CPUProfile != "" {
+		args = append(args, "--cpu-profile", cfg.CPUProfile)
+	}
+	srv, err := startServer(ctx, cfg.Knit, data, cfg.Work, args...)
 	if err != nil {
 		return rep, err
 	}
 	defer srv.stop()
 	time.Sleep(2 * time.Second)
 	rep.IdleRSS = rss(srv.cmd.Process.Pid)
-	c := &client{base: srv.url, token: token, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2}, Timeout: 10 * time.Second}}
+	c := newClient(srv.url, token, cfg.Clients)
 
 	// Latency: sequential requests, each page after a random cursor.
 	lists, err := c.sample(ctx, cfg.Samples, func(i int) string {
@@ -101,9 +116,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.logf("latency: list p99 %s, one environment p99 %s", rep.ListP99, rep.OneP99)
 
 	// Throughput: Clients clients for Duration, half lists, half single environments.
+	srvCPU, ownCPU := cpuTime(srv.cmd.Process.Pid), cpuTime(os.Getpid())
 	rep.Requests, rep.Errors = c.hammer(ctx, cfg.Clients, cfg.Duration, cfg.Envs)
 	rep.LoadedRSS = rss(srv.cmd.Process.Pid)
-	cfg.logf("throughput: %.0f requests/s, %d errors", rep.RPS(), rep.Errors)
+	cfg.logf("throughput: %.0f requests/s, %d errors; CPU time: server %s, load generator %s", rep.RPS(), rep.Errors,
+		cpuTime(srv.cmd.Process.Pid)-srvCPU, cpuTime(os.Getpid())-ownCPU)
 	srv.stop()
 
 	if cfg.FanOut > 0 {
@@ -120,23 +137,30 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // envID is the ID of the i-th seeded environment.
 func envID(i, n int) string { return fmt.Sprintf("team%02d/env%05d", i%50, i) }
 
-// seed fills a data dir and returns an admin token for it.
-func seed(ctx context.Context, dir string, envs, comps int) (string, error) {
-	st, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		return "", err
-	}
-	err = st.Seed(ctx, envs, comps, seedSpec)
-	st.Close()
-	if err != nil {
-		return "", err
+// seed fills a data dir (unless fresh is false: seeded before) and returns
+// an admin token for it.
+func seed(ctx context.Context, dir string, envs, comps int, fresh bool) (string, error) {
+	if fresh {
+		st, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		err = st.Seed(ctx, envs, comps, seedSpec)
+		st.Close()
+		if err != nil {
+			return "", err
+		}
 	}
 	k, err := knit.Open(ctx, knit.Config{DataDir: dir})
 	if err != nil {
 		return "", err
 	}
 	defer k.Close()
-	tok, _, err := k.CreateToken(ctx, "loadtest", "admin", nil, "loadtest")
+	name := "loadtest"
+	if !fresh { // a kept store has the tokens of earlier runs
+		name = fmt.Sprintf("loadtest-%d", time.Now().UnixNano())
+	}
+	tok, _, err := k.CreateToken(ctx, name, "admin", nil, "loadtest")
 	return tok, err
 }
 
@@ -242,10 +266,40 @@ func rss(pid int) int64 {
 	return 0
 }
 
-// client calls the API with a token.
+// cpuTime is a process's user and system CPU time so far (Linux), or 0.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis; utime and stime
+	// are the 12th and 13th of those, in clock ticks (100 a second).
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// client calls the API with a token. It is meant to cost the server's
+// cores (which it shares) little: connections are kept, bodies are read
+// into a buffer and dropped, never parsed; statuses are checked.
 type client struct {
 	base, token string
 	http        *http.Client
+	auth        []string // the Authorization header's value, made once
+}
+
+// requestTimeout bounds one request, so a stuck server fails the test.
+const requestTimeout = 10 * time.Second
+
+func newClient(base, token string, clients int) *client {
+	tr := &http.Transport{MaxIdleConnsPerHost: clients * 2, DisableCompression: true}
+	return &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: requestTimeout},
+		auth: []string{"Bearer " + token}}
 }
 
 func (c *client) get(ctx context.Context, path string) error {
@@ -253,7 +307,7 @@ func (c *client) get(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header["Authorization"] = c.auth
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func (r Report) Markdown(cmdline string) string {
 	fmt.Fprintf(&b, "A real `knit serve` on a loopback port, its SQLite store seeded with %d environments × %d components "+
 		"(seeded in %s), measured on %d CPUs (%s). The load generator is bounded: %d sequential requests per latency figure, "+
 		"then %d clients for %s, loopback only.\n\n", r.Envs, r.Components, r.SeedTime.Round(time.Millisecond),
-		runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"), 1000, r.Clients, r.Duration)
+		runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"), r.Samples, r.Clients, r.Duration)
 	fmt.Fprintf(&b, "| figure | value | target | |\n| --- | --- | --- | --- |\n")
 	fmt.Fprintf(&b, "| `GET /environments?limit=50` p50 / p99 | %s / %s | p99 ≤ 50 ms | %s |\n", ms(r.ListP50), ms(r.ListP99), met(r.ListP99 <= 50*time.Millisecond))
 	fmt.Fprintf(&b, "| `GET /environments/{team}/{env}` p50 / p99 | %s / %s | p99 ≤ 20 ms | %s |\n", ms(r.OneP50), ms(r.OneP99), met(r.OneP99 <= 20*time.Millisecond))

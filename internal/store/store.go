@@ -131,6 +131,34 @@ type ComponentState struct {
 	UpdatedAt   time.Time              `json:"updatedAt"`
 }
 
+// EnvironmentSummary is one row of a list of environments.
+type EnvironmentSummary struct {
+	Environment
+	LastRun *Run `json:"lastRun,omitempty"` // the newest run, nil when none
+}
+
+// EnvironmentDetail is an environment with what its page shows.
+type EnvironmentDetail struct {
+	Environment
+	Lock      *Lock // nil: not locked
+	LastRun   *Run  // the newest run, nil when none
+	LastDrift *Run  // the newest run of kind drift, nil when none
+	// Components are those with a state or a component run, by name.
+	Components []ComponentDetail
+}
+
+// ComponentDetail is one component of an EnvironmentDetail.
+type ComponentDetail struct {
+	Name string
+	// State is the component's state without its outputs (zero Component:
+	// it has none); Outputs counts them.
+	State   ComponentState
+	Outputs int
+	// LastRun is its newest component run, Log left empty (zero RunID:
+	// none).
+	LastRun ComponentRun
+}
+
 // Lock is a lease on an environment, held by one run.
 type Lock struct {
 	Env      string    `json:"env"`
@@ -238,6 +266,14 @@ type Store interface {
 	Runs(ctx context.Context, env string, f RunFilter) ([]Run, error)
 	// LastRuns returns the newest run of each of envs that has one, by env.
 	LastRuns(ctx context.Context, envs []string) (map[string]Run, error)
+	// EnvironmentSummaries is Environments, each with its newest run, in
+	// one read.
+	EnvironmentSummaries(ctx context.Context, f EnvironmentFilter) ([]EnvironmentSummary, error)
+	// EnvironmentDetail reads what an environment's page shows: the
+	// environment, its lock, its newest run and newest drift run, and its
+	// components. It is two reads, not one snapshot. An unknown environment
+	// is ErrNotFound.
+	EnvironmentDetail(ctx context.Context, id string) (EnvironmentDetail, error)
 	// InterruptRuns marks every run of env still "running" whose PID is not
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)

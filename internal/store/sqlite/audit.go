@@ -81,9 +81,5 @@ func auditQuery(f store.AuditFilter) (string, []any) {
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	return query + ` ORDER BY id LIMIT ?`, append(args, limit)
+	return query + ` ORDER BY id` + limitClause(f.Limit), args
 }

@@ -158,14 +158,62 @@ func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]
 	return envs, nil
 }
 
+// EnvironmentSummaries implements store.Store: the page of Environments,
+// each joined with its newest run, in one query.
+func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFilter) ([]store.EnvironmentSummary, error) {
+	query, args := environmentSummariesQuery(f)
+	rows, err := s.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	defer rows.Close()
+	var out []store.EnvironmentSummary
+	for rows.Next() {
+		var es store.EnvironmentSummary
+		var r store.Run
+		e := &es.Environment
+		err := rows.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
+			nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
+			nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+		if err != nil {
+			return nil, fmt.Errorf("list environments: %w", err)
+		}
+		if r.ID != "" {
+			r.Env = e.ID
+			es.LastRun = &r
+		}
+		out = append(out, es)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	return out, nil
+}
+
+// environmentSummariesQuery builds the query for EnvironmentSummaries.
+func environmentSummariesQuery(f store.EnvironmentFilter) (string, []any) {
+	where, args := environmentsWhere(f, "e.")
+	return `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
+		r.id, r.kind, r.revision, r.status, r.actor, r.reason, r.source, r.error, r.pid, r.started_at, r.finished_at
+		FROM environments e
+		LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)` +
+		where + ` ORDER BY e.id` + limitClause(f.Limit), args
+}
+
 // environmentsQuery builds the query for Environments. Indexes on team,
 // status and both (each followed by id) keep a filtered page from scanning
 // every environment.
 func environmentsQuery(f store.EnvironmentFilter) (string, []any) {
-	query := `SELECT ` + environmentColumns + ` FROM environments`
+	where, args := environmentsWhere(f, "")
+	return `SELECT ` + environmentColumns + ` FROM environments` + where + ` ORDER BY id` + limitClause(f.Limit), args
+}
+
+// environmentsWhere is the WHERE clause of f (empty when f filters
+// nothing), its columns prefixed with p.
+func environmentsWhere(f store.EnvironmentFilter, p string) (string, []any) {
 	var where []string
 	var args []any
-	add := func(cond string, arg any) { where, args = append(where, cond), append(args, arg) }
+	add := func(cond string, arg any) { where, args = append(where, p+cond), append(args, arg) }
 	if f.Team != "" {
 		add("team = ?", f.Team)
 	}
@@ -175,14 +223,10 @@ func environmentsQuery(f store.EnvironmentFilter) (string, []any) {
 	if f.After != "" {
 		add("id > ?", f.After)
 	}
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	return query + ` ORDER BY id LIMIT ?`, append(args, limit)
+	return ` WHERE ` + strings.Join(where, " AND "), args
 }
 
 // SetAppliedRevision implements store.Store: revision n of env becomes the
@@ -206,11 +250,7 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 		query += ` AND number < ?`
 		args = append(args, f.Before)
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.q.QueryContext(ctx, query+` ORDER BY number DESC LIMIT ?`, append(args, limit)...)
+	rows, err := s.q.QueryContext(ctx, query+` ORDER BY number DESC`+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions of %s: %w", env, err)
 	}

@@ -69,6 +69,14 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 		"audit of an environment":        {func() (string, []any) { return auditQuery(store.AuditFilter{Env: "team/web", After: 10, Limit: 50}) }, "audit_events_env"},
 		"audit of an actor":              {func() (string, []any) { return auditQuery(store.AuditFilter{Actor: "alice", After: 10, Limit: 50}) }, "audit_events_actor"},
 		"latest component runs":          {func() (string, []any) { return latestComponentRunsQuery, []any{"team/web"} }, "COVERING INDEX component_runs_env_component"},
+		"environment summaries after": {func() (string, []any) {
+			return environmentSummariesQuery(store.EnvironmentFilter{After: "t/x", Limit: 50})
+		}, "sqlite_autoindex_environments_1"},
+		"environment summaries by team and status": {func() (string, []any) {
+			return environmentSummariesQuery(store.EnvironmentFilter{Team: "t", Status: "failed", After: "t/x", Limit: 50})
+		}, "environments_team_status"},
+		"an environment's last drift": {func() (string, []any) { return detailQuery, []any{"team/web"} }, "runs_env_kind_started"},
+		"an environment's components": {func() (string, []any) { return detailComponentsQuery, []any{"team/web"} }, "COVERING INDEX component_runs_env_component (env=? AND component=?)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q, args := tc.query()

@@ -153,11 +153,7 @@ func runsQuery(ctx context.Context, tx *sql.Tx, env string, f store.RunFilter) (
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	return query + ` ORDER BY started_at DESC, rowid DESC LIMIT ?`, append(args, limit), nil
+	return query + ` ORDER BY started_at DESC, rowid DESC` + limitClause(f.Limit), args, nil
 }
 
 // InterruptRuns implements store.Store. Each interrupted run gets an error

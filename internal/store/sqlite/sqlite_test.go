@@ -102,7 +102,8 @@ func TestFilesArePrivate(t *testing.T) {
 
 func TestPragmas(t *testing.T) {
 	s := openT(t, t.TempDir())
-	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "synchronous": "1"} {
+	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000",
+		"synchronous": "1", "cache_size": "-8192"} {
 		var got string
 		if err := s.db.QueryRow(`PRAGMA ` + pragma).Scan(&got); err != nil {
 			t.Fatal(err)

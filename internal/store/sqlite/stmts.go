@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"sync"
 )
 
@@ -64,6 +65,18 @@ func (c *stmts) inTx(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 		return nil, err
 	}
 	return tx.StmtContext(ctx, st), nil
+}
+
+// limitClause is " LIMIT n" for n > 0, else nothing (no limit). The number
+// is written into the statement rather than bound: SQLite's planner reads a
+// bound LIMIT's value, which expires the prepared statement each time a new
+// value is bound, so every run parsed it again. Limits take few values (a
+// page size plus one), so the statements stay few.
+func limitClause(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return " LIMIT " + strconv.Itoa(n)
 }
 
 func (c *stmts) close() {

@@ -1,0 +1,76 @@
+package knit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// TestRevokedTokenRefused: a token is refused the moment it is revoked
+// through the same Knit, though it was just accepted (and so remembered);
+// revoked by another process on the same data directory, within a second.
+func TestRevokedTokenRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	k, err := knit.Open(ctx, knit.Config{DataDir: dir, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	other, err := knit.Open(ctx, knit.Config{DataDir: dir, Now: clock.Now}) // as another process would
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	accepted := func(secret string) bool {
+		t.Helper()
+		_, err := k.Authenticate(ctx, secret)
+		if err != nil && !errors.Is(err, knit.ErrUnauthenticated) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	here, _, err := k.CreateToken(ctx, "here", "viewer", nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !accepted(here) || !accepted(here) {
+		t.Fatal("a live token refused")
+	}
+	if err := k.RevokeToken(ctx, "here", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if accepted(here) {
+		t.Error("a token revoked through the same Knit still accepted")
+	}
+
+	there, _, err := k.CreateToken(ctx, "there", "viewer", nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !accepted(there) {
+		t.Fatal("a live token refused")
+	}
+	if err := other.RevokeToken(ctx, "there", "test"); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(time.Second)
+	if accepted(there) {
+		t.Error("a token revoked by another process still accepted a second later")
+	}
+}

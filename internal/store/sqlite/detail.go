@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// detailQuery reads an environment with its lock, newest run and newest
+// drift run in one row; the lock and runs are NULL when there are none.
+const detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
+	l.run_id, l.owner, l.pid, l.host, l.acquired_at, l.expires_at,
+	r.id, r.kind, r.revision, r.status, r.actor, r.reason, r.source, r.error, r.pid, r.started_at, r.finished_at,
+	d.id, d.kind, d.revision, d.status, d.actor, d.reason, d.source, d.error, d.pid, d.started_at, d.finished_at
+	FROM environments e
+	LEFT JOIN locks l ON l.env = e.id
+	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)
+	LEFT JOIN runs d ON d.rowid = (SELECT rowid FROM runs WHERE env = e.id AND kind = 'drift' ORDER BY started_at DESC, rowid DESC LIMIT 1)
+	WHERE e.id = ?`
+
+// detailComponentsQuery reads each component known from a state or a
+// component run: its state, how many outputs it has and its newest
+// component run (on the covering index (env, component, id)).
+const detailComponentsQuery = `SELECT c.component, s.component, s.status, s.fingerprint, s.revision, s.updated_at,
+	(SELECT COUNT(*) FROM outputs o WHERE o.env = ?1 AND o.component = c.component),
+	r.id, r.run_id, r.operation, r.status, r.code, r.reason, r.plan_summary, r.started_at, r.finished_at
+	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1) c
+	LEFT JOIN component_states s ON s.env = ?1 AND s.component = c.component
+	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = ?1 AND component = c.component)
+	ORDER BY c.component`
+
+// EnvironmentDetail implements store.Store in two queries.
+func (s *Store) EnvironmentDetail(ctx context.Context, id string) (store.EnvironmentDetail, error) {
+	var d store.EnvironmentDetail
+	e := &d.Environment
+	var l store.Lock
+	var r, dr store.Run
+	err := s.q.QueryRowContext(ctx, detailQuery, id).Scan(
+		&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
+		nullStr{&l.RunID}, nullStr{&l.Owner}, nullInt{&l.PID}, nullStr{&l.Host}, timeCol{&l.Acquired}, timeCol{&l.Expires},
+		nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
+		nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
+		nullStr{&dr.ID}, nullStr{&dr.Kind}, nullInt{&dr.Revision}, nullStr{&dr.Status}, nullStr{&dr.Actor}, nullStr{&dr.Reason},
+		nullStr{&dr.Source}, nullStr{&dr.Error}, nullInt{&dr.PID}, timeCol{&dr.StartedAt}, timeCol{&dr.FinishedAt})
+	if err != nil {
+		return d, notFound(err, "environment %s", id)
+	}
+	if l.RunID != "" {
+		l.Env = id
+		d.Lock = &l
+	}
+	if r.ID != "" {
+		r.Env = id
+		d.LastRun = &r
+	}
+	if dr.ID != "" {
+		dr.Env = id
+		d.LastDrift = &dr
+	}
+	if d.Components, err = s.componentDetails(ctx, id); err != nil {
+		return d, fmt.Errorf("components of %s: %w", id, err)
+	}
+	return d, nil
+}
+
+func (s *Store) componentDetails(ctx context.Context, env string) ([]store.ComponentDetail, error) {
+	rows, err := s.q.QueryContext(ctx, detailComponentsQuery, env)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ComponentDetail
+	for rows.Next() {
+		var c store.ComponentDetail
+		st, cr := &c.State, &c.LastRun
+		err := rows.Scan(&c.Name, nullStr{&st.Component}, nullStr{&st.Status}, nullStr{&st.Fingerprint}, nullInt{&st.Revision},
+			timeCol{&st.UpdatedAt}, &c.Outputs,
+			nullInt64{&cr.ID}, nullStr{&cr.RunID}, nullStr{&cr.Operation}, nullStr{&cr.Status}, nullStr{&cr.Code},
+			nullStr{&cr.Reason}, &cr.PlanSummary, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
+		if err != nil {
+			return nil, err
+		}
+		if st.Component != "" {
+			st.Env = env
+		}
+		if cr.RunID != "" {
+			cr.Env, cr.Component = env, c.Name
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
