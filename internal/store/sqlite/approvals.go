@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,7 +28,7 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 		created = s.now()
 	}
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?
 			WHERE env = ? AND component = ? AND status IN (?, ?)`,
 			store.ApprovalStale, a.Env, a.Component, store.ApprovalPending, store.ApprovalApproved)
@@ -136,7 +135,7 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, r
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		var current string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ?`, id).Scan(&current)
 		if err != nil {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,7 +18,7 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
 	if e.Time.IsZero() {
 		e.Time = s.now()
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO audit_events
 			(env, actor, action, component, revision, run_id, reason, detail, time)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -22,7 +21,7 @@ func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) e
 		status = store.StatusRunning
 	}
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		if err := holds(ctx, tx, cr.Env, cr.RunID); err != nil {
 			return err
 		}
@@ -59,7 +58,7 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 			st.Component = cr.Component
 		}
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		var env, runID string
 		err := tx.QueryRowContext(ctx, `SELECT env, run_id FROM component_runs WHERE id = ?`, cr.ID).Scan(&env, &runID)
 		if err != nil {
@@ -162,7 +161,7 @@ func (s *Store) LastComponentRun(ctx context.Context, env, component string) (st
 // outputs come back decrypted. A state without outputs has nil Outputs.
 func (s *Store) ComponentStates(ctx context.Context, env string) (map[string]store.ComponentState, error) {
 	states := map[string]store.ComponentState{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		if err := readStates(ctx, tx, env, states); err != nil {
 			return err
 		}
@@ -174,7 +173,7 @@ func (s *Store) ComponentStates(ctx context.Context, env string) (map[string]sto
 	return states, nil
 }
 
-func readStates(ctx context.Context, tx *sql.Tx, env string, states map[string]store.ComponentState) error {
+func readStates(ctx context.Context, tx *txn, env string, states map[string]store.ComponentState) error {
 	rows, err := tx.QueryContext(ctx, `SELECT env, component, status, fingerprint, revision, updated_at
 		FROM component_states WHERE env = ?`, env)
 	if err != nil {
@@ -191,7 +190,7 @@ func readStates(ctx context.Context, tx *sql.Tx, env string, states map[string]s
 	return rows.Err()
 }
 
-func (s *Store) readOutputs(ctx context.Context, tx *sql.Tx, env string, states map[string]store.ComponentState) error {
+func (s *Store) readOutputs(ctx context.Context, tx *txn, env string, states map[string]store.ComponentState) error {
 	rows, err := tx.QueryContext(ctx, `SELECT component, name, value, sensitive FROM outputs WHERE env = ?`, env)
 	if err != nil {
 		return err
@@ -221,11 +220,11 @@ func (s *Store) readOutputs(ctx context.Context, tx *sql.Tx, env string, states 
 // PutComponentState implements store.Store: it replaces the component's
 // state and all its outputs.
 func (s *Store) PutComponentState(ctx context.Context, st store.ComponentState) error {
-	return s.write(ctx, func(tx *sql.Tx) error { return s.putState(ctx, tx, st) })
+	return s.write(ctx, func(tx *txn) error { return s.putState(ctx, tx, st) })
 }
 
 // putState upserts st and replaces its outputs, sealing sensitive ones.
-func (s *Store) putState(ctx context.Context, tx *sql.Tx, st store.ComponentState) error {
+func (s *Store) putState(ctx context.Context, tx *txn, st store.ComponentState) error {
 	if st.Env == "" || st.Component == "" {
 		return errors.New("put component state: Env and Component are required")
 	}

@@ -33,7 +33,7 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 		rev.CreatedAt = s.now()
 	}
 	var out store.Revision
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		latest, err := revision(ctx, tx, env.ID, 0)
 		switch {
 		case err == nil && latest.Hash == rev.Hash:
@@ -66,7 +66,7 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 
 // upsertEnvironment creates env at rev or points it at rev, keeping the
 // stored team, name and metadata name where env leaves them empty.
-func upsertEnvironment(ctx context.Context, tx *sql.Tx, env store.Environment, rev store.Revision) error {
+func upsertEnvironment(ctx context.Context, tx *txn, env store.Environment, rev store.Revision) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO environments (id, team, name, metadata, revision, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
@@ -86,7 +86,7 @@ func (s *Store) Revision(ctx context.Context, env string, n int) (store.Revision
 	return revision(ctx, s.db, env, n)
 }
 
-// querier is what *sql.DB and *sql.Tx have in common.
+// querier is what *sql.DB and *txn have in common.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -233,7 +233,7 @@ func environmentsWhere(f store.EnvironmentFilter, p string) (string, []any) {
 // one the environment is applied at. An unknown environment or revision is
 // store.ErrNotFound.
 func (s *Store) SetAppliedRevision(ctx context.Context, env string, n int) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		if _, err := revision(ctx, tx, env, n); err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
 // now. A missing environment is store.ErrNotFound.
 func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE environments SET status = ?, updated_at = ? WHERE id = ?`, status, ts(s.now()), id)
 		return affected(res, err, "set status of environment %s", id)
 	})

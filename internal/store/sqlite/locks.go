@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +23,7 @@ func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Durati
 	if lease <= 0 {
 		return store.Lock{}, fmt.Errorf("acquire lock on %s: lease %v is not positive", l.Env, lease)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		now := s.now()
 		h, err := lock(ctx, tx, l.Env)
 		switch {
@@ -61,7 +60,7 @@ func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Dur
 	if lease <= 0 {
 		return fmt.Errorf("renew lock on %s for run %s: lease %v is not positive", env, runID, lease)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		if err := holds(ctx, tx, env, runID); err != nil {
 			return err
 		}
@@ -77,7 +76,7 @@ func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Dur
 // holds checks, inside a write transaction, that runID holds env's lock:
 // the fence that refuses the writes of a run that lost it. Who holds it
 // instead, or that no one does, is store.ErrLockLost.
-func holds(ctx context.Context, tx *sql.Tx, env, runID string) error {
+func holds(ctx context.Context, tx *txn, env, runID string) error {
 	h, err := lock(ctx, tx, env)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("run %s: %w (no run holds %s)", runID, store.ErrLockLost, env)
@@ -100,7 +99,7 @@ func notHeldByOther(h store.Lock, env, runID string) error {
 // Lock implements store.Store: env's current holder, or store.ErrNotFound.
 func (s *Store) Lock(ctx context.Context, env string) (store.Lock, error) {
 	var l store.Lock
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		var err error
 		l, err = lock(ctx, tx, env)
 		return err
@@ -111,7 +110,7 @@ func (s *Store) Lock(ctx context.Context, env string) (store.Lock, error) {
 // ReleaseLock implements store.Store. Releasing a lock runID does not hold
 // (any more) does nothing and is not an error.
 func (s *Store) ReleaseLock(ctx context.Context, env, runID string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE env = ? AND run_id = ?`, env, runID)
 		if err != nil {
 			return fmt.Errorf("release lock on %s: %w", env, err)
@@ -121,7 +120,7 @@ func (s *Store) ReleaseLock(ctx context.Context, env, runID string) error {
 }
 
 // lock reads env's lock; none is store.ErrNotFound.
-func lock(ctx context.Context, tx *sql.Tx, env string) (store.Lock, error) {
+func lock(ctx context.Context, tx *txn, env string) (store.Lock, error) {
 	var l store.Lock
 	err := tx.QueryRowContext(ctx, `SELECT env, run_id, owner, pid, host, acquired_at, expires_at FROM locks WHERE env = ?`, env).
 		Scan(&l.Env, &l.RunID, &l.Owner, &l.PID, &l.Host, timeCol{&l.Acquired}, timeCol{&l.Expires})
@@ -132,7 +131,7 @@ func lock(ctx context.Context, tx *sql.Tx, env string) (store.Lock, error) {
 }
 
 // putLock makes l the lock on its environment, replacing any holder.
-func putLock(ctx context.Context, tx *sql.Tx, l store.Lock) error {
+func putLock(ctx context.Context, tx *txn, l store.Lock) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO locks (env, run_id, owner, pid, host, acquired_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, l.Env, l.RunID, l.Owner, l.PID, l.Host, ts(l.Acquired), ts(l.Expires))
 	return err

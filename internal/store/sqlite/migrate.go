@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -66,8 +65,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	err = s.write(ctx, func(tx *txn) error {
+		_, err := tx.Tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			applied_at TEXT NOT NULL
 		) STRICT`)
@@ -85,7 +84,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("%w (database version %d, this knit knows up to %d)", ErrSchemaNewer, v, len(ms))
 	}
 	for _, m := range ms[v:] {
-		if err := s.write(ctx, func(tx *sql.Tx) error { return s.apply(ctx, tx, m, len(ms)) }); err != nil {
+		if err := s.write(ctx, func(tx *txn) error { return s.apply(ctx, tx, m, len(ms)) }); err != nil {
 			return err
 		}
 	}
@@ -94,7 +93,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // apply runs m in tx unless the database already has it; it refuses a
 // database whose version is beyond latest.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, m migration, latest int) error {
+func (s *Store) apply(ctx context.Context, tx *txn, m migration, latest int) error {
 	v, err := schemaVersion(ctx, tx)
 	if err != nil {
 		return err
@@ -105,7 +104,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, m migration, latest int) 
 	if v >= m.version {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil { // DDL: not worth a cached statement
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, ts(s.now()))

@@ -47,7 +47,7 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		q, args, err := runsQuery(t.Context(), tx, env, f)
+		q, args, err := runsQuery(t.Context(), &txn{Tx: tx, q: s.q}, env, f)
 		if err != nil {
 			t.Fatal(err)
 		}

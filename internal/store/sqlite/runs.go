@@ -21,7 +21,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt))
 		if err != nil {
@@ -38,7 +38,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 // no lock may finish: a run releases its lock as it ends, and a lock that
 // no one holds was not taken over.
 func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 		if err != nil {
 			return notFound(err, "finish run %s", id)
@@ -107,7 +107,7 @@ func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]stor
 			err = scan(s.q.QueryContext(ctx, query, args...))
 		}
 	} else {
-		err = s.read(ctx, func(tx *sql.Tx) error {
+		err = s.read(ctx, func(tx *txn) error {
 			query, args, err := runsQuery(ctx, tx, env, f)
 			if err != nil {
 				return err
@@ -122,7 +122,7 @@ func (s *Store) Runs(ctx context.Context, env string, f store.RunFilter) ([]stor
 }
 
 // runsQuery builds the query for Runs, looking up the cursor f.Before.
-func runsQuery(ctx context.Context, tx *sql.Tx, env string, f store.RunFilter) (string, []any, error) {
+func runsQuery(ctx context.Context, tx *txn, env string, f store.RunFilter) (string, []any, error) {
 	var where []string
 	var args []any
 	if env != "" {
@@ -164,7 +164,7 @@ func (s *Store) InterruptRuns(ctx context.Context, env string, alive func(pid in
 		return nil, errors.New("interrupt runs: alive func is nil")
 	}
 	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		dead, err := deadRuns(ctx, tx, env, alive)
 		if err != nil {
 			return err
@@ -184,7 +184,7 @@ func (s *Store) InterruptRuns(ctx context.Context, env string, alive func(pid in
 }
 
 // deadRuns lists env's running runs whose process is not alive, oldest first.
-func deadRuns(ctx context.Context, tx *sql.Tx, env string, alive func(int) bool) ([]store.Run, error) {
+func deadRuns(ctx context.Context, tx *txn, env string, alive func(int) bool) ([]store.Run, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE env = ? AND status = ?
 		ORDER BY started_at, rowid`, env, store.StatusRunning)
 	if err != nil {
@@ -204,7 +204,7 @@ func deadRuns(ctx context.Context, tx *sql.Tx, env string, alive func(int) bool)
 	return dead, rows.Err()
 }
 
-func interruptRun(ctx context.Context, tx *sql.Tx, r store.Run, at time.Time) error {
+func interruptRun(ctx context.Context, tx *txn, r store.Run, at time.Time) error {
 	msg := r.Error
 	if msg == "" {
 		msg = fmt.Sprintf("knit process %d ended before the run finished", r.PID)

@@ -17,7 +17,7 @@ type SeedSpec func(team, env string, components int) []byte
 // real runs would take. It is for benchmarks only.
 func (s *Store) Seed(ctx context.Context, envs, components int, spec SeedSpec) error {
 	now := s.now().UTC()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		stmt := func(q string) (*sql.Stmt, error) { return tx.PrepareContext(ctx, q) }
 		env, err := stmt(`INSERT INTO environments (id, team, name, metadata, revision, applied_revision, status, created_at, updated_at) VALUES (?, ?, ?, ?, 1, 1, 'provisioned', ?, ?)`)
 		if err != nil {

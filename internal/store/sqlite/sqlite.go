@@ -151,17 +151,18 @@ func (s *Store) Close() error {
 }
 
 // write runs fn in one write transaction, committing if fn returns nil.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx *txn) error) error {
 	select {
 	case s.writes <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-s.writes }()
-	tx, err := s.db.BeginTx(ctx, nil)
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	tx := &txn{Tx: sqlTx, q: s.q}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
@@ -174,13 +175,13 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // read runs fn in one read transaction, a consistent snapshot that never
 // blocks or is blocked by the writer.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func (s *Store) read(ctx context.Context, fn func(tx *txn) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
-	return fn(tx)
+	defer sqlTx.Rollback()
+	return fn(&txn{Tx: sqlTx, q: s.q})
 }
 
 // notFound turns sql.ErrNoRows into store.ErrNotFound wrapped with what.

@@ -18,6 +18,7 @@ type stmts struct {
 }
 
 // maxStmts bounds the cache; queries built from filters have few shapes.
+// Beyond it a query runs unprepared.
 const maxStmts = 256
 
 func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -26,6 +27,9 @@ func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := c.m[query]; ok {
 		return st, nil
 	}
+	if len(c.m) >= maxStmts {
+		return nil, nil // the caller runs the query unprepared
+	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -33,9 +37,7 @@ func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if c.m == nil {
 		c.m = map[string]*sql.Stmt{}
 	}
-	if len(c.m) < maxStmts {
-		c.m[query] = st
-	}
+	c.m[query] = st
 	return st, nil
 }
 
@@ -45,6 +47,9 @@ func (c *stmts) QueryContext(ctx context.Context, query string, args ...any) (*s
 	if err != nil {
 		return nil, err
 	}
+	if st == nil {
+		return c.db.QueryContext(ctx, query, args...)
+	}
 	return st.QueryContext(ctx, args...)
 }
 
@@ -52,19 +57,58 @@ func (c *stmts) QueryContext(ctx context.Context, query string, args ...any) (*s
 // prepare surfaces from Scan, as with sql.DB.
 func (c *stmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := c.get(ctx, query)
-	if err != nil {
-		return c.db.QueryRowContext(ctx, query, args...) // reports the same error on Scan
+	if st == nil || err != nil {
+		return c.db.QueryRowContext(ctx, query, args...) // reports a failure to prepare on Scan
 	}
 	return st.QueryRowContext(ctx, args...)
 }
 
-// inTx runs a cached statement inside tx.
-func (c *stmts) inTx(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	st, err := c.get(ctx, query)
+// txn is a transaction whose statements come from the cache: a write
+// transaction's INSERT or UPDATE is parsed once per connection, not on
+// every call.
+type txn struct {
+	*sql.Tx
+	q *stmts
+}
+
+// stmt is query's cached statement bound to the transaction, or nil when
+// the cache is full.
+func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	st, err := t.q.get(ctx, query)
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return t.Tx.StmtContext(ctx, st), nil
+}
+
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return tx.StmtContext(ctx, st), nil
+	if st == nil {
+		return t.Tx.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return t.Tx.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, query)
+	if st == nil || err != nil {
+		return t.Tx.QueryRowContext(ctx, query, args...) // reports a failure to prepare on Scan
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // limitClause is " LIMIT n" for n > 0, else nothing (no limit). The number

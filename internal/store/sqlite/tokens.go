@@ -31,7 +31,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = s.now()
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		old, err := scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE name = ?`, t.Name))
 		switch {
 		case err == nil && old.RevokedAt.IsZero():
@@ -77,7 +77,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
 
 // RevokeToken implements store.Store.
 func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL`, ts(at), name)
 		return affected(res, err, "revoke token %s", name)
 	})
@@ -94,7 +94,7 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 
 // SetSetting implements store.Store.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		if err != nil {
 			return fmt.Errorf("set %s: %w", key, err)
