@@ -152,6 +152,12 @@ func (s *Store) Close() error {
 
 // write runs fn in one write transaction, committing if fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx *txn) error) error {
+	var tx *txn
+	defer func() { // once the connection and the write slot are free
+		if tx != nil {
+			s.q.warm(ctx, tx.missing)
+		}
+	}()
 	select {
 	case s.writes <- struct{}{}:
 	case <-ctx.Done():
@@ -162,7 +168,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *txn) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &txn{Tx: sqlTx, q: s.q}
+	tx = &txn{Tx: sqlTx, q: s.q}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
@@ -180,8 +186,12 @@ func (s *Store) read(ctx context.Context, fn func(tx *txn) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer sqlTx.Rollback()
-	return fn(&txn{Tx: sqlTx, q: s.q})
+	tx := &txn{Tx: sqlTx, q: s.q}
+	defer func() {
+		sqlTx.Rollback()
+		s.q.warm(ctx, tx.missing)
+	}()
+	return fn(tx)
 }
 
 // notFound turns sql.ErrNoRows into store.ErrNotFound wrapped with what.

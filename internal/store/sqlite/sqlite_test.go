@@ -340,3 +340,34 @@ func BenchmarkComponentStates1000(b *testing.B) {
 		}
 	}
 }
+
+// TestTransactionsHoldingEveryConnectionStillRunNewQueries: a query a
+// transaction runs for the first time is not prepared through the pool
+// (which would need a second connection) while every connection is held
+// by such a transaction; it runs, and is cached afterwards.
+func TestTransactionsHoldingEveryConnectionStillRunNewQueries(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var inside sync.WaitGroup
+	inside.Add(maxConns)
+	errs := make(chan error, maxConns)
+	for i := range maxConns {
+		go func() {
+			errs <- s.read(ctx, func(tx *txn) error {
+				inside.Done()
+				inside.Wait() // every connection is now held by a transaction
+				var n int
+				return tx.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + count(*) FROM environments", i)).Scan(&n)
+			})
+		}()
+	}
+	for range maxConns {
+		if err := <-errs; err != nil {
+			t.Fatalf("a transaction's new query: %v", err)
+		}
+	}
+	if st, _ := s.q.cached("SELECT 0 + count(*) FROM environments"); st == nil {
+		t.Error("the query was not cached after its transaction")
+	}
+}

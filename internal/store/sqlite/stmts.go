@@ -22,23 +22,46 @@ type stmts struct {
 const maxStmts = 256
 
 func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[query]; ok {
-		return st, nil
+	if st, full := c.cached(query); st != nil || full {
+		return st, nil // nil when full: the caller runs the query unprepared
 	}
-	if len(c.m) >= maxStmts {
-		return nil, nil // the caller runs the query unprepared
-	}
+	// Prepared without holding mu: preparing takes a connection from the
+	// pool, and a transaction holding one may be waiting for mu.
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[query]; ok {
+		st.Close()
+		return old, nil
+	}
+	if len(c.m) >= maxStmts {
+		st.Close()
+		return nil, nil
 	}
 	if c.m == nil {
 		c.m = map[string]*sql.Stmt{}
 	}
 	c.m[query] = st
 	return st, nil
+}
+
+// cached is query's statement if the cache has it, and whether the cache
+// is full.
+func (c *stmts) cached(query string) (*sql.Stmt, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query], len(c.m) >= maxStmts
+}
+
+// warm prepares queries a transaction ran unprepared, once it has given
+// its connection back. A failure only leaves a query unprepared: it ran.
+func (c *stmts) warm(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		_, _ = c.get(ctx, q)
+	}
 }
 
 // QueryContext runs a cached statement outside any transaction.
@@ -65,27 +88,30 @@ func (c *stmts) QueryRowContext(ctx context.Context, query string, args ...any) 
 
 // txn is a transaction whose statements come from the cache: a write
 // transaction's INSERT or UPDATE is parsed once per connection, not on
-// every call.
+// every call. A statement not yet cached runs unprepared and is noted in
+// missing, for the cache to prepare after the transaction: preparing
+// inside it would take a second connection while holding one, which
+// deadlocks when every connection is held that way.
 type txn struct {
 	*sql.Tx
-	q *stmts
+	q       *stmts
+	missing []string
 }
 
-// stmt is query's cached statement bound to the transaction, or nil when
-// the cache is full.
-func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	st, err := t.q.get(ctx, query)
-	if st == nil || err != nil {
-		return nil, err
+// stmt is query's cached statement bound to the transaction, or nil.
+func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
+	st, full := t.q.cached(query)
+	if st == nil {
+		if !full {
+			t.missing = append(t.missing, query)
+		}
+		return nil
 	}
-	return t.Tx.StmtContext(ctx, st), nil
+	return t.Tx.StmtContext(ctx, st)
 }
 
 func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
+	st := t.stmt(ctx, query)
 	if st == nil {
 		return t.Tx.ExecContext(ctx, query, args...)
 	}
@@ -93,10 +119,7 @@ func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
+	st := t.stmt(ctx, query)
 	if st == nil {
 		return t.Tx.QueryContext(ctx, query, args...)
 	}
@@ -104,9 +127,9 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := t.stmt(ctx, query)
-	if st == nil || err != nil {
-		return t.Tx.QueryRowContext(ctx, query, args...) // reports a failure to prepare on Scan
+	st := t.stmt(ctx, query)
+	if st == nil {
+		return t.Tx.QueryRowContext(ctx, query, args...)
 	}
 	return st.QueryRowContext(ctx, args...)
 }
