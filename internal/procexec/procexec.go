@@ -6,7 +6,9 @@ package procexec
 
 import (
 	"context"
+	"io"
 	"os/exec"
+	"sync"
 	"time"
 )
 
@@ -48,3 +50,16 @@ func CommandGrace(ctx context.Context, grace time.Duration, name string, args ..
 // waitMargin lets killGroupAfter's SIGKILL land before exec's own
 // WaitDelay kill of the direct child.
 const waitMargin = 500 * time.Millisecond
+
+// LockedWriter serialises writes to W: a tool's stdout and stderr are
+// copied by two goroutines, and the log they share need not be safe for that.
+type LockedWriter struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (l *LockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.W.Write(p)
+}

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/fake"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/testtools"
 )
 
 // The test binary is also the runner process: run with
@@ -78,25 +78,7 @@ spec:
     - {name: env, type: helm, chart: {path: ./chart}}
 `
 
-// syncBuffer is a log the runner process writes to from a pipe goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func setup(t *testing.T, typ string) (*external.Runner, func(name string) (runner.Component, *syncBuffer)) {
+func setup(t *testing.T, typ string) (*external.Runner, func(name string) (runner.Component, *testtools.Log)) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "chart"), 0o700); err != nil {
@@ -112,8 +94,8 @@ func setup(t *testing.T, typ string) (*external.Runner, func(name string) (runne
 	}
 	r := &external.Runner{Path: self, Type: typ, DataDir: dir, GracePeriod: 2 * time.Second,
 		Env: []string{"KNIT_EXTERNAL_TEST_RUNNER=1", "PATH=" + os.Getenv("PATH")}}
-	return r, func(name string) (runner.Component, *syncBuffer) {
-		log := &syncBuffer{}
+	return r, func(name string) (runner.Component, *testtools.Log) {
+		log := &testtools.Log{}
 		wd := filepath.Join(dir, "work", name)
 		if err := os.MkdirAll(wd, 0o700); err != nil {
 			t.Fatal(err)

@@ -13,13 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"knit.dev/knit/internal/procexec"
@@ -214,7 +212,7 @@ func (r *Runner) run(ctx context.Context, c runner.Component, command string, in
 	cmd.Env = r.env(in)
 	cmd.Stdin = bytes.NewReader(body)
 	// stdout and stderr are copied by two goroutines: serialise their writes to the log.
-	log := &lockedWriter{w: c.Log}
+	log := &procexec.LockedWriter{W: c.Log}
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = log, log
 	if use == stdoutOutputs {
@@ -248,16 +246,4 @@ func inputEnv(in runner.Inputs) []string {
 		env = append(env, "KNIT_VAR_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))+"="+v)
 	}
 	return env
-}
-
-// lockedWriter makes one writer safe for concurrent writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -11,6 +11,7 @@ import (
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/testtools"
 )
 
 // benchComponent is a component whose module holds 50 files of 2 KiB in
@@ -33,7 +34,7 @@ func benchComponent(b *testing.B) (runner.Component, string) {
 	def.Type = spec.TypeTerraform
 	env := &spec.Environment{Dir: envDir, File: filepath.Join(envDir, "env.yaml"),
 		Spec: spec.EnvSpec{TeamName: "team", EnvName: "bench", Components: []*spec.Component{def}}}
-	return runner.Component{Env: env.ID(), Spec: env, Def: def, WorkDir: filepath.Join(data, "work", def.Name), Log: &logBuffer{}}, data
+	return runner.Component{Env: env.ID(), Spec: env, Def: def, WorkDir: filepath.Join(data, "work", def.Name), Log: &testtools.Log{}}, data
 }
 
 var benchInputs = runner.Inputs{"vpc_id": "vpc-123", "subnets": []any{"a", "b", "c"}, "size": 3}

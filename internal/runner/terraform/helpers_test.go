@@ -1,12 +1,10 @@
 package terraform_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"knit.dev/knit/internal/runner"
@@ -17,24 +15,6 @@ import (
 
 const toolVersion = "OpenTofu v1.12.6"
 
-// logBuffer is a log that tests may read while the tool writes to it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is one component in an environment folder, with a runner of its own.
 type fixture struct {
 	t      *testing.T
@@ -42,7 +22,7 @@ type fixture struct {
 	data   string
 	r      *terraform.Runner
 	c      runner.Component
-	log    *logBuffer
+	log    *testtools.Log
 }
 
 // newFixture writes files into a fresh environment folder and returns a
@@ -60,7 +40,7 @@ func newFixture(t *testing.T, bin terraform.Binary, files map[string]string, def
 		Spec: spec.EnvSpec{TeamName: "team", EnvName: "test", Components: []*spec.Component{def}},
 	}
 	data := t.TempDir()
-	log := &logBuffer{}
+	log := &testtools.Log{}
 	return &fixture{
 		t: t, envDir: envDir, data: data, log: log,
 		r: terraform.New(bin, terraform.Options{DataDir: data, ToolVersion: toolVersion}),

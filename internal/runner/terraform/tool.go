@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 
 	"knit.dev/knit/internal/procexec"
 )
@@ -34,7 +33,7 @@ type session struct {
 // session prepares commands in dir with the tool environment plus extra
 // (TF_ENCRYPTION, sensitive inputs as TF_VAR_*; see toolEnv).
 func (r *Runner) session(dir string, log io.Writer, extra map[string]string) *session {
-	return &session{r: r, dir: dir, env: r.env(extra), log: &lockedWriter{w: log}}
+	return &session{r: r, dir: dir, env: r.env(extra), log: &procexec.LockedWriter{W: log}}
 }
 
 // run runs the tool with args; stdout goes to stdout (the log when nil),
@@ -157,17 +156,4 @@ func (t *tail) String() string {
 		return string(t.buf[len(t.buf)-tailSize:])
 	}
 	return string(t.buf)
-}
-
-// lockedWriter serialises writes: stdout and stderr are copied by two
-// goroutines, and the component's log need not be safe for that.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
