@@ -90,7 +90,7 @@ func suite(ctx context.Context, args []string) error {
 	delays := fs.String("delays", "0,0.5", "work sizes: local-exec sleep per module, in seconds, comma-separated")
 	fs.StringVar(&cfg.BoundDelay, "bound-delay", "1", "work size of the layered apply judged against its bound (empty: skip)")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "parallelism of knit and the baseline")
-	fs.IntVar(&cfg.Repeat, "repeat", 3, "times each terraform measurement is taken (median kept)")
+	fs.IntVar(&cfg.Repeat, "repeat", 5, "times each terraform measurement is taken (median kept; this machine is a shared VM whose speed drifts)")
 	fs.IntVar(&cfg.Components, "components", 1000, "components of the engine-alone environment")
 	fs.IntVar(&cfg.Small, "small", 100, "components of the small environment flat memory is compared with")
 	_ = fs.Parse(args)
