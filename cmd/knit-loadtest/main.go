@@ -48,7 +48,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "knit-loadtest:", err)
 		os.Exit(1)
 	}
-	section := rep.Markdown("knit-loadtest " + strings.Join(os.Args[1:], " "))
+	section := rep.Markdown("knit-loadtest " + strings.Join(relativeArgs(os.Args[1:]), " "))
 	if *out == "" {
 		fmt.Print(section)
 		return
@@ -58,4 +58,18 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "wrote the knit serve section of %s\n", *out)
+}
+
+// relativeArgs writes arguments that are paths below the working
+// directory relative to it, so the report names no one's checkout.
+func relativeArgs(args []string) []string {
+	wd, err := os.Getwd()
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if rel, rerr := filepath.Rel(wd, a); err == nil && rerr == nil && filepath.IsAbs(a) && !strings.HasPrefix(rel, "..") {
+			out[i] = rel
+		}
+	}
+	return out
 }
