@@ -65,6 +65,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The common case, an up-to-date database, needs no write transaction
+	// (which would wait for, and hold up, a server's writer at every start).
+	if v, err := schemaVersion(ctx, s.db); err == nil && v == len(ms) {
+		return nil
+	}
 	err = s.write(ctx, func(tx *txn) error {
 		_, err := tx.Tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
@@ -75,7 +80,6 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	// The common case, an up-to-date database, needs no write transaction.
 	v, err := schemaVersion(ctx, s.db)
 	if err != nil {
 		return err

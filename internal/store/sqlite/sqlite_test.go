@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -370,4 +371,33 @@ func TestTransactionsHoldingEveryConnectionStillRunNewQueries(t *testing.T) {
 	if st, _ := s.q.cached("SELECT 0 + count(*) FROM environments"); st == nil {
 		t.Error("the query was not cached after its transaction")
 	}
+}
+
+// TestOpeningAnUpToDateStoreWritesNothing: knit opens the store at every
+// command; with a schema that is current it must not need the write lock,
+// which a server's writer may be holding.
+func TestOpeningAnUpToDateStoreWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir).Close()
+	other, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil { // another writer holds the lock
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatalf("opening while another process writes: %v", err)
+	}
+	s.Close()
 }
