@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -88,11 +87,7 @@ func DeclaredOutputs(ctx context.Context, cl *Client, def *spec.Component, ns st
 
 // SaveOutputs seals outs into path: outputs may be sensitive.
 func SaveOutputs(s *Sealer, path string, outs runner.Outputs) error {
-	b, err := json.Marshal(outs)
-	if err != nil {
-		return err
-	}
-	_, err = s.Write(path, b)
+	_, err := s.WriteJSON(path, outs)
 	return err
 }
 
@@ -106,10 +101,6 @@ func LoadOutputs(s *Sealer, path string) (runner.Outputs, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(sealed)
-	b, err := s.Read(path, hex.EncodeToString(sum[:]))
-	if err != nil {
-		return nil, err
-	}
 	var outs runner.Outputs
-	return outs, json.Unmarshal(b, &outs)
+	return outs, s.ReadJSON(path, hex.EncodeToString(sum[:]), &outs)
 }

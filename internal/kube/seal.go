@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,30 @@ type Sealer struct {
 	once sync.Once
 	aead cipher.AEAD
 	err  error
+}
+
+// NewSealer returns the sealer of the data dir at dataDir: one key for
+// every helm and manifests component.
+func NewSealer(dataDir string) *Sealer {
+	return &Sealer{KeyFile: filepath.Join(dataDir, "keys", "kube-plans.key")}
+}
+
+// WriteJSON seals v, as JSON, into path and returns the checksum (Write).
+func (s *Sealer) WriteJSON(path string, v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return s.Write(path, b)
+}
+
+// ReadJSON opens the file at path, unless its checksum is not sum, into v (Read).
+func (s *Sealer) ReadJSON(path, sum string, v any) error {
+	b, err := s.Read(path, sum)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 func (s *Sealer) init() {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"knit.dev/knit/internal/runner"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"knit.dev/knit/internal/testtools"
@@ -221,4 +224,25 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// Summary lists a plan's resource changes as "action address attrs".
+func Summary(p *runner.Plan) []string {
+	var out []string
+	for _, r := range p.Resources {
+		s := string(r.Action) + " " + r.Address
+		if len(r.Attributes) > 0 {
+			s += " " + strings.Join(r.Attributes, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Want fails t unless got equals want.
+func Want(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
+	}
 }

@@ -51,7 +51,7 @@ type Runner struct {
 func New(o Options) *Runner {
 	return &Runner{
 		dataDir: o.DataDir,
-		sealer:  &kube.Sealer{KeyFile: filepath.Join(o.DataDir, "keys", "kube-plans.key")},
+		sealer:  kube.NewSealer(o.DataDir),
 		git:     &gitsource.Cache{Dir: filepath.Join(o.DataDir, "git")},
 	}
 }
@@ -269,12 +269,8 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	if p.HasChanges() && !opts.Destroy {
 		p.OutputChanges = []string{"revision"}
 	}
-	body, err := json.Marshal(saved)
-	if err != nil {
-		return nil, err
-	}
 	p.File = filepath.Join(c.WorkDir, planFile)
-	if p.Checksum, err = r.sealer.Write(p.File, body); err != nil {
+	if p.Checksum, err = r.sealer.WriteJSON(p.File, saved); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -284,12 +280,8 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 // install is uninstalled and a failed upgrade rolled back, and the error
 // says what Kubernetes refused.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
-	body, err := r.sealer.Read(p.File, p.Checksum)
-	if err != nil {
-		return nil, err
-	}
 	var saved savedPlan
-	if err := json.Unmarshal(body, &saved); err != nil {
+	if err := r.sealer.ReadJSON(p.File, p.Checksum, &saved); err != nil {
 		return nil, err
 	}
 	if saved.Destroy {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -93,30 +92,11 @@ func (f *fixture) apply(in runner.Inputs) runner.Outputs {
 	return outs
 }
 
-func summary(p *runner.Plan) []string {
-	var out []string
-	for _, r := range p.Resources {
-		s := string(r.Action) + " " + r.Address
-		if len(r.Attributes) > 0 {
-			s += " " + strings.Join(r.Attributes, ",")
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func want(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
-	}
-}
-
 func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	ns := f.ns
-	want(t, "install plan", summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
+	kubetest.Want(t, "install plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
 		"create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
 	})
 	outs := f.apply(f.inputs("hi"))
@@ -132,11 +112,11 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 		t.Errorf("service port = %d, want chart.values port 8080", svc.Spec.Ports[0].Port)
 	}
 	if p := f.plan(f.inputs("hi"), runner.PlanOptions{}); p.HasChanges() {
-		t.Errorf("plan after install: %v", summary(p))
+		t.Errorf("plan after install: %v", kubetest.Summary(p))
 	}
 
 	// A values change is an object diff.
-	want(t, "values change", summary(f.plan(f.inputs("hello"), runner.PlanOptions{})), []string{
+	kubetest.Want(t, "values change", kubetest.Summary(f.plan(f.inputs("hello"), runner.PlanOptions{})), []string{
 		"update ConfigMap/" + ns + "/web-settings data.greeting",
 	})
 
@@ -146,19 +126,19 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	if err := f.cl.Client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "drift", summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
+	kubetest.Want(t, "drift", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
 		"update ConfigMap/" + ns + "/web-settings data.greeting", "create Service/" + ns + "/web",
 	})
 	outs = f.apply(f.inputs("hi"))
 	if p := f.plan(f.inputs("hi"), runner.PlanOptions{}); p.HasChanges() {
-		t.Errorf("reconcile left changes: %v", summary(p))
+		t.Errorf("reconcile left changes: %v", kubetest.Summary(p))
 	}
 	if outs["revision"].Value != int64(2) {
 		t.Errorf("revision after reconcile = %v", outs["revision"].Value)
 	}
 
 	// Uninstall.
-	want(t, "destroy plan", summary(f.plan(f.inputs("hi"), runner.PlanOptions{Destroy: true})), []string{
+	kubetest.Want(t, "destroy plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{Destroy: true})), []string{
 		"delete Service/" + ns + "/web", "delete ConfigMap/" + ns + "/web-settings", "delete Secret/" + ns + "/web-db",
 	})
 	if err := f.r.Destroy(ctx, f.c, f.inputs("hi")); err != nil {

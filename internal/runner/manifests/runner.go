@@ -39,7 +39,7 @@ type Runner struct {
 
 // New returns a manifests runner.
 func New(o Options) *Runner {
-	return &Runner{sealer: &kube.Sealer{KeyFile: filepath.Join(o.DataDir, "keys", "kube-plans.key")}}
+	return &Runner{sealer: kube.NewSealer(o.DataDir)}
 }
 
 const (
@@ -159,12 +159,8 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			p.OutputChanges = append(p.OutputChanges, o.Name)
 		}
 	}
-	body, err := json.Marshal(saved)
-	if err != nil {
-		return nil, err
-	}
 	p.File = filepath.Join(c.WorkDir, planFile)
-	if p.Checksum, err = r.sealer.Write(p.File, body); err != nil {
+	if p.Checksum, err = r.sealer.WriteJSON(p.File, saved); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -175,12 +171,8 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 // inventory is widened before anything is applied, so a crash midway
 // leaves every object knit may have created on record.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
-	body, err := r.sealer.Read(p.File, p.Checksum)
-	if err != nil {
-		return nil, err
-	}
 	var saved savedPlan
-	if err := json.Unmarshal(body, &saved); err != nil {
+	if err := r.sealer.ReadJSON(p.File, p.Checksum, &saved); err != nil {
 		return nil, err
 	}
 	if saved.Destroy {

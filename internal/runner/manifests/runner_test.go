@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -73,25 +72,6 @@ func (f *fixture) apply(in runner.Inputs) runner.Outputs {
 	return outs
 }
 
-func summary(p *runner.Plan) []string {
-	var out []string
-	for _, r := range p.Resources {
-		s := string(r.Action) + " " + r.Address
-		if len(r.Attributes) > 0 {
-			s += " " + strings.Join(r.Attributes, ",")
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func want(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
-	}
-}
-
 const files = `
 apiVersion: v1
 kind: ConfigMap
@@ -116,7 +96,7 @@ func TestPlanApplyDriftPruneDestroy(t *testing.T) {
 	ns := f.ns
 
 	p := f.plan(in, runner.PlanOptions{})
-	want(t, "first plan", summary(p), []string{
+	kubetest.Want(t, "first plan", kubetest.Summary(p), []string{
 		"create Namespace/" + ns, "create Secret/" + ns + "/creds",
 		"create ConfigMap/" + ns + "/extra", "create ConfigMap/" + ns + "/settings",
 	})
@@ -135,7 +115,7 @@ func TestPlanApplyDriftPruneDestroy(t *testing.T) {
 		t.Fatalf("settings = %v, %v", cm, err)
 	}
 	if got := f.plan(in, runner.PlanOptions{}); got.HasChanges() {
-		t.Errorf("plan after apply has changes: %v", summary(got))
+		t.Errorf("plan after apply has changes: %v", kubetest.Summary(got))
 	}
 
 	// Another manager's field is not drift; an edited field and a deleted object are.
@@ -145,7 +125,7 @@ func TestPlanApplyDriftPruneDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := f.plan(in, runner.PlanOptions{}); got.HasChanges() {
-		t.Errorf("a label added by another manager is drift: %v", summary(got))
+		t.Errorf("a label added by another manager is drift: %v", kubetest.Summary(got))
 	}
 	_, err = f.cl.Client.CoreV1().ConfigMaps(ns).Patch(ctx, "settings", types.MergePatchType,
 		[]byte(`{"data":{"greeting":"edited"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
@@ -155,33 +135,33 @@ func TestPlanApplyDriftPruneDestroy(t *testing.T) {
 	if err := f.cl.Client.CoreV1().ConfigMaps(ns).Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "drift", summary(f.plan(in, runner.PlanOptions{})), []string{
+	kubetest.Want(t, "drift", kubetest.Summary(f.plan(in, runner.PlanOptions{})), []string{
 		"create ConfigMap/" + ns + "/extra", "update ConfigMap/" + ns + "/settings data.greeting",
 	})
 	f.apply(in)
 	if got := f.plan(in, runner.PlanOptions{}); got.HasChanges() {
-		t.Errorf("reconcile left changes: %v", summary(got))
+		t.Errorf("reconcile left changes: %v", kubetest.Summary(got))
 	}
 
 	// An object removed from the files is pruned.
 	if err := os.Remove(filepath.Join(f.dir, "k8s/extra.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "prune plan", summary(f.plan(in, runner.PlanOptions{})), []string{"delete ConfigMap/" + ns + "/extra"})
+	kubetest.Want(t, "prune plan", kubetest.Summary(f.plan(in, runner.PlanOptions{})), []string{"delete ConfigMap/" + ns + "/extra"})
 	f.apply(in)
 	if _, err := f.cl.Client.CoreV1().ConfigMaps(ns).Get(ctx, "extra", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("extra after prune: %v", err)
 	}
 
 	// Destroy: everything, the namespace last.
-	want(t, "destroy plan", summary(f.plan(in, runner.PlanOptions{Destroy: true})), []string{
+	kubetest.Want(t, "destroy plan", kubetest.Summary(f.plan(in, runner.PlanOptions{Destroy: true})), []string{
 		"delete ConfigMap/" + ns + "/settings", "delete Secret/" + ns + "/creds", "delete Namespace/" + ns,
 	})
 	f.log.Reset()
 	if err := f.r.Destroy(ctx, f.c, in); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "destroy log", strings.Split(strings.TrimSpace(f.log.String()), "\n"), []string{
+	kubetest.Want(t, "destroy log", strings.Split(strings.TrimSpace(f.log.String()), "\n"), []string{
 		"deleted ConfigMap/" + ns + "/settings", "deleted Secret/" + ns + "/creds", "deleted Namespace/" + ns,
 	})
 	filepath.WalkDir(f.c.WorkDir, func(p string, d os.DirEntry, err error) error {
@@ -218,18 +198,18 @@ func TestKustomizeCRDsAndDestroyOrder(t *testing.T) {
 	f.c.Def.Outputs = nil
 	ctx := context.Background()
 	in := runner.Inputs{"size": "large"}
-	want(t, "plan", summary(f.plan(in, runner.PlanOptions{})), []string{
+	kubetest.Want(t, "plan", kubetest.Summary(f.plan(in, runner.PlanOptions{})), []string{
 		"create Namespace/" + f.ns, "create CustomResourceDefinition/widgets.example.com", "create Widget/" + f.ns + "/w1",
 	})
 	f.apply(in)
 	if got := f.plan(in, runner.PlanOptions{}); got.HasChanges() {
-		t.Errorf("plan after apply: %v", summary(got))
+		t.Errorf("plan after apply: %v", kubetest.Summary(got))
 	}
 	f.log.Reset()
 	if err := f.r.Destroy(ctx, f.c, in); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "destroy order", strings.Split(strings.TrimSpace(f.log.String()), "\n"), []string{
+	kubetest.Want(t, "destroy order", strings.Split(strings.TrimSpace(f.log.String()), "\n"), []string{
 		"deleted Widget/" + f.ns + "/w1", "deleted CustomResourceDefinition/widgets.example.com", "deleted Namespace/" + f.ns,
 	})
 }
@@ -254,7 +234,7 @@ func TestKubeconfigFromInputStaysInMemory(t *testing.T) {
 		CA: &spec.KubeValue{ValueFrom: "cluster.ca"}, Token: &spec.KubeValue{ValueFrom: "cluster.token"}}
 	in = runner.Inputs{spec.InputKubeconfigCA: string(f.cl.CA), spec.InputKubeconfigToken: f.cl.Token}
 	if p := f.plan(in, runner.PlanOptions{}); p.HasChanges() {
-		t.Errorf("plan with server+ca+token: %v", summary(p))
+		t.Errorf("plan with server+ca+token: %v", kubetest.Summary(p))
 	}
 	filepath.WalkDir(f.c.WorkDir, func(p string, d os.DirEntry, err error) error {
 		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(f.cl.Token)) {
