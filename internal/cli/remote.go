@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -319,19 +318,5 @@ func sortByGraph(res *engine.Result, comps []knit.ComponentView) {
 			}
 		}
 	}
-	level := map[string]int{}
-	if levels, err := g.Levels(); err == nil {
-		for i, l := range levels {
-			for _, n := range l {
-				level[n] = i
-			}
-		}
-	}
-	sort.Slice(res.Components, func(i, j int) bool {
-		a, b := res.Components[i], res.Components[j]
-		if level[a.Name] != level[b.Name] {
-			return level[a.Name] < level[b.Name]
-		}
-		return a.Name < b.Name
-	})
+	res.SortByGraph(g)
 }

@@ -180,9 +180,9 @@ func (r *Result) Component(name string) *ComponentResult {
 	return nil
 }
 
-// sortByGraph orders components as they depend on each other: by level in
+// SortByGraph orders components as they depend on each other: by level in
 // g, then by name.
-func (r *Result) sortByGraph(g *dag.Graph) {
+func (r *Result) SortByGraph(g *dag.Graph) {
 	level := map[string]int{}
 	if levels, err := g.Levels(); err == nil {
 		for i, l := range levels {

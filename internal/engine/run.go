@@ -245,7 +245,7 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	errs := append([]error{runErr}, s.errs...)
 	s.mu.Unlock()
 	status := s.outcome(ctx, joinErrs(errs))
-	s.result.sortByGraph(s.env.Graph())
+	s.result.SortByGraph(s.env.Graph())
 	// Audit and status first: if they fail, the run is recorded failed.
 	if err := s.auditRun(status); err != nil {
 		errs = append(errs, err)

@@ -10,20 +10,8 @@ import (
 	"testing"
 )
 
-// secretModule manages one file and outputs its id and a sensitive value.
-const secretModule = `
-terraform {
-  required_providers {
-    local = { source = "hashicorp/local", version = "1.4.0" }
-  }
-}
-variable "path" { type = string }
-variable "content" { type = string }
-resource "local_file" "f" {
-  filename = var.path
-  content  = var.content
-}
-output "id" { value = local_file.f.id }
+// secretModule is fileModule with a sensitive output as well.
+const secretModule = fileModule + `
 output "secret" {
   value     = "pw-${var.content}"
   sensitive = true
