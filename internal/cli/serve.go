@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -33,6 +32,7 @@ type serveConfig struct {
 	DriftInterval     string   `yaml:"driftInterval"`
 	ToolEnv           []string `yaml:"toolEnv"`
 	TFBinary          string   `yaml:"tfBinary"`
+	ViewCacheMB       int      `yaml:"viewCacheMB"`
 	Git               struct {
 		URL        string `yaml:"url"`
 		Branch     string `yaml:"branch"`
@@ -104,6 +104,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /api/v1/webhooks/git")
 	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
+	f.IntVar(&c.ViewCacheMB, "view-cache-mb", 64, "memory for encoded environment views the API serves again while unchanged (0: none)")
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
 	f.DurationVar(&c.minDriftEvery, "drift-min-every", 0, "shortest @every drift schedule accepted (default 1m)")
 	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
@@ -118,6 +119,14 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.Git.SSHKeyFile, "git-ssh-key-file", "", "private key for ssh URLs")
 	f.StringVar(&c.Git.TokenFile, "git-token-file", "", "file holding an HTTPS token")
 	return cmd
+}
+
+// viewCacheBytes is server.Config.ViewCacheBytes for --view-cache-mb.
+func viewCacheBytes(mb int) int {
+	if mb <= 0 {
+		return -1
+	}
+	return mb << 20
 }
 
 // merge fills the flags the command line did not set from the config file.
@@ -141,6 +150,9 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	set("git-token-file", &c.Git.TokenFile, file.Git.TokenFile)
 	if !cmd.Flags().Changed("max-concurrent-runs") && file.MaxConcurrentRuns > 0 {
 		c.MaxConcurrentRuns = file.MaxConcurrentRuns
+	}
+	if !cmd.Flags().Changed("view-cache-mb") && file.ViewCacheMB != 0 {
+		c.ViewCacheMB = file.ViewCacheMB
 	}
 	if !cmd.Flags().Changed("tool-env") {
 		c.ToolEnv = file.ToolEnv
@@ -187,13 +199,6 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		}
 		defer stop()
 	}
-	if d.getenv("GOGC") == "" {
-		// A server answers reads that allocate a lot and keep little:
-		// collecting at twice the live heap, not at once its size, cut
-		// its CPU per request by 7% under make loadtest (idle RSS 74 to
-		// 101 MiB, 148 to 178 MiB under load). GOGC still overrides.
-		debug.SetGCPercent(200)
-	}
 	if c.DataDir != "" && d.global.dataDir == "" {
 		d.global.dataDir = c.DataDir
 	}
@@ -214,7 +219,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return fmt.Errorf("webhook secret: %w", err)
 	}
 	cfg := server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
-		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log,
+		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB),
 		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
 	if c.DriftInterval != "" {
 		if cfg.DriftInterval, err = time.ParseDuration(c.DriftInterval); err != nil {

@@ -64,6 +64,28 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 	return page, nil
 }
 
+// EnvironmentVersions pages through the versions of the environments f
+// selects, as Environments would page through them: a view of one read at
+// its version is still right while the version is unchanged.
+func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[store.EnvironmentVersion], error) {
+	n := limit(f.Limit)
+	vs, err := k.store.EnvironmentVersions(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	if err != nil {
+		return Page[store.EnvironmentVersion]{}, err
+	}
+	page := Page[store.EnvironmentVersion]{Items: vs}
+	if len(vs) > n {
+		page.Items, page.Next = vs[:n], vs[n-1].ID
+	}
+	return page, nil
+}
+
+// EnvironmentVersion is the version of the environment team/env (see
+// EnvironmentVersions); an unknown one is store.ErrNotFound.
+func (k *Knit) EnvironmentVersion(ctx context.Context, id string) (int64, error) {
+	return k.store.EnvironmentVersion(ctx, id)
+}
+
 // ResolveEnv finds a known environment by team/env or metadata name.
 func (k *Knit) ResolveEnv(ctx context.Context, ref string) (store.Environment, error) {
 	if strings.Contains(ref, "/") {

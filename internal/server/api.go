@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,28 +61,68 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 	} else if len(tok.Teams) == 1 {
 		f.Team = tok.Teams[0]
 	}
-	var out page[knit.EnvironmentSummary]
+	var items [][]byte
+	var next string
 	for {
-		p, err := s.k.Environments(r.Context(), f)
-		if err != nil {
+		var err error
+		if items, next, err = s.environmentsPage(r.Context(), f, tok); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		for _, e := range p.Items {
-			if knit.CanSee(tok, e.Team) {
-				out.Items = append(out.Items, e)
-			}
-		}
-		out.Next = p.Next
-		if p.Next == "" || len(out.Items) > 0 {
+		if next == "" || len(items) > 0 {
 			break
 		}
-		f.After = p.Next // a multi-team token: keep looking for its teams
+		f.After = next // a multi-team token: keep looking for its teams
 	}
-	if out.Items == nil {
-		out.Items = []knit.EnvironmentSummary{}
+	body, err := pageJSON(items, next)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeBody(w, http.StatusOK, body)
+}
+
+// environmentsPage is one page of the environments f selects that tok may
+// see, each encoded: from the view cache when every one's version is
+// unchanged, else read afresh (and cached).
+func (s *Server) environmentsPage(ctx context.Context, f knit.EnvironmentFilter, tok store.Token) ([][]byte, string, error) {
+	vs, err := s.k.EnvironmentVersions(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	see := func(team string) bool { return knit.CanSee(tok, team) }
+	if items, ok := s.views.getPage(vs.Items, see); ok {
+		return items, vs.Next, nil
+	}
+	return s.readEnvironmentsPage(ctx, f, tok, vs.Items)
+}
+
+// readEnvironmentsPage reads and encodes a page of environments, caching
+// each under the version read before it.
+func (s *Server) readEnvironmentsPage(ctx context.Context, f knit.EnvironmentFilter, tok store.Token, versions []store.EnvironmentVersion) ([][]byte, string, error) {
+	p, err := s.k.Environments(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	before := make(map[string]int64, len(versions))
+	for _, v := range versions {
+		before[v.ID] = v.Version
+	}
+	items := make([][]byte, 0, len(p.Items))
+	for _, e := range p.Items {
+		if !knit.CanSee(tok, e.Team) {
+			continue
+		}
+		b, err := encodeJSON(e)
+		if err != nil {
+			return nil, "", err
+		}
+		if v, ok := before[e.ID]; ok {
+			s.views.put(summaryView, e.ID, v, b)
+		}
+		items = append(items, b)
+	}
+	return items, p.Next, nil
 }
 
 func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -90,12 +131,27 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// An unknown environment is left to Environment, whose error says
+	// which ones there are.
+	version, verr := s.k.EnvironmentVersion(r.Context(), id)
+	if b, ok := s.views.get(detailView, id, version); verr == nil && ok {
+		writeBody(w, http.StatusOK, b)
+		return
+	}
 	v, err := s.k.Environment(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	b, err := encodeJSON(v)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if verr == nil {
+		s.views.put(detailView, id, version, b)
+	}
+	writeBody(w, http.StatusOK, b)
 }
 
 func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {

@@ -83,10 +83,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, "encode the response: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	writeBody(w, code, buf.Bytes())
+}
+
+// writeBody sends body, JSON already encoded.
+func writeBody(w http.ResponseWriter, code int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // jsonBufs are writeJSON's buffers; one bigger than maxPooledJSON (a

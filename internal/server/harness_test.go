@@ -79,6 +79,7 @@ type harness struct {
 // fixture is what a harness's copies for subtests share.
 type fixture struct {
 	k      *knit.Knit
+	dir    string // k's data dir
 	srv    *server.Server
 	base   string
 	runner *fake.Runner
@@ -120,7 +121,8 @@ func newHarnessWith(t *testing.T, cfg server.Config) *harness {
 		Hook: h.hook,
 	}
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
+	h.dir = t.TempDir()
+	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
 	if err != nil {
 		t.Fatal(err)
 	}

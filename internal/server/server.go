@@ -47,6 +47,9 @@ type Config struct {
 	// Notify are the sinks told about failed runs, drift, approvals needed,
 	// teardowns and successes.
 	Notify []notify.Sink
+	// ViewCacheBytes bounds the cache of encoded environment views
+	// (default 64 MiB; negative: no cache).
+	ViewCacheBytes int
 }
 
 // Server is knit serve.
@@ -72,6 +75,8 @@ type Server struct {
 	// drifts are the scheduled drift checks.
 	drifts drifts
 	notify *notify.Dispatcher
+	// views caches encoded environment views by version.
+	views *viewCache
 }
 
 // New builds a server over k. Nothing listens until Open. Bad notification
@@ -83,6 +88,9 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if cfg.MaxConcurrentRuns <= 0 {
 		cfg.MaxConcurrentRuns = 4
 	}
+	if cfg.ViewCacheBytes == 0 {
+		cfg.ViewCacheBytes = defaultViewCacheBytes
+	}
 	if cfg.Actor == "" {
 		cfg.Actor = "knit-serve"
 	}
@@ -90,7 +98,8 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{})}
+	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
+		views: newViewCache(cfg.ViewCacheBytes)}
 	s.met = newMetrics(k)
 	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger})
 	if err != nil {

@@ -137,6 +137,15 @@ type EnvironmentSummary struct {
 	LastRun *Run `json:"lastRun,omitempty"` // the newest run, nil when none
 }
 
+// EnvironmentVersion says how far an environment has changed: Version
+// grows with every write to anything its views (EnvironmentSummary,
+// EnvironmentDetail) show, whichever process made it, so a view read at a
+// version is still right while the version is unchanged.
+type EnvironmentVersion struct {
+	ID, Team string
+	Version  int64
+}
+
 // EnvironmentDetail is an environment with what its page shows.
 type EnvironmentDetail struct {
 	Environment
@@ -274,6 +283,12 @@ type Store interface {
 	// components. It is two reads, not one snapshot. An unknown environment
 	// is ErrNotFound.
 	EnvironmentDetail(ctx context.Context, id string) (EnvironmentDetail, error)
+	// EnvironmentVersions lists the versions of the environments f selects,
+	// in ID order, as Environments would list them.
+	EnvironmentVersions(ctx context.Context, f EnvironmentFilter) ([]EnvironmentVersion, error)
+	// EnvironmentVersion is one environment's version; an unknown
+	// environment is ErrNotFound.
+	EnvironmentVersion(ctx context.Context, id string) (int64, error)
 	// InterruptRuns marks every run of env still "running" whose PID is not
 	// alive per the alive func as interrupted (a crashed knit), returning their IDs.
 	InterruptRuns(ctx context.Context, env string, alive func(pid int) bool, at time.Time) ([]string, error)

@@ -200,6 +200,37 @@ func environmentSummariesQuery(f store.EnvironmentFilter) (string, []any) {
 		where + ` ORDER BY e.id` + limitClause(f.Limit), args
 }
 
+// EnvironmentVersions implements store.Store.
+func (s *Store) EnvironmentVersions(ctx context.Context, f store.EnvironmentFilter) ([]store.EnvironmentVersion, error) {
+	where, args := environmentsWhere(f, "")
+	rows, err := s.q.QueryContext(ctx, `SELECT id, team, version FROM environments`+where+` ORDER BY id`+limitClause(f.Limit), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list environment versions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.EnvironmentVersion
+	for rows.Next() {
+		var v store.EnvironmentVersion
+		if err := rows.Scan(&v.ID, &v.Team, &v.Version); err != nil {
+			return nil, fmt.Errorf("list environment versions: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list environment versions: %w", err)
+	}
+	return out, nil
+}
+
+// EnvironmentVersion implements store.Store.
+func (s *Store) EnvironmentVersion(ctx context.Context, id string) (int64, error) {
+	var v int64
+	if err := s.q.QueryRowContext(ctx, `SELECT version FROM environments WHERE id = ?`, id).Scan(&v); err != nil {
+		return 0, notFound(err, "environment %s", id)
+	}
+	return v, nil
+}
+
 // environmentsQuery builds the query for Environments. Indexes on team,
 // status and both (each followed by id) keep a filtered page from scanning
 // every environment.
