@@ -6,6 +6,7 @@ package loadtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,7 +58,17 @@ type Report struct {
 	IdleRSS, LoadedRSS                 int64 // bytes
 	FanOut, MaxRuns, MaxConcurrentSeen int
 	FanOutTime                         time.Duration
+	// SummaryHits and DetailHits are the shares of lookups the view cache
+	// answered during the clients' run (a page of summaries counts once).
+	SummaryHits, DetailHits float64
+	// Uncached are the requests and errors of the same clients against a
+	// server without a view cache (--view-cache-mb 0): every view read
+	// from SQLite and encoded.
+	UncachedRequests, UncachedErrors int64
 }
+
+// UncachedRPS is RPS without the view cache.
+func (r Report) UncachedRPS() float64 { return float64(r.UncachedRequests) / r.Duration.Seconds() }
 
 // RPS is the throughput test's requests per second.
 func (r Report) RPS() float64 { return float64(r.Requests) / r.Duration.Seconds() }
@@ -121,6 +132,23 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.LoadedRSS = rss(srv.cmd.Process.Pid)
 	cfg.logf("throughput: %.0f requests/s, %d errors; CPU time: server %s, load generator %s", rep.RPS(), rep.Errors,
 		cpuTime(srv.cmd.Process.Pid)-srvCPU, cpuTime(os.Getpid())-ownCPU)
+	m, err := c.body(ctx, "/metrics")
+	if err != nil {
+		return rep, err
+	}
+	rep.SummaryHits, rep.DetailHits = hitShare(m, "summary"), hitShare(m, "detail")
+	cfg.logf("view cache: %.0f%% of summary pages and %.0f%% of details served from it", 100*rep.SummaryHits, 100*rep.DetailHits)
+	srv.stop()
+
+	// The same clients against a server that reads every view afresh.
+	srv, err = startServer(ctx, cfg.Knit, data, cfg.Work, "--view-cache-mb", "0")
+	if err != nil {
+		return rep, err
+	}
+	defer srv.stop()
+	c = newClient(srv.url, token, cfg.Clients)
+	rep.UncachedRequests, rep.UncachedErrors = c.hammer(ctx, cfg.Clients, cfg.Duration, cfg.Envs)
+	cfg.logf("throughput without the view cache: %.0f requests/s, %d errors", rep.UncachedRPS(), rep.UncachedErrors)
 	srv.stop()
 
 	if cfg.FanOut > 0 {
@@ -303,6 +331,18 @@ func newClient(base, token string, clients int) *client {
 }
 
 func (c *client) get(ctx context.Context, path string) error {
+	return c.do(ctx, path, io.Discard)
+}
+
+// body is the body of GET path.
+func (c *client) body(ctx context.Context, path string) ([]byte, error) {
+	var b bytes.Buffer
+	err := c.do(ctx, path, &b)
+	return b.Bytes(), err
+}
+
+// do sends GET path and copies the body to w.
+func (c *client) do(ctx context.Context, path string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
 	if err != nil {
 		return err
@@ -313,13 +353,32 @@ func (c *client) get(ctx context.Context, path string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	if _, err := io.Copy(w, resp.Body); err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return nil
+}
+
+// hitShare is the share of view's lookups the view cache answered, read
+// from a /metrics body (0 when it has none).
+func hitShare(metrics []byte, view string) float64 {
+	count := func(result string) float64 {
+		re := regexp.MustCompile(`(?m)^knit_view_cache_lookups_total\{result="` + result + `",view="` + view + `"\} (\S+)$`)
+		m := re.FindSubmatch(metrics)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.ParseFloat(string(m[1]), 64)
+		return n
+	}
+	hit, miss := count("hit"), count("miss")
+	if hit+miss == 0 {
+		return 0
+	}
+	return hit / (hit + miss)
 }
 
 // sample times n sequential requests.

@@ -22,7 +22,7 @@ type metrics struct {
 	lastPoll   atomic.Int64 // unix nanoseconds of the last successful git poll
 }
 
-func newMetrics(k *knit.Knit) *metrics {
+func newMetrics(k *knit.Knit, views *viewCache) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "knit_runs_total",
 		Help: "Runs finished, by kind and result (succeeded, failed, interrupted, awaiting-approval, refused)."}, []string{"kind", "result"})
@@ -52,6 +52,13 @@ func newMetrics(k *knit.Knit) *metrics {
 		}
 		return time.Since(time.Unix(0, last)).Seconds()
 	})
+	for _, kind := range []viewKind{summaryView, detailView} {
+		for result, n := range map[string]*atomic.Int64{"hit": &views.hits[kind], "miss": &views.misses[kind]} {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "knit_view_cache_lookups_total",
+				Help:        "Environment views looked up in the view cache (a page of summaries counts once), by view and result.",
+				ConstLabels: prometheus.Labels{"view": kind.String(), "result": result}}, func() float64 { return float64(n.Load()) }))
+		}
+	}
 	m.reg.MustRegister(m.runs, m.duration, m.queueDepth, drifted, awaiting, pollAge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -100,7 +100,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
 		views: newViewCache(cfg.ViewCacheBytes)}
-	s.met = newMetrics(k)
+	s.met = newMetrics(k, s.views)
 	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger})
 	if err != nil {
 		cancel()

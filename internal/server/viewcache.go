@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"knit.dev/knit/internal/store"
 )
@@ -23,6 +24,9 @@ type viewCache struct {
 	max     int
 	size    int
 	entries map[viewKey]cachedView
+	// hits and misses count lookups by viewKind (a page of summaries
+	// counts once), for /metrics.
+	hits, misses [2]atomic.Int64
 }
 
 // viewKind tells an environment's views apart.
@@ -32,6 +36,18 @@ const (
 	summaryView viewKind = iota // one item of GET /environments
 	detailView                  // GET /environments/{team}/{env}
 )
+
+func (k viewKind) String() string { return [...]string{"summary", "detail"}[k] }
+
+// counted counts a lookup of kind that hit or missed, and returns hit.
+func (c *viewCache) counted(kind viewKind, hit bool) bool {
+	if hit {
+		c.hits[kind].Add(1)
+	} else {
+		c.misses[kind].Add(1)
+	}
+	return hit
+}
 
 type viewKey struct {
 	kind viewKind
@@ -59,10 +75,7 @@ func (c *viewCache) get(kind viewKind, id string, version int64) ([]byte, bool) 
 	c.mu.Lock()
 	v, ok := c.entries[viewKey{kind, id}]
 	c.mu.Unlock()
-	if !ok || v.version != version {
-		return nil, false
-	}
-	return v.body, true
+	return v.body, c.counted(kind, ok && v.version == version)
 }
 
 // getPage returns the summaries cached for every one of vs that see
@@ -80,11 +93,11 @@ func (c *viewCache) getPage(vs []store.EnvironmentVersion, see func(team string)
 		}
 		e, ok := c.entries[viewKey{summaryView, v.ID}]
 		if !ok || e.version != v.Version {
-			return nil, false
+			return nil, c.counted(summaryView, false)
 		}
 		out = append(out, e.body)
 	}
-	return out, true
+	return out, c.counted(summaryView, true)
 }
 
 // put caches body as id's view at version. body must not change afterwards.

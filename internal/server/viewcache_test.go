@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"testing"
 
 	"knit.dev/knit/internal/store/sqlite"
@@ -79,4 +80,15 @@ func TestEnvironmentViewsFollowEveryWrite(t *testing.T) {
 		t.Errorf("a web token lists %v, want web/shop alone", got)
 	}
 	h.do(call{method: "GET", path: "/api/v1/environments/data/lake", token: viewer}, 403)
+
+	// /metrics tells hits from misses.
+	m := string(get("/metrics", admin))
+	for _, view := range []string{"summary", "detail"} {
+		for _, result := range []string{"hit", "miss"} {
+			re := regexp.MustCompile(`(?m)^knit_view_cache_lookups_total\{result="` + result + `",view="` + view + `"\} [1-9]`)
+			if !re.MatchString(m) {
+				t.Errorf("/metrics has no %s %ss of the view cache:\n%s", view, result, m)
+			}
+		}
+	}
 }
