@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"knit.dev/knit/internal/procexec"
@@ -98,30 +98,26 @@ func (b Binary) Env(base []string) []string {
 
 // Version asks the binary for its name and version, e.g. "OpenTofu v1.12.6".
 func (b Binary) Version(ctx context.Context) (string, error) {
-	cmd := procexec.Command(ctx, b.Path, "version", "-json")
+	// The text form, not -json: OpenTofu's JSON says "terraform_version"
+	// like Terraform's, so only the text tells a tofu installed under
+	// another name (a "terraform" symlink) from Terraform, and only
+	// OpenTofu encrypts state.
+	cmd := procexec.Command(ctx, b.Path, "version")
 	cmd.Env = b.Env(procexec.ToolEnv(nil, nil))
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s version: %w", b.Path, err)
 	}
-	var v struct {
-		Version         string `json:"terraform_version"`
-		OpenTofuVersion string `json:"opentofu_version"`
-		Platform        string `json:"platform"`
+	m := versionLine.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%s version: no \"OpenTofu vX.Y.Z\" or \"Terraform vX.Y.Z\" line in its output:\n%s", b.Path, out)
 	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		return "", fmt.Errorf("%s version: unreadable output: %w", b.Path, err)
-	}
-	name := "Terraform"
-	if strings.Contains(filepath.Base(b.Path), "tofu") || v.OpenTofuVersion != "" {
-		name = "OpenTofu"
-	}
-	ver := v.Version
-	if v.OpenTofuVersion != "" {
-		ver = v.OpenTofuVersion
-	}
-	return fmt.Sprintf("%s v%s", name, strings.TrimPrefix(ver, "v")), nil
+	return fmt.Sprintf("%s v%s", m[1], m[2]), nil
 }
+
+// versionLine is the line of `tofu version` or `terraform version` naming
+// the tool and its version.
+var versionLine = regexp.MustCompile(`(?m)^(OpenTofu|Terraform) v(\S+)\s*$`)
 
 // CachedVersion is Version, remembered in dir keyed by the binary's path,
 // size and modification time, so that a run with nothing to do starts no
@@ -131,7 +127,9 @@ func (b Binary) CachedVersion(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key := fmt.Sprintf("%s\x00%d\x00%d", b.Path, st.Size(), st.ModTime().UnixNano())
+	// "2": versions cached before Version read the text form may have
+	// called a renamed tofu Terraform.
+	key := fmt.Sprintf("2\x00%s\x00%d\x00%d", b.Path, st.Size(), st.ModTime().UnixNano())
 	sum := sha256.Sum256([]byte(key))
 	file := filepath.Join(dir, "tool-version-"+hex.EncodeToString(sum[:8]))
 	if v, err := os.ReadFile(file); err == nil && len(v) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -222,5 +223,27 @@ func TestAnUnsavedPlanSavesNothingUnlessItsDetailNeedsIt(t *testing.T) {
 	}
 	if n := terraform.CommandCount(f.r) - before; n != 3 {
 		t.Errorf("an unsaved plan of an update ran %d tool processes, want 3 (plan, plan -out, show)", n)
+	}
+}
+
+// TestOpenTofuUnderAnotherNameIsStillOpenTofu: tofu installed as
+// "terraform" (a symlink many teams keep) is still known for OpenTofu, so
+// its state is still encrypted; its JSON version output alone could not
+// tell.
+func TestOpenTofuUnderAnotherNameIsStillOpenTofu(t *testing.T) {
+	t.Parallel()
+	tofu := testtools.Tofu(t)
+	link := filepath.Join(t.TempDir(), "terraform")
+	if err := os.Symlink(tofu.Path, link); err != nil {
+		t.Fatal(err)
+	}
+	renamed := tofu
+	renamed.Path = link
+	v, err := renamed.Version(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v, "OpenTofu v1.") {
+		t.Errorf("tofu as %s says %q, want OpenTofu v1.…", link, v)
 	}
 }

@@ -28,7 +28,7 @@ func fakeTool(t *testing.T, body string) (terraform.Binary, string) {
 	script := `#!/bin/sh
 echo "$*" >> ` + dir + `/argv.log
 case "$1" in
-version) echo '{"terraform_version":"1.12.6","platform":"linux_amd64","provider_selections":{}}'; exit 0;;
+version) echo 'OpenTofu v1.12.6'; echo 'on linux_amd64'; exit 0;;
 esac
 ` + body
 	p := filepath.Join(dir, "tofu")

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "version" {
-		fmt.Println(`{"terraform_version":"1.12.6","platform":"linux_amd64","provider_selections":{}}`)
+		fmt.Println("OpenTofu v1.12.6\non linux_amd64")
 		return
 	}
 	dir := filepath.Dir(os.Args[0])
