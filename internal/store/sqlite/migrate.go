@@ -56,10 +56,10 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies the migrations the database lacks, each in its own
-// transaction together with its schema_migrations row, so a crash leaves
-// the schema at a known version and two processes opening at once apply
-// each migration exactly once.
+// migrate applies the migrations the database lacks, together with their
+// schema_migrations rows, in one transaction, so a crash leaves the schema
+// at a known version and two processes opening at once apply each
+// migration exactly once.
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -87,12 +87,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v > len(ms) {
 		return fmt.Errorf("%w (database version %d, this knit knows up to %d)", ErrSchemaNewer, v, len(ms))
 	}
-	for _, m := range ms[v:] {
-		if err := s.write(ctx, func(tx *txn) error { return s.apply(ctx, tx, m, len(ms)) }); err != nil {
-			return err
+	// Every pending migration in one transaction: a new store is created
+	// in one commit, and a failed upgrade leaves the schema as it was.
+	return s.write(ctx, func(tx *txn) error {
+		for _, m := range ms[v:] {
+			if err := s.apply(ctx, tx, m, len(ms)); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // apply runs m in tx unless the database already has it; it refuses a
