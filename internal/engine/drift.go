@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
@@ -28,10 +29,29 @@ func (s *session) drift(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	checks := s.checkAll(ctx, g)
+	checks := s.newChecks(g)
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		s.checkAll(ctx, checks)
+	}()
+	if s.opts.Reconcile {
+		// Judging may reconcile, which runs tools: start it only when no
+		// check runs any more, so the two never pass the parallelism
+		// together.
+		<-checked
+	}
+	// Without a reconcile, judging runs no tool, so it follows the checks
+	// as they end: a component is judged once its own check and its
+	// upstream's judgements are done, and only the last checks' judgements
+	// are left when the last check ends.
 	wr := g.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+		if c := checks[name]; c != nil {
+			<-c.done
+		}
 		return s.driftOne(ctx, name, checks[name])
 	})
+	<-checked
 	// A component checked but never judged (behind a failure, interrupted)
 	// still holds a running component run: settle it with the walk's reason.
 	for name, vr := range wr.Vertices {
@@ -55,24 +75,46 @@ type check struct {
 	p    *prepared
 	plan *runner.Plan
 	err  error
+	// done is closed when the check has ended, or will never run; the
+	// fields above are final then.
+	done chan struct{}
 }
 
-// checkAll plans every live component at once, at the run's parallelism.
-// A check takes the outputs its producers stored when last applied, all
-// known before any check ends, so drift costs the slowest single plan
-// rather than the graph's depth; driftOne then judges the checks in graph
-// order, where upstream drift and reconciling need it.
-func (s *session) checkAll(ctx context.Context, g *dag.Graph) map[string]*check {
+// newChecks makes a check for every live component of g.
+func (s *session) newChecks(g *dag.Graph) map[string]*check {
 	checks := make(map[string]*check)
-	flat := dag.New()
 	for _, name := range g.Vertices() {
 		if live(s.state(name)) {
-			checks[name] = &check{step: s.newStep(name, Checking)}
-			flat.Add(name)
+			checks[name] = &check{step: s.newStep(name, Checking), done: make(chan struct{})}
 		}
 	}
+	return checks
+}
+
+// checkAll plans every live component at once, at the run's parallelism,
+// and closes each check's done as it ends. A check takes the outputs its
+// producers stored when last applied, all known before any check ends, so
+// drift costs the slowest single plan rather than the graph's depth;
+// driftOne then judges the checks in graph order, where upstream drift and
+// reconciling need it.
+func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
+	flat := dag.New()
+	for name := range checks {
+		flat.Add(name)
+	}
+	ran := make(map[string]bool, len(checks)) // written before each fn starts, read after the walk
+	var mu sync.Mutex
 	wr := flat.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		c := checks[name]
+		mu.Lock()
+		ran[name] = true
+		mu.Unlock()
+		defer close(c.done)
+		defer func() {
+			if r := recover(); r != nil {
+				c.err = fmt.Errorf("drift check of %s panicked: %v", name, r)
+			}
+		}()
 		c.step.op = "drift"
 		if c.p, c.err = c.step.prepare(ctx, true); c.err != nil {
 			return nil
@@ -90,14 +132,14 @@ func (s *session) checkAll(ctx context.Context, g *dag.Graph) map[string]*check 
 		return nil
 	})
 	for name, vr := range wr.Vertices {
-		if c := checks[name]; vr.Status != dag.Succeeded && c.err == nil {
-			c.err = vr.Err // panicked, or interrupted before it started
+		if c := checks[name]; !ran[name] {
+			c.err = vr.Err // interrupted before it started
 			if c.err == nil {
 				c.err = fmt.Errorf("drift check of %s did not run: %s", name, vr.Reason)
 			}
+			close(c.done)
 		}
 	}
-	return checks
 }
 
 func (s *session) driftOne(ctx context.Context, name string, c *check) error {

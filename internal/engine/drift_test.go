@@ -302,6 +302,47 @@ func TestDriftChecksEveryComponentAtOnceWhateverTheDepth(t *testing.T) {
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
 }
 
+// TestDriftJudgesAComponentWhileLaterChecksStillRun: without a reconcile,
+// a component is judged (its drift run finished in the store) as soon as
+// its own check and its upstream's judgements are done, not after every
+// check of the environment has ended.
+func TestDriftJudgesAComponentWhileLaterChecksStillRun(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, chain4)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	judged := func(comp string) bool {
+		crs, err := h.st.LatestComponentRuns(ctx, env.ID())
+		if err != nil {
+			t.Error(err)
+		}
+		for _, cr := range crs {
+			if cr.Component == comp && cr.Operation == "drift" && !cr.FinishedAt.IsZero() {
+				return true
+			}
+		}
+		return false
+	}
+	h.r.Hook = func(ctx context.Context, op, comp string) error {
+		if op != "plan" || comp != "d" {
+			return nil
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if judged("a") && judged("b") && judged("c") {
+				return nil
+			}
+		}
+		return errors.New("a, b and c were not all judged while d's check ran")
+	}
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester", Parallelism: 4}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
+}
+
 func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
