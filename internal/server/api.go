@@ -134,9 +134,11 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	// An unknown environment is left to Environment, whose error says
 	// which ones there are.
 	version, verr := s.k.EnvironmentVersion(r.Context(), id)
-	if b, ok := s.views.get(detailView, id, version); verr == nil && ok {
-		writeBody(w, http.StatusOK, b)
-		return
+	if verr == nil {
+		if b, ok := s.views.get(detailView, id, version); ok {
+			writeBody(w, http.StatusOK, b)
+			return
+		}
 	}
 	v, err := s.k.Environment(r.Context(), id)
 	if err != nil {

@@ -140,7 +140,8 @@ type EnvironmentSummary struct {
 // EnvironmentVersion says how far an environment has changed: Version
 // grows with every write to anything its views (EnvironmentSummary,
 // EnvironmentDetail) show, whichever process made it, so a view read at a
-// version is still right while the version is unchanged.
+// version is still right while the version is unchanged. (An environment is
+// never deleted, so its versions never repeat.)
 type EnvironmentVersion struct {
 	ID, Team string
 	Version  int64
