@@ -77,6 +77,9 @@ func (r *Runner) encrypts(wd string, l *layout) (bool, error) {
 		}
 		return false, nil
 	}
+	if exists(marker) { // written at the first run; every later one only looks
+		return true, nil
+	}
 	return true, os.WriteFile(marker, []byte("state and plans of this component are encrypted by knit (OpenTofu TF_ENCRYPTION)\n"), 0o600)
 }
 
