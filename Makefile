@@ -23,9 +23,11 @@ all: build
 tools: ## install OpenTofu, the hashicorp/local provider mirror and the CLI config into ./.tools
 	@bash scripts/tools.sh
 
+# Static binaries (no cgo): they run on any Linux whatever its libc, and
+# start without the dynamic loader.
 build: ## build bin/knit and bin/knit-kube (the runner of helm and manifests components)
-	@go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
-	@go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
+	@CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
+	@CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
 
 demo: tools build ## validate, graph and run the example environment
 	@bash scripts/demo.sh $(EXAMPLE)
