@@ -75,7 +75,10 @@ func (c *viewCache) get(kind viewKind, id string, version int64) ([]byte, bool) 
 	c.mu.Lock()
 	v, ok := c.entries[viewKey{kind, id}]
 	c.mu.Unlock()
-	return v.body, c.counted(kind, ok && v.version == version)
+	if !c.counted(kind, ok && v.version == version) {
+		return nil, false
+	}
+	return v.body, true
 }
 
 // getPage returns the summaries cached for every one of vs that see
