@@ -343,6 +343,38 @@ func TestDriftJudgesAComponentWhileLaterChecksStillRun(t *testing.T) {
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
 }
 
+// TestAnInSyncCheckLeavesTheStoredStateAsItIs: a drift check that finds a
+// component in sync writes nothing to its state (its time still says when
+// it last changed); one that finds drift records it.
+func TestAnInSyncCheckLeavesTheStoredStateAsItIs(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, chain4)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := h.st.ComponentStates(ctx, env.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r.Drift("d")
+	if _, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false); err != nil {
+		t.Fatal(err)
+	}
+	after, err := h.st.ComponentStates(ctx, env.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"a", "b", "c"} {
+		if !after[c].UpdatedAt.Equal(before[c].UpdatedAt) || after[c].Status != before[c].Status {
+			t.Errorf("%s, in sync: state %s at %s, was %s at %s", c, after[c].Status, after[c].UpdatedAt, before[c].Status, before[c].UpdatedAt)
+		}
+	}
+	if after["d"].Status == before["d"].Status || !after["d"].UpdatedAt.After(before["d"].UpdatedAt) {
+		t.Errorf("d, drifted: state %s at %s, was %s at %s", after["d"].Status, after["d"].UpdatedAt, before["d"].Status, before["d"].UpdatedAt)
+	}
+}
+
 func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

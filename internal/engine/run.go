@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -428,6 +429,11 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 		if state.Status == stateApplied || state.Revision == 0 {
 			state.Revision = s.run.Revision
 		}
+		if sameState(s.state(cr.Name), *state) {
+			// An in-sync check or an unchanged re-apply: the stored state
+			// stays as it is, its time included (it says when it changed).
+			state = nil
+		}
 	}
 	if err := s.e.Store.FinishComponentRun(s.db, *storeRun, state); err != nil {
 		return s.writeFailed(cr, err)
@@ -551,4 +557,20 @@ func (s *session) selected() (*dag.Graph, error) {
 // the run's context is done, a failing tool was most likely stopped by it.
 func canceled(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil
+}
+
+// sameState reports whether next would store nothing new over prev but
+// its time.
+func sameState(prev, next store.ComponentState) bool {
+	if prev.Component == "" || prev.Status != next.Status || prev.Fingerprint != next.Fingerprint ||
+		prev.Revision != next.Revision || len(prev.Outputs) != len(next.Outputs) {
+		return false
+	}
+	for name, o := range next.Outputs {
+		p, ok := prev.Outputs[name]
+		if !ok || p.Sensitive != o.Sensitive || !bytes.Equal(p.Value, o.Value) {
+			return false
+		}
+	}
+	return true
 }
