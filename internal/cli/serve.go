@@ -44,6 +44,7 @@ type serveConfig struct {
 	Notifications []serveSink `yaml:"notifications"`
 
 	minDriftEvery, driftTick time.Duration // hidden flags, for tests
+	gitKeepTrees             int           // hidden flag, for tests
 	cpuProfile               string        // hidden flag, for knit-loadtest
 }
 
@@ -108,6 +109,8 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
 	f.DurationVar(&c.minDriftEvery, "drift-min-every", 0, "shortest @every drift schedule accepted (default 1m)")
 	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
+	f.IntVar(&c.gitKeepTrees, "git-keep-trees", 200, "commit trees kept on disk")
+	_ = f.MarkHidden("git-keep-trees")  // for tests: reaching 200 takes 200 commits
 	_ = f.MarkHidden("drift-min-every") // for tests: real schedules are minutes apart
 	_ = f.MarkHidden("drift-tick")
 	f.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
@@ -232,7 +235,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 			return fmt.Errorf("--git-poll: %w", err)
 		}
 		cfg.Git = &server.GitConfig{Poll: poll, Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
-			SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: 200}}
+			SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}
 	for _, n := range c.Notifications {
 		secret, err := readSecretFile(n.SecretFile)

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -43,6 +44,11 @@ type Engine struct {
 	// Now is the clock for records; injectable for tests. Lock expiry is
 	// judged by the store's clock, never this one.
 	Now func() time.Time
+	// EnsureDir, when set, is called before a run reads an environment's
+	// files from dir (its spec's Dir; a removed component's revision's), so
+	// that files kept elsewhere can be written again (GitOps: a commit's
+	// tree pruned from the cache). An error fails the run.
+	EnsureDir func(ctx context.Context, dir string) error
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones
@@ -229,4 +235,15 @@ func (e *Engine) component(env, def *spec.Environment, c *spec.Component, log *l
 		return runner.Component{}, err
 	}
 	return runner.Component{Env: env.ID(), Spec: def, Def: c, WorkDir: dir, Log: log}, nil
+}
+
+// ensureDir is EnsureDir for an environment's files in dir.
+func (e *Engine) ensureDir(ctx context.Context, dir string) error {
+	if e.EnsureDir == nil || dir == "" {
+		return nil
+	}
+	if err := e.EnsureDir(ctx, dir); err != nil {
+		return fmt.Errorf("the environment's files in %s: %w", dir, err)
+	}
+	return nil
 }

@@ -39,6 +39,9 @@ func (s *session) addRemoved(ctx context.Context) error {
 			if old, err = spec.FromJSON(rev.Spec, rev.Source, rev.Root); err != nil {
 				return fmt.Errorf("%s was removed from the file; revision %d: %w", name, n, err)
 			}
+			if err := s.e.ensureDir(ctx, old.Dir); err != nil {
+				return fmt.Errorf("%s was removed from the file; revision %d, which last applied it: %w", name, n, err)
+			}
 			byRev[n] = old
 		}
 		def := old.Component(name)

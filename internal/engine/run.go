@@ -232,7 +232,9 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 		}
 		s.finish(ctx, err, observed)
 	}()
-	err = body(s, ctx)
+	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
+		err = body(s, ctx)
+	}
 }
 
 // finish records the run's outcome, audits it, sets the environment's

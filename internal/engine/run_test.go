@@ -263,3 +263,30 @@ func TestToolLogLinesAreEventsWithSecretsMasked(t *testing.T) {
 		t.Fatalf("d's live log lines:\n%s", all)
 	}
 }
+
+// TestARunEnsuresTheEnvironmentsFilesFirst: before a run reads anything,
+// the engine asks EnsureDir for the environment's folder; when it cannot be
+// had, the run fails with why and runs no component.
+func TestARunEnsuresTheEnvironmentsFilesFirst(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, chain4)
+	var asked []string
+	h.e.EnsureDir = func(_ context.Context, dir string) error {
+		asked = append(asked, dir)
+		return errors.New("commit abc is gone from the repository")
+	}
+	res, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
+	if err == nil || !strings.Contains(err.Error(), "commit abc is gone") {
+		t.Fatalf("apply: %v", err)
+	}
+	if len(asked) != 1 || asked[0] != env.Dir {
+		t.Errorf("EnsureDir was asked %q, want %q once", asked, env.Dir)
+	}
+	if calls := h.r.Calls(""); len(calls) != 0 {
+		t.Errorf("runner calls after the files could not be had: %+v", calls)
+	}
+	if res != nil && res.Status != store.StatusFailed {
+		t.Errorf("run status %q", res.Status)
+	}
+}

@@ -229,6 +229,16 @@ func (w *Watcher) Checkout(ctx context.Context, commit string) (string, error) {
 	return dir, nil
 }
 
+// Restore writes dir again when it is one of this Watcher's commit trees
+// (a Commit.Dir), pruned since; any other folder is not its to restore.
+func (w *Watcher) Restore(ctx context.Context, dir string) error {
+	if filepath.Dir(filepath.Clean(dir)) != filepath.Clean(w.trees) {
+		return nil
+	}
+	_, err := w.Checkout(ctx, filepath.Base(dir))
+	return err
+}
+
 // locked runs fn holding the Watcher's mutex and the cache's file lock.
 func (w *Watcher) locked(ctx context.Context, fn func() error) error {
 	w.mu.Lock()

@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"knit.dev/knit/internal/engine"
@@ -77,6 +79,8 @@ type Knit struct {
 	specs     revCache[*spec.Environment]
 	outlines  revCache[[]outlineComponent]
 	tokens    tokenCache
+	// restorer writes an environment's files again (SetDirRestorer).
+	restorer atomic.Pointer[func(ctx context.Context, dir string) error]
 }
 
 // Open builds a Knit from cfg: it opens (or creates) the store and wires the
@@ -118,9 +122,29 @@ func Open(ctx context.Context, cfg Config) (*Knit, error) {
 	}
 	k.engine = &engine.Engine{
 		Store: k.store, Runners: runners, DataDir: dir,
-		Host: cfg.Host, PID: cfg.PID, LockLease: cfg.LockLease, Now: cfg.Now,
+		Host: cfg.Host, PID: cfg.PID, LockLease: cfg.LockLease, Now: cfg.Now, EnsureDir: k.ensureDir,
 	}
 	return k, nil
+}
+
+// SetDirRestorer makes runs call fn before they read an environment's
+// files from a folder that is gone, such as a commit's tree GitOps pruned
+// from its cache: fn writes the folder again, does nothing for a folder it
+// does not keep, or says why it cannot.
+func (k *Knit) SetDirRestorer(fn func(ctx context.Context, dir string) error) {
+	k.restorer.Store(&fn)
+}
+
+// ensureDir is the engine's EnsureDir: the restorer, for a missing folder.
+func (k *Knit) ensureDir(ctx context.Context, dir string) error {
+	fn := k.restorer.Load()
+	if fn == nil {
+		return nil
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or a problem the run will name itself
+	}
+	return (*fn)(ctx, dir)
 }
 
 // defaultRunners are the real tools, one per component type.

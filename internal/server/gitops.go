@@ -39,6 +39,9 @@ func (s *Server) gitLoop(ctx context.Context) {
 		s.log.Error("git: cannot watch", "err", err)
 		return
 	}
+	// A revision applied long ago runs from its commit's tree, which the
+	// watcher may have pruned since.
+	s.k.SetDirRestorer(w.Restore)
 	poll := s.cfg.Git.Poll
 	if poll <= 0 {
 		poll = time.Minute

@@ -398,3 +398,46 @@ func TestScheduledDriftActsUnderEachPolicy(t *testing.T) {
 		t.Fatal("a component whose policy is approve or alert was changed without a person")
 	}
 }
+
+// TestAnEnvironmentLeftAloneForManyCommitsStillRuns: an environment whose
+// file has not changed for more commits than the watcher keeps trees of
+// still runs from its own commit's modules (its tree is kept, or written
+// again).
+func TestAnEnvironmentLeftAloneForManyCommitsStillRuns(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	repo := newGitRepo(t, map[string]string{
+		"modules/file/main.tf": fileModule,
+		"envs/qa.yaml":         gitEnv("qa", files, "v1", "", false),
+		"envs/dev.yaml":        gitEnv("dev", files, "v1", "", false),
+	})
+	const keep = 3
+	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "100ms", "--git-keep-trees", fmt.Sprint(keep))
+	s.eventually("qa applied", func() bool { e, _ := s.env("shop/qa"); return e.Status == "provisioned" })
+	for i := range keep + 3 {
+		repo.commit(fmt.Sprintf("notes %d", i), map[string]string{"NOTES.md": fmt.Sprintf("note %d\n", i)})
+	}
+	repo.commit("dev: v2", map[string]string{"envs/dev.yaml": gitEnv("dev", files, "v2", "", false)})
+	s.eventually("dev at v2", func() bool { b, _ := os.ReadFile(filepath.Join(files, "dev-net.txt")); return string(b) == "v2" })
+
+	first := git(t, repo.work, "rev-list", "--max-parents=0", "HEAD")
+	tree := filepath.Join(w.dataDir, "git", "trees", first)
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Fatalf("qa's commit tree %s was not pruned (%v): the test tests nothing", tree, err)
+	}
+	var acc struct{ RunID string }
+	if code := s.do("POST", "/api/v1/environments/shop/qa/runs", map[string]any{"kind": "drift"}, &acc); code != 202 {
+		t.Fatalf("drift of qa: %d", code)
+	}
+	var run struct{ Status, Error string }
+	s.eventually("qa's drift ends", func() bool {
+		s.do("GET", "/api/v1/runs/"+acc.RunID, nil, &run)
+		return run.Status != "queued" && run.Status != "running"
+	})
+	if run.Status != "succeeded" {
+		t.Fatalf("drift of qa, unchanged since %d commits: %s %s\nserver log:\n%s", keep+4, run.Status, run.Error, s.log)
+	}
+	if _, err := os.Stat(filepath.Join(tree, "modules", "file", "main.tf")); err != nil {
+		t.Errorf("qa's commit tree was not written again: %v", err)
+	}
+}
