@@ -90,13 +90,21 @@ func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Ap
 	if all {
 		q.Set("status", "all")
 	}
-	var p knit.Page[approvalWire]
-	err := c.do(ctx, "GET", "/approvals", q, nil, &p)
-	out := make([]store.Approval, len(p.Items))
-	for i, a := range p.Items {
-		out[i] = a.approval()
+	q.Set("limit", "1000")
+	out := []store.Approval{}
+	for { // every page
+		var p knit.Page[approvalWire]
+		if err := c.do(ctx, "GET", "/approvals", q, nil, &p); err != nil {
+			return out, err
+		}
+		for _, a := range p.Items {
+			out = append(out, a.approval())
+		}
+		if p.Next == "" {
+			return out, nil
+		}
+		q.Set("cursor", p.Next)
 	}
-	return out, err
 }
 
 // Decision is the server's answer to an approval or a rejection: the

@@ -83,7 +83,7 @@ func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
 	if !h.r.Applied("b") || h.r.Applied("c") {
 		t.Errorf("world after reconcile: b %v c %v", h.r.Applied("b"), h.r.Applied("c"))
 	}
-	pending, _ := h.st.ListApprovals(ctx, "t/diamond", store.ApprovalPending)
+	pending, _ := h.st.ListApprovals(ctx, store.ApprovalFilter{Env: "t/diamond", Statuses: []string{store.ApprovalPending}})
 	if len(pending) != 1 || pending[0].Component != "c" {
 		t.Fatalf("pending approvals %+v", pending)
 	}
@@ -142,7 +142,7 @@ func TestStaleApprovalIsRefused(t *testing.T) {
 	if h.r.Applied("a") {
 		t.Error("the stale plan was applied")
 	}
-	all, _ := h.st.ListApprovals(ctx, "t/diamond")
+	all, _ := h.st.ListApprovals(ctx, store.ApprovalFilter{Env: "t/diamond"})
 	if len(all) != 2 || all[0].Status != store.ApprovalStale || all[1].Status != store.ApprovalPending {
 		t.Errorf("approvals %+v", all)
 	}
@@ -169,10 +169,10 @@ func TestApplyingANewerPlanClosesTheOpenApproval(t *testing.T) {
 	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
 		t.Fatal(err)
 	}
-	if pending, _ := h.st.ListApprovals(ctx, "t/diamond", store.ApprovalPending, store.ApprovalApproved); len(pending) != 0 {
+	if pending, _ := h.st.ListApprovals(ctx, store.ApprovalFilter{Env: "t/diamond", Statuses: []string{store.ApprovalPending, store.ApprovalApproved}}); len(pending) != 0 {
 		t.Errorf("approvals still open after a newer plan was applied: %+v", pending)
 	}
-	all, _ := h.st.ListApprovals(ctx, "t/diamond")
+	all, _ := h.st.ListApprovals(ctx, store.ApprovalFilter{Env: "t/diamond"})
 	if len(all) != 1 || all[0].Status != store.ApprovalStale || !strings.Contains(all[0].Reason, "superseded") {
 		t.Errorf("approvals %+v", all)
 	}

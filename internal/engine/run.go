@@ -141,7 +141,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
 		return nil, fmt.Errorf("read component states: %w", err)
 	}
-	open, err := e.Store.ListApprovals(ctx, env.ID(), store.ApprovalPending, store.ApprovalApproved)
+	open, err := e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: env.ID(), Statuses: []string{store.ApprovalPending, store.ApprovalApproved}})
 	if err != nil {
 		return nil, fmt.Errorf("read open approvals: %w", err)
 	}

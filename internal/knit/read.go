@@ -383,19 +383,37 @@ func (k *Knit) Outputs(ctx context.Context, ref, component string, reveal bool) 
 // Approvals lists an environment's approvals ("" = every environment)
 // whose status is one of statuses (none = any), oldest first.
 func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error) {
-	id := ""
+	p, err := k.ApprovalsPage(ctx, ref, statuses, 0, -1)
+	return p.Items, err
+}
+
+// ApprovalsPage is a page of Approvals: those with an ID above after, at
+// most n (0: the default page; < 0: all); the cursor is an approval ID.
+func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string, after int64, n int) (Page[store.Approval], error) {
+	f := store.ApprovalFilter{Statuses: statuses, After: after}
 	if ref != "" {
 		e, err := k.ResolveEnv(ctx, ref)
 		if err != nil {
-			return nil, err
+			return Page[store.Approval]{}, err
 		}
-		id = e.ID
+		f.Env = e.ID
 	}
-	out, err := k.store.ListApprovals(ctx, id, statuses...)
-	if out == nil {
-		out = []store.Approval{}
+	if n >= 0 {
+		n = limit(n)
+		f.Limit = n + 1
 	}
-	return out, err
+	out, err := k.store.ListApprovals(ctx, f)
+	if err != nil {
+		return Page[store.Approval]{}, err
+	}
+	page := Page[store.Approval]{Items: out}
+	if n >= 0 && len(out) > n {
+		page.Items, page.Next = out[:n], strconv.FormatInt(out[n-1].ID, 10)
+	}
+	if page.Items == nil {
+		page.Items = []store.Approval{}
+	}
+	return page, nil
 }
 
 // History lists an environment's runs ("" = all), newest first; the

@@ -407,14 +407,26 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	} else if st != "" {
 		statuses = []string{st}
 	}
-	list, err := s.k.Approvals(r.Context(), ref, statuses...)
+	n, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var after int64
+	if c := q.Get("cursor"); c != "" {
+		if after, err = strconv.ParseInt(c, 10, 64); err != nil || after < 0 {
+			s.fail(w, r, badReq("cursor must be the next of a previous page (an approval ID)"))
+			return
+		}
+	}
+	p, err := s.k.ApprovalsPage(r.Context(), ref, statuses, after, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	tok := principal(r.Context())
-	out := page[approvalJSON]{Items: []approvalJSON{}}
-	for _, a := range list {
+	out := page[approvalJSON]{Items: []approvalJSON{}, Next: p.Next}
+	for _, a := range p.Items {
 		if knit.CanSee(tok, teamOf(a.Env)) {
 			out.Items = append(out.Items, approvalView(a))
 		}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -153,5 +154,43 @@ func TestAnotherApproverIsRequiredWhenTheSpecSaysSo(t *testing.T) {
 	}
 	if applies(h, "prod-app") != 1 {
 		t.Fatalf("%d applies of prod-app", applies(h, "prod-app"))
+	}
+}
+
+// TestApprovalsComePageByPage: GET /approvals pages with limit and
+// cursor like every other list, and a bad cursor is refused.
+func TestApprovalsComePageByPage(t *testing.T) {
+	h := newHarness(t)
+	viewer := h.token("viewer", "viewer")
+	h.seed("pay", "a", envOpts{gated: true}, "alice")
+	h.seed("pay", "b", envOpts{gated: true}, "alice")
+	h.seed("pay", "c", envOpts{gated: true}, "alice")
+	var seen []string
+	cursor := ""
+	for range 5 {
+		var p struct {
+			Items []approvalItem
+			Next  string
+		}
+		path := "/api/v1/approvals?limit=2"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		h.do(call{method: "GET", path: path, token: viewer}, 200).decode(t, &p)
+		if len(p.Items) > 2 {
+			t.Fatalf("a page of limit 2 holds %d", len(p.Items))
+		}
+		for _, a := range p.Items {
+			seen = append(seen, a.Env)
+		}
+		if cursor = p.Next; cursor == "" {
+			break
+		}
+	}
+	if want := []string{"pay/a", "pay/b", "pay/c"}; strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Errorf("pages of approvals gave %v, want %v", seen, want)
+	}
+	if code := h.do(call{method: "GET", path: "/api/v1/approvals?cursor=x1", token: viewer, invalid: true}, 400).errorCode(t); code == "" {
+		t.Error("a bad cursor got no error code")
 	}
 }

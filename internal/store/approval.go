@@ -37,6 +37,16 @@ type Approval struct {
 }
 
 // Approvals is the part of the store that keeps approval requests.
+// ApprovalFilter selects approvals: of Env ("" = all environments), with
+// a status among Statuses (none = any), with an ID above After, at most
+// Limit (<= 0: all).
+type ApprovalFilter struct {
+	Env      string
+	Statuses []string
+	After    int64
+	Limit    int
+}
+
 type Approvals interface {
 	// CreateApproval records a new pending approval and sets its ID. Any
 	// earlier pending or approved approval of the same component becomes
@@ -46,9 +56,8 @@ type Approvals interface {
 	Approval(ctx context.Context, id int64) (Approval, error)
 	// OpenApproval returns the component's pending or approved approval, or ErrNotFound.
 	OpenApproval(ctx context.Context, env, component string) (Approval, error)
-	// ListApprovals lists approvals of env ("" = all environments) whose
-	// status is one of statuses (none = any), oldest first.
-	ListApprovals(ctx context.Context, env string, statuses ...string) ([]Approval, error)
+	// ListApprovals lists the approvals f selects, oldest (lowest ID) first.
+	ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
 	// DecideApproval moves an approval from `from` to status `to`, recording
 	// who, why and when; it fails with ErrConflict if its status is not `from`.
 	DecideApproval(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error

@@ -87,24 +87,28 @@ func (s *Store) OpenApproval(ctx context.Context, env, component string) (store.
 
 // ListApprovals implements store.Store: oldest creation time first, and of
 // approvals created at the same time the one created first first.
-func (s *Store) ListApprovals(ctx context.Context, env string, statuses ...string) ([]store.Approval, error) {
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
 	var where []string
 	var args []any
-	if env != "" {
+	if f.Env != "" {
 		where = append(where, `env = ?`)
-		args = append(args, env)
+		args = append(args, f.Env)
 	}
-	if len(statuses) > 0 {
-		where = append(where, `status IN (?`+strings.Repeat(`, ?`, len(statuses)-1)+`)`)
-		for _, st := range statuses {
+	if len(f.Statuses) > 0 {
+		where = append(where, `status IN (?`+strings.Repeat(`, ?`, len(f.Statuses)-1)+`)`)
+		for _, st := range f.Statuses {
 			args = append(args, st)
 		}
+	}
+	if f.After > 0 {
+		where = append(where, `id > ?`)
+		args = append(args, f.After)
 	}
 	query := `SELECT ` + approvalColumns + ` FROM approvals`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	rows, err := s.q.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	rows, err := s.q.QueryContext(ctx, query+` ORDER BY id`+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}

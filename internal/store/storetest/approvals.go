@@ -123,7 +123,7 @@ func testOpenApproval(t *testing.T, s store.Store) {
 
 func testListApprovals(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	none, err := s.ListApprovals(ctx, "")
+	none, err := s.ListApprovals(ctx, store.ApprovalFilter{})
 	must(t, err)
 	if len(none) != 0 {
 		t.Errorf("new store lists approvals %v", approvalIDs(none))
@@ -139,7 +139,7 @@ func testListApprovals(t *testing.T, s store.Store) {
 
 	list := func(env string, statuses ...string) []int64 {
 		t.Helper()
-		as, err := s.ListApprovals(ctx, env, statuses...)
+		as, err := s.ListApprovals(ctx, store.ApprovalFilter{Env: env, Statuses: statuses})
 		must(t, err)
 		return approvalIDs(as)
 	}
@@ -153,7 +153,17 @@ func testListApprovals(t *testing.T, s store.Store) {
 	equal(t, "team/web applied", list("team/web", store.ApprovalApplied), []int64{})
 	equal(t, "unknown environment", list("team/none"), []int64{})
 
-	as, err := s.ListApprovals(ctx, "team/api")
+	page := func(after int64, limit int) []int64 {
+		t.Helper()
+		as, err := s.ListApprovals(ctx, store.ApprovalFilter{After: after, Limit: limit})
+		must(t, err)
+		return approvalIDs(as)
+	}
+	equal(t, "first page of two", page(0, 2), []int64{webDB.ID, apiDB.ID})
+	equal(t, "the page after it", page(apiDB.ID, 2), []int64{webApp.ID, webDB2.ID})
+	equal(t, "past the end", page(webDB2.ID, 2), []int64{})
+
+	as, err := s.ListApprovals(ctx, store.ApprovalFilter{Env: "team/api"})
 	must(t, err)
 	if len(as) == 1 {
 		equal(t, "listed approval", as[0], *apiDB)
