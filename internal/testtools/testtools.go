@@ -151,3 +151,32 @@ func (l *Log) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
+
+// FilesHolding reads every file under dir and returns, for each of texts,
+// the files (relative to dir) that hold it, and how many files it read. A
+// walk that reads few files proves little: callers check the count.
+func FilesHolding(t testing.TB, dir string, texts ...string) (map[string][]string, int) {
+	t.Helper()
+	holding, read := map[string][]string{}, 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		read++
+		rel, _ := filepath.Rel(dir, p)
+		for _, s := range texts {
+			if bytes.Contains(data, []byte(s)) {
+				holding[s] = append(holding[s], rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holding, read
+}

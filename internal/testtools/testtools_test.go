@@ -3,6 +3,7 @@ package testtools
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,20 @@ func TestRequired(t *testing.T) {
 	t.Setenv("CI", "true")
 	if !Required() {
 		t.Error("not Required with CI=true")
+	}
+}
+
+func TestFilesHoldingNamesEachFileHoldingEachText(t *testing.T) {
+	dir := t.TempDir()
+	WriteFiles(t, dir, map[string]string{"a.txt": "a secret here", "sub/b.txt": "nothing", "sub/c.txt": "secret, and more"})
+	holding, read := FilesHolding(t, dir, "secret", "absent")
+	if read != 3 {
+		t.Errorf("read %d files, want 3", read)
+	}
+	if got := strings.Join(holding["secret"], " "); got != "a.txt sub/c.txt" {
+		t.Errorf("files holding the secret: %q", got)
+	}
+	if len(holding["absent"]) != 0 {
+		t.Errorf("files holding a text no file has: %v", holding["absent"])
 	}
 }

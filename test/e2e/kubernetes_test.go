@@ -20,6 +20,7 @@ import (
 	"knit.dev/knit/internal/kubetest"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/testtools"
 )
 
 // The Kubernetes tests run the real knit binary and OpenTofu against a real
@@ -632,30 +633,18 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 	}
 	// Nowhere in the data dir: database, state, saved plans (approvals
 	// included), work dirs, logs. The walk sees plain text: the non-sensitive greeting is found in it.
-	checked, control := 0, 0
-	err := filepath.WalkDir(k.dataDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		checked++
-		if strings.Contains(string(data), "hello, from terraform") {
-			control++
-		}
-		rel, _ := filepath.Rel(k.dataDir, p)
-		for what, s := range secrets {
-			if strings.Contains(string(data), s) {
-				t.Errorf("%s holds the %s in plain text", rel, what)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	const greeting = "hello, from terraform"
+	texts := []string{greeting}
+	for _, v := range secrets {
+		texts = append(texts, v)
 	}
+	holding, checked := testtools.FilesHolding(t, k.dataDir, texts...)
+	for what, v := range secrets {
+		for _, rel := range holding[v] {
+			t.Errorf("%s holds the %s in plain text", rel, what)
+		}
+	}
+	control := len(holding[greeting])
 	if checked < 10 || control == 0 {
 		t.Errorf("%d files checked, %d of them holding the non-sensitive greeting: the walk proves nothing", checked, control)
 	}

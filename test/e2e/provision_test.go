@@ -9,6 +9,7 @@ import (
 	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -528,22 +529,10 @@ resource "terraform_data" "c" {
 		t.Error("no database files found to check")
 	}
 	// Nowhere in the data dir: state, saved plans, work dirs, logs, database.
-	checked := 0
-	filepath.WalkDir(w.dataDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		checked++
-		if strings.Contains(string(data), secret) {
-			rel, _ := filepath.Rel(w.dataDir, p)
-			t.Errorf("%s holds the secret in plain text", rel)
-		}
-		return nil
-	})
+	holding, checked := testtools.FilesHolding(t, w.dataDir, secret)
+	for _, rel := range holding[secret] {
+		t.Errorf("%s holds the secret in plain text", rel)
+	}
 	if checked < 10 {
 		t.Errorf("only %d files checked", checked)
 	}

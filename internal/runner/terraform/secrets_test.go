@@ -69,24 +69,9 @@ var testKey = bytes.Repeat([]byte{7}, 32)
 // grepData fails the test for every file under dir that holds s.
 func grepData(t *testing.T, dir, s string) {
 	t.Helper()
-	checked := 0
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		checked++
-		if bytes.Contains(data, []byte(s)) {
-			rel, _ := filepath.Rel(dir, p)
-			t.Errorf("%s holds %q", rel, s)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	holding, checked := testtools.FilesHolding(t, dir, s)
+	for _, rel := range holding[s] {
+		t.Errorf("%s holds %q", rel, s)
 	}
 	if checked < 5 {
 		t.Errorf("only %d files checked under %s", checked, dir)
