@@ -34,6 +34,20 @@ type EnvironmentFilter struct {
 	Limit        int
 }
 
+// pageOf is a page of items read with a limit of n+1 (n <= 0: every item
+// read, one page): more than n means a next page, whose cursor is that of
+// the last item kept.
+func pageOf[T any](items []T, n int, cursor func(T) string) Page[T] {
+	page := Page[T]{Items: items}
+	if n > 0 && len(items) > n {
+		page.Items, page.Next = items[:n], cursor(items[n-1])
+	}
+	if page.Items == nil {
+		page.Items = []T{}
+	}
+	return page
+}
+
 func limit(n int) int {
 	switch {
 	case n <= 0:
@@ -54,14 +68,7 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
-	page := Page[EnvironmentSummary]{Items: envs}
-	if len(envs) > n {
-		page.Items, page.Next = envs[:n], envs[n-1].ID
-	}
-	if page.Items == nil {
-		page.Items = []EnvironmentSummary{}
-	}
-	return page, nil
+	return pageOf(envs, n, func(e EnvironmentSummary) string { return e.ID }), nil
 }
 
 // EnvironmentVersions pages through the versions of the environments f
@@ -73,11 +80,7 @@ func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Pa
 	if err != nil {
 		return Page[store.EnvironmentVersion]{}, err
 	}
-	page := Page[store.EnvironmentVersion]{Items: vs}
-	if len(vs) > n {
-		page.Items, page.Next = vs[:n], vs[n-1].ID
-	}
-	return page, nil
+	return pageOf(vs, n, func(v store.EnvironmentVersion) string { return v.ID }), nil
 }
 
 // EnvironmentVersion is the version of the environment team/env (see
@@ -406,14 +409,7 @@ func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string,
 	if err != nil {
 		return Page[store.Approval]{}, err
 	}
-	page := Page[store.Approval]{Items: out}
-	if n >= 0 && len(out) > n {
-		page.Items, page.Next = out[:n], strconv.FormatInt(out[n-1].ID, 10)
-	}
-	if page.Items == nil {
-		page.Items = []store.Approval{}
-	}
-	return page, nil
+	return pageOf(out, n, func(a store.Approval) string { return strconv.FormatInt(a.ID, 10) }), nil
 }
 
 // History lists an environment's runs ("" = all), newest first; the
@@ -432,14 +428,7 @@ func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[sto
 	if err != nil {
 		return Page[store.Run]{}, err
 	}
-	page := Page[store.Run]{Items: runs}
-	if len(runs) > n {
-		page.Items, page.Next = runs[:n], runs[n-1].ID
-	}
-	if page.Items == nil {
-		page.Items = []store.Run{}
-	}
-	return page, nil
+	return pageOf(runs, n, func(r store.Run) string { return r.ID }), nil
 }
 
 // RunView is one run with what it did to each component.
@@ -479,14 +468,7 @@ func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[s
 	if err != nil {
 		return Page[store.Revision]{}, err
 	}
-	page := Page[store.Revision]{Items: revs}
-	if len(revs) > n {
-		page.Items, page.Next = revs[:n], strconv.Itoa(revs[n-1].Number)
-	}
-	if page.Items == nil {
-		page.Items = []store.Revision{}
-	}
-	return page, nil
+	return pageOf(revs, n, func(r store.Revision) string { return strconv.Itoa(r.Number) }), nil
 }
 
 // AuditFilter selects audit events: by environment (team/env or name),
@@ -523,14 +505,7 @@ func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent]
 	if err != nil {
 		return Page[store.AuditEvent]{}, err
 	}
-	page := Page[store.AuditEvent]{Items: events}
-	if n > 0 && len(events) > n {
-		page.Items, page.Next = events[:n], strconv.FormatInt(events[n-1].ID, 10)
-	}
-	if page.Items == nil {
-		page.Items = []store.AuditEvent{}
-	}
-	return page, nil
+	return pageOf(events, n, func(e store.AuditEvent) string { return strconv.FormatInt(e.ID, 10) }), nil
 }
 
 // Logs returns a component's newest component run, log included.

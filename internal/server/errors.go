@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -77,9 +76,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 			jsonBufs.Put(buf)
 		}
 	}()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeInto(buf, v); err != nil {
 		http.Error(w, "encode the response: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -133,15 +133,21 @@ func (c *viewCache) put(kind viewKind, id string, version int64, body []byte) {
 // entrySize is what an entry costs, its map slot and headers included.
 func entrySize(k viewKey, v cachedView) int { return len(k.id) + len(v.body) + 64 }
 
-// encodeJSON encodes v as writeJSON would, into a slice of its own.
+// encodeJSON encodes v as writeJSON does, into a slice of its own.
 func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeInto(&buf, v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// encodeInto is every response's encoding: JSON, HTML left unescaped,
+// newline-terminated.
+func encodeInto(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // pageJSON is writeJSON of a page whose items are already encoded (each
