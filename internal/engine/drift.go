@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
@@ -77,7 +76,9 @@ type check struct {
 	err  error
 	// done is closed when the check has ended, or will never run; the
 	// fields above are final then.
-	done chan struct{}
+	done    chan struct{}
+	started bool // checkAll called its walk function
+
 }
 
 // newChecks makes a check for every live component of g.
@@ -102,13 +103,9 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 	for name := range checks {
 		flat.Add(name)
 	}
-	ran := make(map[string]bool, len(checks)) // written before each fn starts, read after the walk
-	var mu sync.Mutex
 	wr := flat.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		c := checks[name]
-		mu.Lock()
-		ran[name] = true
-		mu.Unlock()
+		c.started = true // read only after the walk, which waits for this call
 		defer close(c.done)
 		defer func() {
 			if r := recover(); r != nil {
@@ -132,7 +129,7 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 		return nil
 	})
 	for name, vr := range wr.Vertices {
-		if c := checks[name]; !ran[name] {
+		if c := checks[name]; !c.started {
 			c.err = vr.Err // interrupted before it started
 			if c.err == nil {
 				c.err = fmt.Errorf("drift check of %s did not run: %s", name, vr.Reason)
