@@ -100,8 +100,19 @@ func (s *session) newChecks(g *dag.Graph) map[string]*check {
 // reconciling need it.
 func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 	flat := dag.New()
-	for name := range checks {
+	for name, c := range checks {
 		flat.Add(name)
+		c.step.op = "drift"
+	}
+	// Every check is recorded running at once, in one transaction: they
+	// all start now, only the parallelism queues them, and a commit per
+	// check would cost each a store write before its tool could start.
+	if err := s.startedAll(checks); err != nil {
+		for _, c := range checks {
+			c.err = err
+			close(c.done)
+		}
+		return
 	}
 	wr := flat.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		c := checks[name]
@@ -112,11 +123,7 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 				c.err = fmt.Errorf("drift check of %s panicked: %v", name, r)
 			}
 		}()
-		c.step.op = "drift"
 		if c.p, c.err = c.step.prepare(ctx, true); c.err != nil {
-			return nil
-		}
-		if c.step.storeRun, c.err = s.started(c.step.op, c.step.cr); c.err != nil {
 			return nil
 		}
 		// Drift names the attributes that differ (driftSummary); an

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -457,6 +459,26 @@ func (s *session) started(op string, cr *ComponentResult) (*store.ComponentRun, 
 		return nil, s.writeFailed(cr, err)
 	}
 	return r, nil
+}
+
+// startedAll is started for every check of a drift, in one store write.
+func (s *session) startedAll(checks map[string]*check) error {
+	runs := make([]*store.ComponentRun, 0, len(checks))
+	for _, name := range slices.Sorted(maps.Keys(checks)) {
+		c := checks[name]
+		c.step.storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: c.step.cr.Name,
+			Operation: c.step.op, Status: store.StatusRunning, StartedAt: c.step.cr.StartedAt}
+		runs = append(runs, c.step.storeRun)
+	}
+	if err := s.e.Store.StartComponentRun(s.db, runs...); err != nil {
+		for _, c := range checks {
+			c.step.storeRun = nil
+		}
+		err = fmt.Errorf("record the drift checks: %w", err)
+		s.runFailed(err)
+		return err
+	}
+	return nil
 }
 
 // writeFailed handles a component's record that the store refused: the

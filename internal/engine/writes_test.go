@@ -18,7 +18,9 @@ type failingStore struct {
 	mu     sync.Mutex
 	n      int
 	failAt int
-	failed string // the write that failed
+	failOp string         // or fails the first write of this method
+	failed string         // the write that failed
+	calls  map[string]int // writes by method
 }
 
 var errInjected = errors.New("injected write failure")
@@ -27,7 +29,11 @@ func (f *failingStore) write(op string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	if f.n == f.failAt {
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[op]++
+	if f.n == f.failAt || (op == f.failOp && f.failed == "") {
 		f.failed = op
 		return fmt.Errorf("%s: %w", op, errInjected)
 	}
@@ -70,11 +76,11 @@ func (f *failingStore) InterruptRuns(ctx context.Context, env string, alive func
 	}
 	return f.Store.InterruptRuns(ctx, env, alive, at)
 }
-func (f *failingStore) StartComponentRun(ctx context.Context, cr *store.ComponentRun) error {
+func (f *failingStore) StartComponentRun(ctx context.Context, crs ...*store.ComponentRun) error {
 	if err := f.write("StartComponentRun"); err != nil {
 		return err
 	}
-	return f.Store.StartComponentRun(ctx, cr)
+	return f.Store.StartComponentRun(ctx, crs...)
 }
 func (f *failingStore) FinishComponentRun(ctx context.Context, cr store.ComponentRun, st *store.ComponentState) error {
 	if err := f.write("FinishComponentRun"); err != nil {
@@ -248,4 +254,74 @@ func (c *storeClock) add(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// TestADriftRecordsEveryCheckRunningInOneWrite: a drift starts every check
+// at once, so it records them all running in one store write before the
+// first plan, and a refusal of that write fails every check and the run,
+// plans nothing and leaves no component run running.
+func TestADriftRecordsEveryCheckRunningInOneWrite(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	env := parse(t, chain4)
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	latest := func() (store.Run, []store.ComponentRun) {
+		t.Helper()
+		runs, err := h.st.Runs(ctx, "t/chain", store.RunFilter{Limit: 1})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("latest run: %v %v", runs, err)
+		}
+		crs, err := h.st.ComponentRuns(ctx, runs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs[0], crs
+	}
+	fs := &failingStore{Store: h.st}
+	h.e.Store = fs
+	h.r.Hook = func(ctx context.Context, op, comp string) error {
+		if _, crs := latest(); op == "plan" && len(crs) != 4 {
+			return fmt.Errorf("%s planned with %d of 4 checks recorded", comp, len(crs))
+		}
+		return nil
+	}
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester", Parallelism: 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.InSync, "b": engine.InSync, "c": engine.InSync, "d": engine.InSync})
+	if n := fs.calls["StartComponentRun"]; n != 1 {
+		t.Errorf("the drift made %d StartComponentRun writes, want 1", n)
+	}
+
+	fs = &failingStore{Store: h.st, failOp: "StartComponentRun"}
+	h.e.Store = fs
+	h.r.Hook = func(ctx context.Context, op, comp string) error {
+		if op == "plan" {
+			t.Errorf("%s planned although its check was never recorded", comp)
+		}
+		return nil
+	}
+	res, err = h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
+	if fs.failed == "" {
+		t.Fatal("the drift never tried to record its checks")
+	}
+	if err == nil && res.Status == store.StatusSucceeded {
+		t.Error("the drift succeeded although its checks could not be recorded")
+	}
+	if res != nil {
+		// The roots fail; what depends on them is skipped, as behind any failed check.
+		wantStatuses(t, res, map[string]engine.Status{"a": engine.Failed, "b": engine.Skipped, "c": engine.Skipped, "d": engine.Skipped})
+	}
+	run, crs := latest()
+	if run.Status == store.StatusSucceeded || run.Status == store.StatusRunning {
+		t.Errorf("run recorded %s", run.Status)
+	}
+	for _, cr := range crs {
+		if cr.Status == store.StatusRunning {
+			t.Errorf("%s left running", cr.Component)
+		}
+	}
 }

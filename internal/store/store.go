@@ -301,11 +301,12 @@ type Store interface {
 	// other run has taken the lock. FinishComponentRun judges the run and
 	// environment recorded when the component run started.
 	//
-	// StartComponentRun records a component run before the tool starts and
-	// sets its ID. Status (empty: running), Reason, PlanSummary, Log and
-	// FinishedAt are stored as given, so a component run that ends without
-	// running a tool (up to date, skipped) is recorded whole in one call.
-	StartComponentRun(ctx context.Context, cr *ComponentRun) error
+	// StartComponentRun records component runs before their tools start,
+	// all in one transaction (all or none), and sets their IDs. Status
+	// (empty: running), Reason, PlanSummary, Log and FinishedAt are stored
+	// as given, so a component run that ends without running a tool (up to
+	// date, skipped) is recorded whole in one call.
+	StartComponentRun(ctx context.Context, crs ...*ComponentRun) error
 	// FinishComponentRun records the outcome and, when state is non-nil, the
 	// component's new state (outputs included), in one transaction.
 	FinishComponentRun(ctx context.Context, cr ComponentRun, state *ComponentState) error

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -42,36 +43,69 @@ type fileConfig struct {
 	staticVars bool
 }
 
-// configCache remembers fileConfig by content hash and syntax.
+// configCache remembers fileConfig by content hash and syntax (configKey).
 type configCache struct {
 	mu sync.Mutex
 	m  map[string]*fileConfig
+	// disk holds, per work dir, the keys its cache file holds (see
+	// loadConfigs); a work dir not in it has not been read yet.
+	disk map[string]map[string]bool
+	// parsed counts the files parsed, for tests.
+	parsed atomic.Int64
+}
+
+func (c *configCache) onDisk(wd, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disk[wd][key]
+}
+
+func (c *configCache) setDisk(wd string, keys map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.disk == nil {
+		c.disk = map[string]map[string]bool{}
+	}
+	c.disk[wd] = keys
+}
+
+func (c *configCache) get(key string) (*fileConfig, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fc, ok := c.m[key]
+	return fc, ok
+}
+
+func (c *configCache) has(key string) bool {
+	_, ok := c.get(key)
+	return ok
+}
+
+func (c *configCache) put(key string, fc *fileConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*fileConfig{}
+	}
+	c.m[key] = fc
 }
 
 // fileConfig returns f's configuration, parsing it at most once per content.
 func (r *Runner) fileConfig(rel string, f file) (*fileConfig, error) {
-	sum, err := r.hashes.sum(f)
+	key, err := r.configKey(rel, f)
 	if err != nil {
 		return nil, err
 	}
-	key := sum + "|" + path.Ext(rel)
-	r.configs.mu.Lock()
-	fc, ok := r.configs.m[key]
-	r.configs.mu.Unlock()
-	if ok {
+	if fc, ok := r.configs.get(key); ok {
 		return fc, nil
 	}
 	data, err := f.read()
 	if err != nil {
 		return nil, err
 	}
-	fc = parseConfig(rel, data)
-	r.configs.mu.Lock()
-	if r.configs.m == nil {
-		r.configs.m = map[string]*fileConfig{}
-	}
-	r.configs.m[key] = fc
-	r.configs.mu.Unlock()
+	fc := parseConfig(rel, data)
+	r.configs.parsed.Add(1)
+	r.configs.put(key, fc)
 	return fc, nil
 }
 

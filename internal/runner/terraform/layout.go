@@ -149,6 +149,7 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	}
 	plain, secret := splitSecret(in, c.Sensitive)
 	l.secret = secret
+	r.loadConfigs(wd)
 	if l.backend, l.ownEncryption, err = r.moduleSettings(l); err != nil {
 		return nil, err
 	}

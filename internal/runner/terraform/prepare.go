@@ -43,6 +43,9 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err := syncDir(l, filepath.Join(wd, moduleDir)); err != nil {
 		return nil, fmt.Errorf("copy module: %w", err)
 	}
+	if err := r.saveConfigs(wd, l); err != nil {
+		return nil, err
+	}
 	p := &prepared{layout: l, wd: wd, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))}
 	encrypted, err := r.encrypts(wd, l)
 	if err != nil {

@@ -9,38 +9,55 @@ import (
 )
 
 // StartComponentRun implements store.Store. An empty Status becomes
-// store.StatusRunning; cr.ID and cr.Status are set on success. The run
+// store.StatusRunning; each cr's ID and Status are set on success. The run
 // cr.RunID must exist and hold its environment's lock (else
 // store.ErrLockLost, and nothing is written).
-func (s *Store) StartComponentRun(ctx context.Context, cr *store.ComponentRun) error {
-	if cr.RunID == "" || cr.Env == "" || cr.Component == "" {
-		return errors.New("start component run: RunID, Env and Component are required")
-	}
-	status := cr.Status
-	if status == "" {
-		status = store.StatusRunning
-	}
-	var id int64
-	err := s.write(ctx, func(tx *txn) error {
-		if err := holds(ctx, tx, cr.Env, cr.RunID); err != nil {
-			return err
+func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRun) error {
+	for _, cr := range crs {
+		if cr.RunID == "" || cr.Env == "" || cr.Component == "" {
+			return errors.New("start component run: RunID, Env and Component are required")
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO component_runs
+	}
+	ids := make([]int64, len(crs))
+	err := s.write(ctx, func(tx *txn) error {
+		held := map[[2]string]bool{}
+		for i, cr := range crs {
+			if k := [2]string{cr.Env, cr.RunID}; !held[k] {
+				if err := holds(ctx, tx, cr.Env, cr.RunID); err != nil {
+					return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+				}
+				held[k] = true
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO component_runs
 			(run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			cr.RunID, cr.Env, cr.Component, cr.Operation, status, cr.Code, cr.Reason, cr.PlanSummary, cr.Log,
-			ts(cr.StartedAt), ts(cr.FinishedAt))
-		if err != nil {
-			return err
+				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, cr.PlanSummary, cr.Log,
+				ts(cr.StartedAt), ts(cr.FinishedAt))
+			if err == nil {
+				ids[i], err = res.LastInsertId()
+			}
+			if err != nil {
+				return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+			}
 		}
-		id, err = res.LastInsertId()
-		return err
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+		return err
 	}
-	cr.ID, cr.Status = id, status
+	for i, cr := range crs {
+		cr.ID, cr.Status = ids[i], startStatus(cr)
+	}
 	return nil
+}
+
+// startStatus is the status a component run is started with: running
+// unless the caller records it whole.
+func startStatus(cr *store.ComponentRun) string {
+	if cr.Status == "" {
+		return store.StatusRunning
+	}
+	return cr.Status
 }
 
 // FinishComponentRun implements store.Store. It records cr's status,

@@ -70,6 +70,27 @@ func testComponentRuns(t *testing.T, s store.Store) {
 	crs, err = s.ComponentRuns(ctx, "r1")
 	must(t, err)
 	equal(t, "component run recorded finished", crs[len(crs)-1], *skipped)
+
+	// Several started at once are written together, in the order given,
+	// each with its ID; one the store refuses writes none of them.
+	checks := []*store.ComponentRun{
+		{RunID: "r2", Env: "team/web", Component: "db", Operation: "drift", StartedAt: at(3 * time.Second)},
+		{RunID: "r2", Env: "team/web", Component: "app", Operation: "drift", StartedAt: at(3 * time.Second)},
+	}
+	must(t, s.CreateRun(ctx, run("r2", "team/web", at(0))))
+	lockFor(t, s, "team/web", "r2")
+	if err := s.StartComponentRun(ctx, checks[0], &store.ComponentRun{RunID: "r2", Env: "team/web"}); err == nil {
+		t.Error("StartComponentRun of a component run without a component: no error")
+	}
+	must(t, s.StartComponentRun(ctx, checks...))
+	if checks[0].ID == 0 || checks[1].ID <= checks[0].ID || checks[1].Status != store.StatusRunning {
+		t.Errorf("component runs started together: IDs %d, %d, status %q", checks[0].ID, checks[1].ID, checks[1].Status)
+	}
+	started, err := s.ComponentRuns(ctx, "r2")
+	must(t, err)
+	if len(started) != 2 || started[0].Component != "db" || started[1].Component != "app" || started[1].Status != store.StatusRunning {
+		t.Errorf("component runs started together: %+v", started)
+	}
 }
 
 func testLastComponentRun(t *testing.T, s store.Store) {

@@ -135,6 +135,11 @@ func testFencingNoLock(t *testing.T, s store.Store, _ *clock) {
 	wantLockLost(t, s.StartComponentRun(ctx, &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "db"}), "StartComponentRun without a lock")
 	equal(t, "component runs written without a lock", componentRuns(t, s, "run-a"), map[string]string{})
 
+	// Several at once are all refused: none is written.
+	wantLockLost(t, s.StartComponentRun(ctx, &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "db"},
+		&store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "app"}), "StartComponentRun of two without a lock")
+	equal(t, "component runs written without a lock", componentRuns(t, s, "run-a"), map[string]string{})
+
 	must(t, acquire(t, s, holder("team/web", "run-a"), time.Minute, nil))
 	cr := &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "db"}
 	must(t, s.StartComponentRun(ctx, cr))
