@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -105,13 +103,6 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		return err
 	}
 	defer b.Close()
-	if _, local := b.(localBackend); local && os.Getenv("GOMAXPROCS") == "" {
-		// A local run's CPU goes to the tools it starts; knit itself
-		// waits on their pipes and on the store. One P spares it the
-		// scheduler's spinning threads, a fifth of knit's own CPU, which on
-		// a busy machine the tools would otherwise wait for.
-		runtime.GOMAXPROCS(1)
-	}
 	req, err := request(b)
 	if err != nil {
 		return err

@@ -6,3 +6,6 @@ func InitCount(r *Runner) int64 { return r.inits.Load() }
 
 // CommandCount reports how many tool processes r started.
 func CommandCount(r *Runner) int64 { return r.commands.Load() }
+
+// LayoutCount reports how many times r read a whole module (collected a layout).
+func LayoutCount(r *Runner) int64 { return r.collected.Load() }

@@ -255,3 +255,37 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestAPlanAfterItsFingerprintReadsTheModuleOnce: the engine fingerprints a
+// component and then plans it with the same inputs; the plan uses the
+// layout the fingerprint read instead of reading the module again, once,
+// and only for the same inputs.
+func TestAPlanAfterItsFingerprintReadsTheModuleOnce(t *testing.T) {
+	t.Parallel()
+	bin, _ := fakeTool(t, fakeCommands)
+	f := newFixture(t, bin, map[string]string{"mod/main.tf": "# fake"}, localModule("mod"))
+	ctx := context.Background()
+	in := runner.Inputs{"n": 1}
+	reads := func() int64 { return terraform.LayoutCount(f.r) }
+	if _, err := f.r.Fingerprint(ctx, f.c, in); err != nil {
+		t.Fatal(err)
+	}
+	f.plan(in, runner.PlanOptions{})
+	if n := reads(); n != 1 {
+		t.Errorf("fingerprint then plan read the module %d times, want 1", n)
+	}
+	f.plan(in, runner.PlanOptions{})
+	if n := reads(); n != 2 {
+		t.Errorf("a second plan read the module %d times in all, want 2: the fingerprint's layout serves once", n)
+	}
+	if _, err := f.r.Fingerprint(ctx, f.c, in); err != nil {
+		t.Fatal(err)
+	}
+	f.plan(runner.Inputs{"n": 2}, runner.PlanOptions{})
+	if n := reads(); n != 4 {
+		t.Errorf("a plan with other inputs than its fingerprint's: %d reads in all, want 4", n)
+	}
+	if got := readFile(t, filepath.Join(f.c.WorkDir, "module", "knit.auto.tfvars.json")); !strings.Contains(got, `"n": 2`) {
+		t.Errorf("the plan ran with the fingerprint's inputs: %s", got)
+	}
+}

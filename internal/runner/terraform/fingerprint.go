@@ -23,6 +23,9 @@ func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.
 	if err != nil {
 		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)
 	}
+	if wd, err := workDir(c); err == nil {
+		r.layouts.put(wd, in, l)
+	}
 	sum, err := r.layoutHash(l, r.opts.ToolVersion, func(string) bool { return true })
 	if err != nil {
 		return "", fmt.Errorf("fingerprint %s: %w", compName(c), err)

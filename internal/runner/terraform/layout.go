@@ -113,6 +113,7 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	if err != nil {
 		return nil, err
 	}
+	r.collected.Add(1)
 	l := &layout{files: map[string]file{}, sub: sub}
 	if src.Kind == spec.SourceGit {
 		if root, l.commit, err = r.git.Checkout(ctx, src.URL, src.Ref); err != nil {

@@ -25,11 +25,18 @@ type prepared struct {
 }
 
 // prepare lays out the module folder (copy-on-change) and runs init when
-// what init depends on changed.
+// what init depends on changed. It uses the layout the component's
+// fingerprint collected, if that came just before with the same inputs.
 func (r *Runner) prepare(ctx context.Context, c runner.Component, in runner.Inputs) (*prepared, error) {
-	l, err := r.layout(ctx, c, in)
+	wd, err := workDir(c)
 	if err != nil {
 		return nil, err
+	}
+	l := r.layouts.take(wd, in)
+	if l == nil {
+		if l, err = r.layout(ctx, c, in); err != nil {
+			return nil, err
+		}
 	}
 	return r.prepareLayout(ctx, c, l)
 }

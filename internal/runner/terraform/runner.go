@@ -59,12 +59,14 @@ type Runner struct {
 
 	hashes   fileHashes
 	configs  configCache
+	layouts  layoutMemo
 	versions toolVersions
 	// cacheLocking is whether the tool locks the plugin cache itself while
 	// installing into it (OpenTofu 1.10 and later); see initLock.
 	cacheLocking bool
-	// inits counts init runs, and commands every tool process, for tests.
-	inits, commands atomic.Int64
+	// inits counts init runs, commands every tool process, and collected
+	// every layout collected (the whole module read), for tests.
+	inits, commands, collected atomic.Int64
 }
 
 var _ runner.Runner = (*Runner)(nil)
