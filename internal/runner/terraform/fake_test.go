@@ -257,7 +257,7 @@ func running(pid int) bool {
 }
 
 // TestAPlanAfterItsFingerprintReadsTheModuleOnce: the engine fingerprints a
-// component and then plans it with the same inputs; the plan uses the
+// component and then plans (or destroys) it with the same inputs; the plan uses the
 // layout the fingerprint read instead of reading the module again, once,
 // and only for the same inputs.
 func TestAPlanAfterItsFingerprintReadsTheModuleOnce(t *testing.T) {
@@ -287,5 +287,15 @@ func TestAPlanAfterItsFingerprintReadsTheModuleOnce(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(f.c.WorkDir, "module", "knit.auto.tfvars.json")); !strings.Contains(got, `"n": 2`) {
 		t.Errorf("the plan ran with the fingerprint's inputs: %s", got)
+	}
+	// A destroy after its fingerprint (a teardown) likewise.
+	if _, err := f.r.Fingerprint(ctx, f.c, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.Destroy(ctx, f.c, in); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads(); n != 5 {
+		t.Errorf("fingerprint then destroy: %d reads in all, want 5", n)
 	}
 }
