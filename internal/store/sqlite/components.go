@@ -20,6 +20,16 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 	}
 	ids := make([]int64, len(crs))
 	err := s.write(ctx, func(tx *txn) error {
+		// Prepared once for the transaction: a drift starts every check
+		// in one, and the statement (its trigger included) would
+		// otherwise be parsed for each.
+		insert, err := tx.prepare(ctx, `INSERT INTO component_runs
+			(run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
 		held := map[[2]string]bool{}
 		for i, cr := range crs {
 			if k := [2]string{cr.Env, cr.RunID}; !held[k] {
@@ -28,9 +38,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 				}
 				held[k] = true
 			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO component_runs
-			(run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			res, err := insert.ExecContext(ctx,
 				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, cr.PlanSummary, cr.Log,
 				ts(cr.StartedAt), ts(cr.FinishedAt))
 			if err == nil {

@@ -163,6 +163,20 @@ func (s *Store) InterruptRuns(ctx context.Context, env string, alive func(pid in
 	if alive == nil {
 		return nil, errors.New("interrupt runs: alive func is nil")
 	}
+	// Every run starts by asking, and there is rarely a crashed run to
+	// mark: look first in a read, which takes no write lock. A run found
+	// dead cannot come back to life, so the write below sees it too.
+	var found bool
+	if err := s.read(ctx, func(tx *txn) error {
+		dead, err := deadRuns(ctx, tx, env, alive)
+		found = len(dead) > 0
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("interrupt runs of %s: %w", env, err)
+	}
+	if !found {
+		return nil, nil
+	}
 	var ids []string
 	err := s.write(ctx, func(tx *txn) error {
 		dead, err := deadRuns(ctx, tx, env, alive)

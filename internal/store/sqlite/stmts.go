@@ -110,6 +110,16 @@ func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 	return t.Tx.StmtContext(ctx, st)
 }
 
+// prepare is query's statement for this transaction: the cached one, or
+// one prepared on the transaction's own connection (closed with it), for a
+// query the transaction runs many times.
+func (t *txn) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st, nil
+	}
+	return t.Tx.PrepareContext(ctx, query)
+}
+
 func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	st := t.stmt(ctx, query)
 	if st == nil {
