@@ -76,11 +76,6 @@ func (c *configCache) get(key string) (*fileConfig, bool) {
 	return fc, ok
 }
 
-func (c *configCache) has(key string) bool {
-	_, ok := c.get(key)
-	return ok
-}
-
 func (c *configCache) put(key string, fc *fileConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

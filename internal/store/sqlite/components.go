@@ -18,6 +18,9 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 			return errors.New("start component run: RunID, Env and Component are required")
 		}
 	}
+	if len(crs) == 0 {
+		return nil
+	}
 	ids := make([]int64, len(crs))
 	err := s.write(ctx, func(tx *txn) error {
 		// Prepared once for the transaction: a drift starts every check
@@ -34,7 +37,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 		for i, cr := range crs {
 			if k := [2]string{cr.Env, cr.RunID}; !held[k] {
 				if err := holds(ctx, tx, cr.Env, cr.RunID); err != nil {
-					return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+					return err
 				}
 				held[k] = true
 			}
@@ -44,14 +47,20 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 			if err == nil {
 				ids[i], err = res.LastInsertId()
 			}
+			if err != nil && len(crs) > 1 {
+				err = fmt.Errorf("%s: %w", cr.Component, err)
+			}
 			if err != nil {
-				return fmt.Errorf("start component run %s of run %s: %w", cr.Component, cr.RunID, err)
+				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		if len(crs) == 1 {
+			return fmt.Errorf("start component run %s of run %s: %w", crs[0].Component, crs[0].RunID, err)
+		}
+		return fmt.Errorf("start %d component runs of run %s: %w", len(crs), crs[0].RunID, err)
 	}
 	for i, cr := range crs {
 		cr.ID, cr.Status = ids[i], startStatus(cr)
