@@ -408,16 +408,16 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 		planJSON, _ = json.Marshal(cr.Plan)
 	}
 	if storeRun == nil && state == nil {
-		done := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
-			Status: string(cr.Status), Code: cr.Code, Reason: cr.Reason, PlanSummary: planJSON, Log: cr.Log,
-			StartedAt: cr.StartedAt, FinishedAt: s.e.now()}
+		done := s.runRecord(op, cr)
+		done.Status, done.Code, done.Reason, done.PlanSummary = string(cr.Status), cr.Code, cr.Reason, planJSON
+		done.Log, done.FinishedAt = cr.Log, s.e.now()
 		if err := s.e.Store.StartComponentRun(s.db, done); err != nil {
 			return s.writeFailed(cr, err)
 		}
 		return nil
 	}
 	if storeRun == nil {
-		storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op, StartedAt: cr.StartedAt}
+		storeRun = s.runRecord(op, cr)
 		if err := s.e.Store.StartComponentRun(s.db, storeRun); err != nil {
 			return s.writeFailed(cr, err)
 		}
@@ -450,11 +450,16 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 	return nil
 }
 
+// runRecord is cr's component run in the store, not yet written: running
+// (an empty status) until the caller says otherwise.
+func (s *session) runRecord(op string, cr *ComponentResult) *store.ComponentRun {
+	return &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op, StartedAt: cr.StartedAt}
+}
+
 // started writes a component run in the "running" state before the tool
 // starts, so a crash leaves a trail.
 func (s *session) started(op string, cr *ComponentResult) (*store.ComponentRun, error) {
-	r := &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: cr.Name, Operation: op,
-		Status: store.StatusRunning, StartedAt: cr.StartedAt}
+	r := s.runRecord(op, cr)
 	if err := s.e.Store.StartComponentRun(s.db, r); err != nil {
 		return nil, s.writeFailed(cr, err)
 	}
@@ -466,8 +471,7 @@ func (s *session) startedAll(checks map[string]*check) error {
 	runs := make([]*store.ComponentRun, 0, len(checks))
 	for _, name := range slices.Sorted(maps.Keys(checks)) {
 		c := checks[name]
-		c.step.storeRun = &store.ComponentRun{RunID: s.run.ID, Env: s.env.ID(), Component: c.step.cr.Name,
-			Operation: c.step.op, Status: store.StatusRunning, StartedAt: c.step.cr.StartedAt}
+		c.step.storeRun = s.runRecord(c.step.op, c.step.cr)
 		runs = append(runs, c.step.storeRun)
 	}
 	if err := s.e.Store.StartComponentRun(s.db, runs...); err != nil {

@@ -33,6 +33,14 @@ type configCacheEntry struct {
 	StaticVars bool     `json:"staticVars,omitempty"`
 }
 
+func (fc *fileConfig) entry() configCacheEntry {
+	return configCacheEntry{Backend: fc.backend, Encryption: fc.encryption, InitParts: fc.initParts, StaticVars: fc.staticVars}
+}
+
+func (e configCacheEntry) config() *fileConfig {
+	return &fileConfig{backend: e.Backend, encryption: e.Encryption, initParts: e.InitParts, staticVars: e.StaticVars}
+}
+
 // configKey is the in-memory and on-disk cache key of a file's fileConfig.
 func (r *Runner) configKey(rel string, f file) (string, error) {
 	sum, err := r.hashes.sum(f)
@@ -55,7 +63,7 @@ func (r *Runner) loadConfigs(wd string) {
 	var doc configCacheDoc
 	if data, err := os.ReadFile(filepath.Join(wd, configCacheFile)); err == nil && json.Unmarshal(data, &doc) == nil && doc.Version == configCacheVersion {
 		for key, e := range doc.Files {
-			r.configs.put(key, &fileConfig{backend: e.Backend, encryption: e.Encryption, initParts: e.InitParts, staticVars: e.StaticVars})
+			r.configs.put(key, e.config())
 			keys[key] = true
 		}
 	}
@@ -81,7 +89,7 @@ func (r *Runner) saveConfigs(wd string, l *layout) error {
 			return err
 		}
 		stale = stale || !r.configs.onDisk(wd, key)
-		out.Files[key] = configCacheEntry{Backend: fc.backend, Encryption: fc.encryption, InitParts: fc.initParts, StaticVars: fc.staticVars}
+		out.Files[key] = fc.entry()
 	}
 	if !stale {
 		return nil

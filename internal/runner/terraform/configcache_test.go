@@ -37,7 +37,7 @@ func TestTheConfigCacheVersionFollowsTheParser(t *testing.T) {
 	h := sha256.New()
 	for _, rel := range slices.Sorted(maps.Keys(configCorpus)) {
 		fc := parseConfig(rel, []byte(configCorpus[rel]))
-		b, err := json.Marshal(configCacheEntry{Backend: fc.backend, Encryption: fc.encryption, InitParts: fc.initParts, StaticVars: fc.staticVars})
+		b, err := json.Marshal(fc.entry())
 		if err != nil {
 			t.Fatal(err)
 		}

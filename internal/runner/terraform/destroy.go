@@ -23,11 +23,9 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 		return err
 	}
 	hasState := stateHasResources(filepath.Join(wd, stateFile))
-	l := r.layouts.take(wd, in)
-	if l == nil {
-		if l, err = r.layout(ctx, c, in); err != nil {
-			return r.destroyLastCopy(ctx, c, in, hasState, err)
-		}
+	l, err := r.fingerprinted(ctx, wd, c, in)
+	if err != nil {
+		return r.destroyLastCopy(ctx, c, in, hasState, err)
 	}
 	if !l.ownBackend && !hasState {
 		fmt.Fprintf(c.Log, "knit: %s has no resources in its state; nothing to destroy\n", compName(c))

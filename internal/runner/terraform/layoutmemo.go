@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
@@ -62,4 +63,13 @@ func (m *layoutMemo) take(wd string, in runner.Inputs) *layout {
 		return nil
 	}
 	return e.l
+}
+
+// fingerprinted is the layout of c with inputs in: the one its fingerprint
+// just collected if there is one, else collected now.
+func (r *Runner) fingerprinted(ctx context.Context, wd string, c runner.Component, in runner.Inputs) (*layout, error) {
+	if l := r.layouts.take(wd, in); l != nil {
+		return l, nil
+	}
+	return r.layout(ctx, c, in)
 }

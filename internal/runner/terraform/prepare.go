@@ -32,11 +32,9 @@ func (r *Runner) prepare(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return nil, err
 	}
-	l := r.layouts.take(wd, in)
-	if l == nil {
-		if l, err = r.layout(ctx, c, in); err != nil {
-			return nil, err
-		}
+	l, err := r.fingerprinted(ctx, wd, c, in)
+	if err != nil {
+		return nil, err
 	}
 	return r.prepareLayout(ctx, c, l)
 }
