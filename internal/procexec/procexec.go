@@ -63,3 +63,14 @@ func (l *LockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.W.Write(p)
 }
+
+// Run is cmd.Run for knit's runners: it starts cmd and waits for it, on
+// Linux first in the runtime's poller (awaitExit), so that the tools a run
+// has going hold no threads.
+func Run(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	awaitExit(cmd.Process.Pid)
+	return cmd.Wait()
+}
