@@ -26,7 +26,9 @@ log() { echo "tools: $*" >&2; }
 up_to_date() { [ -x "$1" ] && [ -f "$1.version" ] && [ "$(cat "$1.version")" = "$2" ]; }
 
 build_tofu() {
-  local out="$bin/tofu" stamp="$TOFU_VERSION-r$TOOLS_REVISION"
+  # -static: built as OpenTofu's releases are (CGO_ENABLED=0 in its
+  # .goreleaser.yaml), so no dynamic loader runs at each of its many starts.
+  local out="$bin/tofu" stamp="$TOFU_VERSION-r$TOOLS_REVISION-static"
   if up_to_date "$out" "$stamp"; then return; fi
   log "building OpenTofu $TOFU_VERSION from the module proxy (cold: ~4 min)"
   local dir src
@@ -37,7 +39,7 @@ build_tofu() {
   rm -rf "$src" && mkdir -p "$tools/src"
   cp -r "$dir" "$src" && chmod -R u+w "$src"
   # version.dev=no: a release build, as OpenTofu's own release process stamps it (not "-dev").
-  (cd "$src" && go mod download && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out.tmp" ./cmd/tofu)
+  (cd "$src" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out.tmp" ./cmd/tofu)
   mv "$out.tmp" "$out"
   echo "$stamp" >"$out.version"
   rm -rf "$src"
@@ -45,14 +47,14 @@ build_tofu() {
 
 build_provider_local() {
   local v="$PROVIDER_LOCAL_VERSION" name="terraform-provider-local_v$PROVIDER_LOCAL_VERSION"
-  local out="$tools/providers/$name"
-  if ! up_to_date "$out" "$v"; then
+  local out="$tools/providers/$name" stamp="$PROVIDER_LOCAL_VERSION-static"
+  if ! up_to_date "$out" "$stamp"; then
     log "building hashicorp/local $v from the module proxy"
     mkdir -p "$tools/providers"
-    GOBIN="$tools/providers/tmp" go install "github.com/terraform-providers/terraform-provider-local@v$v"
+    CGO_ENABLED=0 GOBIN="$tools/providers/tmp" go install "github.com/terraform-providers/terraform-provider-local@v$v"
     mv "$tools/providers/tmp/terraform-provider-local" "$out"
     rmdir "$tools/providers/tmp"
-    echo "$v" >"$out.version"
+    echo "$stamp" >"$out.version"
   fi
   # Unpacked filesystem mirror layout, under both registries so tofu and terraform find it.
   local reg
