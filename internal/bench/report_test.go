@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -81,5 +82,31 @@ func TestTheReportKeepsItsMarkedSections(t *testing.T) {
 	}
 	if n := strings.Count(string(old), "<!-- BEGIN "); len(marked.FindAll(old, -1)) != n {
 		t.Errorf("%d BEGIN markers, %d sections recognised", n, len(marked.FindAll(old, -1)))
+	}
+}
+
+// TestPairedRatioIsTheMedianOfEachPairsRatio: a machine that slows down
+// between pairs moves both runs of a pair, not their ratio.
+func TestPairedRatioIsTheMedianOfEachPairsRatio(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		knit, base []time.Duration
+		want       float64
+	}{
+		// The machine slowed down during knit's first run: its ratio of
+		// medians would be 250 ÷ 200 = 1.25; the pairs say 1.025.
+		{ms(250, 205, 301), ms(100, 200, 300), 1.025},
+		{ms(110, 90, 100), ms(100, 100, 100), 1.0},
+		{ms(105, 110, 120, 130), ms(100, 100, 100, 100), 1.15},
+	} {
+		if got := pairedRatio(tc.knit, tc.base); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("pairedRatio(%v, %v) = %v, want %v", tc.knit, tc.base, got, tc.want)
+		}
 	}
 }

@@ -149,7 +149,15 @@ type tfOp struct {
 	name string
 	base func(e *Env, dir string) (time.Duration, error)
 	knit func(e *Env, data string) (Sample, error)
+	// pairs is how many baseline-and-knit pairs each repeat takes: more
+	// than one only for an operation that leaves the state as it found it.
+	pairs int
 }
+
+// driftPairs is how many pairs of drift checks each repeat takes: a check
+// changes nothing, costs about half a second, and its ratio is the
+// noisiest of the four, so it gets more samples than one per repeat.
+const driftPairs = 3
 
 func (s *suite) tfOps() []tfOp {
 	d := Direct{Tofu: s.cfg.Tofu, CLIConfig: s.cfg.CLIConfig, Parallelism: s.cfg.Parallelism, Env: s.encryption}
@@ -159,7 +167,7 @@ func (s *suite) tfOps() []tfOp {
 		return s.knit(data, nil, append([]string{"apply", "-f", e.File}, tf...)...)
 	}
 	return []tfOp{
-		{"apply", func(e *Env, dir string) (time.Duration, error) { return d.Apply(s.ctx, e, dir) }, apply},
+		{"apply", func(e *Env, dir string) (time.Duration, error) { return d.Apply(s.ctx, e, dir) }, apply, 1},
 		{"no-op re-apply", func(e *Env, dir string) (time.Duration, error) { return d.Apply(s.ctx, e, dir) },
 			func(e *Env, data string) (Sample, error) {
 				smp, err := apply(e, data)
@@ -167,21 +175,23 @@ func (s *suite) tfOps() []tfOp {
 					err = fmt.Errorf("re-apply was not a no-op:\n%s", smp.Stdout)
 				}
 				return smp, err
-			}},
+			}, 1},
 		{"drift", func(e *Env, dir string) (time.Duration, error) { return d.Drift(s.ctx, e, dir) },
 			func(e *Env, data string) (Sample, error) {
 				return s.knit(data, nil, append([]string{"drift", "-f", e.File}, tf...)...)
-			}},
+			}, driftPairs},
 		{"teardown", func(e *Env, dir string) (time.Duration, error) { return d.Teardown(s.ctx, e, dir) },
 			func(e *Env, data string) (Sample, error) {
 				return s.knit(data, nil, append([]string{"teardown", "-f", e.File, "--auto-approve"}, tf...)...)
-			}},
+			}, 1},
 	}
 }
 
 // terraform measures one shape at one work size (seconds of local-exec
-// per module): the baseline and knit, alternating, Repeat times, each
-// through apply, no-op re-apply, drift and teardown.
+// per module): the baseline and knit, in pairs, Repeat times, each through
+// apply, no-op re-apply, drift and teardown. Which of a pair runs first
+// alternates from one repeat to the next, so neither always finds the
+// machine as the other left it.
 func (s *suite) terraform(shape Shape, delay string) error {
 	root := filepath.Join(s.cfg.Work, fmt.Sprintf("tf-%s-%s", shape, delay))
 	e, err := GenerateTerraform(filepath.Join(root, "src"), shape, s.cfg.Modules, delay)
@@ -195,21 +205,16 @@ func (s *suite) terraform(shape Shape, delay string) error {
 		dir, data := filepath.Join(root, fmt.Sprintf("direct-%d", r)), filepath.Join(root, fmt.Sprintf("knit-%d", r))
 		var line []string
 		for k, op := range ops {
-			// The baseline's tools are this process's only children meanwhile.
-			cpu0 := childrenCPU()
-			b, err := op.base(e, dir)
-			if err != nil {
-				return fmt.Errorf("baseline %s: %w", op.name, err)
+			for p := range op.pairs {
+				b, bcpu, smp, err := s.pair(e, op, dir, data, (r+p)%2 == 1)
+				if err != nil {
+					return err
+				}
+				s.peak = max(s.peak, smp.SelfRSS)
+				base[k], knit[k] = append(base[k], b), append(knit[k], smp.Wall)
+				baseCPU[k], knitCPU[k] = append(baseCPU[k], bcpu), append(knitCPU[k], smp.CPU)
+				line = append(line, fmt.Sprintf("%s %s/%s (cpu %s/%s)", op.name, ms(smp.Wall), ms(b), ms(smp.CPU), ms(bcpu)))
 			}
-			bcpu := childrenCPU() - cpu0
-			smp, err := op.knit(e, data)
-			if err != nil {
-				return err
-			}
-			s.peak = max(s.peak, smp.SelfRSS)
-			base[k], knit[k] = append(base[k], b), append(knit[k], smp.Wall)
-			baseCPU[k], knitCPU[k] = append(baseCPU[k], bcpu), append(knitCPU[k], smp.CPU)
-			line = append(line, fmt.Sprintf("%s %s/%s (cpu %s/%s)", op.name, ms(smp.Wall), ms(b), ms(smp.CPU), ms(bcpu)))
 		}
 		s.logf("%s, %s s/module, #%d (knit/baseline): %s", shape, delay, r+1, strings.Join(line, ", "))
 	}
@@ -228,8 +233,8 @@ func (s *suite) terraform(shape Shape, delay string) error {
 	bound := Bound(e, work, s.cfg.Parallelism)
 	for k, op := range ops {
 		kn, bs := median(knit[k]), median(base[k])
-		x := ratio(kn, bs)
-		s.add(Figure{Name: fmt.Sprintf("%s, %s, %s s of work per module: knit ÷ baseline (%s ÷ %s)", op.name, shape, delay, ms(kn), ms(bs)),
+		x := pairedRatio(knit[k], base[k])
+		s.add(Figure{Name: fmt.Sprintf("%s, %s, %s s of work per module: knit ÷ baseline (%d pairs; medians %s ÷ %s)", op.name, shape, delay, len(knit[k]), ms(kn), ms(bs)),
 			Value: fmt.Sprintf("%.3f", x), Target: "≤ 1.05", Met: met(x <= 1.05)})
 		if op.name == "apply" && bound > 0 {
 			s.add(Figure{Name: fmt.Sprintf("apply, %s, %s s of work per module: knit ÷ bound (%s ÷ %s)", shape, delay, ms(kn), ms(bound)),
@@ -447,6 +452,50 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+// pairedRatio is the median of a[i] ÷ b[i]: each pair ran back to back,
+// so its ratio holds even when the machine's speed drifts between pairs,
+// which a ratio of the two medians does not.
+func pairedRatio(a, b []time.Duration) float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = ratio(a[i], b[i])
+	}
+	sort.Float64s(rs)
+	if n := len(rs); n%2 == 0 {
+		return (rs[n/2-1] + rs[n/2]) / 2
+	}
+	return rs[len(rs)/2]
+}
+
+// pair measures op once by the baseline and once by knit, knit first if
+// knitFirst, and returns the baseline's wall and CPU time and knit's sample.
+func (s *suite) pair(e *Env, op tfOp, dir, data string, knitFirst bool) (time.Duration, time.Duration, Sample, error) {
+	var smp Sample
+	var err error
+	runKnit := func() error {
+		smp, err = op.knit(e, data)
+		return err
+	}
+	if knitFirst {
+		if err := runKnit(); err != nil {
+			return 0, 0, smp, err
+		}
+	}
+	// The baseline's tools are this process's only children meanwhile.
+	cpu0 := childrenCPU()
+	b, err := op.base(e, dir)
+	if err != nil {
+		return 0, 0, smp, fmt.Errorf("baseline %s: %w", op.name, err)
+	}
+	bcpu := childrenCPU() - cpu0
+	if !knitFirst {
+		if err := runKnit(); err != nil {
+			return 0, 0, smp, err
+		}
+	}
+	return b, bcpu, smp, nil
+}
 
 func ms(d time.Duration) string {
 	if d < 10*time.Second {
