@@ -18,7 +18,10 @@ import (
 // secret scanners can find it).
 const tokenPrefix = "knit_"
 
-var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+// tokenName is a token name's characters; its length (at most 63) is
+// checked apart: a bounded repeat such as {0,62} compiles into 62 copies,
+// which cost every knit command a fifth of a millisecond at start-up.
+var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
 // ErrUnauthenticated means a token is missing, unknown or revoked.
 var ErrUnauthenticated = errors.New("no valid token")
@@ -27,7 +30,7 @@ var ErrUnauthenticated = errors.New("no valid token")
 // team), and returns its secret. Only the secret's hash is stored: the
 // secret cannot be shown again.
 func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []string, actor string) (string, store.Token, error) {
-	if !tokenName.MatchString(name) {
+	if len(name) > 63 || !tokenName.MatchString(name) {
 		return "", store.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
 	}
 	if store.RoleRank[role] == 0 {

@@ -3,6 +3,7 @@ package knit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +73,26 @@ func TestRevokedTokenRefused(t *testing.T) {
 	clock.add(time.Second)
 	if accepted(there) {
 		t.Error("a token revoked by another process still accepted a second later")
+	}
+}
+
+// TestTokenNames: lower-case letters, digits, '.', '_' and '-', starting
+// with a letter or digit, at most 63 of them.
+func TestTokenNames(t *testing.T) {
+	ctx := context.Background()
+	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	long := strings.Repeat("a", 63)
+	for name, ok := range map[string]bool{
+		"ci": true, "ci-bot.2_x": true, "9lives": true, long: true,
+		long + "a": false, "": false, "-ci": false, ".ci": false, "CI": false, "c i": false, "ci/bot": false,
+	} {
+		_, _, err := k.CreateToken(ctx, name, "viewer", nil, "test")
+		if (err == nil) != ok {
+			t.Errorf("CreateToken(%q): error %v, want accepted %v", name, err, ok)
+		}
 	}
 }
