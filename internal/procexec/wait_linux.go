@@ -24,12 +24,12 @@ func awaitExit(pid int) {
 	if err != nil {
 		return
 	}
-	polled := false
-	_ = rc.Read(func(uintptr) bool {
-		// The first call asks the poller to wait; the second comes once the
-		// pidfd is readable. A spurious wake-up only makes Wait block.
-		done := polled
-		polled = true
-		return done
+	// The callback asks the pidfd itself: readiness that arrived before
+	// Read began waiting is forgotten, and the process may have exited by
+	// then; an exit after the callback's look wakes the wait.
+	_ = rc.Read(func(fd uintptr) bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		return err != nil || (n > 0 && p[0].Revents != 0)
 	})
 }
