@@ -17,10 +17,7 @@ import (
 func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, diamond)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, diamond)
 	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -271,10 +268,7 @@ spec:
 func TestDriftChecksEveryComponentAtOnceWhateverTheDepth(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, chain4)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, chain4)
 	// Every plan waits until all four have started: drift only passes if
 	// it checks the whole chain at once rather than in dependency order.
 	var mu sync.Mutex
@@ -309,10 +303,7 @@ func TestDriftChecksEveryComponentAtOnceWhateverTheDepth(t *testing.T) {
 func TestDriftJudgesAComponentWhileLaterChecksStillRun(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, chain4)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, chain4)
 	judged := func(comp string) bool {
 		crs, err := h.st.LatestComponentRuns(ctx, env.ID())
 		if err != nil {
@@ -349,10 +340,7 @@ func TestDriftJudgesAComponentWhileLaterChecksStillRun(t *testing.T) {
 func TestAnInSyncCheckLeavesTheStoredStateAsItIs(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, chain4)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, chain4)
 	before, err := h.st.ComponentStates(ctx, env.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -378,10 +366,7 @@ func TestAnInSyncCheckLeavesTheStoredStateAsItIs(t *testing.T) {
 func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, chain4)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, chain4)
 	h.r.Fail = map[string]map[string]error{"c": {"plan": errors.New("provider unreachable")}}
 	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
 	if err != nil {
@@ -413,10 +398,7 @@ func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *test
 func TestReconcileAppliesWhatUpstreamDriftAffectsOnlyAfterTheUpstreamFix(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	env := parse(t, diamond)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, diamond)
 	h.r.Drift("c") // re-creating c changes its outputs, which d takes
 	start := time.Now()
 	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, true)

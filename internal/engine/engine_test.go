@@ -99,6 +99,16 @@ func newHarness(t *testing.T) *harness {
 	return &harness{e: e, r: r, st: st, dir: dir}
 }
 
+// applied parses src and applies it, as the tester.
+func (h *harness) applied(t *testing.T, src string) *spec.Environment {
+	t.Helper()
+	env := parse(t, src)
+	if _, err := h.e.Apply(context.Background(), env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
 func statuses(res *engine.Result) map[string]engine.Status {
 	m := map[string]engine.Status{}
 	for _, c := range res.Components {

@@ -263,10 +263,7 @@ func (c *storeClock) add(d time.Duration) {
 func TestADriftRecordsEveryCheckRunningInOneWrite(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
-	env := parse(t, chain4)
-	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
-		t.Fatal(err)
-	}
+	env := h.applied(t, chain4)
 	latest := func() (store.Run, []store.ComponentRun) {
 		t.Helper()
 		runs, err := h.st.Runs(ctx, "t/chain", store.RunFilter{Limit: 1})

@@ -98,7 +98,7 @@ func (r *Runner) saveConfigs(wd string, l *layout) error {
 	if err != nil {
 		return err
 	}
-	if writeFileAtomic(filepath.Join(wd, configCacheFile), data) == nil {
+	if writeFileAtomic(filepath.Join(wd, configCacheFile), data, 0o600) == nil {
 		keys := map[string]bool{}
 		for key := range out.Files {
 			keys[key] = true
@@ -106,27 +106,4 @@ func (r *Runner) saveConfigs(wd string, l *layout) error {
 		r.configs.setDisk(wd, keys)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces name with data through a temporary file, so a
-// reader never sees half of it.
-func writeFileAtomic(name string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

@@ -77,20 +77,29 @@ func writeIfChanged(p string, f file) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	return writeFileAtomic(p, data, f.mode)
+}
+
+// writeFileAtomic replaces name with data, of mode perm, through a
+// temporary file beside it, so a reader never sees half of it.
+func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".knit-tmp-*")
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".knit-tmp-*")
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), f.mode)); err != nil {
-		os.Remove(tmp.Name())
-		return err
+	err = errors.Join(werr, cerr, os.Chmod(tmp.Name(), perm))
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
 	}
-	return os.Rename(tmp.Name(), p)
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // removeEmptyDirs removes folders under dir (never root itself, never
