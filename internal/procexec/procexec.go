@@ -64,13 +64,31 @@ func (l *LockedWriter) Write(p []byte) (int, error) {
 	return l.W.Write(p)
 }
 
-// Run is cmd.Run for knit's runners: it starts cmd and waits for it, on
-// Linux first in the runtime's poller (awaitExit), so that the tools a run
-// has going hold no threads.
+// Run is cmd.Run for knit's runners, made cheap for knit while the tools
+// run. On Linux it waits in the runtime's poller (awaitExit), so the tools
+// a run has going hold no threads, and the command reads in-memory input
+// and writes output meant for writers to memory files (captured), so knit
+// is not woken for each line it prints: the writers get what is new every
+// liveInterval and the rest once it has exited, Stdout's before Stderr's.
+// Otherwise it is cmd.Run.
 func Run(cmd *exec.Cmd) error {
+	c, err := capture(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.close()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	awaitExit(cmd.Process.Pid)
-	return cmd.Wait()
+	awaitExit(cmd.Process.Pid, liveInterval, c.deliver)
+	err = cmd.Wait()
+	c.deliver()
+	if err == nil {
+		err = c.err
+	}
+	return err
 }
+
+// liveInterval is how often a running command's output is handed on: live
+// logs lag by at most this, and a command that ends sooner costs no wakeup.
+const liveInterval = 500 * time.Millisecond

@@ -23,7 +23,7 @@ func TestAwaitExitReturnsOnceTheProcessHasExitedAndLeavesItToWait(t *testing.T) 
 	if s := procState(pid); s == "Z" {
 		t.Fatalf("the process is a zombie before it could have exited")
 	}
-	awaitExit(pid)
+	awaitExit(pid, 0, nil)
 	if s := procState(pid); s != "Z" {
 		t.Errorf("after awaitExit the process is in state %q, want Z (exited, not yet reaped)", s)
 	}
@@ -90,7 +90,7 @@ func TestAwaitExitSeesAProcessThatHadAlreadyExited(t *testing.T) {
 			for procState(cmd.Process.Pid) != "Z" {
 				time.Sleep(100 * time.Microsecond)
 			}
-			awaitExit(cmd.Process.Pid)
+			awaitExit(cmd.Process.Pid, 0, nil)
 			if err := cmd.Wait(); err != nil {
 				done <- err
 				return

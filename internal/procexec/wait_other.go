@@ -2,5 +2,7 @@
 
 package procexec
 
+import "time"
+
 // awaitExit has nothing better than Wait's own blocking wait here.
-func awaitExit(int) {}
+func awaitExit(int, time.Duration, func()) {}
