@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRunWritesOutputToMemoryFilesNotPipes: a tool's stdout is a memory
@@ -107,4 +109,38 @@ type signalWriter struct{ got chan string }
 func (w *signalWriter) Write(p []byte) (int, error) {
 	w.got <- string(p)
 	return len(p), nil
+}
+
+// TestRunFreesOutputTheWriterHasHad: a memory file keeps no more than the
+// output not yet handed on, so a tool printing a lot does not hold it all
+// twice (in the file and in the writer) until it exits.
+func TestRunFreesOutputTheWriterHasHad(t *testing.T) {
+	var out bytes.Buffer
+	c := &captured{}
+	f := c.output(&out)
+	if f == nil {
+		t.Fatal("no memory file")
+	}
+	defer c.close()
+	if _, err := f.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	if out.Len() != 1<<20 {
+		t.Fatalf("the writer got %d bytes, want %d", out.Len(), 1<<20)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 > 64<<10 {
+		t.Errorf("the memory file still holds %d bytes after delivery, want its pages freed", st.Blocks*512)
+	}
+	if _, err := f.Write([]byte("more\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	if !strings.HasSuffix(out.String(), "xmore\n") || out.Len() != 1<<20+5 {
+		t.Errorf("output after a freed part: %d bytes ending %q", out.Len(), out.String()[out.Len()-6:])
+	}
 }
