@@ -21,11 +21,16 @@ import (
 // (output -json) is as safe there as in a buffer.
 type captured struct {
 	in   *os.File
-	outs []*os.File
-	to   []io.Writer
-	off  []int64 // how much of each output the writer has had
+	outs []*output
 	buf  []byte
-	err  error // the first writer error; that writer gets no more
+	err  error // the first writer error
+}
+
+// output is one memory file a command writes and the writer it is for.
+type output struct {
+	f   *os.File
+	w   io.Writer // nil once a write to it failed: it gets no more
+	off int64     // how much of f the writer has had
 }
 
 // capture swaps cmd's in-memory Stdin, and its Stdout and Stderr writers
@@ -39,14 +44,10 @@ func capture(cmd *exec.Cmd) (*captured, error) {
 	if !pidfdWorks() {
 		return c, nil
 	}
-	if in, ok := cmd.Stdin.(io.WriterTo); ok && inMemory(cmd.Stdin) {
+	if inMemory(cmd.Stdin) {
 		if f, err := memfd("stdin"); err == nil {
 			c.in = f
-			if _, err := in.WriteTo(f); err != nil {
-				c.close()
-				return nil, err
-			}
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
+			if err := fill(f, cmd.Stdin); err != nil {
 				c.close()
 				return nil, err
 			}
@@ -77,26 +78,33 @@ func (c *captured) output(w io.Writer) *os.File {
 	if err != nil {
 		return nil
 	}
-	c.outs = append(c.outs, f)
-	c.to = append(c.to, w)
-	c.off = append(c.off, 0)
+	c.outs = append(c.outs, &output{f: f, w: w})
 	return f
+}
+
+// fill writes r to f and rewinds f for the command to read.
+func fill(f *os.File, r io.Reader) error {
+	if _, err := io.Copy(f, r); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // deliver hands each writer what its output file holds beyond what it has
 // had. It reads at its own offsets (pread), never moving the file offset
 // the command writes at. A partial last line is the writer's to keep.
 func (c *captured) deliver() {
-	for i, f := range c.outs {
-		for c.to[i] != nil {
+	for _, o := range c.outs {
+		for o.w != nil {
 			if c.buf == nil {
 				c.buf = make([]byte, 32<<10)
 			}
-			n, err := f.ReadAt(c.buf, c.off[i])
+			n, err := o.f.ReadAt(c.buf, o.off)
 			if n > 0 {
-				c.off[i] += int64(n)
-				if _, werr := c.to[i].Write(c.buf[:n]); werr != nil {
-					c.to[i] = nil
+				o.off += int64(n)
+				if _, werr := o.w.Write(c.buf[:n]); werr != nil {
+					o.w = nil
 					if c.err == nil {
 						c.err = werr
 					}
@@ -108,8 +116,8 @@ func (c *captured) deliver() {
 		}
 		// Free what the writer has had, so a tool that prints a lot holds
 		// no more memory here than one interval's output. Offsets stay.
-		if done := c.off[i] &^ (pageSize - 1); done > 0 {
-			_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, done)
+		if done := o.off &^ (pageSize - 1); done > 0 {
+			_ = unix.Fallocate(int(o.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, done)
 		}
 	}
 }
@@ -121,8 +129,8 @@ func (c *captured) close() {
 	if c.in != nil {
 		c.in.Close()
 	}
-	for _, f := range c.outs {
-		f.Close()
+	for _, o := range c.outs {
+		o.f.Close()
 	}
 }
 
