@@ -93,25 +93,39 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 		}
 	}
 	return s.write(ctx, func(tx *txn) error {
-		var env, runID string
-		err := tx.QueryRowContext(ctx, `SELECT env, run_id FROM component_runs WHERE id = ?`, cr.ID).Scan(&env, &runID)
-		if err != nil {
-			return notFound(err, "finish component run %d (%s)", cr.ID, cr.Component)
-		}
-		if err := holds(ctx, tx, env, runID); err != nil {
-			return err
-		}
+		// The row changes only while its run holds the environment's
+		// lock: the fence and the write in one statement. Which of the
+		// two failed is asked only when one did.
 		res, err := tx.ExecContext(ctx, `UPDATE component_runs
-			SET status = ?, code = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ? WHERE id = ?`,
+			SET status = ?, code = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ?
+			WHERE id = ? AND run_id = (SELECT run_id FROM locks WHERE locks.env = component_runs.env)`,
 			cr.Status, cr.Code, cr.Reason, cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
 		if err := affected(res, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
-			return err
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return whyUnchanged(ctx, tx, cr)
 		}
 		if state == nil {
 			return nil
 		}
 		return s.putState(ctx, tx, st)
 	})
+}
+
+// whyUnchanged says why FinishComponentRun changed no row: there is no
+// component run cr.ID (store.ErrNotFound), or its run no longer holds the
+// environment's lock (store.ErrLockLost).
+func whyUnchanged(ctx context.Context, tx *txn, cr store.ComponentRun) error {
+	var env, runID string
+	err := tx.QueryRowContext(ctx, `SELECT env, run_id FROM component_runs WHERE id = ?`, cr.ID).Scan(&env, &runID)
+	if err != nil {
+		return notFound(err, "finish component run %d (%s)", cr.ID, cr.Component)
+	}
+	if err := holds(ctx, tx, env, runID); err != nil {
+		return err
+	}
+	return fmt.Errorf("finish component run %d (%s): no row changed", cr.ID, cr.Component)
 }
 
 const componentRunColumns = `id, run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at`
