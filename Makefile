@@ -16,12 +16,15 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools build demo test test-short fuzz bench loadtest fmt vet clean
+.PHONY: all tools terragrunt build demo test test-short fuzz bench loadtest fmt vet clean
 
 all: build
 
 tools: ## install OpenTofu, the hashicorp/local provider mirror and the CLI config into ./.tools
 	@bash scripts/tools.sh
+
+terragrunt: ## build Terragrunt, the peer make bench compares knit with, into ./.tools
+	@bash scripts/tools.sh terragrunt
 
 # Static binaries (no cgo): they run on any Linux whatever its libc, and
 # start without the dynamic loader.
@@ -43,9 +46,9 @@ test-short: ## unit tests only, no tools needed
 fuzz: ## fuzz the environment loader
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/spec
 
-bench: tools build ## measure knit against the tools' critical path; rewrites docs/benchmarks.md
+bench: tools terragrunt build ## measure knit against the least tool work, its bound and Terragrunt; rewrites docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
-	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md $(BENCHFLAGS)
+	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -terragrunt $(TOOLS)/bin/terragrunt -out docs/benchmarks.md $(BENCHFLAGS)
 
 loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest

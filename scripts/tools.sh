@@ -9,6 +9,8 @@
 # needs nothing but the proxy). All three sit in .tools/kube, the folder
 # envtest's KUBEBUILDER_ASSETS points at.
 # A second run finds everything in place and takes a second or two.
+# `tools.sh terragrunt` builds only Terragrunt, the peer make bench compares
+# knit with (no test needs it).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,19 +27,26 @@ log() { echo "tools: $*" >&2; }
 # in versions.env rebuilds and an unchanged one is a no-op.
 up_to_date() { [ -x "$1" ] && [ -f "$1.version" ] && [ "$(cat "$1.version")" = "$2" ]; }
 
+# module_copy prints the folder of a writable copy of MODULE@VERSION's
+# source from the module proxy: a module whose go.mod has replace
+# directives (OpenTofu's, Terragrunt's) builds only as the main module.
+module_copy() {
+  local dir src="$tools/src/${1##*/}"
+  dir=$(go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$dir" ] || { log "could not download $1"; exit 1; }
+  rm -rf "$src" && mkdir -p "$tools/src"
+  cp -r "$dir" "$src" && chmod -R u+w "$src"
+  echo "$src"
+}
+
 build_tofu() {
   # -static: built as OpenTofu's releases are (CGO_ENABLED=0 in its
   # .goreleaser.yaml), so no dynamic loader runs at each of its many starts.
   local out="$bin/tofu" stamp="$TOFU_VERSION-r$TOOLS_REVISION-static"
   if up_to_date "$out" "$stamp"; then return; fi
   log "building OpenTofu $TOFU_VERSION from the module proxy (cold: ~4 min)"
-  local dir src
-  dir=$(go mod download -json "github.com/opentofu/opentofu@$TOFU_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$dir" ] || { log "could not download opentofu $TOFU_VERSION"; exit 1; }
-  # The module has a replace directive, so it must be the main module: build a writable copy.
-  src="$tools/src/opentofu-$TOFU_VERSION"
-  rm -rf "$src" && mkdir -p "$tools/src"
-  cp -r "$dir" "$src" && chmod -R u+w "$src"
+  local src
+  src=$(module_copy "github.com/opentofu/opentofu@$TOFU_VERSION")
   # version.dev=no: a release build, as OpenTofu's own release process stamps it (not "-dev").
   (cd "$src" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out.tmp" ./cmd/tofu)
   mv "$out.tmp" "$out"
@@ -127,6 +136,26 @@ install_chromium() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
 }
+
+# build_terragrunt builds Terragrunt $TERRAGRUNT_VERSION from the module
+# proxy as its Makefile does (static, version stamped).
+build_terragrunt() {
+  local out="$bin/terragrunt" stamp="$TERRAGRUNT_VERSION-r$TOOLS_REVISION"
+  if up_to_date "$out" "$stamp"; then return; fi
+  log "building Terragrunt $TERRAGRUNT_VERSION from the module proxy (cold: ~4 min)"
+  local src
+  src=$(module_copy "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION")
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/gruntwork-io/go-commons/version.Version=$TERRAGRUNT_VERSION" -o "$out.tmp" .)
+  mv "$out.tmp" "$out"
+  echo "$stamp" >"$out.version"
+  rm -rf "$src"
+}
+
+if [ "${1:-}" = terragrunt ]; then
+  build_terragrunt
+  log "ready: $bin/terragrunt ($TERRAGRUNT_VERSION)"
+  exit 0
+fi
 
 build_tofu
 build_provider_local

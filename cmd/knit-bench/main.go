@@ -86,6 +86,7 @@ func suite(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Knit, "knit", "bin/knit", "knit binary")
 	fs.StringVar(&cfg.Tofu, "tofu", ".tools/bin/tofu", "OpenTofu binary")
 	fs.StringVar(&cfg.CLIConfig, "tofurc", "", "OpenTofu CLI config (default: tofurc beside the binary's folder)")
+	fs.StringVar(&cfg.Terragrunt, "terragrunt", "", "Terragrunt binary knit is compared with (empty: no comparison; make bench builds one)")
 	fs.IntVar(&cfg.Modules, "modules", 20, "modules per terraform environment")
 	delays := fs.String("delays", "0,0.5", "work sizes: local-exec sleep per module, in seconds, comma-separated")
 	fs.StringVar(&cfg.BoundDelay, "bound-delay", "1", "work size of the layered apply judged against its bound (empty: skip)")
@@ -97,7 +98,10 @@ func suite(ctx context.Context, args []string) error {
 	cfg.Delays = strings.Split(*delays, ",")
 
 	var err error
-	for _, p := range []*string{&cfg.Knit, &cfg.Tofu} {
+	for _, p := range []*string{&cfg.Knit, &cfg.Tofu, &cfg.Terragrunt} {
+		if *p == "" {
+			continue
+		}
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
@@ -124,7 +128,7 @@ func suite(ctx context.Context, args []string) error {
 	os.Setenv("KNIT_ACTOR", "bench")
 
 	start := time.Now()
-	machine := bench.Describe(ctx, cfg.Knit, cfg.Tofu)
+	machine := bench.Describe(ctx, cfg.Knit, cfg.Tofu, cfg.Terragrunt)
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/testtools"
@@ -146,5 +150,70 @@ func TestDirectRunsEveryOperation(t *testing.T) {
 	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+tofu.CLIConfig), d.Env...)
 	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Errorf("c000 after teardown: %v\n%s", err, out)
+	}
+}
+
+// TestTerragruntUnitsWireTheSameGraph: the Terragrunt layout of an
+// environment holds each module as it is, and each unit's terragrunt.hcl
+// names exactly the module's dependencies and reads their outputs into the
+// variables knit's valueFrom fills.
+func TestTerragruntUnitsWireTheSameGraph(t *testing.T) {
+	e, err := GenerateTerraform(t.TempDir(), Layered, 20, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := t.TempDir()
+	if err := GenerateTerragrunt(units, e); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range e.Names {
+		module, _ := os.ReadFile(filepath.Join(e.Dir, "modules", name, "main.tf"))
+		copied, err := os.ReadFile(filepath.Join(units, name, "main.tf"))
+		if err != nil || string(copied) != string(module) {
+			t.Errorf("%s: main.tf is not the module (%v)", name, err)
+		}
+		f, diags := hclparse.NewParser().ParseHCLFile(filepath.Join(units, name, "terragrunt.hcl"))
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", name, diags)
+		}
+		body := f.Body.(*hclsyntax.Body)
+		var deps, want []string
+		for _, b := range body.Blocks {
+			if b.Type != "dependency" {
+				t.Errorf("%s: unexpected block %s", name, b.Type)
+				continue
+			}
+			path := b.Body.Attributes["config_path"].Expr.(*hclsyntax.TemplateExpr).Parts[0].(*hclsyntax.LiteralValueExpr).Val.AsString()
+			if path != "../"+b.Labels[0] {
+				t.Errorf("%s: dependency %s at %s", name, b.Labels[0], path)
+			}
+			deps = append(deps, b.Labels[0])
+		}
+		inputs := map[string]string{}
+		if a, ok := body.Attributes["inputs"]; ok {
+			for _, item := range a.Expr.(*hclsyntax.ObjectConsExpr).Items {
+				key := hcl.ExprAsKeyword(item.KeyExpr)
+				var ref []string
+				for _, tr := range item.ValueExpr.(*hclsyntax.ScopeTraversalExpr).Traversal {
+					switch s := tr.(type) {
+					case hcl.TraverseRoot:
+						ref = append(ref, s.Name)
+					case hcl.TraverseAttr:
+						ref = append(ref, s.Name)
+					}
+				}
+				inputs[key] = strings.Join(ref, ".")
+			}
+		}
+		for _, d := range e.Deps[i] {
+			up := e.Names[d]
+			want = append(want, up)
+			if got := inputs["up_"+up]; got != "dependency."+up+".outputs.out" {
+				t.Errorf("%s: input up_%s = %q", name, up, got)
+			}
+		}
+		if !slices.Equal(deps, want) || len(inputs) != len(want) {
+			t.Errorf("%s: dependencies %v and inputs %v, want %v", name, deps, inputs, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type Config struct {
 	Tofu, CLIConfig string
 	// Work is a scratch folder; everything generated goes under it.
 	Work string
+	// Terragrunt is the Terragrunt binary knit is compared with ("": no
+	// comparison).
+	Terragrunt string
 	// Modules is the size of the terraform environments; Delays the
 	// work sizes measured: local-exec sleep per module, in seconds as
 	// sleep(1) takes them. BoundDelay is the work size of the layered
@@ -63,6 +67,9 @@ type Results struct {
 
 // dataDir matches the per-measurement data dirs in a recorded command line.
 var dataDir = regexp.MustCompile(`\$WORK/[^ ]*/(knit|fake)(-[0-9]+)?\b`)
+
+// unitsDir matches the Terragrunt units folder in a recorded command line.
+var unitsDir = regexp.MustCompile(`\$WORK/[^ ]*/terragrunt(-[0-9]+)?\b`)
 
 // suite carries one run's state.
 type suite struct {
@@ -103,6 +110,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return nil, fmt.Errorf("bound: %w", err)
 		}
 	}
+	if cfg.Terragrunt != "" {
+		if err := s.versusTerragrunt(); err != nil {
+			return nil, fmt.Errorf("Terragrunt: %w", err)
+		}
+	}
 	for _, op := range s.tfOps() {
 		if c := s.cpu[op.name]; c != nil && c[1] > 0 {
 			s.add(Figure{Name: fmt.Sprintf("%s: CPU time of knit and the tools it ran ÷ the baseline's tools, summed over shapes and work sizes (%s ÷ %s)", op.name, ms(c[0]), ms(c[1])),
@@ -126,17 +138,34 @@ func (s *suite) logf(format string, args ...any) {
 }
 
 // command records a command line for the report, with the scratch folder
-// written as $WORK, and measures it.
+// written as $WORK and the encryption settings as names only, and measures
+// it.
 func (s *suite) command(env []string, ok []int, name string, args ...string) (Sample, error) {
-	line := strings.Join(append(append(append([]string{}, env...), filepath.Base(name)), args...), " ")
+	shown := make([]string, 0, len(env)+1+len(args))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == "TF_ENCRYPTION" || k == "TF_KNIT_STATE_KEY" {
+			kv = k + "=…"
+		}
+		shown = append(shown, kv)
+	}
+	line := strings.Join(append(append(shown, filepath.Base(name)), args...), " ")
 	line = strings.ReplaceAll(line, s.cfg.Work, "$WORK")
+	if s.cfg.CLIConfig != "" {
+		line = strings.ReplaceAll(line, s.cfg.CLIConfig, "$TOOLS/../tofurc")
+	}
 	line = strings.ReplaceAll(line, filepath.Dir(s.cfg.Tofu), "$TOOLS")
 	line = dataDir.ReplaceAllString(line, "$$DATA")
+	line = unitsDir.ReplaceAllString(line, "$$UNITS")
 	if !s.seen[line] {
 		s.seen[line] = true
 		s.res.Commands = append(s.res.Commands, line)
 	}
 	return Exec(s.ctx, env, ok, name, args...)
+}
+
+// recorded runs a command through command, any exit status but 0 an error.
+func (s *suite) recorded(env []string, name string, args ...string) (Sample, error) {
+	return s.command(env, nil, name, args...)
 }
 
 func (s *suite) knit(dataDir string, ok []int, args ...string) (Sample, error) {
@@ -318,40 +347,57 @@ func (s *suite) toolCounts() error {
 	if err != nil {
 		return err
 	}
-	calls := filepath.Join(root, "calls.log")
-	wrapper := filepath.Join(root, "tofu")
-	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, s.cfg.Tofu)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+	c, err := newCounter(root, s.cfg.Tofu)
+	if err != nil {
 		return err
 	}
 	counted := *s
-	counted.cfg.Tofu = wrapper
+	counted.cfg.Tofu = c.wrapper
 	targets := map[string]float64{"apply": 3, "no-op re-apply": 0, "drift": 1, "teardown": 1}
 	what := map[string]string{"apply": "new components", "no-op re-apply": "unchanged", "drift": "in sync", "teardown": "auto-approved"}
 	for _, op := range counted.tfOps() {
-		_ = os.Remove(calls)
+		c.reset()
 		if _, err := op.knit(e, filepath.Join(root, "knit")); err != nil {
 			return err
 		}
-		data, _ := os.ReadFile(calls)
-		per := map[string]int{}
-		total := 0
-		for _, c := range strings.Fields(string(data)) {
-			if c != "version" { // once per tool binary on the machine, not per component
-				per[c]++
-				total++
-			}
-		}
-		var parts []string
-		for c, n := range per {
-			parts = append(parts, fmt.Sprintf("%s %d", c, n))
-		}
-		sort.Strings(parts)
+		// version is asked once per tool binary on the machine, not per component.
+		total, counts := c.count("version")
 		x := float64(total) / float64(len(e.Names))
-		s.add(Figure{Name: fmt.Sprintf("tool processes per component, %s (%s; %d components: %s)", op.name, what[op.name], len(e.Names), strings.Join(parts, ", ")),
+		s.add(Figure{Name: fmt.Sprintf("tool processes per component, %s (%s; %d components: %s)", op.name, what[op.name], len(e.Names), counts),
 			Value: fmt.Sprintf("%.2f", x), Target: fmt.Sprintf("≤ %.0f", targets[op.name]), Met: met(x <= targets[op.name])})
 	}
 	return nil
+}
+
+// counter is a wrapper around tofu that logs each invocation's command.
+type counter struct{ wrapper, calls string }
+
+func newCounter(dir, tofu string) (*counter, error) {
+	c := &counter{wrapper: filepath.Join(dir, "tofu"), calls: filepath.Join(dir, "calls.log")}
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", c.calls, tofu)
+	return c, os.WriteFile(c.wrapper, []byte(script), 0o755)
+}
+
+func (c *counter) reset() { _ = os.Remove(c.calls) }
+
+// count is how many invocations were logged since reset, and how many of
+// each command ("apply 20, init 20"), leaving out the commands in skip.
+func (c *counter) count(skip ...string) (int, string) {
+	data, _ := os.ReadFile(c.calls)
+	per := map[string]int{}
+	total := 0
+	for _, cmd := range strings.Fields(string(data)) {
+		if !slices.Contains(skip, cmd) {
+			per[cmd]++
+			total++
+		}
+	}
+	var parts []string
+	for cmd, n := range per {
+		parts = append(parts, fmt.Sprintf("%s %d", cmd, n))
+	}
+	sort.Strings(parts)
+	return total, strings.Join(parts, ", ")
 }
 
 // engineAlone measures knit's own cost on a large environment: the engine
