@@ -343,11 +343,7 @@ func (s *suite) encryptionCost() error {
 // invocation, and reports tool processes per component.
 func (s *suite) toolCounts() error {
 	root := filepath.Join(s.cfg.Work, "tf-count")
-	e, err := GenerateTerraform(filepath.Join(root, "src"), Layered, s.cfg.Modules, "0")
-	if err != nil {
-		return err
-	}
-	c, err := newCounter(root, s.cfg.Tofu)
+	e, c, err := s.countable(root)
 	if err != nil {
 		return err
 	}
@@ -367,6 +363,17 @@ func (s *suite) toolCounts() error {
 			Value: fmt.Sprintf("%.2f", x), Target: fmt.Sprintf("≤ %.0f", targets[op.name]), Met: met(x <= targets[op.name])})
 	}
 	return nil
+}
+
+// countable writes the layered graph with no work under root, and a
+// counter beside it.
+func (s *suite) countable(root string) (*Env, *counter, error) {
+	e, err := GenerateTerraform(filepath.Join(root, "src"), Layered, s.cfg.Modules, "0")
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := newCounter(root, s.cfg.Tofu)
+	return e, c, err
 }
 
 // counter is a wrapper around tofu that logs each invocation's command.

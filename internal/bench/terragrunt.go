@@ -164,11 +164,7 @@ func (s *suite) versusTerragruntAt(tg Terragrunt, delay string, ops []tfOp) erro
 // and reports the tool processes it starts per component.
 func (s *suite) terragruntCounts(tg Terragrunt) error {
 	root := filepath.Join(s.cfg.Work, "tg-count")
-	e, err := GenerateTerraform(filepath.Join(root, "src"), Layered, s.cfg.Modules, "0")
-	if err != nil {
-		return err
-	}
-	c, err := newCounter(root, s.cfg.Tofu)
+	e, c, err := s.countable(root)
 	if err != nil {
 		return err
 	}
