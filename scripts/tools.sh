@@ -27,31 +27,31 @@ log() { echo "tools: $*" >&2; }
 # in versions.env rebuilds and an unchanged one is a no-op.
 up_to_date() { [ -x "$1" ] && [ -f "$1.version" ] && [ "$(cat "$1.version")" = "$2" ]; }
 
-# module_copy prints the folder of a writable copy of MODULE@VERSION's
-# source from the module proxy: a module whose go.mod has replace
-# directives (OpenTofu's, Terragrunt's) builds only as the main module.
-module_copy() {
-  local dir src="$tools/src/${1##*/}"
-  dir=$(go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$dir" ] || { log "could not download $1"; exit 1; }
+# build_main builds package PKG of MODULE@VERSION into OUT, static and
+# with LDFLAGS, stamped STAMP. It builds a writable copy of the module source
+# the proxy serves as the main module: OpenTofu's and Terragrunt's go.mod
+# have replace directives, and Go obeys only the main module's.
+build_main() {
+  local out=$1 stamp=$2 module=$3 pkg=$4 ldflags=$5
+  if up_to_date "$out" "$stamp"; then return; fi
+  log "building $module from the module proxy (cold: ~4 min)"
+  local dir src="$tools/src/${module##*/}"
+  dir=$(go mod download -json "$module" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$dir" ] || { log "could not download $module"; exit 1; }
   rm -rf "$src" && mkdir -p "$tools/src"
   cp -r "$dir" "$src" && chmod -R u+w "$src"
-  echo "$src"
-}
-
-build_tofu() {
-  # -static: built as OpenTofu's releases are (CGO_ENABLED=0 in its
-  # .goreleaser.yaml), so no dynamic loader runs at each of its many starts.
-  local out="$bin/tofu" stamp="$TOFU_VERSION-r$TOOLS_REVISION-static"
-  if up_to_date "$out" "$stamp"; then return; fi
-  log "building OpenTofu $TOFU_VERSION from the module proxy (cold: ~4 min)"
-  local src
-  src=$(module_copy "github.com/opentofu/opentofu@$TOFU_VERSION")
-  # version.dev=no: a release build, as OpenTofu's own release process stamps it (not "-dev").
-  (cd "$src" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out.tmp" ./cmd/tofu)
+  (cd "$src" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
   echo "$stamp" >"$out.version"
   rm -rf "$src"
+}
+
+# build_tofu builds OpenTofu as its releases are: static (CGO_ENABLED=0 in
+# its .goreleaser.yaml), so no dynamic loader runs at each of its many
+# starts, and stamped a release build (version.dev=no, not "-dev").
+build_tofu() {
+  build_main "$bin/tofu" "$TOFU_VERSION-r$TOOLS_REVISION-static" "github.com/opentofu/opentofu@$TOFU_VERSION" \
+    ./cmd/tofu "-X github.com/opentofu/opentofu/version.dev=no"
 }
 
 build_provider_local() {
@@ -137,18 +137,10 @@ install_chromium() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
 }
 
-# build_terragrunt builds Terragrunt $TERRAGRUNT_VERSION from the module
-# proxy as its Makefile does (static, version stamped).
+# build_terragrunt builds Terragrunt as its Makefile does: static, version stamped.
 build_terragrunt() {
-  local out="$bin/terragrunt" stamp="$TERRAGRUNT_VERSION-r$TOOLS_REVISION"
-  if up_to_date "$out" "$stamp"; then return; fi
-  log "building Terragrunt $TERRAGRUNT_VERSION from the module proxy (cold: ~4 min)"
-  local src
-  src=$(module_copy "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION")
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/gruntwork-io/go-commons/version.Version=$TERRAGRUNT_VERSION" -o "$out.tmp" .)
-  mv "$out.tmp" "$out"
-  echo "$stamp" >"$out.version"
-  rm -rf "$src"
+  build_main "$bin/terragrunt" "$TERRAGRUNT_VERSION-r$TOOLS_REVISION" "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION" \
+    . "-X github.com/gruntwork-io/go-commons/version.Version=$TERRAGRUNT_VERSION"
 }
 
 if [ "${1:-}" = terragrunt ]; then
