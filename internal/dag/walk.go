@@ -107,6 +107,21 @@ func (r *WalkResult) OK() bool {
 // is Skipped with the cycle error text as Reason, and Err is the
 // *CycleError. g must not be mutated during the walk.
 func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.Context, v string) error) *WalkResult {
+	return g.WalkAhead(ctx, parallelism, nil, fn)
+}
+
+// WalkAhead is Walk that also prepares vertices ahead of their turn: while
+// a slot is free and no vertex is ready, it calls ahead (if not nil) for
+// the next vertex in topological order that has not started, has not been
+// prepared, and has no failed or held ancestor, so that its fn finds it
+// ready (a component's tool initialised while its dependencies are still
+// being applied). An ahead call takes one of the parallelism slots like an
+// fn call, and a vertex's fn starts only after its ahead call returned.
+// What ahead does is its own affair: it returns nothing, a panic in it is
+// dropped, and a vertex whose ahead failed still gets its fn call, which
+// does whatever ahead left undone. No ahead call starts once ctx is done,
+// and WalkAhead returns only after every ahead call has returned too.
+func (g *Graph) WalkAhead(ctx context.Context, parallelism int, ahead func(ctx context.Context, v string), fn func(ctx context.Context, v string) error) *WalkResult {
 	ix := g.snapshot()
 	res := &WalkResult{Vertices: make(map[string]VertexResult, len(ix.names))}
 	order, ok := ix.topoOrder()
@@ -123,15 +138,17 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 		status: make([]Status, len(ix.names)),
 		errs:   make([]error, len(ix.names)),
 	}
-	w.run(ctx, max(parallelism, 1), fn)
+	w.run(ctx, max(parallelism, 1), order, ahead, fn)
 	w.settle(ctx, order, res)
 	return res
 }
 
-// outcome is one finished fn call, sent from its goroutine to the walker.
+// outcome is one finished fn call (or ahead call), sent from its goroutine
+// to the walker.
 type outcome struct {
-	v   int
-	err error
+	v     int
+	err   error
+	ahead bool
 }
 
 // walker holds the mutable state of one Walk. Only the goroutine running
@@ -143,12 +160,13 @@ type walker struct {
 }
 
 // run starts vertices as they become ready and collects their outcomes
-// until nothing is running and nothing more may start.
-func (w *walker) run(ctx context.Context, parallelism int, fn func(context.Context, string) error) {
+// until nothing is running and nothing more may start. With ahead set,
+// idle slots prepare vertices that are not ready yet (see WalkAhead).
+func (w *walker) run(ctx context.Context, parallelism int, order []int, ahead func(context.Context, string), fn func(context.Context, string) error) {
 	n := len(w.ix.names)
-	// Buffered for every vertex so a finishing goroutine never blocks on
-	// send, whatever the walker is doing: no goroutine can leak.
-	results := make(chan outcome, n)
+	// Buffered for every fn and ahead call so a finishing goroutine never
+	// blocks on send, whatever the walker is doing: no goroutine can leak.
+	results := make(chan outcome, 2*n)
 	remaining := make([]int, n) // dependencies not yet succeeded
 	ready := &intHeap{}
 	for v := range n {
@@ -157,13 +175,27 @@ func (w *walker) run(ctx context.Context, parallelism int, fn func(context.Conte
 			heap.Push(ready, v)
 		}
 	}
+	pre := newPreparer(w.ix, order, ahead)
 	running := 0
 	done := ctx.Done()
 	for {
-		for running < parallelism && ready.Len() > 0 && ctx.Err() == nil {
-			v := heap.Pop(ready).(int)
+		for running < parallelism && ctx.Err() == nil {
+			if ready.Len() > 0 {
+				v := heap.Pop(ready).(int)
+				pre.started(v)
+				running++
+				go func() { results <- outcome{v: v, err: call(ctx, fn, w.ix.names[v])} }()
+				continue
+			}
+			v := pre.next()
+			if v < 0 {
+				break
+			}
 			running++
-			go func() { results <- outcome{v: v, err: call(ctx, fn, w.ix.names[v])} }()
+			go func() {
+				callAhead(ctx, ahead, w.ix.names[v])
+				results <- outcome{v: v, ahead: true}
+			}()
 		}
 		if running == 0 {
 			return
@@ -172,26 +204,116 @@ func (w *walker) run(ctx context.Context, parallelism int, fn func(context.Conte
 		case o := <-results:
 			running--
 			switch {
+			case o.ahead:
+				if pre.prepared(o.v) {
+					heap.Push(ready, o.v)
+				}
 			case o.err == nil:
 				w.status[o.v] = Succeeded
 				for _, s := range w.ix.succ[o.v] {
 					remaining[s]--
-					if remaining[s] == 0 {
+					if remaining[s] == 0 && pre.mayStart(s) {
 						heap.Push(ready, s)
 					}
 				}
 			case errors.Is(o.err, ErrHold):
 				w.status[o.v], w.errs[o.v] = Held, o.err
+				pre.block(o.v)
 			default:
 				// Dependents of a failure never reach remaining == 0, so
 				// they are never started; settle labels them afterwards.
 				w.status[o.v], w.errs[o.v] = Failed, o.err
+				pre.block(o.v)
 			}
 		case <-done:
 			// Wake up to stop starting new vertices; a nil channel keeps
 			// this case from firing again while running calls drain.
 			done = nil
 		}
+	}
+}
+
+// preparer tracks WalkAhead's ahead calls for the walker: which vertex to
+// prepare next, and which ready vertices must wait for theirs to return.
+// With no ahead function it never proposes a vertex.
+type preparer struct {
+	ix    *indexed
+	order []int // topological order; next proposes from order[cursor:]
+	// cursor only moves forward: a vertex passed over has started, been
+	// prepared or been blocked, and none of those is ever undone.
+	cursor int
+	ahead  func(context.Context, string)
+	state  []prepState
+}
+
+type prepState uint8
+
+const (
+	unprepared prepState = iota
+	preparing            // an ahead call is running
+	parked               // ready, waiting for its ahead call to return
+	settled              // started, prepared, or blocked: nothing to do ahead
+)
+
+func newPreparer(ix *indexed, order []int, ahead func(context.Context, string)) *preparer {
+	return &preparer{ix: ix, order: order, ahead: ahead, state: make([]prepState, len(ix.names))}
+}
+
+// next returns the vertex to prepare now and marks it preparing, or -1.
+func (p *preparer) next() int {
+	if p.ahead == nil {
+		return -1
+	}
+	for ; p.cursor < len(p.order); p.cursor++ {
+		if v := p.order[p.cursor]; p.state[v] == unprepared {
+			p.state[v] = preparing
+			p.cursor++
+			return v
+		}
+	}
+	return -1
+}
+
+// started notes that v's fn was called.
+func (p *preparer) started(v int) { p.state[v] = settled }
+
+// mayStart reports whether v, just ready, may start now; if its ahead
+// call is still running it is parked until prepared returns true for it.
+func (p *preparer) mayStart(v int) bool {
+	if p.state[v] == preparing {
+		p.state[v] = parked
+		return false
+	}
+	return true
+}
+
+// prepared notes that v's ahead call returned; true if v is ready and
+// waited for it, so it may start now.
+func (p *preparer) prepared(v int) bool {
+	wasParked := p.state[v] == parked
+	p.state[v] = settled
+	return wasParked
+}
+
+// block marks every vertex downstream of v, which failed or is held, as
+// not worth preparing: none of them will run in this walk.
+func (p *preparer) block(v int) {
+	if p.ahead == nil {
+		return
+	}
+	seen := make([]bool, len(p.state))
+	stack := append([]int(nil), p.ix.succ[v]...)
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		if p.state[u] == unprepared {
+			p.state[u] = settled
+		}
+		stack = append(stack, p.ix.succ[u]...)
 	}
 }
 
@@ -255,6 +377,13 @@ func call(ctx context.Context, fn func(context.Context, string) error, v string)
 		}
 	}()
 	return fn(ctx, v)
+}
+
+// callAhead runs ahead, dropping a panic: preparing is an optimisation,
+// and the vertex's own call will meet whatever went wrong.
+func callAhead(ctx context.Context, ahead func(context.Context, string), v string) {
+	defer func() { _ = recover() }()
+	ahead(ctx, v)
 }
 
 // intHeap is a min-heap of vertex indices; since indices follow name order,
