@@ -61,11 +61,55 @@ func (s *session) apply(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	wr := g.Subgraph(keep).Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+	wr := g.Subgraph(keep).WalkAhead(ctx, s.opts.Parallelism, s.prepareAhead, func(ctx context.Context, name string) error {
 		return s.converge(ctx, s.newStep(name, Planning), nil, nil)
 	})
 	s.settle("apply", wr, s.defaultSettle)
 	return nil
+}
+
+// prepareAhead lets the runner of a component never applied before do
+// what it can ahead of the component's turn (runner.Preparer: Terraform's
+// init), in a parallelism slot the walk would leave idle while the
+// component's dependencies run. A component applied before is left alone:
+// its work dir is ready, and checking costs more than it saves. What the
+// runner logs is kept for the component's log, which the turn starts with.
+func (s *session) prepareAhead(ctx context.Context, name string) {
+	c := s.env.Component(name)
+	if st := s.state(name); st.Status != "" && st.Status != stateDestroyed {
+		return
+	}
+	r, err := s.e.runnerFor(c)
+	if err != nil {
+		return
+	}
+	p, ok := r.(runner.Preparer)
+	if !ok {
+		return
+	}
+	log := &logBuffer{}
+	rc, err := s.e.component(s.env, s.defEnv(name), c, log)
+	if err != nil {
+		return
+	}
+	if err := p.PrepareAhead(ctx, rc); err != nil {
+		fmt.Fprintf(log, "knit: preparing %s ahead of its turn failed; its turn tries again: %v\n", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aheadLogs == nil {
+		s.aheadLogs = map[string]string{}
+	}
+	s.aheadLogs[name] = log.buf.String()
+}
+
+// takeAheadLog returns and forgets what prepareAhead logged for name.
+func (s *session) takeAheadLog(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.aheadLogs[name]
+	delete(s.aheadLogs, name)
+	return l
 }
 
 // step is one component's work within a run: its result entry, log, the
@@ -132,6 +176,9 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 	}
 	st.log.lines = func(line string) {
 		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: redact(line, st.secrets)})
+	}
+	if ahead := st.s.takeAheadLog(st.c.Name); ahead != "" {
+		_, _ = st.log.Write([]byte(ahead))
 	}
 	rc, err := st.s.e.component(st.s.env, st.s.defEnv(st.c.Name), st.c, &st.log)
 	if err != nil {

@@ -47,8 +47,11 @@ type session struct {
 	// approval: those at the start, and those this run asks for. Only
 	// runs, which hold the lock, open approvals, so for any other
 	// component the store need not be asked.
-	open   map[string]bool
-	result *Result
+	open map[string]bool
+	// aheadLogs holds what runners logged preparing components ahead of
+	// their turn (prepareAhead), until the turn takes it.
+	aheadLogs map[string]string
+	result    *Result
 	// errs are failures of the run's own bookkeeping (store writes), which
 	// fail the run whatever its components did.
 	errs    []error
@@ -543,14 +546,15 @@ func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, string, 
 	}
 }
 
-// walkSelected runs fn for every selected component along the graph and
-// records the ones the walk never ran (skipped, waiting, interrupted).
+// walkSelected runs fn for every selected component along the graph,
+// preparing new ones ahead (prepareAhead), and records the ones the walk
+// never ran (skipped, waiting, interrupted).
 func (s *session) walkSelected(ctx context.Context, op string, fn func(context.Context, string) error) error {
 	g, err := s.selected()
 	if err != nil {
 		return err
 	}
-	s.settle(op, g.Walk(ctx, s.opts.Parallelism, fn), s.defaultSettle)
+	s.settle(op, g.WalkAhead(ctx, s.opts.Parallelism, s.prepareAhead, fn), s.defaultSettle)
 	return nil
 }
 

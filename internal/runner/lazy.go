@@ -49,3 +49,10 @@ func (l *lazy) PlanApply(ctx context.Context, c Component, in Inputs) (*Plan, Ou
 	}
 	return nil, nil, ErrUnsupported
 }
+
+func (l *lazy) PrepareAhead(ctx context.Context, c Component) error {
+	if p, ok := l.get().(Preparer); ok {
+		return p.PrepareAhead(ctx, c)
+	}
+	return nil
+}

@@ -134,5 +134,15 @@ type PlanApplier interface {
 	PlanApply(ctx context.Context, c Component, in Inputs) (*Plan, Outputs, error)
 }
 
+// Preparer is a Runner that can do part of a component's work before the
+// component's turn, without its inputs, while the components it depends on
+// are still running (for Terraform: init). The engine calls it for
+// components never applied before, in parallelism slots the walk leaves
+// idle. It is an optimisation: its error is dropped, and the component's
+// own plan or apply does whatever it left undone and reports what fails.
+type Preparer interface {
+	PrepareAhead(ctx context.Context, c Component) error
+}
+
 // ErrUnsupported is returned by an optional operation a runner lacks.
 var ErrUnsupported = errors.New("not supported by this runner")

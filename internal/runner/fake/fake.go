@@ -20,7 +20,7 @@ import (
 
 // Call is one recorded runner call.
 type Call struct {
-	Op        string // fingerprint, plan, apply, destroy, outputs
+	Op        string // fingerprint, prepare, plan, apply, destroy, outputs
 	Component string
 	Inputs    runner.Inputs
 	Start     time.Time
@@ -41,6 +41,9 @@ type Runner struct {
 	LogInputs bool
 	// Hook, when set, runs at the start of every plan/apply/destroy (e.g. to block).
 	Hook func(ctx context.Context, op, component string) error
+	// Ahead makes PrepareAhead do something: record a "prepare" call, log
+	// a line, and run Hook with op "prepare". Otherwise it does nothing.
+	Ahead bool
 
 	mu      sync.Mutex
 	calls   []Call
@@ -93,6 +96,19 @@ func (r *Runner) begin(ctx context.Context, op, comp string) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+var _ runner.Preparer = (*Runner)(nil)
+
+// PrepareAhead stands for work done before a component's turn (see Ahead).
+func (r *Runner) PrepareAhead(ctx context.Context, c runner.Component) error {
+	if !r.Ahead {
+		return nil
+	}
+	call := Call{Op: "prepare", Component: c.Def.Name, Start: time.Now()}
+	defer func() { call.End = time.Now(); r.record(call) }()
+	fmt.Fprintf(c.Log, "prepared %s ahead\n", c.Def.Name)
+	return r.begin(ctx, "prepare", c.Def.Name)
 }
 
 // Fingerprint hashes the component name and inputs.

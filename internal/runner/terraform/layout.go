@@ -45,6 +45,10 @@ type layout struct {
 	// secret are the sensitive inputs: never in a file, handed to the tool
 	// in its environment (toolEnv).
 	secret runner.Inputs
+	// inputsUnknown marks a layout collected before the component's inputs
+	// are known (PrepareAhead): its inputs file is empty, so what depends
+	// on the inputs cannot be decided from it.
+	inputsUnknown bool
 }
 
 // file is one file's content: copied from src, or data.

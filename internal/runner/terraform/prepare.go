@@ -78,7 +78,12 @@ func (r *Runner) initKey(p *prepared) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	config, err := r.initDigest(p.layout, func() (string, error) { return r.inputsDigest(p.layout) })
+	config, err := r.initDigest(p.layout, func() (string, error) {
+		if p.layout.inputsUnknown {
+			return "", errInputsUnknown
+		}
+		return r.inputsDigest(p.layout)
+	})
 	if err != nil {
 		return "", err
 	}
@@ -107,12 +112,9 @@ func (r *Runner) inputsDigest(l *layout) (string, error) {
 // succeeds, so an interrupted init runs again next time.
 func (r *Runner) initIfNeeded(ctx context.Context, p *prepared, force bool) error {
 	stamp := filepath.Join(p.wd, stampFile)
-	key, err := r.initKey(p)
-	if err != nil {
+	current, err := r.initCurrent(p)
+	if err != nil || (current && !force) {
 		return err
-	}
-	if old, err := os.ReadFile(stamp); !force && err == nil && string(old) == key && exists(filepath.Join(p.dir, ".terraform")) {
-		return nil
 	}
 	if err := os.Remove(stamp); err != nil && !os.IsNotExist(err) {
 		return err
@@ -131,10 +133,22 @@ func (r *Runner) initIfNeeded(ctx context.Context, p *prepared, force bool) erro
 		return fmt.Errorf("init: %w", err)
 	}
 	p.initRan = true
-	if key, err = r.initKey(p); err != nil {
+	key, err := r.initKey(p)
+	if err != nil {
 		return err
 	}
 	return os.WriteFile(stamp, []byte(key), 0o644)
+}
+
+// initCurrent reports whether the work dir's stamp says init already ran
+// with what it would read now, and .terraform is still there.
+func (r *Runner) initCurrent(p *prepared) (bool, error) {
+	key, err := r.initKey(p)
+	if err != nil {
+		return false, err
+	}
+	old, err := os.ReadFile(filepath.Join(p.wd, stampFile))
+	return err == nil && string(old) == key && exists(filepath.Join(p.dir, ".terraform")), nil
 }
 
 // withInit runs op, a command in p's folder; should the tool say the
