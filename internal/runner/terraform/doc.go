@@ -54,6 +54,13 @@
 //	drift check, in sync            plan
 //	destroy                         destroy (+ init if needed)
 //
+// A new component's init need not wait for its turn: PrepareAhead runs it
+// while the components it depends on are still running, in a parallelism
+// slot the engine's walk leaves idle, with the inputs not yet known (so
+// not for a configuration whose init reads variables). The turn finds the
+// stamp current and runs only its plan or apply: the same processes, one
+// fewer on the critical path.
+//
 // show -json of the saved plan runs only for a plan with changes whose
 // caller asked for what the stream lacks: the names of changed attributes
 // (PlanOptions.Attributes: `knit plan`, drift) or planned output values
