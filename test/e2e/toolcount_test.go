@@ -261,3 +261,49 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestNewComponentIsInitialisedWhileItsDependencyApplies: b depends on a,
+// and a's apply only succeeds once b's init has ended (its provisioner
+// waits for the wrapper around tofu to log that), so the apply passes only
+// if knit runs b's init ahead, in a slot a leaves idle. b still costs two
+// tool processes, and its log starts with the init.
+func TestNewComponentIsInitialisedWhileItsDependencyApplies(t *testing.T) {
+	w := newWorld(t)
+	log := w.path("ends.log")
+	w.write(map[string]string{
+		"modules/counted/main.tf": countedModule,
+		"modules/waits/main.tf": fmt.Sprintf(`
+resource "terraform_data" "waits" {
+  provisioner "local-exec" {
+    command = "for i in $(seq 300); do grep -q 'init b' %[1]s && exit 0; sleep 0.1; done; echo 'b was not initialised while a applied' >&2; exit 1"
+  }
+}
+output "id" { value = terraform_data.waits.id }
+`, log),
+		// Logs "<command> <component>" once the command has ended.
+		"bin/tofu": fmt.Sprintf("#!/bin/sh\n%s \"$@\"\nrc=$?\necho \"$1 $(basename \"$(dirname \"$PWD\")\")\" >> %s\nexit $rc\n", tofuBin, log),
+	})
+	if err := os.Chmod(w.path("bin/tofu"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "KNIT_TF_BINARY="+w.path("bin/tofu"), "KNIT_TF_CLI_CONFIG="+filepath.Join(repo, ".tools", "tofurc"))
+	w.writeEnv(envFile("ahead",
+		"    - name: a\n      type: terraform\n      module: {source: ./modules/waits}\n      outputs: [{name: id}]\n",
+		countedComp("b", "        - {name: extra, valueFrom: a.id}\n"),
+	))
+	w.ok("apply", "-f", "env.yaml", "--parallelism", "2")
+
+	ends := strings.Fields(w.read("ends.log"))
+	var b []string
+	for i := 0; i+1 < len(ends); i += 2 {
+		if ends[i+1] == "b" && ends[i] != "version" {
+			b = append(b, ends[i])
+		}
+	}
+	if strings.Join(b, " ") != "init apply" {
+		t.Errorf("b ran %q, want init then apply (tool log %q)", b, ends)
+	}
+	if logs := w.ok("logs", "qa/ahead", "b").stdout; !strings.Contains(logs, "Initializing") {
+		t.Errorf("b's log lacks its init:\n%s", logs)
+	}
+}
