@@ -112,10 +112,10 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 
 // WalkAhead is Walk that also prepares vertices ahead of their turn: while
 // a slot is free and no vertex is ready, it calls ahead (if not nil) for
-// the next vertex in topological order that has not started, has not been
-// prepared, and has no failed or held ancestor, so that its fn finds it
-// ready (a component's tool initialised while its dependencies are still
-// being applied). An ahead call takes one of the parallelism slots like an
+// a vertex of the next wave, one whose dependencies have all started but
+// not all succeeded yet (the first in topological order, unless it failed
+// or is held upstream), so that its fn finds it ready (a component's tool
+// initialised while its dependencies are still being applied). An ahead call takes one of the parallelism slots like an
 // fn call, and a vertex's fn starts only after its ahead call returned.
 // What ahead does is its own affair: it returns nothing, a panic in it is
 // dropped, and a vertex whose ahead failed still gets its fn call, which
@@ -187,7 +187,7 @@ func (w *walker) run(ctx context.Context, parallelism int, order []int, ahead fu
 				go func() { results <- outcome{v: v, err: call(ctx, fn, w.ix.names[v])} }()
 				continue
 			}
-			v := pre.next()
+			v := pre.take()
 			if v < 0 {
 				break
 			}
@@ -236,14 +236,22 @@ func (w *walker) run(ctx context.Context, parallelism int, order []int, ahead fu
 // preparer tracks WalkAhead's ahead calls for the walker: which vertex to
 // prepare next, and which ready vertices must wait for theirs to return.
 // With no ahead function it never proposes a vertex.
+//
+// Only the next wave is prepared: a vertex whose dependencies have all
+// started. Looking further ahead would fill idle slots with work for
+// vertices far from ready, which a vertex that becomes ready meanwhile
+// would have to wait for, and which a failure upstream may waste.
 type preparer struct {
 	ix    *indexed
-	order []int // topological order; next proposes from order[cursor:]
-	// cursor only moves forward: a vertex passed over has started, been
-	// prepared or been blocked, and none of those is ever undone.
-	cursor int
-	ahead  func(context.Context, string)
-	state  []prepState
+	ahead func(context.Context, string)
+	state []prepState
+	// waiting counts, per vertex, the dependencies that have not started.
+	waiting []int
+	// next holds vertices whose dependencies have all started, by their
+	// position in topological order (pos), earliest first.
+	next  intHeap
+	order []int
+	pos   []int
 }
 
 type prepState uint8
@@ -256,26 +264,43 @@ const (
 )
 
 func newPreparer(ix *indexed, order []int, ahead func(context.Context, string)) *preparer {
-	return &preparer{ix: ix, order: order, ahead: ahead, state: make([]prepState, len(ix.names))}
+	n := len(ix.names)
+	p := &preparer{ix: ix, ahead: ahead, state: make([]prepState, n), waiting: make([]int, n), order: order, pos: make([]int, n)}
+	for i, v := range order {
+		p.pos[v] = i
+	}
+	for v := range n {
+		p.waiting[v] = len(ix.pred[v])
+	}
+	return p
 }
 
-// next returns the vertex to prepare now and marks it preparing, or -1.
-func (p *preparer) next() int {
+// take returns the vertex to prepare now and marks it preparing, or -1.
+func (p *preparer) take() int {
 	if p.ahead == nil {
 		return -1
 	}
-	for ; p.cursor < len(p.order); p.cursor++ {
-		if v := p.order[p.cursor]; p.state[v] == unprepared {
+	for p.next.Len() > 0 {
+		if v := p.order[heap.Pop(&p.next).(int)]; p.state[v] == unprepared {
 			p.state[v] = preparing
-			p.cursor++
 			return v
 		}
 	}
 	return -1
 }
 
-// started notes that v's fn was called.
-func (p *preparer) started(v int) { p.state[v] = settled }
+// started notes that v's fn was called: its dependents may now be next.
+func (p *preparer) started(v int) {
+	p.state[v] = settled
+	if p.ahead == nil {
+		return
+	}
+	for _, s := range p.ix.succ[v] {
+		if p.waiting[s]--; p.waiting[s] == 0 && p.state[s] == unprepared {
+			heap.Push(&p.next, p.pos[s])
+		}
+	}
+}
 
 // mayStart reports whether v, just ready, may start now; if its ahead
 // call is still running it is parked until prepared returns true for it.

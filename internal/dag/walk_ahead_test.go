@@ -32,41 +32,44 @@ func (l *aheadLog) index(e string) int {
 
 func TestWalkAheadPreparesWhileDependenciesRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// a will not finish until b and c have both been prepared: with
-		// one slot for a and one spare, the spare must prepare b, then c,
-		// while a runs, or the walk never ends.
+		// a will not finish until b has been prepared, nor b until c has:
+		// a spare slot must prepare each while the one before runs, or the
+		// walk never ends. Only the next link is prepared: c while b runs,
+		// not while a does, though slots are free then too.
 		g := build("a>b", "b>c")
 		var log aheadLog
-		bPrepared, cPrepared := make(chan struct{}), make(chan struct{})
-		res := g.WalkAhead(t.Context(), 2, func(_ context.Context, v string) {
+		var aDone atomic.Bool
+		prepared := map[string]chan struct{}{"b": make(chan struct{}), "c": make(chan struct{})}
+		res := g.WalkAhead(t.Context(), 4, func(_ context.Context, v string) {
 			log.add("ahead " + v)
-			switch v {
-			case "b":
-				close(bPrepared)
-			case "c":
-				close(cPrepared)
+			if v == "c" && !aDone.Load() {
+				t.Error("c was prepared while a ran, before b started")
 			}
+			close(prepared[v])
 		}, func(_ context.Context, v string) error {
 			log.add("run " + v)
-			if v == "a" {
-				if err := await(bPrepared, "b to be prepared"); err != nil {
-					return err
-				}
-				return await(cPrepared, "c to be prepared")
+			defer aDone.Store(v == "a" || aDone.Load())
+			next := map[string]string{"a": "b", "b": "c"}[v]
+			if next == "" {
+				return nil
 			}
+			if err := await(prepared[next], next+" to be prepared"); err != nil {
+				return err
+			}
+			time.Sleep(time.Second) // idle slots look for more to prepare
 			return nil
 		})
 		checkAll(t, res, Succeeded)
-		// a and b's preparation start at once, in either order; the rest
-		// has an order.
-		order := []string{"ahead b", "ahead c", "run b", "run c"}
+		// a and b's preparation start at once, in either order, as do b
+		// and c's.
+		order := []string{"ahead b", "run b", "run c"}
 		for i := 1; i < len(order); i++ {
 			if log.index(order[i-1]) > log.index(order[i]) {
 				t.Errorf("%q came after %q (calls %q)", order[i-1], order[i], log.events)
 			}
 		}
-		if len(log.events) != 5 || log.index("run a") < 0 {
-			t.Errorf("calls = %q, want one run of a besides %q", log.events, order)
+		if len(log.events) != 5 || log.index("run a") < 0 || log.index("ahead c") < 0 {
+			t.Errorf("calls = %q, want a run of a, b and c and a preparation of b and c", log.events)
 		}
 	})
 }
