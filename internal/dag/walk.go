@@ -111,16 +111,17 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 }
 
 // WalkAhead is Walk that also prepares vertices ahead of their turn: while
-// a slot is free and no vertex is ready, it calls ahead (if not nil) for
-// a vertex of the next wave, one whose dependencies have all started but
-// not all succeeded yet (the first in topological order, unless it failed
-// or is held upstream), so that its fn finds it ready (a component's tool
-// initialised while its dependencies are still being applied). An ahead call takes one of the parallelism slots like an
-// fn call, and a vertex's fn starts only after its ahead call returned.
-// What ahead does is its own affair: it returns nothing, a panic in it is
-// dropped, and a vertex whose ahead failed still gets its fn call, which
-// does whatever ahead left undone. No ahead call starts once ctx is done,
-// and WalkAhead returns only after every ahead call has returned too.
+// a slot is free and no vertex is ready, it calls ahead (if not nil) for a
+// vertex of the next wave, one whose dependencies have all started but not
+// all succeeded yet (the first in topological order, skipping any below a
+// failure or a hold), so that its fn finds it prepared: a component's tool
+// initialised while its dependencies are still being applied. An ahead
+// call takes one of the parallelism slots like an fn call, and a vertex's
+// fn starts only after its ahead call returned. What ahead does is its own
+// affair: it returns nothing, a panic in it is dropped, and a vertex whose
+// ahead failed still gets its fn call, which does whatever ahead left
+// undone. No ahead call starts once ctx is done, and WalkAhead returns only
+// after every ahead call has returned too.
 func (g *Graph) WalkAhead(ctx context.Context, parallelism int, ahead func(ctx context.Context, v string), fn func(ctx context.Context, v string) error) *WalkResult {
 	ix := g.snapshot()
 	res := &WalkResult{Vertices: make(map[string]VertexResult, len(ix.names))}
