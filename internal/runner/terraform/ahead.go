@@ -3,7 +3,6 @@ package terraform
 import (
 	"context"
 	"errors"
-	"path/filepath"
 
 	"knit.dev/knit/internal/runner"
 )
@@ -37,7 +36,7 @@ func (r *Runner) PrepareAhead(ctx context.Context, c runner.Component) error {
 		return err
 	}
 	l.inputsUnknown = true
-	current, err := r.initCurrent(&prepared{layout: l, wd: wd, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))})
+	current, err := r.initCurrent(&prepared{layout: l, wd: wd, dir: runFolder(wd, l.sub)})
 	if errors.Is(err, errInputsUnknown) || (err == nil && current) {
 		return nil
 	}

@@ -103,7 +103,13 @@ func runDir(c runner.Component) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(wd, moduleDir, filepath.FromSlash(sub)), nil
+	return runFolder(wd, sub), nil
+}
+
+// runFolder is the folder the tool runs in: sub (a slash path) inside the
+// module copy of work dir wd.
+func runFolder(wd, sub string) string {
+	return filepath.Join(wd, moduleDir, filepath.FromSlash(sub))
 }
 
 // layout collects everything the module folder must hold. Git sources are

@@ -51,7 +51,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err := r.saveConfigs(wd, l); err != nil {
 		return nil, err
 	}
-	p := &prepared{layout: l, wd: wd, dir: filepath.Join(wd, moduleDir, filepath.FromSlash(l.sub))}
+	p := &prepared{layout: l, wd: wd, dir: runFolder(wd, l.sub)}
 	encrypted, err := r.encrypts(wd, l)
 	if err != nil {
 		return nil, err
