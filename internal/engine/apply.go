@@ -100,7 +100,7 @@ func (s *session) prepareAhead(ctx context.Context, name string) {
 	if s.aheadLogs == nil {
 		s.aheadLogs = map[string]string{}
 	}
-	s.aheadLogs[name] = log.buf.String()
+	s.aheadLogs[name] = log.Redacted(nil) // the turn redacts it with its secrets
 }
 
 // takeAheadLog returns and forgets what prepareAhead logged for name.
