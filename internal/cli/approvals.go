@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,7 +81,7 @@ func printApprovals(w io.Writer, list []approvalView) {
 }
 
 func newDecideCmd(d *deps, approve bool) *cobra.Command {
-	var reason, output string
+	var reason, output, checksum string
 	var noApply bool
 	use, short := "reject ENV COMPONENT [--reason …]", "Reject the plan waiting for approval"
 	if approve {
@@ -95,15 +96,25 @@ Who and why are recorded in the audit trail. Approving applies the saved plan
 file itself, byte for byte, at once (unless --no-apply), and carries on with
 the components that waited on it. If anything changed since the plan (a new
 revision, new upstream outputs, the state), the approval is stale: knit
-refuses to apply it and makes a fresh plan that needs approval.`,
+refuses to apply it and makes a fresh plan that needs approval.
+
+The decision names the plan by its checksum (knit approvals shows it):
+--checksum is the plan you reviewed; without it, the plan waiting now.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
 			return d.run(cmd.Context(), runView{output: output}, func(b backend) (knit.RunRequest, error) {
+				sum := checksum
+				if sum == "" {
+					var err error
+					if sum, err = waitingChecksum(cmd.Context(), b, args[0], args[1]); err != nil {
+						return knit.RunRequest{}, err
+					}
+				}
 				a, runID, err := b.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
-					Approve: approve, Actor: d.actor(), Reason: reason})
+					Approve: approve, Actor: d.actor(), Reason: reason, PlanChecksum: sum})
 				if err != nil {
 					return knit.RunRequest{}, err
 				}
@@ -121,11 +132,27 @@ refuses to apply it and makes a fresh plan that needs approval.`,
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit trail")
+	cmd.Flags().StringVar(&checksum, "checksum", "", "the checksum of the plan you reviewed (knit approvals; default: the plan waiting now)")
 	outputFlag(cmd, &output)
 	if approve {
 		cmd.Flags().BoolVar(&noApply, "no-apply", false, "record the approval only; the next knit apply (or the server) applies it")
 	}
 	return cmd
+}
+
+// waitingChecksum is the checksum of the plan of component waiting in
+// ref: a decision always names the plan it is about.
+func waitingChecksum(ctx context.Context, b backend, ref, component string) (string, error) {
+	pending, err := b.Approvals(ctx, ref, store.ApprovalPending)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range pending {
+		if a.Component == component {
+			return a.PlanChecksum, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", engine.ErrNothingToApprove, component, ref, ref)
 }
 
 // optionalArg is the first argument, or "".

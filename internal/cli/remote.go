@@ -140,30 +140,13 @@ func (r *remoteBackend) Target(ctx context.Context, ref string) (*spec.Environme
 	return nil, id, err
 }
 
-// Decide sends the checksum of the plan that waits (read first, unless
-// the request names one), so the server applies exactly that plan.
+// Decide sends the decision with the checksum of the plan it is about.
 func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (store.Approval, string, error) {
 	id, err := r.resolve(ctx, req.EnvRef)
 	if err != nil {
 		return store.Approval{}, "", err
 	}
-	sum := req.PlanChecksum
-	if sum == "" {
-		pending, err := r.c.Approvals(ctx, id, false)
-		if err != nil {
-			return store.Approval{}, "", err
-		}
-		for _, a := range pending {
-			if a.Component == req.Component {
-				sum = a.PlanChecksum
-			}
-		}
-		if sum == "" {
-			return store.Approval{}, "", fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)",
-				engine.ErrNothingToApprove, req.Component, id, id)
-		}
-	}
-	d, err := r.c.Decide(ctx, id, req.Component, req.Approve, sum, req.Reason)
+	d, err := r.c.Decide(ctx, id, req.Component, req.Approve, req.PlanChecksum, req.Reason)
 	return d.Approval, d.RunID, err
 }
 

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -114,10 +115,14 @@ type Decision struct {
 	RunID    string         `json:"runId,omitempty"`
 }
 
-// Decide approves or rejects the plan a component waits with. checksum
-// must be the waiting plan's (409, ErrConflict, otherwise).
+// Decide approves or rejects the plan a component waits with. checksum is
+// required (the server refuses a decision without one) and must be the
+// waiting plan's (409, ErrConflict, otherwise).
 func (c *Client) Decide(ctx context.Context, id, component string, approve bool, checksum, reason string) (Decision, error) {
 	var d Decision
+	if checksum == "" {
+		return d, fmt.Errorf("decide %s of %s: name the checksum of the plan (knit approvals %s)", component, id, id)
+	}
 	p, err := envPath(id)
 	if err != nil {
 		return d, err

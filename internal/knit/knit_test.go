@@ -2,6 +2,7 @@ package knit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -116,7 +117,8 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].Component != "app" {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
-	if _, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob", Reason: "ok"}); err != nil {
+	if _, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob", Reason: "ok",
+		PlanChecksum: pending[0].PlanChecksum}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "bob", Source: "api"})
@@ -204,5 +206,45 @@ func TestTwelveEnvironmentsAppliedConcurrentlyThroughOneLibrary(t *testing.T) {
 		if e.Status != "provisioned" {
 			t.Errorf("%s: %s", e.ID, e.Status)
 		}
+	}
+}
+
+// TestDecideIsAuthorizedAgainstTheResolvedEnvironment: the library is the
+// door every adapter decides through. A token of team ops may not decide
+// pay/prod, whose metadata name is "ops", by ID or by that name; an error
+// hint never names another team's environment; a decision without the
+// plan's checksum is refused. Nothing of it changes the waiting approval.
+func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
+	bg := context.Background()
+	k := open(t)
+	apply(t, k, parse(t, strings.Replace(envDoc("pay", "prod"), "metadata: {name: prod}", "metadata: {name: ops}", 1)), "alice", false)
+	apply(t, k, parse(t, envDoc("ops", "web")), "alice", true)
+	pending, err := k.Approvals(bg, "pay/prod", store.ApprovalPending)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("approvals %+v %v", pending, err)
+	}
+	sum := pending[0].PlanChecksum
+	ops := knit.WithCaller(bg, store.Token{Name: "ops-operator", Role: store.RoleOperator, Teams: []string{"ops"}})
+	for _, ref := range []string{"pay/prod", "ops"} {
+		for _, approve := range []bool{true, false} {
+			_, err := k.Decide(ops, knit.DecideRequest{EnvRef: ref, Component: "app", Approve: approve, Actor: "ops-operator", PlanChecksum: sum})
+			if !errors.Is(err, knit.ErrForbidden) {
+				t.Errorf("team ops deciding %s (approve %v): %v, want forbidden", ref, approve, err)
+			}
+		}
+	}
+	if _, err := k.Environment(ops, "ops/nope"); !errors.Is(err, knit.ErrNotFound) || strings.Contains(err.Error(), "pay/") ||
+		!strings.Contains(err.Error(), "ops/web") {
+		t.Errorf("unknown environment as team ops: %v", err)
+	}
+	if _, err := k.Environment(bg, "ops/nope"); err == nil || !strings.Contains(err.Error(), "pay/prod") {
+		t.Errorf("unknown environment locally (every team): %v", err)
+	}
+	_, err = k.Decide(bg, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob"})
+	if !errors.Is(err, knit.ErrChecksumRequired) {
+		t.Errorf("a decision without the checksum: %v", err)
+	}
+	if after, _ := k.Approvals(bg, "pay/prod", store.ApprovalPending); len(after) != 1 || after[0].ID != pending[0].ID {
+		t.Fatalf("a refused decision changed the approval: %+v", after)
 	}
 }

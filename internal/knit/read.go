@@ -89,9 +89,26 @@ func (k *Knit) EnvironmentVersion(ctx context.Context, id string) (int64, error)
 	return k.store.EnvironmentVersion(ctx, id)
 }
 
-// ResolveEnv finds a known environment by team/env or metadata name.
+// ResolveEnv finds a known environment by team/env or metadata name, as
+// ctx's caller (WithCaller) sees it: a metadata name that several
+// environments share means the one the caller may see, and an environment
+// of a team the caller is not limited to is ErrForbidden.
 func (k *Knit) ResolveEnv(ctx context.Context, ref string) (store.Environment, error) {
-	if strings.Contains(ref, "/") {
+	e, err := k.lookupEnv(ctx, ref)
+	if err == nil {
+		err = mayAct(ctx, ref, e)
+	}
+	if err != nil {
+		return store.Environment{}, err
+	}
+	return e, nil
+}
+
+func (k *Knit) lookupEnv(ctx context.Context, ref string) (store.Environment, error) {
+	if team, _, ok := strings.Cut(ref, "/"); ok {
+		if !visibleTo(ctx, team) { // whether it exists or not
+			return store.Environment{ID: ref, Team: team}, nil
+		}
 		e, err := k.store.Environment(ctx, ref)
 		if errors.Is(err, store.ErrNotFound) {
 			return e, k.unknownEnv(ctx, ref)
@@ -102,31 +119,65 @@ func (k *Knit) ResolveEnv(ctx context.Context, ref string) (store.Environment, e
 	if err != nil {
 		return store.Environment{}, err
 	}
-	for _, e := range all {
-		if e.Metadata == ref {
+	var hidden *store.Environment
+	for i, e := range all {
+		switch {
+		case e.Metadata != ref:
+		case visibleTo(ctx, e.Team):
 			return e, nil
+		case hidden == nil:
+			hidden = &all[i]
 		}
+	}
+	if hidden != nil {
+		return *hidden, nil // refused by the caller's check
 	}
 	return store.Environment{}, k.unknownEnv(ctx, ref)
 }
 
+// maxHint is how many environment IDs an unknown name's error lists.
+const maxHint = 20
+
+// unknownEnv is the error for ref, naming the environments ctx's caller
+// may see (never those of other teams).
 func (k *Knit) unknownEnv(ctx context.Context, ref string) error {
-	all, err := k.store.Environments(ctx, store.EnvironmentFilter{Limit: 21})
+	names, err := k.visibleIDs(ctx, maxHint+1)
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(all))
-	for _, e := range all {
-		names = append(names, e.ID)
+	if t, ok := caller(ctx); ok && len(names) == 0 && len(t.Teams) > 0 {
+		return fmt.Errorf("%w: no environment %q: teams %s have none yet", ErrNotFound, ref, strings.Join(t.Teams, ", "))
 	}
 	if len(names) == 0 {
 		return fmt.Errorf("%w: no environment %q: knit has not applied any environment yet (knit apply -f FILE)", ErrNotFound, ref)
 	}
 	more := ""
-	if len(names) > 20 {
-		names, more = names[:20], ", …"
+	if len(names) > maxHint {
+		names, more = names[:maxHint], ", …"
 	}
 	return fmt.Errorf("%w: no environment %q; known: %s%s", ErrNotFound, ref, strings.Join(names, ", "), more)
+}
+
+// visibleIDs lists up to n IDs of environments ctx's caller may see.
+func (k *Knit) visibleIDs(ctx context.Context, n int) ([]string, error) {
+	teams := []string{""} // every team
+	if t, ok := caller(ctx); ok && len(t.Teams) > 0 {
+		teams = t.Teams
+	}
+	var ids []string
+	for _, team := range teams {
+		all, err := k.store.Environments(ctx, store.EnvironmentFilter{Team: team, Limit: n - len(ids)})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range all {
+			ids = append(ids, e.ID)
+		}
+		if len(ids) >= n {
+			break
+		}
+	}
+	return ids, nil
 }
 
 // AppliedSpec returns the spec an environment is applied at: the revision

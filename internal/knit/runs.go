@@ -104,10 +104,14 @@ type DecideRequest struct {
 	Approve   bool
 	Actor     string
 	Reason    string
-	// PlanChecksum, when set, must be the waiting plan's: a person approves
-	// the plan they saw, not a newer one (ErrChecksumMismatch otherwise).
+	// PlanChecksum is required and must be the waiting plan's: a person
+	// approves the plan they saw, not a newer one (ErrChecksumRequired when
+	// empty, ErrChecksumMismatch when another plan waits).
 	PlanChecksum string
 }
+
+// ErrChecksumRequired: a decision did not name the plan it is about.
+var ErrChecksumRequired = errors.New("a decision must name the checksum of the plan it is about")
 
 // ErrChecksumMismatch: the plan waiting for approval is not the one named.
 var ErrChecksumMismatch = errors.New("the plan waiting for approval is not the one named")
@@ -119,14 +123,24 @@ var ErrSelfApproval = errors.New("the author of a change may not approve it")
 // Decide records a person's decision on a waiting plan, with who and why.
 // It applies nothing: start an apply of the environment (EnvRef) to apply
 // the approved plan byte for byte and carry on with what waited.
+//
+// This is the one door every adapter decides through: the environment is
+// resolved as ctx's caller sees it (WithCaller), so a team-limited token
+// is refused another team's plan (ErrForbidden) however EnvRef names it,
+// and a decision without the plan's checksum is refused
+// (ErrChecksumRequired) before anything is recorded.
 func (k *Knit) Decide(ctx context.Context, req DecideRequest) (store.Approval, error) {
 	env, rec, err := k.AppliedSpec(ctx, req.EnvRef)
 	if err != nil {
 		return store.Approval{}, err
 	}
+	if req.PlanChecksum == "" {
+		return store.Approval{}, fmt.Errorf("%w: %s of %s (knit approvals %s lists the waiting plan and its checksum)",
+			ErrChecksumRequired, req.Component, rec.ID, rec.ID)
+	}
 	a, err := k.store.OpenApproval(ctx, rec.ID, req.Component)
 	if err == nil && a.Status == store.ApprovalPending {
-		if req.PlanChecksum != "" && req.PlanChecksum != a.PlanChecksum {
+		if req.PlanChecksum != a.PlanChecksum {
 			return a, fmt.Errorf("%w: approval #%d of %s is for plan %s, not %s; look at the plan again (knit approvals)",
 				ErrChecksumMismatch, a.ID, req.Component, short(a.PlanChecksum), short(req.PlanChecksum))
 		}

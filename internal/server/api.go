@@ -360,10 +360,6 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if body.PlanChecksum == "" {
-			s.fail(w, r, badReq("planChecksum is required: approve the plan you looked at (GET /api/v1/approvals)"))
-			return
-		}
 		if e, err := s.k.ResolveEnv(r.Context(), id); err != nil || e.AppliedRevision == 0 {
 			if err == nil {
 				err = fmt.Errorf("%w: %s has no applied revision, so no plan of it waits", store.ErrConflict, id)

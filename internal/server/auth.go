@@ -38,7 +38,9 @@ func (s *Server) authed(role string, h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, fmt.Errorf("%w: token %s is a %s; this needs %s", errForbidden, t.Name, t.Role, role))
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, t)))
+		// The library resolves environments as this token sees them.
+		ctx := knit.WithCaller(context.WithValue(r.Context(), tokenKey{}, t), t)
+		h(w, r.WithContext(ctx))
 	}
 }
 

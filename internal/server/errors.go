@@ -12,8 +12,9 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// errForbidden: the token's role or teams do not allow the call.
-var errForbidden = errors.New("forbidden")
+// errForbidden: the token's role or teams do not allow the call (the
+// library's sentinel, so both answer 403).
+var errForbidden = knit.ErrForbidden
 
 // errNotConfigured: the feature asked for is switched off on this server.
 var errNotConfigured = errors.New("not configured")
@@ -37,7 +38,7 @@ type apiError struct {
 func status(err error) (int, string) {
 	var br *badRequest
 	switch {
-	case errors.As(err, &br):
+	case errors.As(err, &br), errors.Is(err, knit.ErrChecksumRequired):
 		return http.StatusBadRequest, "bad_request"
 	case errors.Is(err, knit.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated"

@@ -2,12 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/sse"
 )
 
 // keepAlive is how often an idle event stream gets a comment, so proxies
@@ -32,16 +32,11 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		s.fail(w, r, fmt.Errorf("streaming is not supported by this connection"))
+	st, err := sse.Open(w, s.cfg.HTTP.WriteTimeout)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	if j != nil { // queued: wait for it to start
@@ -50,8 +45,9 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			case <-j.started:
 				waiting = false
 			case <-tick.C:
-				fmt.Fprint(w, ": queued\n\n")
-				flusher.Flush()
+				if st.Comment("queued") != nil {
+					return
+				}
 			case <-r.Context().Done():
 				return
 			}
@@ -63,30 +59,28 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		if rec, err := s.k.RunRecord(r.Context(), id); err == nil {
 			v.Run = rec.Run
 		}
-		writeEvent(w, engine.Event{Seq: after + 1, Kind: engine.RunFinished, Time: v.FinishedAt, Env: v.Env, RunID: id,
+		_ = writeEvent(st, engine.Event{Seq: after + 1, Kind: engine.RunFinished, Time: v.FinishedAt, Env: v.Env, RunID: id,
 			RunKind: v.Kind, RunStatus: v.Status, Error: v.Error})
-		flusher.Flush()
 		return
 	}
 	events := run.Subscribe(after).Channel(r.Context())
 	for {
 		select {
 		case ev, ok := <-events:
-			if !ok {
+			if !ok || writeEvent(st, ev) != nil {
 				return
 			}
-			writeEvent(w, ev)
-			flusher.Flush()
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-			flusher.Flush()
+			if st.Comment("keep-alive") != nil {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		}
 	}
 }
 
-func writeEvent(w http.ResponseWriter, ev engine.Event) {
+func writeEvent(st *sse.Stream, ev engine.Event) error {
 	data, _ := json.Marshal(ev)
-	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, data)
+	return st.Send(ev.Seq, string(ev.Kind), string(data))
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -50,6 +52,54 @@ type Config struct {
 	// ViewCacheBytes bounds the cache of encoded environment views
 	// (default 64 MiB; negative: no cache).
 	ViewCacheBytes int
+	// HTTP bounds what each client may hold of the server.
+	HTTP HTTPLimits
+}
+
+// HTTPLimits bound what one client may hold: time to send a request,
+// idle connections, header and body sizes, connections at once. Zero
+// fields take the defaults (see withDefaults).
+type HTTPLimits struct {
+	// ReadHeaderTimeout bounds reading a request's headers (default 10s),
+	// ReadTimeout the whole request, body included (default 30s): a client
+	// that announces a body and sends it slowly is cut. Event streams lift
+	// ReadTimeout once their request is read, and bound each write by
+	// WriteTimeout (default 30s) instead, so a stream that lasts an hour
+	// stays open while a client that stops reading is cut.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long (default 2m).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (default 64 KiB).
+	MaxHeaderBytes int
+	// MaxBodyBytes bounds every request body (default 5 MiB; handlers
+	// bound theirs lower).
+	MaxBodyBytes int64
+	// MaxConns is how many connections are served at once (default 1024):
+	// more wait to be accepted.
+	MaxConns int
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.ReadHeaderTimeout, 10*time.Second)
+	def(&l.ReadTimeout, 30*time.Second)
+	def(&l.WriteTimeout, 30*time.Second)
+	def(&l.IdleTimeout, 2*time.Minute)
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = 64 << 10
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = 5 << 20
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = 1024
+	}
+	return l
 }
 
 // Server is knit serve.
@@ -97,6 +147,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
 		views: newViewCache(cfg.ViewCacheBytes)}
@@ -111,7 +162,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	s.queue.onFinish = s.runFinished
 	s.routes()
 	// The dashboard at "/": its runs go through this server's queue.
-	ui, err := web.New(k, web.Options{Runs: s, Logger: cfg.Logger})
+	ui, err := web.New(k, web.Options{Runs: s, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -157,8 +208,13 @@ func (s *Server) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
-	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	lim := s.cfg.HTTP
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: lim.ReadHeaderTimeout, ReadTimeout: lim.ReadTimeout,
+		IdleTimeout: lim.IdleTimeout, MaxHeaderBytes: lim.MaxHeaderBytes,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return s.ctx }}
+	// Connections past the cap wait in the listen backlog, not in memory.
+	ln = netutil.LimitListener(ln, lim.MaxConns)
 	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
@@ -195,8 +251,27 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Handler is the server's routes, for tests and embedding.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the server's routes, every request body bounded by
+// HTTPLimits.MaxBodyBytes, for tests and embedding.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.HTTP.MaxBodyBytes)
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// Queued reports whether run id is one this server's queue knows (queued,
+// running or lately finished), and its environment: the dashboard waits
+// for such a run to start, and answers 404 for any other unknown ID.
+func (s *Server) Queued(id string) (env string, ok bool) {
+	j, ok := s.queue.job(id)
+	if !ok {
+		return "", false
+	}
+	return j.env, true
+}
 
 // Enqueue queues a run as the server would for an API call, returning its ID.
 func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) {

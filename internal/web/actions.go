@@ -143,17 +143,15 @@ func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
 	w.render(rw, r, s, http.StatusOK, "approvals", "Approvals", "approvals", p)
 }
 
-// decide approves or rejects one exact plan (by checksum) with a reason;
-// an approval queues the apply that carries it out.
+// decide approves or rejects one exact plan (by the checksum the page
+// showed) with a reason; an approval queues the apply that carries it out.
+// The library resolves the form's environment and checks the session's
+// teams against it, however the form names it.
 func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
-	env, comp := r.PostFormValue("env"), r.PostFormValue("component")
-	if err := canSee(s, teamOf(env)); err != nil {
-		w.errorPage(rw, r, s, 0, err)
-		return
-	}
+	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	_, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: env, Component: comp, Approve: approve,
+	a, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
 		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum")})
 	if err != nil {
 		code := statusOf(err)
@@ -163,6 +161,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, code, err)
 		return
 	}
+	env := a.Env
 	if !approve {
 		http.Redirect(rw, r, "/approvals?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
 		return

@@ -6,51 +6,19 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/sse"
 	"knit.dev/knit/internal/store"
 )
 
 // keepAlive is how often an idle stream gets a comment.
 const keepAlive = 15 * time.Second
 
-// stream is one server-sent event stream.
-type stream struct {
-	rw http.ResponseWriter
-	f  http.Flusher
-}
-
-func openStream(rw http.ResponseWriter) (*stream, error) {
-	f, ok := rw.(http.Flusher)
-	if !ok {
-		return nil, fmt.Errorf("streaming is not supported by this connection")
-	}
-	rw.Header().Set("Content-Type", "text/event-stream")
-	rw.Header().Set("Cache-Control", "no-cache")
-	rw.Header().Set("X-Accel-Buffering", "no")
-	rw.WriteHeader(http.StatusOK)
-	f.Flush()
-	return &stream{rw: rw, f: f}, nil
-}
-
-// send writes one event; data may span lines.
-func (s *stream) send(id int64, event, data string) {
-	if id > 0 {
-		fmt.Fprintf(s.rw, "id: %d\n", id)
-	}
-	fmt.Fprintf(s.rw, "event: %s\n", event)
-	for _, line := range strings.Split(data, "\n") {
-		fmt.Fprintf(s.rw, "data: %s\n", line)
-	}
-	fmt.Fprint(s.rw, "\n")
-	s.f.Flush()
-}
-
-func (s *stream) comment(text string) {
-	fmt.Fprintf(s.rw, ": %s\n\n", text)
-	s.f.Flush()
+// openStream starts a live view's event stream.
+func (w *Web) openStream(rw http.ResponseWriter) (*sse.Stream, error) {
+	return sse.Open(rw, w.opts.WriteTimeout)
 }
 
 // liveEnv tells an environment's page to refresh ("changed") whenever one
@@ -63,7 +31,7 @@ func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(rw, err.Error(), statusOf(err))
 		return
 	}
-	st, err := openStream(rw)
+	st, err := w.openStream(rw)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
@@ -79,7 +47,7 @@ func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
 
 // liveAll tells the environments list to refresh when any run starts or ends.
 func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
-	st, err := openStream(rw)
+	st, err := w.openStream(rw)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
@@ -94,7 +62,7 @@ func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
 // and this stream's start counts too), and while look names a live run, on
 // each of that run's component and run events (at most one "changed" per
 // quarter second).
-func (w *Web) watch(ctx context.Context, st *stream, since string, look func(ctx context.Context) (runID, mark string)) {
+func (w *Web) watch(ctx context.Context, st *sse.Stream, since string, look func(ctx context.Context) (runID, mark string)) {
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	idle := time.NewTicker(keepAlive)
@@ -104,7 +72,7 @@ func (w *Web) watch(ctx context.Context, st *stream, since string, look func(ctx
 		_, last = look(ctx)
 	}
 	n := int64(0)
-	changed := func() { n++; st.send(n, "changed", "changed") }
+	changed := func() { n++; _ = st.Send(n, "changed", "changed") } // a failed write ends ctx
 	for {
 		runID, mark := look(ctx)
 		if mark != last {
@@ -120,7 +88,9 @@ func (w *Web) watch(ctx context.Context, st *stream, since string, look func(ctx
 		case <-ctx.Done():
 			return
 		case <-idle.C:
-			st.comment("keep-alive")
+			if st.Comment("keep-alive") != nil {
+				return
+			}
 		case <-tick.C:
 		}
 	}

@@ -2,7 +2,9 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -35,6 +37,7 @@ type runPage struct {
 const runLogLines = 400
 
 // run is one run: every component's status and log, live while it runs.
+// A run nobody knows (not recorded, not live, not queued) is a 404.
 func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	p := runPage{ID: id, Events: "/runs/" + id + "/events", Tone: ToneBusy}
@@ -49,13 +52,16 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 	case isLive:
 		p.Run, p.Known = store.Run{ID: id, Env: live.Env, Kind: live.Kind, Status: store.StatusRunning}, true
 	default:
-		p.Run = store.Run{ID: id, Status: "queued"}
-	}
-	if p.Known {
-		if err := canSee(s, teamOf(p.Run.Env)); err != nil {
-			w.errorPage(rw, r, s, 0, err)
+		env, queued := w.queued(id)
+		if !queued {
+			w.errorPage(rw, r, s, http.StatusNotFound, unknownRun(id))
 			return
 		}
+		p.Run = store.Run{ID: id, Env: env, Status: "queued"}
+	}
+	if err := canSee(s, teamOf(p.Run.Env)); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
 	}
 	p.Live = !p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning
 	if !p.Live {
@@ -72,34 +78,35 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 
 // runEvents streams a run's events as HTML fragments that htmx swaps in
 // out of band: a section per component, its status, its log lines, and
-// the run's end. It waits for a queued run to start.
+// the run's end. It waits for a queued run to start; a run nobody knows
+// is a 404 at once.
 func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	ctx := r.Context()
-	st, err := openStream(rw)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
-		return
-	}
 	var after int64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		after, _ = strconv.ParseInt(v, 10, 64)
 	}
+	run, rec, err := w.findRun(ctx, id)
+	if err != nil {
+		http.Error(rw, err.Error(), statusOf(err))
+		return
+	}
+	st, err := w.openStream(rw)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	deadline := time.Now().Add(30 * time.Minute)
-	var run *engine.Run
 	for run == nil {
-		if rr, ok := w.k.Lookup(id); ok {
-			run = rr
-			break
-		}
-		if rec, err := w.k.RunRecord(ctx, id); err == nil && rec.Status != store.StatusRunning {
+		if rec != nil && rec.Status != store.StatusRunning {
 			// Finished and forgotten (or another process's): say how it ended.
 			if canSee(s, teamOf(rec.Env)) == nil {
-				st.send(after+1, "ev", w.fragment("runstatusoob", runStatus(rec.Status, rec.Error)))
+				_ = st.Send(after+1, "ev", w.fragment("runstatusoob", runStatus(rec.Status, rec.Error)))
 			}
-			st.send(after+2, "done", "done")
+			_ = st.Send(after+2, "done", "done")
 			return
 		}
 		if time.Now().After(deadline) {
@@ -109,11 +116,17 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			st.comment("queued")
+			if st.Comment("queued") != nil {
+				return
+			}
+		}
+		if run, rec, err = w.findRun(ctx, id); err != nil {
+			_ = st.Send(0, "done", "done")
+			return
 		}
 	}
 	if err := canSee(s, teamOf(run.Env)); err != nil {
-		st.send(0, "done", "done")
+		_ = st.Send(0, "done", "done")
 		return
 	}
 	seen := map[string]bool{}
@@ -126,17 +139,52 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 			if !ok {
 				return
 			}
-			st.send(ev.Seq, "ev", w.eventHTML(ev, seen, after > 0))
+			if st.Send(ev.Seq, "ev", w.eventHTML(ev, seen, after > 0)) != nil {
+				return
+			}
 			if ev.Kind == engine.RunFinished || ev.Kind == engine.Dropped {
-				st.send(0, "done", "done")
+				_ = st.Send(0, "done", "done")
 				return
 			}
 		case <-idle.C:
-			st.comment("keep-alive")
+			if st.Comment("keep-alive") != nil {
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// findRun looks for run id: live in this process, recorded, or waiting in
+// the server's queue (all nil then). Any other ID is ErrNotFound.
+func (w *Web) findRun(ctx context.Context, id string) (*engine.Run, *knit.RunView, error) {
+	if run, ok := w.k.Lookup(id); ok {
+		return run, nil, nil
+	}
+	rec, err := w.k.RunRecord(ctx, id)
+	switch {
+	case err == nil:
+		return nil, &rec, nil
+	case !errors.Is(err, knit.ErrNotFound):
+		return nil, nil, err
+	}
+	if _, queued := w.queued(id); queued {
+		return nil, nil, nil
+	}
+	return nil, nil, unknownRun(id)
+}
+
+// queued asks the server's queue about run id.
+func (w *Web) queued(id string) (string, bool) {
+	if w.opts.Runs == nil {
+		return "", false
+	}
+	return w.opts.Runs.Queued(id)
+}
+
+func unknownRun(id string) error {
+	return fmt.Errorf("%w: no run %s (the environment's page lists its runs)", knit.ErrNotFound, id)
 }
 
 type statusFrag struct {

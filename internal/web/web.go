@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
@@ -25,9 +26,11 @@ import (
 
 // Runs is what the dashboard needs from the server: runs it starts go
 // through the server's queue, as API calls do. Enqueue returns the run's
-// ID at once.
+// ID at once; Queued reports whether the queue knows a run ID (queued,
+// running or lately finished) and its environment.
 type Runs interface {
 	Enqueue(req knit.RunRequest, env string) (string, error)
+	Queued(id string) (env string, ok bool)
 }
 
 // Options configure the dashboard.
@@ -39,6 +42,9 @@ type Options struct {
 	Now func() time.Time
 	// PollInterval is how often live views look for a new run (default 500ms).
 	PollInterval time.Duration
+	// WriteTimeout bounds each write of a live view's event stream: a
+	// browser that stops reading is cut (0: no bound).
+	WriteTimeout time.Duration
 }
 
 // Web is the dashboard. It is safe for concurrent use.
@@ -112,7 +118,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 // files under /static/.
 func (w *Web) Register(mux *http.ServeMux) {
 	viewer, operator := store.RoleViewer, store.RoleOperator
-	h := mux.Handle
+	h := func(pattern string, handler http.Handler) { mux.Handle(pattern, secured(handler)) }
 	h("GET /static/", http.StripPrefix("/static/", w.cacheable(http.FileServerFS(w.static))))
 	h("GET /login", http.HandlerFunc(w.loginPage))
 	h("POST /login", w.cop.Handler(http.HandlerFunc(w.login)))
@@ -135,6 +141,23 @@ func (w *Web) Register(mux *http.ServeMux) {
 func (w *Web) cacheable(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Cache-Control", "public, max-age=300")
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// csp lets pages load only this site's scripts, styles and images, and no
+// site frame them.
+const csp = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// secured sets the security headers of every dashboard response, the
+// login page and error pages included.
+func secured(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hd := rw.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
 		h.ServeHTTP(rw, r)
 	})
 }
@@ -162,9 +185,6 @@ type handler func(rw http.ResponseWriter, r *http.Request, s *session)
 // the form's CSRF token.
 func (w *Web) page(role string, h handler) http.Handler {
 	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("X-Frame-Options", "DENY")
-		rw.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
-		rw.Header().Set("Referrer-Policy", "same-origin")
 		c, err := r.Cookie(cookieName)
 		var tok store.Token
 		if err == nil {
@@ -190,7 +210,8 @@ func (w *Web) page(role string, h handler) http.Handler {
 			w.errorPage(rw, r, s, http.StatusForbidden, fmt.Errorf("token %s is a %s; this needs an %s", tok.Name, tok.Role, role))
 			return
 		}
-		h(rw, r, s)
+		// The library resolves environments as this token sees them.
+		h(rw, r.WithContext(knit.WithCaller(r.Context(), tok)), s)
 	})
 	return w.cop.Handler(inner)
 }
@@ -243,8 +264,10 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, knit.ErrUnauthenticated):
 		return http.StatusUnauthorized
-	case errors.Is(err, knit.ErrSelfApproval):
+	case errors.Is(err, knit.ErrSelfApproval), errors.Is(err, knit.ErrForbidden):
 		return http.StatusForbidden
+	case errors.Is(err, knit.ErrChecksumRequired):
+		return http.StatusBadRequest
 	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, store.ErrConflict):
 		return http.StatusConflict
 	}
@@ -276,9 +299,17 @@ func (w *Web) logout(rw http.ResponseWriter, r *http.Request, _ *session) {
 	http.Redirect(rw, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect on this site.
+// safeNext keeps a redirect on this site: only a path is taken, with no
+// scheme, host, backslash or control character. Browsers drop tabs and
+// line breaks from a URL and read "\\" as "/", so "/\t/evil.example"
+// or "/\\evil.example" would leave for another origin.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(c rune) bool { return c == '\\' || unicode.IsControl(c) }) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next
