@@ -62,10 +62,10 @@ type Config struct {
 type HTTPLimits struct {
 	// ReadHeaderTimeout bounds reading a request's headers (default 10s),
 	// ReadTimeout the whole request, body included (default 30s): a client
-	// that announces a body and sends it slowly is cut. Event streams lift
-	// ReadTimeout once their request is read, and bound each write by
-	// WriteTimeout (default 30s) instead, so a stream that lasts an hour
-	// stays open while a client that stops reading is cut.
+	// that announces a body and sends it slowly is cut. There is no global
+	// write timeout, which would end event streams: a stream bounds each
+	// of its writes by WriteTimeout (default 30s) instead, so a stream that
+	// lasts an hour stays open while a client that stops reading is cut.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection with no request for this
 	// long (default 2m).

@@ -1,8 +1,9 @@
 // Package sse writes server-sent event streams for the API and the
 // dashboard. A stream outlives the server's read timeout, which bounds
-// how long a client may take to send its request: Open lifts that
-// deadline for the stream's request, and every write gets a deadline of
-// its own instead, so a client that stops reading is cut rather than
+// only how long a client may take to send its request (net/http lifts the
+// read deadline once the request is read), and the server has no global
+// write timeout, which would end every stream. Instead every write gets a
+// deadline of its own, so a client that stops reading is cut rather than
 // holding its connection (and a goroutine) forever.
 package sse
 
@@ -26,10 +27,6 @@ type Stream struct {
 // connection cannot stream.
 func Open(w http.ResponseWriter, writeTimeout time.Duration) (*Stream, error) {
 	s := &Stream{w: w, rc: http.NewResponseController(w), timeout: writeTimeout}
-	// The request was read: its deadline must not end the stream.
-	if err := s.rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, fmt.Errorf("lift the read deadline of an event stream: %w", err)
-	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
