@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -222,5 +223,24 @@ func (h *harness) seedNamed(team, name, metadata string, o envOpts) {
 	}
 	if _, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// TestBodiesAreCapped: every POST body is bounded, the unauthenticated
+// webhook's and the dashboard's sign-in form's included.
+func TestBodiesAreCapped(t *testing.T) {
+	h := newHarnessWith(t, server.Config{HTTP: server.HTTPLimits{MaxBodyBytes: 1 << 10}})
+	viewer := h.token("viewer", "viewer")
+	body := `{"pad":"` + strings.Repeat("x", 2<<10) + `"}`
+	h.do(call{method: "POST", path: "/api/v1/webhooks/git", body: body, header: signed(webhookSecret, body)}, 400)
+	form := url.Values{"token": {viewer}, "next": {"/"}, "pad": {strings.Repeat("x", 2<<10)}}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.PostForm(h.base+"/login", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusSeeOther {
+		t.Errorf("a sign-in form of %d bytes was taken", len(form.Encode()))
 	}
 }
