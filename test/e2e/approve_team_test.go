@@ -67,8 +67,17 @@ func TestCLIThroughTheServerCannotDecideAnotherTeamsPlan(t *testing.T) {
 		t.Fatalf("the approval is no longer pending:\n%s", r.stdout)
 	}
 
+	// A checksum that is not the waiting plan's, locally and through the server.
+	asRoot := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
+	for _, env := range [][]string{nil, asRoot} {
+		if r := w.knitWith(env, "approve", "pay/prod", "app", "--checksum", "0123456789ab"); r.code != 1 ||
+			!strings.Contains(r.stderr, "not the one named") {
+			t.Errorf("knit approve --checksum of another plan (server %v): exit %d\n%s", env != nil, r.code, r.stderr)
+		}
+	}
+
 	// An operator of every team, by the metadata name, without --checksum.
-	r := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, "approve", "ops", "app", "--reason", "reviewed")
+	r := w.knitWith(asRoot, "approve", "ops", "app", "--reason", "reviewed")
 	if r.code != 0 {
 		t.Fatalf("knit approve ops app as root: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
