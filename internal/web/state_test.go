@@ -27,7 +27,8 @@ func TestComponentStateAndWhy(t *testing.T) {
 }
 
 func TestSafeNext(t *testing.T) {
-	for in, want := range map[string]string{"/env/a/b": "/env/a/b", "//evil.example/": "/", "https://evil.example": "/", "": "/", "/\\evil": "/"} {
+	for in, want := range map[string]string{"/env/a/b": "/env/a/b", "//evil.example/": "/", "https://evil.example": "/", "": "/", "/\\evil": "/",
+		"/\t/evil.example": "/", "/\n/evil.example": "/", "/\r/evil": "/", "/\x7f/evil": "/", "/env/a/b?flash=ok#x": "/env/a/b?flash=ok#x"} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
 		}
