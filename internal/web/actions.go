@@ -154,11 +154,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	a, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
 		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum")})
 	if err != nil {
-		code := statusOf(err)
-		if errors.Is(err, engine.ErrStale) || errors.Is(err, knit.ErrChecksumMismatch) {
-			code = http.StatusConflict
-		}
-		w.errorPage(rw, r, s, code, err)
+		w.errorPage(rw, r, s, 0, err)
 		return
 	}
 	env := a.Env

@@ -252,3 +252,37 @@ func TestLoginNextStaysOnTheOriginInChromium(t *testing.T) {
 		t.Fatalf("signing in took the browser to %s", host)
 	}
 }
+
+// TestChromiumRefusesADecisionOnAnotherTeamsPlan: signed in as an
+// operator of team ops, a page script posts the decision form for pay/prod
+// under its metadata name "ops", with the right checksum and the session's
+// CSRF token: the browser lands on a 403 page, and nothing is decided or
+// applied.
+func TestChromiumRefusesADecisionOnAnotherTeamsPlan(t *testing.T) {
+	ctx := browser(t)
+	w, mark := teamWorld(t)
+	a := w.pending(t)
+	run(t, ctx, "sign in", chromedp.Navigate(w.url+"/login?next=%2Fapprovals"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["ops-operator"]), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS("#w-title")))
+	if body := text(t, ctx, "main"); !strings.Contains(body, "Nothing waits for approval") {
+		t.Fatalf("team ops sees another team's approval:\n%s", body)
+	}
+	_ = eval[bool](t, ctx, `(() => {
+		const f = document.createElement("form");
+		f.method = "post"; f.action = "/approvals/decide";
+		const add = (n, v) => { const i = document.createElement("input"); i.type = "hidden"; i.name = n; i.value = v; f.appendChild(i); };
+		add("csrf", document.querySelector("input[name=csrf]").value);
+		add("env", "ops"); add("component", "app"); add("checksum", "`+a.PlanChecksum+`"); add("decision", "approve");
+		document.body.appendChild(f); f.submit(); return true; })()`)
+	run(t, ctx, "the answer", chromedp.WaitVisible(chromedp.CSS(`p.error[role=alert]`)))
+	if code := text(t, ctx, "main h1"); code != "403" {
+		t.Errorf("the decision page says %s: %s", code, text(t, ctx, "p.error"))
+	}
+	if got := w.pending(t); got.ID != a.ID || got.DecidedBy != "" {
+		t.Fatalf("a refused decision changed the approval: %+v", got)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("a refused decision applied app")
+	}
+}

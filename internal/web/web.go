@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -268,7 +269,8 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, knit.ErrChecksumRequired):
 		return http.StatusBadRequest
-	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, store.ErrConflict):
+	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, store.ErrConflict), errors.Is(err, engine.ErrStale),
+		errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, engine.ErrLocked):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
