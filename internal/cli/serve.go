@@ -42,6 +42,15 @@ type serveConfig struct {
 		TokenFile  string `yaml:"tokenFile"`
 	} `yaml:"git"`
 	Notifications []serveSink `yaml:"notifications"`
+	// HTTP bounds what one client may hold (config file only; see
+	// server.HTTPLimits for the defaults).
+	HTTP struct {
+		ReadTimeout        string `yaml:"readTimeout"`
+		IdleTimeout        string `yaml:"idleTimeout"`
+		StreamWriteTimeout string `yaml:"streamWriteTimeout"`
+		MaxConnections     int    `yaml:"maxConnections"`
+		MaxBodyMB          int    `yaml:"maxBodyMB"`
+	} `yaml:"http"`
 
 	minDriftEvery, driftTick time.Duration // hidden flags, for tests
 	gitKeepTrees             int           // hidden flag, for tests
@@ -161,6 +170,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 		c.ToolEnv = file.ToolEnv
 	}
 	c.DataDir, c.TFBinary, c.Notifications = file.DataDir, file.TFBinary, file.Notifications
+	c.HTTP = file.HTTP
 }
 
 // startCPUProfile profiles the process into path until stop is called.
@@ -224,6 +234,9 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	cfg := server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
 		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB),
 		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
+	if cfg.HTTP, err = c.httpLimits(); err != nil {
+		return err
+	}
 	if c.DriftInterval != "" {
 		if cfg.DriftInterval, err = time.ParseDuration(c.DriftInterval); err != nil {
 			return fmt.Errorf("--drift-interval: %w", err)
@@ -257,4 +270,28 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return srv.Close(closeCtx)
+}
+
+// httpLimits are the config file's http block as server limits (zero:
+// the server's default).
+func (c serveConfig) httpLimits() (server.HTTPLimits, error) {
+	l := server.HTTPLimits{MaxConns: c.HTTP.MaxConnections, MaxBodyBytes: int64(c.HTTP.MaxBodyMB) << 20}
+	for _, d := range []struct {
+		name, value string
+		to          *time.Duration
+	}{{"readTimeout", c.HTTP.ReadTimeout, &l.ReadTimeout}, {"idleTimeout", c.HTTP.IdleTimeout, &l.IdleTimeout},
+		{"streamWriteTimeout", c.HTTP.StreamWriteTimeout, &l.WriteTimeout}} {
+		if d.value == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.value)
+		if err != nil || v <= 0 {
+			return l, fmt.Errorf("config http.%s: %q is not a positive duration (e.g. 30s)", d.name, d.value)
+		}
+		*d.to = v
+	}
+	if c.HTTP.MaxConnections < 0 || c.HTTP.MaxBodyMB < 0 {
+		return l, fmt.Errorf("config http: maxConnections and maxBodyMB must not be negative")
+	}
+	return l, nil
 }
