@@ -42,7 +42,7 @@ type output struct {
 // so a tool printing faster than knit reads (hundreds of MB/s) would fill
 // memory, and an interrupted knit would spend long handing on the rest.
 // Beyond it, the oldest part is skipped, and the writer told how much.
-const maxBacklog = 4 << 20
+const maxBacklog = 16 << 20
 
 // capture swaps cmd's in-memory Stdin, and its Stdout and Stderr writers
 // other than files (which the command writes to itself), for memory
