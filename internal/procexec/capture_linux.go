@@ -35,13 +35,16 @@ type output struct {
 	off int64     // how much of f the writer has had
 	// midLine: the last byte handed on was not a newline.
 	midLine bool
+	// log: w is a log (LockedWriter) that a flood may be skipped in.
+	log bool
 }
 
-// maxBacklog bounds what a command's output may hold that its writer has
-// not had: a memory file, unlike a pipe, never makes a tool wait for knit,
-// so a tool printing faster than knit reads (hundreds of MB/s) would fill
-// memory, and an interrupted knit would spend long handing on the rest.
-// Beyond it, the oldest part is skipped, and the writer told how much.
+// maxBacklog bounds what a command's log output may hold that its writer
+// has not had: a memory file, unlike a pipe, never makes a tool wait for
+// knit, so a tool printing faster than knit reads (hundreds of MB/s) would
+// fill memory, and an interrupted knit would spend long handing on the
+// rest. Beyond it, the oldest part is skipped, and the writer told how
+// much. Output for other writers (data knit parses) is never skipped.
 const maxBacklog = 16 << 20
 
 // capture swaps cmd's in-memory Stdin, and its Stdout and Stderr writers
@@ -89,7 +92,8 @@ func (c *captured) output(w io.Writer) *os.File {
 	if err != nil {
 		return nil
 	}
-	c.outs = append(c.outs, &output{f: f, w: w})
+	_, log := w.(interface{ thinnable() })
+	c.outs = append(c.outs, &output{f: f, w: w, log: log})
 	return f
 }
 
@@ -158,7 +162,11 @@ func (c *captured) skip(o *output) (size int64) {
 		return math.MaxInt64 // read what there is
 	}
 	size = st.Size()
-	if o.w == nil || size-o.off <= maxBacklog {
+	if o.w == nil {
+		o.off = size // a writer that failed gets nothing: discard, free
+		return size
+	}
+	if !o.log || size-o.off <= maxBacklog {
 		return size
 	}
 	to := size - maxBacklog/2

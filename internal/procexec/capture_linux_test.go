@@ -146,12 +146,13 @@ func TestRunFreesOutputTheWriterHasHad(t *testing.T) {
 }
 
 // TestABacklogBeyondTheBoundIsSkippedFromALine: a memory file never makes
-// a tool wait, so what a tool printed faster than knit reads is cut to the
-// newest maxBacklog/2, from a line start, after a note saying so.
+// a tool wait, so what a tool printed to a log faster than knit reads is
+// cut to the newest maxBacklog/2, from a line start, after a note saying
+// so. Output that is data (any other writer) is never cut.
 func TestABacklogBeyondTheBoundIsSkippedFromALine(t *testing.T) {
 	var out bytes.Buffer
 	c := &captured{}
-	f := c.output(&out)
+	f := c.output(&LockedWriter{W: &out})
 	if f == nil {
 		t.Fatal("no memory file")
 	}
@@ -177,5 +178,23 @@ func TestABacklogBeyondTheBoundIsSkippedFromALine(t *testing.T) {
 	rest := got[strings.Index(got, "faster than knit reads\n")+len("faster than knit reads\n"):]
 	if !strings.HasPrefix(rest, strings.Repeat("y", 99)+"\n") || !strings.HasSuffix(rest, "last\n") {
 		t.Fatalf("after the note: %.120q … %q", rest, rest[len(rest)-10:])
+	}
+}
+
+func TestDataIsNeverSkipped(t *testing.T) {
+	var out bytes.Buffer
+	c := &captured{}
+	f := c.output(&out)
+	if f == nil {
+		t.Fatal("no memory file")
+	}
+	defer c.close()
+	data := bytes.Repeat([]byte("z"), 2*maxBacklog)
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("the writer got %d bytes of %d", out.Len(), len(data))
 	}
 }

@@ -53,10 +53,16 @@ const waitMargin = 500 * time.Millisecond
 
 // LockedWriter serialises writes to W: a tool's stdout and stderr are
 // copied by two goroutines, and the log they share need not be safe for that.
+// It is for logs, which people read: where a tool prints faster than W
+// takes it, Run may skip part of it (saying so), which it never does to
+// other writers (output parsed as data).
 type LockedWriter struct {
 	mu sync.Mutex
 	W  io.Writer
 }
+
+// thinnable marks a log writer Run may skip output of.
+func (*LockedWriter) thinnable() {}
 
 func (l *LockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
