@@ -234,6 +234,14 @@ func TestSecretsNeverReachEventsLogsStoreOrDataDir(t *testing.T) {
 		"knit logs vault": w.ok("logs", "qa/secrets", "vault").stdout,
 		"knit logs app":   w.ok("logs", "qa/secrets", "app").stdout,
 	}
+	// The dashboard: the run's page and its live stream, the components' pages.
+	for _, path := range []string{"/runs/" + started.RunID, "/runs/" + started.RunID + "/events",
+		"/env/qa/secrets/c/vault", "/env/qa/secrets/c/app"} {
+		texts["dashboard "+path] = s.page(path)
+	}
+	if !strings.Contains(texts["dashboard /runs/"+started.RunID+"/events"], "middle: (sensitive value)") {
+		t.Errorf("the dashboard's stream lacks the masked line:\n%s", texts["dashboard /runs/"+started.RunID+"/events"])
+	}
 	s.stop()
 	texts["server log"] = s.log.String()
 	if !strings.Contains(texts["knit logs app"], "middle: (sensitive value)") {
@@ -263,4 +271,25 @@ func TestSecretsNeverReachEventsLogsStoreOrDataDir(t *testing.T) {
 			}
 		}
 	}
+}
+
+// page reads a dashboard page (or its event stream, to its end) signed in
+// with the admin token.
+func (s *server) page(path string) string {
+	s.t.Helper()
+	req, _ := http.NewRequest("GET", s.url+path, nil)
+	req.AddCookie(&http.Cookie{Name: "knit_token", Value: s.token})
+	if strings.HasSuffix(path, "/events") {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, b)
+	}
+	return string(b)
 }
