@@ -174,11 +174,9 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 	if err != nil {
 		return nil, err
 	}
-	st.log.setSecrets(st.secrets)
-	st.log.live = func(line string) {
+	st.log.begin(st.secrets, st.op != "destroy" && mayRevealSecrets(st.c, st.s.state(st.c.Name)), func(line string) {
 		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: line})
-	}
-	st.log.hold = st.op != "destroy" && mayRevealSecrets(st.c, st.s.state(st.c.Name))
+	})
 	if ahead := st.s.takeAheadLog(st.c.Name); ahead != "" {
 		_, _ = st.log.Write([]byte(ahead))
 	}

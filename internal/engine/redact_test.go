@@ -23,8 +23,8 @@ func TestRedactMasksSecretsOfAnyLengthAsWholeValues(t *testing.T) {
 
 func TestStepLogPublishesCompleteLinesMaskedAndStoresTheSame(t *testing.T) {
 	var lines []string
-	l := &stepLog{live: func(s string) { lines = append(lines, s) }}
-	l.setSecrets([]string{"hunter2-long"})
+	l := &stepLog{}
+	l.begin([]string{"hunter2-long"}, false, func(s string) { lines = append(lines, s) })
 	l.Write([]byte("one hunter2-long\ntw"))
 	l.Write([]byte("o\r\nthree"))
 	if len(lines) != 2 || lines[0] != "one (sensitive value)" || lines[1] != "two" {
@@ -42,8 +42,8 @@ const pem = "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASC\n----
 
 func TestAMultiLineSecretIsMaskedLineByLine(t *testing.T) {
 	var live []string
-	l := &stepLog{live: func(s string) { live = append(live, s) }}
-	l.setSecrets([]string{pem})
+	l := &stepLog{}
+	l.begin([]string{pem}, false, func(s string) { live = append(live, s) })
 	// The value printed as it is (three lines), one line of it alone, and
 	// JSON-escaped on one line.
 	l.Write([]byte("key:\n" + pem + "\nmiddle only: MIIBVQIBADANBgkqhkiG9w0BAQEFAASC\n" +
@@ -64,8 +64,8 @@ func TestAMultiLineSecretIsMaskedLineByLine(t *testing.T) {
 
 func TestHeldLinesWaitForTheOutputsThenGoMasked(t *testing.T) {
 	var live []string
-	l := &stepLog{live: func(s string) { live = append(live, s) }, hold: true}
-	l.setSecrets(nil)
+	l := &stepLog{}
+	l.begin(nil, true, func(s string) { live = append(live, s) })
 	l.Write([]byte("new token is tok-0123456789\n"))
 	if len(live) != 0 {
 		t.Fatalf("a held line was published before the outputs were known: %q", live)
@@ -78,8 +78,8 @@ func TestHeldLinesWaitForTheOutputsThenGoMasked(t *testing.T) {
 
 func TestALogKeepsItsStartAndEndWithinBounds(t *testing.T) {
 	var published int
-	l := &stepLog{live: func(string) { published++ }}
-	l.setSecrets(nil)
+	l := &stepLog{}
+	l.begin(nil, false, func(string) { published++ })
 	const n = 200000
 	for i := range n {
 		fmt.Fprintf(l, "line %07d of the tool's output\n", i)

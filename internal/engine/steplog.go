@@ -67,11 +67,12 @@ func (l *stepLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// setSecrets sets what the log masks.
-func (l *stepLog) setSecrets(secrets []string) {
+// begin starts a phase of the component's work: the log masks secrets,
+// publishes lines on live (when set) and, with hold, holds them until finish.
+func (l *stepLog) begin(secrets []string, hold bool, live func(line string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mask = newMasker(secrets)
+	l.mask, l.hold, l.live = newMasker(secrets), hold, live
 }
 
 // add keeps one raw line and, unless held, publishes it masked.
