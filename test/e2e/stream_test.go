@@ -96,9 +96,11 @@ func TestAMillionLinesFinishSoonAfterTheToolInFlatMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, finished := w.lastRun("qa/million")
-	if gap := finished.Sub(time.Unix(0, ns)); status != "succeeded" || gap > 10*time.Second {
+	gap := finished.Sub(time.Unix(0, ns))
+	if status != "succeeded" || gap > 10*time.Second {
 		t.Errorf("run %s %s after the tool exited, want succeeded within 10s", status, gap)
 	}
+	t.Logf("run finished %s after the tool exited; knit's peak RSS %d MiB", gap, rss>>20)
 	logs := w.ok("logs", "qa/million", "loud").stdout
 	if !strings.HasPrefix(logs, "1\n2\n") || !strings.Contains(logs, "\n1000000\n") || !strings.Contains(logs, "lines omitted") || len(logs) > 2<<20 {
 		t.Errorf("stored log of %d bytes: %.40q … %q", len(logs), logs, logs[max(0, len(logs)-40):])
@@ -135,6 +137,7 @@ func TestSIGTERMEndsAnApplyMidStream(t *testing.T) {
 	sent := time.Now()
 	select {
 	case err := <-done:
+		t.Logf("knit ended %s after SIGTERM", time.Since(sent))
 		var ee *exec.ExitError
 		if !errorsAs(err, &ee) || ee.ExitCode() != cli.ExitFailure {
 			t.Errorf("knit after SIGTERM: %v, want exit %d (interrupted gracefully)\n%s", err, cli.ExitFailure, tail(stderr.String()))
