@@ -124,11 +124,7 @@ func (l *eventLog) publish(ev Event) {
 	size := eventSize(&ev)
 	// Forget the oldest until ev fits; ev itself is always kept.
 	for l.n > 0 && (l.n >= l.keep.Events || l.bytes+size > l.keep.Bytes) {
-		l.bytes -= eventSize(&l.ring[l.head])
-		l.ring[l.head] = Event{} // let its strings go
-		l.head = (l.head + 1) % len(l.ring)
-		l.n--
-		l.first++
+		l.dropOldest()
 	}
 	if l.n == len(l.ring) {
 		l.grow()
@@ -138,9 +134,38 @@ func (l *eventLog) publish(ev Event) {
 	l.bytes += size
 	if ev.Kind == RunFinished {
 		l.closed = true
+		l.shrink()
 	}
 	close(l.wake)
 	l.wake = make(chan struct{})
+}
+
+// dropOldest forgets the oldest kept event.
+func (l *eventLog) dropOldest() {
+	l.bytes -= eventSize(&l.ring[l.head])
+	l.ring[l.head] = Event{} // let its strings go
+	l.head = (l.head + 1) % len(l.ring)
+	l.n--
+	l.first++
+}
+
+// finishedRetention is what a finished run keeps in memory: the engine
+// keeps its newest finished runs findable (maxFinishedRuns), and a long
+// log is in the store, so each keeps only its last events.
+var finishedRetention = Retention{Events: 1000, Bytes: 512 << 10}
+
+// shrink trims a finished run's events to finishedRetention, RunFinished
+// always kept, into a ring of their size.
+func (l *eventLog) shrink() {
+	keep := Retention{Events: min(l.keep.Events, finishedRetention.Events), Bytes: min(l.keep.Bytes, finishedRetention.Bytes)}
+	for l.n > 1 && (l.n > keep.Events || l.bytes > keep.Bytes) {
+		l.dropOldest()
+	}
+	ring := make([]Event, l.n)
+	for i := range l.n {
+		ring[i] = l.ring[(l.head+i)%len(l.ring)]
+	}
+	l.ring, l.head = ring, 0
 }
 
 // grow doubles the ring (up to the retention's count), oldest first: each

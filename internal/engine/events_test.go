@@ -77,3 +77,27 @@ func BenchmarkPublish(b *testing.B) {
 		l.publish(ev)
 	}
 }
+
+// TestAFinishedRunKeepsOnlyItsLastEvents: the engine keeps recent finished
+// runs findable; each keeps only its last events (its log is in the
+// store), so a server's memory does not grow with the floods of the past.
+func TestAFinishedRunKeepsOnlyItsLastEvents(t *testing.T) {
+	l := newEventLog(Retention{})
+	for range 5000 {
+		l.publish(Event{Kind: LogLine, Line: "x"})
+	}
+	l.publish(Event{Kind: RunFinished, Error: strings.Repeat("e", 1<<20)})
+	if l.n != 1 || len(l.ring) != 1 || l.at(l.first).Kind != RunFinished {
+		t.Fatalf("kept %d events in a ring of %d", l.n, len(l.ring))
+	}
+	l = newEventLog(Retention{})
+	for range 5000 {
+		l.publish(Event{Kind: LogLine, Line: "x"})
+	}
+	l.publish(Event{Kind: RunFinished})
+	sub := l.subscribe(0)
+	ev, _ := sub.Next(context.Background())
+	if ev.Kind != Dropped || ev.Missed != 5001-int64(finishedRetention.Events) || len(l.ring) != finishedRetention.Events {
+		t.Fatalf("%+v, ring of %d", ev, len(l.ring))
+	}
+}
