@@ -3,26 +3,13 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"knit.dev/knit/internal/cli"
 )
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
-	// The first SIGINT/SIGTERM cancels ctx so the running tool is interrupted
-	// gracefully; stop() restores default handling, so a second signal kills.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	defer stop()
-	return cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	// cli.Main handles SIGINT and SIGTERM: the tools are interrupted, the
+	// run recorded, and knit ends within cli.StopGrace whatever it does.
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

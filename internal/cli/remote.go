@@ -167,14 +167,9 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 			return nil, err
 		}
 	}
-	logs := map[string]*strings.Builder{}
+	logs := streamedLogs{}
 	ferr := r.c.Follow(ctx, id, func(ev engine.Event) {
-		if ev.Kind == engine.LogLine && ev.Component != "" {
-			if logs[ev.Component] == nil {
-				logs[ev.Component] = &strings.Builder{}
-			}
-			logs[ev.Component].WriteString(ev.Line + "\n")
-		}
+		logs.add(ev)
 		if req.OnEvent != nil {
 			req.OnEvent(ev)
 		}
@@ -220,18 +215,54 @@ func (r *remoteBackend) waitRun(ctx context.Context, id string) (knit.RunView, e
 	}
 }
 
+// maxStreamedLog bounds the lines kept of one component's streamed log.
+const maxStreamedLog = 1 << 20
+
+// streamedLogs are the components' logs as a run's events carry them. A
+// component's is nil once lines went missing (the stream dropped events)
+// or it grew past maxStreamedLog: its recorded log stands in for it.
+type streamedLogs map[string]*strings.Builder
+
+func (l streamedLogs) add(ev engine.Event) {
+	switch {
+	case ev.Kind == engine.Dropped:
+		for c := range l {
+			l[c] = nil
+		}
+		l[""] = nil // and any component not seen yet
+	case ev.Kind == engine.LogLine && ev.Component != "":
+		b, seen := l[ev.Component]
+		if _, lost := l[""]; (seen || lost) && b == nil {
+			l[ev.Component] = nil
+			return
+		}
+		if b == nil {
+			b = &strings.Builder{}
+			l[ev.Component] = b
+		}
+		if b.Len()+len(ev.Line) > maxStreamedLog {
+			l[ev.Component] = nil
+			return
+		}
+		b.WriteString(ev.Line + "\n")
+	}
+}
+
 // result is a server's run record as a local run's result, components in
 // graph order like the engine's; the logs are what the event stream carried
-// (or, for a failed component whose lines it missed, the recorded log).
-func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs map[string]*strings.Builder) *engine.Result {
+// (or, for a failed component whose lines it missed, or one whose stream
+// was cut or too long, the recorded log).
+func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs streamedLogs) *engine.Result {
 	res := &engine.Result{RunID: rv.ID, Env: rv.Env, Kind: rv.Kind, Revision: rv.Revision, Status: rv.Status,
 		Error: rv.Error, Components: []*engine.ComponentResult{}}
 	byName := map[string]*engine.ComponentResult{}
 	for _, cr := range rv.Components {
 		c := componentResult(rv.Kind, cr)
-		if b := logs[cr.Component]; b != nil {
+		_, lost := logs[""]
+		b, seen := logs[cr.Component]
+		if b != nil {
 			c.Log = b.String()
-		} else if c.Status == engine.Failed {
+		} else if c.Status == engine.Failed || (seen || lost) {
 			if lr, err := r.c.Logs(ctx, rv.Env, cr.Component); err == nil && lr.RunID == rv.ID {
 				c.Log = lr.Log
 			}

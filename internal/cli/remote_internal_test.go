@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +39,28 @@ func TestRemoteRecordsBecomeALocalResult(t *testing.T) {
 	}
 	if res.Components[1].Plan.File != "" || !res.HasDrift() {
 		t.Errorf("plan file %q kept, or drift %v lost", res.Components[1].Plan.File, res.HasDrift())
+	}
+}
+
+// TestStreamedLogsAreBoundedAndGiveWayAfterADrop: the CLI following a run
+// through a server keeps at most maxStreamedLog of a component's lines;
+// past that, or once the stream dropped events, the recorded log is used.
+func TestStreamedLogsAreBoundedAndGiveWayAfterADrop(t *testing.T) {
+	l := streamedLogs{}
+	l.add(engine.Event{Kind: engine.LogLine, Component: "a", Line: "one"})
+	line := strings.Repeat("x", 1000)
+	for range maxStreamedLog/len(line) + 10 {
+		l.add(engine.Event{Kind: engine.LogLine, Component: "big", Line: line})
+	}
+	if b := l["a"]; b == nil || b.String() != "one\n" {
+		t.Fatalf("a: %v", b)
+	}
+	if b, seen := l["big"]; !seen || b != nil {
+		t.Fatalf("big kept %d bytes", b.Len())
+	}
+	l.add(engine.Event{Kind: engine.Dropped, Missed: 3})
+	l.add(engine.Event{Kind: engine.LogLine, Component: "c", Line: "after"})
+	if l["a"] != nil || l["c"] != nil {
+		t.Fatal("logs kept after events were dropped")
 	}
 }

@@ -22,8 +22,10 @@ const maxReconnects = 5
 
 // Follow reads a run's events (GET /runs/{id}/events) and hands each to
 // fn, in order, until the run finishes (fn has seen its RunFinished event)
-// or ctx ends, or the server cut the reader off (a Dropped event). A stream that breaks is resumed with Last-Event-ID, so fn
-// sees every event once. An answer other than 2xx ends it with an *Error.
+// or ctx ends. A stream that breaks is resumed with Last-Event-ID, so fn
+// sees every event the server still had once; a reader that fell behind
+// the server's live buffer gets a Dropped event counting what it missed,
+// then the events that follow. An answer other than 2xx ends it with an *Error.
 func (c *Client) Follow(ctx context.Context, runID string, fn func(engine.Event)) error {
 	var last int64
 	failures := 0
@@ -86,9 +88,7 @@ func (c *Client) stream(ctx context.Context, runID string, last *int64, fn func(
 		}
 		progressed = true
 		fn(ev)
-		// A reader cut off for falling behind stops here too: the run's
-		// record (GET /runs/{id}) tells how it ends.
-		finished = ev.Kind == engine.RunFinished || ev.Kind == engine.Dropped
+		finished = ev.Kind == engine.RunFinished
 		return !finished
 	})
 	return finished, progressed, err

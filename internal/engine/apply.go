@@ -87,7 +87,7 @@ func (s *session) prepareAhead(ctx context.Context, name string) {
 	if !ok {
 		return
 	}
-	log := &logBuffer{}
+	log := &stepLog{}
 	rc, err := s.e.component(s.env, s.defEnv(name), c, log)
 	if err != nil {
 		return
@@ -100,7 +100,7 @@ func (s *session) prepareAhead(ctx context.Context, name string) {
 	if s.aheadLogs == nil {
 		s.aheadLogs = map[string]string{}
 	}
-	s.aheadLogs[name] = log.Redacted(nil) // the turn redacts it with its secrets
+	s.aheadLogs[name] = log.finish(nil) // the turn masks it with its secrets
 }
 
 // takeAheadLog returns and forgets what prepareAhead logged for name.
@@ -118,7 +118,7 @@ type step struct {
 	s        *session
 	c        *spec.Component
 	cr       *ComponentResult
-	log      logBuffer
+	log      stepLog
 	secrets  []string
 	storeRun *store.ComponentRun
 	op       string
@@ -139,7 +139,7 @@ func (st *step) fail(ctx context.Context, err error) error {
 	// A failed plan or drift check changes nothing; a failed apply or
 	// destroy leaves the component failed, so the next run retries it.
 	changing := st.op == "apply" || st.op == "destroy" || st.cr.Status == Applying
-	st.cr.Log = st.log.Redacted(st.secrets)
+	st.cr.Log = st.log.finish(nil)
 	code := string(status)
 	if status == Failed {
 		code = "failed: " + firstLine(redact(err.Error(), st.secrets))
@@ -174,9 +174,9 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 	if err != nil {
 		return nil, err
 	}
-	st.log.lines = func(line string) {
-		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: redact(line, st.secrets)})
-	}
+	st.log.begin(st.secrets, st.op != "destroy" && mayRevealSecrets(st.c, st.s.state(st.c.Name)), func(line string) {
+		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: line})
+	})
 	if ahead := st.s.takeAheadLog(st.c.Name); ahead != "" {
 		_, _ = st.log.Write([]byte(ahead))
 	}
@@ -323,7 +323,7 @@ func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runn
 		return st.fail(ctx, err)
 	}
 	st.cr.Outputs = outs
-	st.cr.Log = st.log.Redacted(append(st.secrets, sensitiveOutputs(outs)...))
+	st.cr.Log = st.log.finish(sensitiveOutputs(outs))
 	status := Applied
 	if !plan.HasChanges() {
 		status = NoChanges
@@ -348,7 +348,7 @@ func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string
 		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
 			staleWhy, s.env.ID(), st.c.Name, id)
 	}
-	st.cr.Log = st.log.Redacted(st.secrets)
+	st.cr.Log = st.log.finish(nil)
 	s.setCode(st.cr, Awaiting, code, reason)
 	prev := s.state(st.c.Name)
 	err = s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})

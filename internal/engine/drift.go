@@ -60,7 +60,7 @@ func (s *session) drift(ctx context.Context) error {
 		}
 		st, code, reason := s.defaultSettle(name, vr)
 		s.setCode(c.step.cr, st, code, reason)
-		c.step.cr.Log = c.step.log.Redacted(c.step.secrets)
+		c.step.cr.Log = c.step.log.finish(nil)
 		_ = s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
 	}
 	s.settle("drift", wr, s.defaultSettle)
@@ -161,7 +161,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 			st.force = true
 			return s.converge(ctx, st, nil, nil)
 		}
-		st.cr.Log = st.log.Redacted(st.secrets)
+		st.cr.Log = st.log.finish(nil)
 		s.set(st.cr, Affected, "takes "+strings.Join(ups, ", ")+", which drift changes")
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
@@ -170,7 +170,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 	}
 	plan, p := c.plan, c.p
 	st.cr.Plan = plan
-	st.cr.Log = st.log.Redacted(st.secrets)
+	st.cr.Log = st.log.finish(nil)
 	if !plan.HasChanges() {
 		st.cr.Drift = InSync
 		s.set(st.cr, InSync, "")

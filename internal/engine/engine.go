@@ -39,8 +39,9 @@ type Engine struct {
 	PID  int
 	// LockLease is how long a lock lives without renewal (default 60s).
 	LockLease time.Duration
-	// EventRetention bounds the events a run keeps for late subscribers.
-	EventRetention int
+	// EventRetention bounds the events a run keeps in memory for late
+	// subscribers (zero fields: the defaults).
+	EventRetention Retention
 	// Now is the clock for records; injectable for tests. Lock expiry is
 	// judged by the store's clock, never this one.
 	Now func() time.Time
@@ -229,7 +230,7 @@ func (e *Engine) workDir(env *spec.Environment, c *spec.Component) string {
 // component builds what a runner needs for c. def is the environment c's
 // definition belongs to (an older revision, for a component removed from
 // the file), whose folder its relative paths resolve against.
-func (e *Engine) component(env, def *spec.Environment, c *spec.Component, log *logBuffer) (runner.Component, error) {
+func (e *Engine) component(env, def *spec.Environment, c *spec.Component, log *stepLog) (runner.Component, error) {
 	dir := e.workDir(env, c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return runner.Component{}, err

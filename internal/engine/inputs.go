@@ -119,3 +119,23 @@ func encodeOutputs(outs runner.Outputs) (map[string]store.OutputValue, error) {
 	}
 	return m, nil
 }
+
+// mayRevealSecrets reports whether c's tool may print a secret knit learns
+// only from its outputs, after the tool ran: c declares a sensitive output,
+// or has one already (whose new value is unknown until then). Such a
+// component's live log is held until its outputs are known (stepLog).
+// Outputs a module declares sensitive itself (OpenTofu) are not known
+// ahead; OpenTofu prints them masked, and the stored log masks them.
+func mayRevealSecrets(c *spec.Component, st store.ComponentState) bool {
+	for _, o := range c.Outputs {
+		if o.Sensitive {
+			return true
+		}
+	}
+	for _, o := range st.Outputs {
+		if o.Sensitive {
+			return true
+		}
+	}
+	return false
+}

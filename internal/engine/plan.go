@@ -49,7 +49,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		s.planned[name] = plan
 		s.mu.Unlock()
 	}
-	st.cr.Log = st.log.Redacted(append(st.secrets, sensitiveOutputs(plan.PlannedOutputs)...))
+	st.cr.Log = st.log.finish(sensitiveOutputs(plan.PlannedOutputs))
 	switch {
 	case destroying && plan.HasChanges():
 		s.setCode(st.cr, Planned, "planned: destroy", s.destroyReason(name))

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"sort"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,60 +10,54 @@ import (
 // masked is what a secret is replaced with.
 const masked = "(sensitive value)"
 
-// logBuffer collects one component's tool output. Redacted replaces every
-// known sensitive value, so secrets never reach the store or the terminal
-// even when a module forgets to mark a variable sensitive. When lines is
-// set, each complete line is handed to it as it is written, for live logs.
-type logBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	partial []byte
-	lines   func(string)
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	if l.lines == nil {
-		return len(p), nil
-	}
-	l.partial = append(l.partial, p...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.lines(string(bytes.TrimRight(l.partial[:i], "\r")))
-		l.partial = l.partial[i+1:]
-	}
-	return len(p), nil
-}
-
-func (l *logBuffer) Redacted(secrets []string) string {
-	l.mu.Lock()
-	s := l.buf.String()
-	l.mu.Unlock()
-	return redact(s, secrets)
-}
-
 // shortSecret is the length below which a secret is masked only where it
 // stands as a whole value (not inside a longer word): a 2-character
 // password is masked wherever it appears on its own, and "ab" does not
 // turn "about" into noise. Longer secrets are masked wherever they appear.
 const shortSecret = 8
 
-// redact replaces each secret in s, longest first so overlapping ones go
-// whole. Secrets of any length are masked.
-func redact(s string, secrets []string) string {
-	sorted := make([]string, 0, len(secrets))
+// masker is knit's one masking rule, for every line a person or the store
+// sees: live log events, stored logs, error messages. It masks text line by
+// line, and a secret by its lines: each line of a multi-line value (a PEM
+// key) is a secret of its own, so a tool that prints one line of it, or
+// prints the value over several lines, shows none of it.
+type masker struct {
+	secrets []string // non-empty, longest first
+}
+
+// newMasker returns the rule for secrets (values of any length and shape).
+func newMasker(secrets []string) *masker {
+	m := &masker{}
+	m.add(secrets)
+	return m
+}
+
+// add makes the masker mask secrets too.
+func (m *masker) add(secrets []string) {
+	seen := make(map[string]bool, len(m.secrets))
+	for _, s := range m.secrets {
+		seen[s] = true
+	}
 	for _, sec := range secrets {
-		if sec != "" {
-			sorted = append(sorted, sec)
+		for _, line := range strings.Split(sec, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.TrimSpace(line) == "" || seen[line] {
+				continue
+			}
+			seen[line] = true
+			m.secrets = append(m.secrets, line)
 		}
 	}
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	for _, sec := range sorted {
+	// Longest first, so that overlapping secrets go whole.
+	sort.SliceStable(m.secrets, func(i, j int) bool { return len(m.secrets[i]) > len(m.secrets[j]) })
+}
+
+// line masks one line (text without a newline).
+func (m *masker) line(s string) string {
+	for _, sec := range m.secrets {
+		if !strings.Contains(s, sec) {
+			continue
+		}
 		if len(sec) >= shortSecret {
 			s = strings.ReplaceAll(s, sec, masked)
 		} else {
@@ -73,6 +65,23 @@ func redact(s string, secrets []string) string {
 		}
 	}
 	return s
+}
+
+// text masks every line of s.
+func (m *masker) text(s string) string {
+	if len(m.secrets) == 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = m.line(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// redact masks secrets in s by the masker's rule.
+func redact(s string, secrets []string) string {
+	return newMasker(secrets).text(s)
 }
 
 // replaceWhole masks each occurrence of sec in s that is not part of a

@@ -193,7 +193,7 @@ func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan 
 
 // destroyed records a component as gone.
 func (s *session) destroyed(st *step) error {
-	st.cr.Log = st.log.Redacted(st.secrets)
+	st.cr.Log = st.log.finish(nil)
 	s.set(st.cr, Destroyed, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
 }

@@ -2,7 +2,9 @@ package procexec
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -31,7 +33,19 @@ type output struct {
 	f   *os.File
 	w   io.Writer // nil once a write to it failed: it gets no more
 	off int64     // how much of f the writer has had
+	// midLine: the last byte handed on was not a newline.
+	midLine bool
+	// log: w is a log (LockedWriter) that a flood may be skipped in.
+	log bool
 }
+
+// maxBacklog bounds what a command's log output may hold that its writer
+// has not had: a memory file, unlike a pipe, never makes a tool wait for
+// knit, so a tool printing faster than knit reads (hundreds of MB/s) would
+// fill memory, and an interrupted knit would spend long handing on the
+// rest. Beyond it, the oldest part is skipped, and the writer told how
+// much. Output for other writers (data knit parses) is never skipped.
+const maxBacklog = 16 << 20
 
 // capture swaps cmd's in-memory Stdin, and its Stdout and Stderr writers
 // other than files (which the command writes to itself), for memory
@@ -78,7 +92,8 @@ func (c *captured) output(w io.Writer) *os.File {
 	if err != nil {
 		return nil
 	}
-	c.outs = append(c.outs, &output{f: f, w: w})
+	_, log := w.(interface{ thinnable() })
+	c.outs = append(c.outs, &output{f: f, w: w, log: log})
 	return f
 }
 
@@ -92,25 +107,27 @@ func fill(f *os.File, r io.Reader) error {
 }
 
 // deliver hands each writer what its output file holds beyond what it has
-// had. It reads at its own offsets (pread), never moving the file offset
-// the command writes at. A partial last line is the writer's to keep.
-func (c *captured) deliver() {
+// had, and returns how much that was. It reads at its own offsets (pread),
+// never moving the file offset the command writes at. A partial last line
+// is the writer's to keep. A backlog over maxBacklog is cut (skip). It
+// hands on no more than the file held when it began: a tool printing as
+// fast as knit reads never keeps it.
+func (c *captured) deliver() (n int64) {
+	if c.buf == nil {
+		c.buf = make([]byte, 32<<10)
+	}
 	for _, o := range c.outs {
-		for o.w != nil {
-			if c.buf == nil {
-				c.buf = make([]byte, 32<<10)
+		end := c.skip(o)
+		for o.w != nil && o.off < end {
+			want := int(min(int64(len(c.buf)), end-o.off))
+			got, err := o.f.ReadAt(c.buf[:want], o.off)
+			if got > 0 {
+				o.off += int64(got)
+				n += int64(got)
+				o.midLine = c.buf[got-1] != '\n'
+				c.write(o, c.buf[:got])
 			}
-			n, err := o.f.ReadAt(c.buf, o.off)
-			if n > 0 {
-				o.off += int64(n)
-				if _, werr := o.w.Write(c.buf[:n]); werr != nil {
-					o.w = nil
-					if c.err == nil {
-						c.err = werr
-					}
-				}
-			}
-			if err != nil || n < len(c.buf) {
+			if err != nil || got < want {
 				break
 			}
 		}
@@ -120,6 +137,59 @@ func (c *captured) deliver() {
 			_ = unix.Fallocate(int(o.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, done)
 		}
 	}
+	return n
+}
+
+// write hands p to o's writer; a writer that fails gets no more.
+func (c *captured) write(o *output, p []byte) {
+	if o.w == nil {
+		return
+	}
+	if _, err := o.w.Write(p); err != nil {
+		o.w = nil
+		if c.err == nil {
+			c.err = err
+		}
+	}
+}
+
+// skip cuts o's backlog beyond maxBacklog: the writer goes on from the
+// first line that starts in the last maxBacklog/2 bytes, after a line
+// saying how much was skipped. It returns the file's size.
+func (c *captured) skip(o *output) (size int64) {
+	st, err := o.f.Stat()
+	if err != nil {
+		return math.MaxInt64 // read what there is
+	}
+	size = st.Size()
+	if o.w == nil {
+		o.off = size // a writer that failed gets nothing: discard, free
+		return size
+	}
+	if !o.log || size-o.off <= maxBacklog {
+		return size
+	}
+	to := size - maxBacklog/2
+	// Start at a line: after the first newline from to on.
+	var b [4096]byte
+	for {
+		got, _ := o.f.ReadAt(b[:], to)
+		if got == 0 {
+			break
+		}
+		if i := bytes.IndexByte(b[:got], '\n'); i >= 0 {
+			to += int64(i) + 1
+			break
+		}
+		to += int64(got)
+	}
+	note := fmt.Sprintf("knit: %d bytes of output skipped: the tool printed faster than knit reads\n", to-o.off)
+	if o.midLine {
+		note = "\n" + note
+	}
+	c.write(o, []byte(note))
+	o.off, o.midLine = to, false
+	return size
 }
 
 // pageSize is the unit a hole is punched in.

@@ -144,3 +144,57 @@ func TestRunFreesOutputTheWriterHasHad(t *testing.T) {
 		t.Errorf("output after a freed part: %d bytes ending %q", out.Len(), out.String()[out.Len()-6:])
 	}
 }
+
+// TestABacklogBeyondTheBoundIsSkippedFromALine: a memory file never makes
+// a tool wait, so what a tool printed to a log faster than knit reads is
+// cut to the newest maxBacklog/2, from a line start, after a note saying
+// so. Output that is data (any other writer) is never cut.
+func TestABacklogBeyondTheBoundIsSkippedFromALine(t *testing.T) {
+	var out bytes.Buffer
+	c := &captured{}
+	f := c.output(&LockedWriter{W: &out})
+	if f == nil {
+		t.Fatal("no memory file")
+	}
+	defer c.close()
+	if _, err := f.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	line := []byte(strings.Repeat("y", 99) + "\n")
+	for range 5 * maxBacklog / len(line) {
+		if _, err := f.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Write([]byte("last\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	got := out.String()
+	if out.Len() > maxBacklog/2+200 || !strings.HasPrefix(got, "partial\nknit: ") || !strings.Contains(got, "bytes of output skipped") {
+		t.Fatalf("the writer got %d bytes starting %.120q", out.Len(), got)
+	}
+	rest := got[strings.Index(got, "faster than knit reads\n")+len("faster than knit reads\n"):]
+	if !strings.HasPrefix(rest, strings.Repeat("y", 99)+"\n") || !strings.HasSuffix(rest, "last\n") {
+		t.Fatalf("after the note: %.120q … %q", rest, rest[len(rest)-10:])
+	}
+}
+
+func TestDataIsNeverSkipped(t *testing.T) {
+	var out bytes.Buffer
+	c := &captured{}
+	f := c.output(&out)
+	if f == nil {
+		t.Fatal("no memory file")
+	}
+	defer c.close()
+	data := bytes.Repeat([]byte("z"), 2*maxBacklog)
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	c.deliver()
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("the writer got %d bytes of %d", out.Len(), len(data))
+	}
+}

@@ -9,5 +9,5 @@ import "os/exec"
 type captured struct{ err error }
 
 func capture(*exec.Cmd) (*captured, error) { return &captured{}, nil }
-func (*captured) deliver()                 {}
+func (*captured) deliver() int64           { return 0 }
 func (*captured) close()                   {}

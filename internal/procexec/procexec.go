@@ -53,10 +53,16 @@ const waitMargin = 500 * time.Millisecond
 
 // LockedWriter serialises writes to W: a tool's stdout and stderr are
 // copied by two goroutines, and the log they share need not be safe for that.
+// It is for logs, which people read: where a tool prints faster than W
+// takes it, Run may skip part of it (saying so), which it never does to
+// other writers (output parsed as data).
 type LockedWriter struct {
 	mu sync.Mutex
 	W  io.Writer
 }
+
+// thinnable marks a log writer Run may skip output of.
+func (*LockedWriter) thinnable() {}
 
 func (l *LockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
@@ -80,7 +86,14 @@ func Run(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	awaitExit(cmd.Process.Pid, liveInterval, c.deliver)
+	awaitExit(cmd.Process.Pid, liveInterval, func() time.Duration {
+		// A tool printing fast is read more often, so that its output
+		// waits in memory for no longer than busyInterval.
+		if c.deliver() >= busyBytes {
+			return busyInterval
+		}
+		return liveInterval
+	})
 	err = cmd.Wait()
 	c.deliver()
 	if err == nil {
@@ -91,4 +104,10 @@ func Run(cmd *exec.Cmd) error {
 
 // liveInterval is how often a running command's output is handed on: live
 // logs lag by at most this, and a command that ends sooner costs no wakeup.
-const liveInterval = 500 * time.Millisecond
+// Once an interval brought busyBytes or more, the next comes after
+// busyInterval.
+const (
+	liveInterval = 500 * time.Millisecond
+	busyInterval = 50 * time.Millisecond
+	busyBytes    = 1 << 20
+)

@@ -10,7 +10,8 @@ import (
 )
 
 // awaitExit returns once process pid has exited, leaving it for Wait to
-// reap, and calls every each time another interval passes before that. It
+// reap, and calls every each time another interval passes before that;
+// every returns the interval until its next call (0: the same again). It
 // waits in the runtime's poller (a pidfd becomes readable when its process
 // exits), so a running tool holds no thread blocked in waitid; such a
 // thread's processor is taken back and handed round by the scheduler,
@@ -18,7 +19,7 @@ import (
 // Without a pidfd it returns at once (Wait then blocks as usual);
 // capture asks pidfdWorks first, as its output then only arrives at the
 // end.
-func awaitExit(pid int, interval time.Duration, every func()) {
+func awaitExit(pid int, interval time.Duration, every func() time.Duration) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		return
@@ -42,7 +43,9 @@ func awaitExit(pid int, interval time.Duration, every func()) {
 		if !ticking || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
-		every()
+		if next := every(); next > 0 {
+			interval = next
+		}
 	}
 }
 

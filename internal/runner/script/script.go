@@ -213,13 +213,28 @@ func (r *Runner) run(ctx context.Context, c runner.Component, command string, in
 	cmd.Stdin = bytes.NewReader(body)
 	// stdout and stderr are copied by two goroutines: serialise their writes to the log.
 	log := &procexec.LockedWriter{W: c.Log}
-	var stdout bytes.Buffer
+	stdout := &outputsBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if use == stdoutOutputs {
-		cmd.Stdout = &stdout
+		cmd.Stdout = stdout
 	}
 	err = procexec.Run(cmd)
 	return stdout.Bytes(), err
+}
+
+// maxOutputs bounds what apply may print on stdout (its outputs).
+const maxOutputs = 16 << 20
+
+// outputsBuffer keeps apply's stdout up to maxOutputs: a script that
+// prints its progress there instead of on stderr fails with a hint, and
+// does not fill knit's memory.
+type outputsBuffer struct{ bytes.Buffer }
+
+func (b *outputsBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > maxOutputs {
+		return 0, fmt.Errorf("apply printed more than %d MiB on stdout: stdout is for its outputs as one JSON object; print progress on stderr", maxOutputs>>20)
+	}
+	return b.Buffer.Write(p)
 }
 
 // env is what a command sees: knit's environment filtered by

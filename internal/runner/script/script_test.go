@@ -203,3 +203,20 @@ func TestApplyOutputsNeverReachTheLog(t *testing.T) {
 		}
 	}
 }
+
+// TestAnApplyFloodingStdoutFailsWithAHint: stdout is for outputs; a script
+// printing its progress there fails with a hint, its stdout bounded in
+// knit's memory.
+func TestAnApplyFloodingStdoutFailsWithAHint(t *testing.T) {
+	c, _ := component(t, spec.Script{Apply: `seq 1 5000000`})
+	r := script.New(script.Options{})
+	ctx := context.Background()
+	p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Apply(ctx, c, p)
+	if err == nil || !strings.Contains(err.Error(), "print progress on stderr") {
+		t.Fatalf("apply: %v", err)
+	}
+}
