@@ -112,6 +112,36 @@ func (s *session) supersedeApproval(name string) error {
 	return s.markStale(a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
 }
 
+// outdateApproval marks the component's open approval stale when this run
+// (a plan of an edited file, say) plans the component from other inputs
+// than the approved plan was made from. The plan lays out the component's
+// work dir for those inputs, and the latest plan of the component is no
+// longer the one waiting: approving it would approve what nobody looks at
+// any more. A plan from the same inputs leaves the approval alone (its
+// saved plan is a copy no later plan overwrites). fp is the component's
+// fingerprint as the run plans it.
+func (s *session) outdateApproval(name, fp string) error {
+	if !s.hasOpen(name) {
+		return nil
+	}
+	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the open approval of %s: %w", name, err)
+	}
+	if a.Fingerprint == fp {
+		return nil
+	}
+	return s.markStale(a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
+		s.kind, s.run.ID, name))
+}
+
+// destroyFingerprint is the fingerprint of a destroy plan of a component
+// whose fingerprint is fp: an approval of a destroy never matches an apply.
+func destroyFingerprint(fp string) string { return "destroy:" + fp }
+
 // hasOpen reports whether name may have an open approval (session.open).
 func (s *session) hasOpen(name string) bool {
 	s.mu.Lock()
@@ -126,7 +156,11 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
-	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s", name, s.run.ID, filepath.Ext(plan.File)))
+	kind := ""
+	if plan.Destroying {
+		kind = "-destroy" // says what the file is, in a process list or a tool's log
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s%s", name, s.run.ID, kind, filepath.Ext(plan.File)))
 	if err := copyFile(plan.File, file); err != nil {
 		return 0, fmt.Errorf("keep plan for approval: %w", err)
 	}
@@ -156,7 +190,7 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, actor, reason string) (store.Approval, error) {
 	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
-		return a, fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
+		return a, e.nothingPending(ctx, env, component)
 	}
 	if err != nil {
 		return a, err
@@ -191,6 +225,26 @@ func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component st
 		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
 	}
 	return a, nil
+}
+
+// nothingPending says why no plan of component awaits a decision: its
+// latest approval went stale (ErrStale, with the reason), or there is
+// none to decide (ErrNothingToApprove).
+func (e *Engine) nothingPending(ctx context.Context, env *spec.Environment, component string) error {
+	latest, err := e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: env.ID(), Component: component, Limit: 1, NewestFirst: true})
+	if err != nil {
+		return fmt.Errorf("read the approvals of %s: %w", component, err)
+	}
+	if len(latest) == 1 && latest[0].Status == store.ApprovalStale {
+		a := latest[0]
+		why := a.Reason
+		if why == "" {
+			why = "a newer plan replaced it"
+		}
+		return fmt.Errorf("%w: approval #%d of %s in %s: %s; nothing was applied: plan it again (knit apply %s), then approve that",
+			ErrStale, a.ID, component, env.ID(), why, env.ID())
+	}
+	return fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
 }
 
 func copyFile(src, dst string) error {
