@@ -249,8 +249,8 @@ func (s *session) origin() string {
 	if s.opts.Origin != "" {
 		return s.opts.Origin
 	}
-	if s.env.File == "" {
-		return ""
+	if s.env.File == "" || strings.Contains(s.env.File, "://") {
+		return s.env.File // none, or a spec read from a git commit (URL@commit:path)
 	}
 	if abs, err := filepath.Abs(s.env.File); err == nil {
 		return abs
