@@ -120,7 +120,9 @@ func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
 	if !seen["apply web"] || !seen["destroy net"] {
 		t.Errorf("want web's approved destroy plan applied and net destroyed; saw %v", seen)
 	}
-	var audit struct{ Items []struct{ Action, Component, Detail string } }
+	var audit struct {
+		Items []struct{ Action, Component, Detail string }
+	}
 	s.do("GET", "/api/v1/audit?env=shop/dev&limit=1000", nil, &audit)
 	for _, e := range audit.Items {
 		if e.Action == "approval-stale" {
