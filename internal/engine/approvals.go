@@ -83,8 +83,23 @@ func (s *session) markStale(a store.Approval, why string) error {
 	return nil
 }
 
+// errRefusedPlan is what applyPlan and applyDestroy return when the
+// runner refused an approved plan as stale (runner.ErrStalePlan) without
+// changing anything: the approval is marked stale with why, and the caller
+// plans the component again, the same kind of change, for a fresh approval.
+type errRefusedPlan struct{ why string }
+
+func (e *errRefusedPlan) Error() string { return e.why }
+
 // closeApproval records what became of an approved plan's apply.
 func (s *session) closeApproval(ap *approvedPlan, err error) error {
+	if errors.Is(err, runner.ErrStalePlan) {
+		why := "the tool refused it: " + firstLine(err.Error())
+		if serr := s.markStale(ap.a, why); serr != nil {
+			return serr
+		}
+		return &errRefusedPlan{why: fmt.Sprintf("approval #%d: %s", ap.a.ID, why)}
+	}
 	if err != nil {
 		// A saved plan that failed to apply cannot be applied again: the state moved.
 		return s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))

@@ -3,10 +3,12 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -200,5 +202,60 @@ func TestAPlanFromOtherInputsMakesAnApprovalStale(t *testing.T) {
 	res, err := h.e.Apply(ctx, h.appliedSpec(t, "t/diamond"), engine.Options{Actor: "alice"})
 	if err != nil || res.Status != store.StatusSucceeded || res.Component("d").Status != engine.Applied {
 		t.Fatalf("apply of the fresh approval: %+v %v", res, err)
+	}
+}
+
+// An approved plan the tool refuses as stale (runner.ErrStalePlan: the
+// state or the inputs moved, nothing changed) is not a failure: the
+// approval is marked stale with the tool's reason and the component is
+// planned again, the same kind of change, for a fresh approval. The
+// environment keeps waiting; it is never failed.
+func TestAnApprovedPlanTheToolRefusesIsPlannedAgainTheSameKind(t *testing.T) {
+	for _, destroy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "apply", true: "destroy"}[destroy], func(t *testing.T) {
+			h := newHarness(t)
+			ctx := context.Background()
+			if _, err := h.e.Apply(ctx, parse(t, gated), engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
+				t.Fatal(err)
+			}
+			var res *engine.Result
+			var err error
+			if destroy {
+				res, err = h.e.Teardown(ctx, h.appliedSpec(t, "t/diamond"), engine.Options{Actor: "tester"})
+			} else {
+				res, err = h.e.Apply(ctx, parse(t, strings.Replace(gated, "{name: replicas, value: 2}", "{name: replicas, value: 3}", 1)), engine.Options{Actor: "tester"})
+			}
+			if err != nil || res.Component("d").Status != engine.Awaiting {
+				t.Fatalf("gated run: %+v %v", res, err)
+			}
+			if _, err := h.e.Decide(ctx, h.appliedSpec(t, "t/diamond"), "d", true, "alice", ""); err != nil {
+				t.Fatal(err)
+			}
+			h.r.Fail = map[string]map[string]error{"d": {"apply": fmt.Errorf("Saved plan is stale: %w", runner.ErrStalePlan)}}
+			res, err = h.e.Apply(ctx, h.appliedSpec(t, "t/diamond"), engine.Options{Actor: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Component("d")
+			if res.Status != store.StatusAwaiting || d.Status != engine.Awaiting || !strings.Contains(d.Reason, "the tool refused it: Saved plan is stale") {
+				t.Fatalf("after the refusal: run %s, d %s (%s)", res.Status, d.Status, d.Reason)
+			}
+			if d.Plan == nil || d.Plan.Destroying != destroy {
+				t.Fatalf("d was planned again as %+v, want destroying=%v", d.Plan, destroy)
+			}
+			rec, _ := h.st.Environment(ctx, "t/diamond")
+			all, _ := h.st.ListApprovals(ctx, store.ApprovalFilter{Env: "t/diamond"})
+			if rec.Status != "awaiting-approval" || len(all) != 2 || all[0].Status != store.ApprovalStale || all[1].Status != store.ApprovalPending {
+				t.Fatalf("environment %q, approvals %+v", rec.Status, all)
+			}
+			h.r.Fail = nil
+			if _, err := h.e.Decide(ctx, h.appliedSpec(t, "t/diamond"), "d", true, "alice", ""); err != nil {
+				t.Fatal(err)
+			}
+			res, err = h.e.Apply(ctx, h.appliedSpec(t, "t/diamond"), engine.Options{Actor: "alice"})
+			if err != nil || res.Status != store.StatusSucceeded || h.r.Applied("d") == destroy {
+				t.Fatalf("the fresh approval: %+v %v, d exists %v", res, err, h.r.Applied("d"))
+			}
+		})
 	}
 }

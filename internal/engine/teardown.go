@@ -190,7 +190,12 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 		return st.fail(ctx, err)
 	}
 	if approved != nil {
-		return s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		err := s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		refused := (*errRefusedPlan)(nil)
+		if !errors.As(err, &refused) {
+			return err
+		}
+		staleWhy = refused.why // the tool refused it, changing nothing: plan the destroy again
 	}
 	s.set(st.cr, Planning, s.destroyReason(name))
 	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true})
@@ -207,13 +212,19 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	return s.applyDestroy(ctx, st, p, plan, nil)
 }
 
-// applyDestroy applies a destroy plan; done, if set, learns the outcome.
+// applyDestroy applies a destroy plan; done, if set, learns the outcome,
+// and when it returns an *errRefusedPlan, so does applyDestroy, having
+// recorded nothing.
 func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	s.set(st.cr, Destroying, "")
 	_, err := p.r.Apply(ctx, p.rc, plan)
 	if done != nil {
-		if derr := done(err); derr != nil && err == nil {
+		derr := done(err)
+		if refused := (*errRefusedPlan)(nil); errors.As(derr, &refused) {
+			return derr
+		}
+		if derr != nil && err == nil {
 			return st.fail(ctx, derr)
 		}
 	} else if err == nil {
