@@ -32,16 +32,11 @@ type approvedPlan struct {
 // approvedPlan returns the component's approved plan if it still matches
 // the environment. Otherwise it marks the approval stale and says why.
 func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
-	if !s.hasOpen(name) {
-		return nil, "", nil
-	}
-	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, "", nil
-	}
-	if err != nil || a.Status != store.ApprovalApproved {
+	open, err := s.openApproval(name)
+	if open == nil || err != nil || open.Status != store.ApprovalApproved {
 		return nil, "", err
 	}
+	a := *open
 	why := s.staleness(a, fp)
 	if why != "" {
 		return nil, why, s.markStale(a, why)
@@ -114,17 +109,27 @@ func (s *session) closeApproval(ap *approvedPlan, err error) error {
 // newer plan of it was applied another way (auto-approve, a "yes" at the
 // terminal): the plan it holds can no longer be applied.
 func (s *session) supersedeApproval(name string) error {
+	a, err := s.openApproval(name)
+	if a == nil || err != nil {
+		return err
+	}
+	return s.markStale(*a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+}
+
+// openApproval returns the component's open (pending or approved)
+// approval, or nil.
+func (s *session) openApproval(name string) (*store.Approval, error) {
 	if !s.hasOpen(name) {
-		return nil
+		return nil, nil
 	}
 	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read the open approval of %s: %w", name, err)
+		return nil, fmt.Errorf("read the open approval of %s: %w", name, err)
 	}
-	return s.markStale(a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+	return &a, nil
 }
 
 // outdateApproval marks the component's open approval stale when this run
@@ -136,20 +141,11 @@ func (s *session) supersedeApproval(name string) error {
 // saved plan is a copy no later plan overwrites). fp is the component's
 // fingerprint as the run plans it.
 func (s *session) outdateApproval(name, fp string) error {
-	if !s.hasOpen(name) {
-		return nil
+	a, err := s.openApproval(name)
+	if a == nil || err != nil || a.Fingerprint == fp {
+		return err
 	}
-	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the open approval of %s: %w", name, err)
-	}
-	if a.Fingerprint == fp {
-		return nil
-	}
-	return s.markStale(a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
+	return s.markStale(*a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
 		s.kind, s.run.ID, name))
 }
 
