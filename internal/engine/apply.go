@@ -219,7 +219,12 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		return st.fail(ctx, err)
 	}
 	if approved != nil {
-		return s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		err := s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		refused := (*errRefusedPlan)(nil)
+		if !errors.As(err, &refused) {
+			return err
+		}
+		staleWhy = refused.why // the tool refused it, changing nothing: plan again
 	}
 	if plan == nil && s.autoApproved(st.c) {
 		if pa, ok := p.r.(runner.PlanApplier); ok {
@@ -244,7 +249,8 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 }
 
 // applyPlan applies plan (or, with no changes, reads outputs) and records
-// the component's new state; done, if set, learns the outcome.
+// the component's new state; done, if set, learns the outcome, and when it
+// returns an *errRefusedPlan, so does applyPlan, having recorded nothing.
 func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	var outs runner.Outputs
@@ -256,7 +262,11 @@ func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *ru
 		outs, err = p.r.Outputs(ctx, p.rc)
 	}
 	if done != nil {
-		if derr := done(err); derr != nil && err == nil {
+		derr := done(err)
+		if refused := (*errRefusedPlan)(nil); errors.As(derr, &refused) {
+			return derr
+		}
+		if derr != nil && err == nil {
 			err = derr
 		}
 	} else if err == nil && plan.HasChanges() {

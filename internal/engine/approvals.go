@@ -32,16 +32,11 @@ type approvedPlan struct {
 // approvedPlan returns the component's approved plan if it still matches
 // the environment. Otherwise it marks the approval stale and says why.
 func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
-	if !s.hasOpen(name) {
-		return nil, "", nil
-	}
-	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, "", nil
-	}
-	if err != nil || a.Status != store.ApprovalApproved {
+	open, err := s.openApproval(name)
+	if open == nil || err != nil || open.Status != store.ApprovalApproved {
 		return nil, "", err
 	}
+	a := *open
 	why := s.staleness(a, fp)
 	if why != "" {
 		return nil, why, s.markStale(a, why)
@@ -83,8 +78,23 @@ func (s *session) markStale(a store.Approval, why string) error {
 	return nil
 }
 
+// errRefusedPlan is what applyPlan and applyDestroy return when the
+// runner refused an approved plan as stale (runner.ErrStalePlan) without
+// changing anything: the approval is marked stale with why, and the caller
+// plans the component again, the same kind of change, for a fresh approval.
+type errRefusedPlan struct{ why string }
+
+func (e *errRefusedPlan) Error() string { return e.why }
+
 // closeApproval records what became of an approved plan's apply.
 func (s *session) closeApproval(ap *approvedPlan, err error) error {
+	if errors.Is(err, runner.ErrStalePlan) {
+		why := "the tool refused it: " + firstLine(err.Error())
+		if serr := s.markStale(ap.a, why); serr != nil {
+			return serr
+		}
+		return &errRefusedPlan{why: fmt.Sprintf("approval #%d: %s", ap.a.ID, why)}
+	}
 	if err != nil {
 		// A saved plan that failed to apply cannot be applied again: the state moved.
 		return s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
@@ -99,18 +109,49 @@ func (s *session) closeApproval(ap *approvedPlan, err error) error {
 // newer plan of it was applied another way (auto-approve, a "yes" at the
 // terminal): the plan it holds can no longer be applied.
 func (s *session) supersedeApproval(name string) error {
+	a, err := s.openApproval(name)
+	if a == nil || err != nil {
+		return err
+	}
+	return s.markStale(*a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+}
+
+// openApproval returns the component's open (pending or approved)
+// approval, or nil.
+func (s *session) openApproval(name string) (*store.Approval, error) {
 	if !s.hasOpen(name) {
-		return nil
+		return nil, nil
 	}
 	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read the open approval of %s: %w", name, err)
+		return nil, fmt.Errorf("read the open approval of %s: %w", name, err)
 	}
-	return s.markStale(a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+	return &a, nil
 }
+
+// outdateApproval marks the component's open approval stale when this run
+// (a plan of an edited file, say) plans the component from other inputs
+// than the approved plan was made from. The plan lays out the component's
+// work dir for those inputs, and the latest plan of the component is no
+// longer the one waiting: approving it would approve what nobody looks at
+// any more. A plan from the same inputs leaves the approval alone (its
+// saved plan is a copy no later plan overwrites). fp is the component's
+// fingerprint as the run plans it.
+func (s *session) outdateApproval(name, fp string) error {
+	a, err := s.openApproval(name)
+	if a == nil || err != nil || a.Fingerprint == fp {
+		return err
+	}
+	return s.markStale(*a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
+		s.kind, s.run.ID, name))
+}
+
+// destroyFingerprint is the fingerprint of a destroy plan of a component
+// whose fingerprint is fp: an approval of a destroy never matches an apply.
+func destroyFingerprint(fp string) string { return "destroy:" + fp }
 
 // hasOpen reports whether name may have an open approval (session.open).
 func (s *session) hasOpen(name string) bool {
@@ -126,7 +167,11 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
-	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s", name, s.run.ID, filepath.Ext(plan.File)))
+	kind := ""
+	if plan.Destroying {
+		kind = "-destroy" // says what the file is, in a process list or a tool's log
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s%s", name, s.run.ID, kind, filepath.Ext(plan.File)))
 	if err := copyFile(plan.File, file); err != nil {
 		return 0, fmt.Errorf("keep plan for approval: %w", err)
 	}
@@ -156,7 +201,7 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, actor, reason string) (store.Approval, error) {
 	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
-		return a, fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
+		return a, e.nothingPending(ctx, env, component)
 	}
 	if err != nil {
 		return a, err
@@ -191,6 +236,26 @@ func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component st
 		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
 	}
 	return a, nil
+}
+
+// nothingPending says why no plan of component awaits a decision: its
+// latest approval went stale (ErrStale, with the reason), or there is
+// none to decide (ErrNothingToApprove).
+func (e *Engine) nothingPending(ctx context.Context, env *spec.Environment, component string) error {
+	latest, err := e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: env.ID(), Component: component, Limit: 1, NewestFirst: true})
+	if err != nil {
+		return fmt.Errorf("read the approvals of %s: %w", component, err)
+	}
+	if len(latest) == 1 && latest[0].Status == store.ApprovalStale {
+		a := latest[0]
+		why := a.Reason
+		if why == "" {
+			why = "a newer plan replaced it"
+		}
+		return fmt.Errorf("%w: approval #%d of %s in %s: %s; nothing was applied: plan it again (knit apply %s), then approve that",
+			ErrStale, a.ID, component, env.ID(), why, env.ID())
+	}
+	return fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
 }
 
 func copyFile(src, dst string) error {

@@ -143,13 +143,14 @@ func TestStaleApprovalIsRefused(t *testing.T) {
 	if len(all) != 2 || all[0].Status != store.ApprovalStale || all[1].Status != store.ApprovalPending {
 		t.Errorf("approvals %+v", all)
 	}
-	// A plan of an edited file moves nothing: the pending plan (revision 2)
-	// can still be approved.
-	if _, err := h.e.Plan(ctx, parse(t, strings.Replace(doc, "{name: size, value: 3}", "{name: size, value: 5}", 1)), engine.Options{Actor: "tester"}); err != nil {
+	// A plan of what is applied moves nothing: the pending plan (revision
+	// 2) can still be approved. (A plan of an edited file that plans a from
+	// other inputs outdates it: TestAPlanFromOtherInputsMakesAnApprovalStale.)
+	if _, err := h.e.Plan(ctx, changed, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.e.Decide(ctx, changed, "a", true, "tester", ""); err != nil {
-		t.Errorf("approving after a plan of an edited file: %v", err)
+		t.Errorf("approving after a plan of what is applied: %v", err)
 	}
 	if _, err := h.e.Decide(ctx, env, "nope", true, "tester", ""); !errors.Is(err, engine.ErrNothingToApprove) {
 		t.Errorf("decide on a component with nothing pending: %v", err)

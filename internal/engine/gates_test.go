@@ -134,12 +134,14 @@ func TestAPlanOfAnEditedFileMovesNothing(t *testing.T) {
 	if err != nil || res.HasDrift() {
 		t.Fatalf("drift after a plan of an edited file: %v %v", res, err)
 	}
-	// A pending approval (d drifted, reconcile waits for a person) survives a plan too.
+	// A pending approval (d drifted, reconcile waits for a person) survives
+	// a plan that plans d from the same inputs (one from other inputs
+	// outdates it: TestAPlanFromOtherInputsMakesAnApprovalStale).
 	h.r.Drift("d")
 	if res, _ := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, true); res.Component("d").Status != engine.Awaiting {
 		t.Fatalf("d %s", res.Component("d").Status)
 	}
-	if _, err := h.e.Plan(ctx, edited, engine.Options{Actor: "tester"}); err != nil {
+	if _, err := h.e.Plan(ctx, env, engine.Options{Actor: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.e.Decide(ctx, env, "d", true, "tester", ""); err != nil {

@@ -25,7 +25,9 @@ func (s *session) plan(ctx context.Context) error {
 func (s *session) planOne(ctx context.Context, name string) error {
 	st := s.newStep(name, Planning)
 	st.op = "plan"
-	p, err := st.prepare(ctx, false)
+	// Only a component with an open approval needs its fingerprint: to
+	// tell whether this plan outdates the approved one.
+	p, err := st.prepare(ctx, s.hasOpen(name))
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
 		s.setCode(st.cr, Deferred, fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
@@ -37,6 +39,15 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, err)
 	}
 	destroying := st.c.Destroy || s.env.Spec.Teardown
+	if p.fp != "" {
+		fp := p.fp
+		if destroying {
+			fp = destroyFingerprint(fp)
+		}
+		if err := s.outdateApproval(name, fp); err != nil {
+			return st.fail(ctx, err)
+		}
+	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
 	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying})

@@ -111,6 +111,9 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 		runID = NewRunID(now)
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
+	if kind == KindTeardown {
+		env = tornDown(env, opts.Components)
+	}
 	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
 	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}
 	s.handle.ctx = runCtx
@@ -182,10 +185,14 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 	hash := hex.EncodeToString(sum[:])
 	id := s.env.ID()
 	if s.kind == KindApply || s.kind == KindTeardown {
+		root, err := s.root(ctx)
+		if err != nil {
+			return 0, err
+		}
 		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
 			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
 		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now,
-			Root: s.opts.Root, Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
+			Root: root, Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
 		if err != nil {
 			return 0, fmt.Errorf("record revision: %w", err)
 		}
@@ -211,14 +218,39 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 	return 0, nil
 }
 
+// root is the folder the revision's relative paths resolve against:
+// opts.Root, or, for a teardown of the applied spec (ENV, whose revision
+// it records with teardown marked), the root of the revision it came from,
+// which a revision of a git commit needs to find its files again.
+func (s *session) root(ctx context.Context) (string, error) {
+	if s.opts.Root != "" || s.kind != KindTeardown {
+		return s.opts.Root, nil
+	}
+	e, err := s.e.Store.Environment(ctx, s.env.ID())
+	if errors.Is(err, store.ErrNotFound) || (err == nil && e.AppliedRevision == 0) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read environment: %w", err)
+	}
+	applied, err := s.e.Store.Revision(ctx, s.env.ID(), e.AppliedRevision)
+	if err != nil {
+		return "", fmt.Errorf("read applied revision: %w", err)
+	}
+	if applied.Source != s.origin() {
+		return "", nil
+	}
+	return applied.Root, nil
+}
+
 // origin is where the spec came from, absolute so that the revision can be
 // loaded again from any folder.
 func (s *session) origin() string {
 	if s.opts.Origin != "" {
 		return s.opts.Origin
 	}
-	if s.env.File == "" {
-		return ""
+	if s.env.File == "" || strings.Contains(s.env.File, "://") {
+		return s.env.File // none, or a spec read from a git commit (URL@commit:path)
 	}
 	if abs, err := filepath.Abs(s.env.File); err == nil {
 		return abs

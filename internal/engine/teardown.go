@@ -25,6 +25,42 @@ func (e *Engine) Teardown(ctx context.Context, env *spec.Environment, opts Optio
 	return e.Do(ctx, KindTeardown, env, opts)
 }
 
+// tornDown is env as a teardown leaves it: with teardown: true, or, for a
+// teardown of some components (only), with destroy: true on those and on
+// everything that depends on them. A teardown records it as the revision
+// it converges to, so that ENV afterwards means what is torn down: a
+// destroy that waits for approval is carried on by the apply that follows
+// the approval, and no later apply of ENV re-creates what it destroyed.
+func tornDown(env *spec.Environment, only []string) *spec.Environment {
+	out := *env
+	if len(only) == 0 {
+		out.Spec.Teardown = true
+		// teardown: true destroys every component; destroy: true beside it
+		// would make the recorded spec invalid.
+		out.Spec.Components = make([]*spec.Component, len(env.Spec.Components))
+		for i, c := range env.Spec.Components {
+			cp := *c
+			cp.Destroy = false
+			out.Spec.Components[i] = &cp
+		}
+		return &out
+	}
+	if env.Spec.Teardown {
+		return env
+	}
+	doomed := map[string]bool{}
+	for _, n := range env.Graph().WithDependents(only).Vertices() {
+		doomed[n] = true
+	}
+	out.Spec.Components = make([]*spec.Component, len(env.Spec.Components))
+	for i, c := range env.Spec.Components {
+		cp := *c
+		cp.Destroy = cp.Destroy || doomed[c.Name]
+		out.Spec.Components[i] = &cp
+	}
+	return &out
+}
+
 func (s *session) teardown(ctx context.Context) error {
 	g := s.env.Graph()
 	for _, c := range s.opts.Components {
@@ -148,13 +184,18 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 		}
 		return s.destroyed(st)
 	}
-	p.fp = "destroy:" + p.fp
+	p.fp = destroyFingerprint(p.fp)
 	approved, staleWhy, err := s.approvedPlan(name, p.fp)
 	if err != nil {
 		return st.fail(ctx, err)
 	}
 	if approved != nil {
-		return s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		err := s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		refused := (*errRefusedPlan)(nil)
+		if !errors.As(err, &refused) {
+			return err
+		}
+		staleWhy = refused.why // the tool refused it, changing nothing: plan the destroy again
 	}
 	s.set(st.cr, Planning, s.destroyReason(name))
 	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true})
@@ -171,13 +212,19 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	return s.applyDestroy(ctx, st, p, plan, nil)
 }
 
-// applyDestroy applies a destroy plan; done, if set, learns the outcome.
+// applyDestroy applies a destroy plan; done, if set, learns the outcome,
+// and when it returns an *errRefusedPlan, so does applyDestroy, having
+// recorded nothing.
 func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	s.set(st.cr, Destroying, "")
 	_, err := p.r.Apply(ctx, p.rc, plan)
 	if done != nil {
-		if derr := done(err); derr != nil && err == nil {
+		derr := done(err)
+		if refused := (*errRefusedPlan)(nil); errors.As(derr, &refused) {
+			return derr
+		}
+		if derr != nil && err == nil {
 			return st.fail(ctx, derr)
 		}
 	} else if err == nil {

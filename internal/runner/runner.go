@@ -115,7 +115,8 @@ type Runner interface {
 	Fingerprint(ctx context.Context, c Component, in Inputs) (string, error)
 	// Plan computes what Apply would do and saves it; it never changes anything.
 	Plan(ctx context.Context, c Component, in Inputs, opts PlanOptions) (*Plan, error)
-	// Apply applies exactly p and returns the component's outputs.
+	// Apply applies exactly p and returns the component's outputs. An error
+	// wrapping ErrStalePlan means p was refused and nothing changed.
 	Apply(ctx context.Context, c Component, p *Plan) (Outputs, error)
 	// Destroy destroys everything the component manages.
 	Destroy(ctx context.Context, c Component, in Inputs) error
@@ -143,6 +144,12 @@ type PlanApplier interface {
 type Preparer interface {
 	PrepareAhead(ctx context.Context, c Component) error
 }
+
+// ErrStalePlan is wrapped by Apply's error when the saved plan can no
+// longer be applied because what it was made from changed (the state, the
+// inputs, the plan file itself): the tool refused it and changed nothing.
+// Plan again.
+var ErrStalePlan = errors.New("the saved plan no longer applies")
 
 // ErrUnsupported is returned by an optional operation a runner lacks.
 var ErrUnsupported = errors.New("not supported by this runner")

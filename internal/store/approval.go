@@ -37,14 +37,17 @@ type Approval struct {
 }
 
 // Approvals is the part of the store that keeps approval requests.
-// ApprovalFilter selects approvals: of Env ("" = all environments), with
-// a status among Statuses (none = any), with an ID above After, at most
-// Limit (<= 0: all).
+// ApprovalFilter selects approvals: of Env ("" = all environments), of
+// Component ("" = all components), with a status among Statuses (none =
+// any), with an ID above After, at most Limit (<= 0: all), oldest first or,
+// with NewestFirst, newest first.
 type ApprovalFilter struct {
-	Env      string
-	Statuses []string
-	After    int64
-	Limit    int
+	Env         string
+	Component   string
+	Statuses    []string
+	After       int64
+	Limit       int
+	NewestFirst bool
 }
 
 type Approvals interface {
@@ -56,7 +59,8 @@ type Approvals interface {
 	Approval(ctx context.Context, id int64) (Approval, error)
 	// OpenApproval returns the component's pending or approved approval, or ErrNotFound.
 	OpenApproval(ctx context.Context, env, component string) (Approval, error)
-	// ListApprovals lists the approvals f selects, oldest (lowest ID) first.
+	// ListApprovals lists the approvals f selects, oldest (lowest ID) first
+	// unless f.NewestFirst.
 	ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
 	// DecideApproval moves an approval from `from` to status `to`, recording
 	// who, why and when; it fails with ErrConflict if its status is not `from`.

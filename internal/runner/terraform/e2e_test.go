@@ -247,3 +247,43 @@ func TestOpenTofuUnderAnotherNameIsStillOpenTofu(t *testing.T) {
 		t.Errorf("tofu as %s says %q, want OpenTofu v1.…", link, v)
 	}
 }
+
+// TestApplyOfAStalePlanIsRefusedAsStale: a saved plan kept aside (as an
+// approval keeps it) is refused by the tool once the run folder holds other
+// variables, or once the state moved; the error wraps runner.ErrStalePlan
+// and nothing changed.
+func TestApplyOfAStalePlanIsRefusedAsStale(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testtools.Tofu(t), echoModule, localModule("mod"))
+	keep := func(p *runner.Plan) *runner.Plan {
+		t.Helper()
+		data, err := os.ReadFile(p.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := *p
+		kept.File = filepath.Join(t.TempDir(), "kept.tfplan")
+		if err := os.WriteFile(kept.File, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return &kept
+	}
+	other := runner.Inputs{"n": 4, "l": []any{"a"}, "m": map[string]any{"k": 2}}
+
+	// Another plan lays out other variables.
+	kept := keep(f.plan(echoInputs, runner.PlanOptions{}))
+	f.plan(other, runner.PlanOptions{})
+	if _, err := f.r.Apply(context.Background(), f.c, kept); !errors.Is(err, runner.ErrStalePlan) {
+		t.Fatalf("Apply with other variables laid out: err = %v, want ErrStalePlan", err)
+	}
+	if fileExists(f.c.WorkDir + "/terraform.tfstate") {
+		t.Error("the refused plan changed state")
+	}
+
+	// Another apply moves the state.
+	kept = keep(f.plan(other, runner.PlanOptions{}))
+	f.apply(f.plan(other, runner.PlanOptions{}))
+	if _, err := f.r.Apply(context.Background(), f.c, kept); !errors.Is(err, runner.ErrStalePlan) {
+		t.Fatalf("Apply after the state moved: err = %v, want ErrStalePlan", err)
+	}
+}

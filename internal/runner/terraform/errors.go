@@ -11,8 +11,29 @@ import (
 )
 
 // ErrPlanChanged means the saved plan file is not the one that was approved:
-// it was replaced by a newer plan, edited, or removed. Plan again.
-var ErrPlanChanged = errors.New("the saved plan changed since it was made; plan again")
+// it was replaced by a newer plan, edited, or removed. Plan again. It wraps
+// runner.ErrStalePlan.
+var ErrPlanChanged = fmt.Errorf("the saved plan changed since it was made; plan again: %w", runner.ErrStalePlan)
+
+// staleMarks are what the tool says when it refuses a saved plan before
+// changing anything: the state moved since the plan, or a variable it is
+// given differs from the plan's.
+var staleMarks = []string{"Saved plan is stale", "Mismatch between input and plan variable value"}
+
+// stalePlan recognises the tool's refusal of a saved plan in its output (the
+// error's text carries its stderr and error diagnostics) and wraps err with
+// runner.ErrStalePlan; other errors are returned as they are.
+func stalePlan(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range staleMarks {
+		if strings.Contains(err.Error(), m) {
+			return fmt.Errorf("%s: %w: %w", m, runner.ErrStalePlan, err)
+		}
+	}
+	return err
+}
 
 // StateLockedError means the tool could not take the state lock because
 // another run holds it. The fields are the tool's lock info, where it gave

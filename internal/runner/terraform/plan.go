@@ -80,9 +80,10 @@ func needsShow(p *runner.Plan, opts runner.PlanOptions) bool {
 // SHA-256 still equals p.Checksum (else ErrPlanChanged), and returns the
 // outputs: those of apply -json's outputs message, or, when a sensitive one
 // is redacted there, all of them from output -json. A destroy plan is
-// applied the same way. Apply does not re-copy
-// the module: the plan carries its own configuration. The tool itself
-// refuses a plan made against state that has changed since.
+// applied the same way. Apply does not re-copy the module: the plan carries
+// its own configuration. The tool itself refuses a plan made against state
+// that has changed since, or given variables that differ from the plan's:
+// that error wraps runner.ErrStalePlan.
 func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
 	if p == nil || p.File == "" {
 		return nil, fmt.Errorf("apply %s: no saved plan", compName(c))
@@ -105,7 +106,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	}
 	st, err := s.stream(ctx, applyArgs(p.File))
 	if err != nil {
-		return nil, wrap("apply", c, err)
+		return nil, wrap("apply", c, stalePlan(err))
 	}
 	outs, complete, err := st.appliedOutputs()
 	if err != nil {

@@ -86,13 +86,18 @@ func (s *Store) OpenApproval(ctx context.Context, env, component string) (store.
 }
 
 // ListApprovals implements store.Store: oldest creation time first, and of
-// approvals created at the same time the one created first first.
+// approvals created at the same time the one created first first (the
+// reverse with f.NewestFirst).
 func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
 	var where []string
 	var args []any
 	if f.Env != "" {
 		where = append(where, `env = ?`)
 		args = append(args, f.Env)
+	}
+	if f.Component != "" {
+		where = append(where, `component = ?`)
+		args = append(args, f.Component)
 	}
 	if len(f.Statuses) > 0 {
 		where = append(where, `status IN (?`+strings.Repeat(`, ?`, len(f.Statuses)-1)+`)`)
@@ -108,7 +113,11 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]st
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	rows, err := s.q.QueryContext(ctx, query+` ORDER BY id`+limitClause(f.Limit), args...)
+	order := ` ORDER BY id`
+	if f.NewestFirst {
+		order += ` DESC`
+	}
+	rows, err := s.q.QueryContext(ctx, query+order+limitClause(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}

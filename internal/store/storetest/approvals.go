@@ -163,6 +163,17 @@ func testListApprovals(t *testing.T, s store.Store) {
 	equal(t, "the page after it", page(apiDB.ID, 2), []int64{webApp.ID, webDB2.ID})
 	equal(t, "past the end", page(webDB2.ID, 2), []int64{})
 
+	newest := func(env, component string, limit int) []int64 {
+		t.Helper()
+		as, err := s.ListApprovals(ctx, store.ApprovalFilter{Env: env, Component: component, Limit: limit, NewestFirst: true})
+		must(t, err)
+		return approvalIDs(as)
+	}
+	equal(t, "team/web db, newest first", newest("team/web", "db", 0), []int64{webDB2.ID, webDB.ID})
+	equal(t, "team/web db, the newest", newest("team/web", "db", 1), []int64{webDB2.ID})
+	equal(t, "db in every environment, newest first", newest("", "db", 0), []int64{webDB2.ID, apiDB.ID, webDB.ID})
+	equal(t, "an unknown component", newest("team/web", "none", 0), []int64{})
+
 	as, err := s.ListApprovals(ctx, store.ApprovalFilter{Env: "team/api"})
 	must(t, err)
 	if len(as) == 1 {
