@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// groupSampler watches the process list for processes whose environment
+// holds a marker (a script component's input: every process of the tool's
+// group inherits it) and remembers the most process groups it ever saw
+// running the tool at once.
+type groupSampler struct {
+	marker []byte
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu     sync.Mutex
+	most   int
+	groups map[int]bool // every group seen
+}
+
+func sampleGroups(marker string) *groupSampler {
+	g := &groupSampler{marker: []byte(marker), stop: make(chan struct{}), done: make(chan struct{}), groups: map[int]bool{}}
+	go func() {
+		defer close(g.done)
+		for {
+			now := g.sample()
+			g.mu.Lock()
+			g.most = max(g.most, len(now))
+			for pg := range now {
+				g.groups[pg] = true
+			}
+			g.mu.Unlock()
+			select {
+			case <-g.stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return g
+}
+
+// sample returns the groups of the live (not zombie) processes with the marker.
+func (g *groupSampler) sample() map[int]bool {
+	out := map[int]bool{}
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range names {
+		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		if err != nil || !bytes.Contains(env, g.marker) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if pg, err := strconv.Atoi(f[2]); err == nil {
+			out[pg] = true
+		}
+	}
+	return out
+}
+
+// now returns the groups running the tool at this moment.
+func (g *groupSampler) now() map[int]bool { return g.sample() }
+
+func (g *groupSampler) finish() (most int, seen int) {
+	close(g.stop)
+	<-g.done
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most, len(g.groups)
+}
+
+// TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain: kill -9 of
+// knit serve while a long script runs leaves the script running (it
+// ignores the SIGINT the kernel sends when knit dies). The restarted server
+// ends that process group before it applies the component again: at no
+// moment do two copies run, and only the second copy finishes.
+func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
+	w := newWorld(t)
+	events := w.path("events.log")
+	marker := fmt.Sprintf("knit-e2e-%d", time.Now().UnixNano())
+	env := `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: long}
+spec:
+  teamName: qa
+  envName: long
+  autoApprove: true
+  components:
+    - name: job
+      type: script
+      variables: [{name: marker, value: ` + marker + `}]
+      script:
+        apply: >-
+          trap '' INT;
+          echo "start $$" >> ` + events + `;
+          n=0; while [ $n -lt 40 ]; do sleep 0.25; n=$((n+1)); done;
+          echo "end $$" >> ` + events + `;
+          echo '{}'
+`
+	repo := newGitRepo(t, map[string]string{"envs/long.yaml": env})
+	args := []string{"--git-url", "file://" + repo.bare, "--git-path", "envs/", "--git-poll", "200ms"}
+	sampler := sampleGroups("KNIT_VAR_MARKER=" + marker)
+	s := w.startServer(args...)
+	var first map[int]bool
+	s.eventually("the script runs", func() bool { first = sampler.now(); return len(first) == 1 })
+	if err := s.cmd.Process.Kill(); err != nil { // kill -9, mid-apply
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	if now := sampler.now(); len(now) != 1 {
+		t.Fatalf("after kill -9 of the server the script's groups are %v, want the one left running (%v)", now, first)
+	}
+
+	s2 := w.startServerWithToken(s.token, args...)
+	s2.eventually("the environment is reconciled to completion", func() bool {
+		e, _ := s2.env("qa/long")
+		return e.Status == "provisioned"
+	})
+	most, seen := sampler.finish()
+	for pg := range first {
+		if len(sampler.sample()) != 0 || groupAlive(pg) {
+			t.Errorf("the first script's process group %d is still there", pg)
+		}
+	}
+	if most != 1 || seen != 2 {
+		t.Errorf("copies of the script at once: at most %d (want 1); groups that ran it: %d (want 2)\nserver log:\n%s", most, seen, s2.log)
+	}
+	log, _ := os.ReadFile(events)
+	if starts, ends := strings.Count(string(log), "start "), strings.Count(string(log), "end "); starts != 2 || ends != 1 {
+		t.Errorf("the script started %d times and finished %d times, want 2 and 1:\n%s", starts, ends, log)
+	}
+}
+
+// groupAlive reports whether a live process of group pgid is left.
+func groupAlive(pgid int) bool {
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range names {
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
