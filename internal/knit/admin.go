@@ -100,6 +100,10 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 	return outs, nil
 }
 
+// Outbox is where the server's notifications wait until delivered, so
+// that a restart sends what a shutdown cut off.
+func (k *Knit) Outbox() store.Outbox { return k.store }
+
 // Store exposes the store for what the library does not model yet (the
 // server's metrics and settings). Writes must go through the library.
 func (k *Knit) Store() store.Store { return k.store }

@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -161,4 +167,115 @@ func groupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// hangingReceiver accepts connections on loopback and reads requests but
+// never answers; got receives a value for each connection that sent bytes.
+func hangingReceiver(t *testing.T) (url string, got <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{}, 100)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				buf := make([]byte, 64<<10)
+				if n, _ := c.Read(buf); n > 0 {
+					ch <- struct{}{}
+				}
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/hook", ch
+}
+
+// notifyConfig writes a knit serve config with one webhook sink "ops".
+func (w *world) notifyConfig(name, url string) string {
+	w.write(map[string]string{"hook-secret": "s3cret\n", name: `notifications:
+  - {name: ops, kind: webhook, url: "` + url + `", secretFile: ` + w.path("hook-secret") + `}
+`})
+	return w.path(name)
+}
+
+// TestShutdownWithAHangingReceiverIsBoundedAndTheEventSurvives: SIGTERM
+// while a notification receiver hangs ends knit serve within 10 s (one
+// short flush, no retry schedule), and the next server, with a receiver
+// that answers, delivers the event.
+func TestShutdownWithAHangingReceiverIsBoundedAndTheEventSurvives(t *testing.T) {
+	w := newWorld(t)
+	env := `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: notified}
+spec:
+  teamName: qa
+  envName: notified
+  autoApprove: true
+  components:
+    - {name: job, type: script, script: {apply: "echo '{}'"}}
+`
+	repo := newGitRepo(t, map[string]string{"envs/notified.yaml": env})
+	args := []string{"--git-url", "file://" + repo.bare, "--git-path", "envs/", "--git-poll", "200ms"}
+	hangURL, hung := hangingReceiver(t)
+	s := w.startServer(append(args, "--config", w.notifyConfig("hang.yaml", hangURL))...)
+	select {
+	case <-hung: // the run's event is being delivered, and hangs
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the receiver got no event\nserver log:\n%s", s.log)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("knit serve after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("knit serve still runs 10 s after SIGTERM with a hanging receiver\nserver log:\n%s", s.log)
+	}
+
+	var mu sync.Mutex
+	var bodies []map[string]any
+	working := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+	}))
+	t.Cleanup(working.Close)
+	s2 := w.startServerWithToken(s.token, append(args, "--config", w.notifyConfig("working.yaml", working.URL+"/hook"))...)
+	s2.eventually("the kept event is delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bodies) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	b := bodies[0]
+	if b["kind"] != "run-succeeded" || b["env"] != "qa/notified" || b["seq"] != 1.0 {
+		t.Errorf("after the restart the receiver got %v, want run-succeeded of qa/notified, seq 1", b)
+	}
 }
