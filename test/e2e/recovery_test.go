@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -277,5 +278,54 @@ spec:
 	b := bodies[0]
 	if b["kind"] != "run-succeeded" || b["env"] != "qa/notified" || b["seq"] != 1.0 {
 		t.Errorf("after the restart the receiver got %v, want run-succeeded of qa/notified, seq 1", b)
+	}
+}
+
+// TestCLIKilledMidScriptEndsTheOldToolBeforeRunningItAgain: the same
+// recovery at the start of a CLI run: kill -9 of knit apply leaves the
+// script running; the next knit apply of the environment ends it first.
+func TestCLIKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
+	w := newWorld(t)
+	events := w.path("events.log")
+	marker := fmt.Sprintf("knit-e2e-cli-%d", time.Now().UnixNano())
+	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: cli}
+spec:
+  teamName: qa
+  envName: cli
+  autoApprove: true
+  components:
+    - name: job
+      type: script
+      variables: [{name: marker, value: ` + marker + `}]
+      script:
+        apply: >-
+          trap '' INT;
+          echo "start $$" >> ` + events + `;
+          n=0; while [ $n -lt 40 ]; do sleep 0.25; n=$((n+1)); done;
+          echo "end $$" >> ` + events + `;
+          echo '{}'
+`})
+	sampler := sampleGroups("KNIT_VAR_MARKER=" + marker)
+	cmd := exec.Command(knitBin, "apply", "-f", "env.yaml")
+	cmd.Dir, cmd.Env = w.dir, w.env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, func() bool { return len(sampler.now()) == 1 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	w.ok("apply", "-f", "env.yaml")
+	most, seen := sampler.finish()
+	if most != 1 || seen != 2 || len(sampler.sample()) != 0 {
+		t.Errorf("copies of the script at once: at most %d (want 1); groups that ran it: %d (want 2); left: %v",
+			most, seen, sampler.sample())
+	}
+	log, _ := os.ReadFile(events)
+	if starts, ends := strings.Count(string(log), "start "), strings.Count(string(log), "end "); starts != 2 || ends != 1 {
+		t.Errorf("the script started %d times and finished %d times, want 2 and 1:\n%s", starts, ends, log)
 	}
 }
