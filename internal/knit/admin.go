@@ -37,7 +37,7 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 			seen[r.Env] = true
 			envs = append(envs, r.Env)
 		}
-		if err := k.engine.EndLeftTools(ctx, r.Env, k.runOver); err != nil {
+		if err := k.engine.EndLeftTools(ctx, r.Env, func(id string) (bool, error) { return k.runOver(ctx, id) }); err != nil {
 			return envs, err
 		}
 	}
@@ -46,8 +46,8 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 
 // runOver reports whether a run is no longer running (or unknown): the
 // tools it left are leftovers to end.
-func (k *Knit) runOver(id string) (bool, error) {
-	r, err := k.store.Run(context.Background(), id)
+func (k *Knit) runOver(ctx context.Context, id string) (bool, error) {
+	r, err := k.store.Run(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return true, nil
 	}
