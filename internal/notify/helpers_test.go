@@ -93,16 +93,26 @@ func (r *receiver) seen() []string {
 	return out
 }
 
-// refusedURL returns an http URL on 127.0.0.1 that nothing listens on.
-func refusedURL(t *testing.T) string {
+// downURL returns an http URL on 127.0.0.1 of a receiver that is down: it
+// closes every connection at once, so each request fails. (A port nothing
+// listens on would not do: another test process may take it meanwhile.)
+func downURL(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/hook"
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String() + "/hook"
 }
 
 // logRecorder is a slog.Handler that keeps records and streams their text.
