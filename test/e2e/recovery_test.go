@@ -64,20 +64,27 @@ func (g *groupSampler) sample() map[int]bool {
 		if err != nil || !bytes.Contains(env, g.marker) {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		i := bytes.LastIndexByte(stat, ')')
-		if err != nil || i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" {
-			continue
-		}
-		if pg, err := strconv.Atoi(f[2]); err == nil {
+		if pg, ok := liveGroup(dir); ok {
 			out[pg] = true
 		}
 	}
 	return out
+}
+
+// liveGroup returns the process group of the process whose /proc folder is
+// dir, unless it is gone or a zombie.
+func liveGroup(dir string) (int, bool) {
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 || f[0] == "Z" {
+		return 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	return pg, err == nil
 }
 
 // now returns the groups running the tool at this moment.
@@ -91,21 +98,17 @@ func (g *groupSampler) finish() (most int, seen int) {
 	return g.most, len(g.groups)
 }
 
-// TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain: kill -9 of
-// knit serve while a long script runs leaves the script running (it
-// ignores the SIGINT the kernel sends when knit dies). The restarted server
-// ends that process group before it applies the component again: at no
-// moment do two copies run, and only the second copy finishes.
-func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
-	w := newWorld(t)
-	events := w.path("events.log")
-	marker := fmt.Sprintf("knit-e2e-%d", time.Now().UnixNano())
-	env := `apiVersion: knit.dev/v1
+// longScriptEnv is environment qa/name with one script component that runs
+// for about ten seconds, ignores SIGINT (the signal the kernel sends it
+// when knit dies), carries marker in its environment (sampleGroups finds
+// it), and logs its start and end to events.
+func longScriptEnv(name, marker, events string) string {
+	return `apiVersion: knit.dev/v1
 kind: Environment
-metadata: {name: long}
+metadata: {name: ` + name + `}
 spec:
   teamName: qa
-  envName: long
+  envName: ` + name + `
   autoApprove: true
   components:
     - name: job
@@ -119,6 +122,18 @@ spec:
           echo "end $$" >> ` + events + `;
           echo '{}'
 `
+}
+
+// TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain: kill -9 of
+// knit serve while a long script runs leaves the script running (it
+// ignores the SIGINT the kernel sends when knit dies). The restarted server
+// ends that process group before it applies the component again: at no
+// moment do two copies run, and only the second copy finishes.
+func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
+	w := newWorld(t)
+	events := w.path("events.log")
+	marker := fmt.Sprintf("knit-e2e-%d", time.Now().UnixNano())
+	env := longScriptEnv("long", marker, events)
 	repo := newGitRepo(t, map[string]string{"envs/long.yaml": env})
 	args := []string{"--git-url", "file://" + repo.bare, "--git-path", "envs/", "--git-poll", "200ms"}
 	sampler := sampleGroups("KNIT_VAR_MARKER=" + marker)
@@ -157,13 +172,7 @@ spec:
 func groupAlive(pgid int) bool {
 	names, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range names {
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		i := bytes.LastIndexByte(stat, ')')
-		if err != nil || i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+		if pg, ok := liveGroup(dir); ok && pg == pgid {
 			return true
 		}
 	}
@@ -288,25 +297,7 @@ func TestCLIKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
 	w := newWorld(t)
 	events := w.path("events.log")
 	marker := fmt.Sprintf("knit-e2e-cli-%d", time.Now().UnixNano())
-	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
-kind: Environment
-metadata: {name: cli}
-spec:
-  teamName: qa
-  envName: cli
-  autoApprove: true
-  components:
-    - name: job
-      type: script
-      variables: [{name: marker, value: ` + marker + `}]
-      script:
-        apply: >-
-          trap '' INT;
-          echo "start $$" >> ` + events + `;
-          n=0; while [ $n -lt 40 ]; do sleep 0.25; n=$((n+1)); done;
-          echo "end $$" >> ` + events + `;
-          echo '{}'
-`})
+	w.write(map[string]string{"env.yaml": longScriptEnv("cli", marker, events)})
 	sampler := sampleGroups("KNIT_VAR_MARKER=" + marker)
 	cmd := exec.Command(knitBin, "apply", "-f", "env.yaml")
 	cmd.Dir, cmd.Env = w.dir, w.env
