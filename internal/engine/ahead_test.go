@@ -35,7 +35,7 @@ func TestNewComponentsArePreparedWhileTheirDependenciesRun(t *testing.T) {
 		case op == "plan" && comp == "a":
 			select {
 			case <-bcPrepared:
-			case <-time.After(10 * time.Second):
+			case <-time.After(hangGuard):
 				return errors.New("b and c were not prepared while a ran")
 			}
 		}

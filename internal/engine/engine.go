@@ -50,6 +50,9 @@ type Engine struct {
 	// that files kept elsewhere can be written again (GitOps: a commit's
 	// tree pruned from the cache). An error fails the run.
 	EnsureDir func(ctx context.Context, dir string) error
+	// ToolGrace is how long a tool a dead knit left running has between
+	// SIGTERM and SIGKILL when a later run ends it (default procexec.Grace).
+	ToolGrace time.Duration
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones

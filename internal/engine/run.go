@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -116,7 +117,8 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 	}
 	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
 	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}
-	s.handle.ctx = runCtx
+	// Every tool the run starts is recorded while it runs (toolTracker).
+	s.handle.ctx = procexec.WithTracker(runCtx, toolTracker{e: e, db: s.db, run: runID, env: env.ID()})
 	release, err := e.lock(ctx, env.ID(), runID, opts.Actor, func(why error) { cancel(why) })
 	if err != nil {
 		cancel(err)
@@ -137,7 +139,11 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 		}
 	}()
 	// Every run holds the lock, and now we do: a run of this environment
-	// still recorded as running belongs to a knit that died.
+	// still recorded as running belongs to a knit that died, and so does
+	// any tool still recorded. Those tools are ended before anything runs.
+	if err := e.EndLeftTools(ctx, env.ID(), func(string) (bool, error) { return true, nil }); err != nil {
+		return nil, fmt.Errorf("end the tools a crashed knit left running: %w", err)
+	}
 	dead := func(int) bool { return false }
 	if _, err := e.Store.InterruptRuns(ctx, env.ID(), dead, now); err != nil {
 		return nil, fmt.Errorf("recover crashed runs: %w", err)

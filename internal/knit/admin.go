@@ -12,7 +12,7 @@ import (
 
 // Recover marks the runs a crashed knit left running as interrupted (their
 // process is gone: an exited PID, or one on this host that no longer
-// exists) and returns the environments they belonged to, so a server can
+// exists), ends the tools they left running (engine.EndLeftTools), and returns the environments they belonged to, so a server can
 // reconcile them to completion. Runs of live processes (a CLI run on the
 // same data dir) are left alone.
 func (k *Knit) Recover(ctx context.Context) ([]string, error) {
@@ -37,8 +37,21 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 			seen[r.Env] = true
 			envs = append(envs, r.Env)
 		}
+		if err := k.engine.EndLeftTools(ctx, r.Env, func(id string) (bool, error) { return k.runOver(ctx, id) }); err != nil {
+			return envs, err
+		}
 	}
 	return envs, nil
+}
+
+// runOver reports whether a run is no longer running (or unknown): the
+// tools it left are leftovers to end.
+func (k *Knit) runOver(ctx context.Context, id string) (bool, error) {
+	r, err := k.store.Run(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	return err == nil && r.Status != store.StatusRunning, err
 }
 
 // Unlock frees an environment's lock whoever holds it (a stuck run): a run
@@ -86,6 +99,10 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 	}
 	return outs, nil
 }
+
+// Outbox is where the server's notifications wait until delivered, so
+// that a restart sends what a shutdown cut off.
+func (k *Knit) Outbox() store.Outbox { return k.store }
 
 // Store exposes the store for what the library does not model yet (the
 // server's metrics and settings). Writes must go through the library.

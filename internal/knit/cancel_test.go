@@ -67,7 +67,7 @@ spec:
 		t.Fatalf("run: %v %v", res, err)
 	}
 	// Killed processes linger as zombies until init reaps them: allow that.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) { // a hang guard
 		err := syscall.Kill(-pgid, 0)
 		if errors.Is(err, syscall.ESRCH) {
 			break

@@ -123,6 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Knit, error) {
 	k.engine = &engine.Engine{
 		Store: k.store, Runners: runners, DataDir: dir,
 		Host: cfg.Host, PID: cfg.PID, LockLease: cfg.LockLease, Now: cfg.Now, EnsureDir: k.ensureDir,
+		ToolGrace: cfg.GracePeriod,
 	}
 	return k, nil
 }

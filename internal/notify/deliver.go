@@ -18,7 +18,9 @@ import (
 // deliver sends one event to one sink, retrying network errors, 429 and 5xx
 // responses with exponential backoff up to MaxAttempts. Other non-2xx
 // responses are not retried. A delivery given up is logged and counts as
-// done; deliver returns false only when Close cancelled it.
+// done. Once Close has begun, a failed attempt is the last: deliver then
+// returns false (the event is kept or abandoned), as it does when Close's
+// flush is over.
 func (d *Dispatcher) deliver(s Sink, it item) bool {
 	body, err := encode(s, it)
 	if err != nil {
@@ -26,6 +28,7 @@ func (d *Dispatcher) deliver(s Sink, it item) bool {
 		return true
 	}
 	for attempt := 1; ; attempt++ {
+		last := d.isClosing()
 		status, err := d.post(s, it.ev.Kind, body)
 		if err == nil && status >= 200 && status < 300 {
 			return true
@@ -44,6 +47,10 @@ func (d *Dispatcher) deliver(s Sink, it item) bool {
 		if !retry || attempt >= d.opts.MaxAttempts {
 			d.log.Error("notify: giving up on event", attrs...)
 			return true
+		}
+		if last {
+			d.log.Warn("notify: delivery failed while closing", attrs...)
+			return false
 		}
 		wait := d.backoff(attempt)
 		d.log.Warn("notify: delivery failed, will retry", append(attrs, "wait", wait)...)
@@ -69,10 +76,15 @@ func encode(s Sink, it item) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
+// errNoAnswer cancels an attempt that ran out of AttemptTimeout.
+var errNoAnswer = errors.New("no answer in time")
+
 // post makes one attempt and returns the response status.
 func (d *Dispatcher) post(s Sink, kind string, body []byte) (int, error) {
-	ctx, cancel := context.WithTimeout(d.ctx, d.opts.AttemptTimeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(d.ctx)
+	defer cancel(nil)
+	stop := d.opts.AfterFunc(d.opts.AttemptTimeout, func() { cancel(errNoAnswer) })
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -85,6 +97,9 @@ func (d *Dispatcher) post(s Sink, kind string, body []byte) (int, error) {
 	}
 	resp, err := d.opts.Client.Do(req)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errNoAnswer) {
+			return 0, fmt.Errorf("no answer within %v", d.opts.AttemptTimeout)
+		}
 		return 0, err
 	}
 	defer resp.Body.Close()
@@ -112,13 +127,17 @@ func (d *Dispatcher) backoff(attempt int) time.Duration {
 	return min(wait, d.opts.MaxBackoff)
 }
 
-// sleep waits for wait, returning false early if Close cancelled delivery.
+// sleep waits for wait and returns true, or false early if Close's flush
+// is over. Close cuts it short (true): the flush makes its attempt at once.
 func (d *Dispatcher) sleep(wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	waited := make(chan struct{})
+	stop := d.opts.AfterFunc(wait, func() { close(waited) })
+	defer stop()
 	select {
-	case <-t.C:
+	case <-waited:
 		return true
+	case <-d.closing:
+		return d.ctx.Err() == nil
 	case <-d.ctx.Done():
 		return false
 	}

@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -116,6 +118,7 @@ func TestRetriesKeepOrder(t *testing.T) {
 	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(rec))
 	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
 	d.Notify(Event{Kind: KindRunSucceeded, Env: "prod"})
+	rcv.wait(t, 4)
 	closeNow(t, d)
 	if got, want := rcv.seen(), []string{"prod#1:500", "prod#1:429", "prod#1:200", "prod#2:200"}; !slices.Equal(got, want) {
 		t.Fatalf("receiver saw %q, want %q", got, want)
@@ -138,6 +141,7 @@ func TestGivesUpAndMovesOn(t *testing.T) {
 	for range 3 {
 		d.Notify(Event{Kind: KindDriftFound, Env: "prod"})
 	}
+	rcv.wait(t, 5)
 	closeNow(t, d)
 	want := []string{"prod#1:400", "prod#2:503", "prod#2:503", "prod#2:503", "prod#3:200"}
 	if got := rcv.seen(); !slices.Equal(got, want) {
@@ -152,25 +156,35 @@ func TestGivesUpAndMovesOn(t *testing.T) {
 
 func TestHangingReceiverTimesOut(t *testing.T) {
 	// The first attempt hangs until the dispatcher gives up on it; the
-	// retry is answered.
-	rcv := newReceiver(t, func(h hit, n int) int {
-		if n == 0 {
+	// retry is answered. The attempt timeout and the backoff run on fake
+	// timers the test fires, so a busy machine cannot make the retry late.
+	// Requests are counted as they arrive: the hung one is recorded only
+	// once its connection closes, which may be after the retry arrived.
+	hung := make(chan struct{})
+	var arrived atomic.Int32
+	rcv := newReceiver(t, func(h hit, _ int) int {
+		if arrived.Add(1) == 1 {
+			close(hung)
 			<-h.ctx.Done()
 		}
 		return 200
 	})
 	rec := newLogRecorder()
 	opts := fastOptions(rec)
+	timers := newFakeTimers()
+	opts.AfterFunc = timers.AfterFunc
 	opts.Client = &http.Client{} // no timeout of its own
-	opts.AttemptTimeout = 20 * time.Millisecond
+	opts.AttemptTimeout = 7 * time.Second
 	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, opts)
 	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	<-hung
+	timers.fire(t, opts.AttemptTimeout) // the first attempt's
+	rec.waitFor(t, "will retry", "attempt=1", "error=no answer within 7s")
+	timers.fire(t, opts.Backoff)
+	rcv.wait(t, 2)
 	closeNow(t, d)
-	if got := rcv.seen(); len(got) != 2 || got[1] != "prod#1:200" {
-		t.Fatalf("receiver saw %q, want a hung attempt then prod#1:200", got)
-	}
-	if !strings.Contains(rec.text(), "attempt=1 error=Post: context deadline exceeded") {
-		t.Errorf("timed-out attempt not logged:\n%s", rec.text())
+	if got := rcv.seen(); len(got) != 2 || !slices.Contains(got, "prod#1:200") {
+		t.Fatalf("receiver saw %q, want a hung attempt and prod#1:200", got)
 	}
 }
 
@@ -182,7 +196,7 @@ func TestDownReceiverDelaysNoOtherSink(t *testing.T) {
 	// certainly still retrying while the other sink delivers.
 	opts.Backoff, opts.MaxBackoff = time.Hour, time.Hour
 	d, err := New([]Sink{
-		{Name: "down", Kind: SinkWebhook, URL: refusedURL(t), Secret: "k"},
+		{Name: "down", Kind: SinkWebhook, URL: downURL(t), Secret: "k"},
 		{Name: "up", Kind: SinkWebhook, URL: up.URL, Secret: "k"},
 	}, opts)
 	if err != nil {
@@ -310,10 +324,8 @@ func waitInFlight(t *testing.T, d *Dispatcher) {
 	}
 }
 
-func TestCloseDrainsQueuedEvents(t *testing.T) {
-	rcv := newReceiver(t, func(_ hit, n int) int {
-		return []int{503, 200}[min(n, 1)] // make the first one retry
-	})
+func TestCloseDeliversQueuedEvents(t *testing.T) {
+	rcv := newReceiver(t, nil)
 	rec := newLogRecorder()
 	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, fastOptions(rec))
 	for _, env := range []string{"a", "b", "a", "b", "a", "b"} {
@@ -331,7 +343,7 @@ func TestCloseDrainsQueuedEvents(t *testing.T) {
 	}
 
 	d.Notify(Event{Kind: KindRunFailed, Env: "a"})
-	if len(rcv.seen()) != 7 || !strings.Contains(rec.text(), "after Close") {
+	if len(rcv.seen()) != 6 || !strings.Contains(rec.text(), "after Close") {
 		t.Fatalf("an event notified after Close was not dropped with a warning: %q\n%s", rcv.seen(), rec.text())
 	}
 	// Nothing is left, so even an expired context closes cleanly.
@@ -339,6 +351,89 @@ func TestCloseDrainsQueuedEvents(t *testing.T) {
 	cancel()
 	if err := d.Close(ctx); err != nil {
 		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// TestCloseFlushesOnceWithoutBackoff: an event waiting an hour for its
+// retry gets its last attempt at Close at once, and the one behind it
+// follows; Close does not wait out the backoff.
+func TestCloseFlushesOnceWithoutBackoff(t *testing.T) {
+	rcv := newReceiver(t, func(_ hit, n int) int {
+		return []int{503, 200}[min(n, 1)]
+	})
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.Backoff, opts.MaxBackoff = time.Hour, time.Hour
+	d := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: rcv.URL, Secret: "k"}}, opts)
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
+	d.Notify(Event{Kind: KindRunSucceeded, Env: "prod"})
+	rec.waitFor(t, "will retry", "seq=1", "wait=1h0m0s")
+	closeNow(t, d)
+	if got, want := rcv.seen(), []string{"prod#1:503", "prod#1:200", "prod#2:200"}; !slices.Equal(got, want) {
+		t.Fatalf("receiver saw %q, want %q", got, want)
+	}
+}
+
+// TestCloseKeepsWhatAHangingReceiverHolds: the flush at Close is bounded
+// (its timer fires here when the test says), a failed last attempt is not
+// retried, the undelivered events stay in the outbox, and the next
+// Dispatcher on that outbox sends them first, in order, with their numbers;
+// numbering then goes on.
+func TestCloseKeepsWhatAHangingReceiverHolds(t *testing.T) {
+	hung := make(chan struct{}, 1)
+	hanging := newReceiver(t, func(h hit, _ int) int {
+		hung <- struct{}{}
+		<-h.ctx.Done()
+		return 200
+	})
+	box := &memOutbox{}
+	rec := newLogRecorder()
+	opts := fastOptions(rec)
+	opts.Client = &http.Client{}
+	timers := newFakeTimers()
+	opts.AfterFunc, opts.Outbox, opts.FlushTimeout = timers.AfterFunc, box, 3*time.Second
+	d, err := New([]Sink{{Name: "ops", Kind: SinkWebhook, URL: hanging.URL, Secret: "k"}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Notify(Event{Kind: KindRunFailed, Env: "prod", Summary: "first"})
+	d.Notify(Event{Kind: KindRunSucceeded, Env: "prod", Summary: "second"})
+	<-hung
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close(context.Background()) }()
+	timers.waitFor(t, opts.FlushTimeout)
+	timers.fire(t, opts.FlushTimeout)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close = %v, want nil: the events are kept", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("Close did not return once the flush was over")
+	}
+	if n := len(box.pending()); n != 2 {
+		t.Fatalf("outbox keeps %d events, want 2", n)
+	}
+	rec.waitFor(t, "keeping undelivered events", "events=2")
+
+	working := newReceiver(t, nil)
+	opts2 := fastOptions(newLogRecorder())
+	opts2.Outbox = box
+	d2 := newDispatcher(t, []Sink{{Name: "ops", Kind: SinkWebhook, URL: working.URL, Secret: "k"}}, opts2)
+	d2.Notify(Event{Kind: KindDriftFound, Env: "prod", Summary: "third"})
+	working.wait(t, 3)
+	closeNow(t, d2)
+	var got []string
+	for _, h := range working.all {
+		var b struct{ Summary string }
+		_ = json.Unmarshal(h.body, &b)
+		got = append(got, fmt.Sprintf("%s#%d", b.Summary, h.seq))
+	}
+	if want := []string{"first#1", "second#2", "third#3"}; !slices.Equal(got, want) {
+		t.Fatalf("after the restart the receiver got %q, want %q", got, want)
+	}
+	if n := len(box.pending()); n != 0 {
+		t.Fatalf("outbox keeps %d delivered events", n)
 	}
 }
 
@@ -361,11 +456,11 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	rec := newLogRecorder()
 	opts := fastOptions(rec)
 	opts.MaxAttempts = 2
-	url := strings.Replace(refusedURL(t), "http://", "http://user:PASSWORD@", 1) + "/T0/PATHTOKEN?token=QUERYTOKEN"
+	url := strings.Replace(downURL(t), "http://", "http://user:PASSWORD@", 1) + "/T0/PATHTOKEN?token=QUERYTOKEN"
 	sink := Sink{Name: "ops", Kind: SinkWebhook, URL: url, Secret: "HMACSECRET"}
 	d := newDispatcher(t, []Sink{sink}, opts)
 	d.Notify(Event{Kind: KindRunFailed, Env: "prod"})
-	rec.waitFor(t, "giving up", "sink=ops", "error=Post: dial tcp")
+	rec.waitFor(t, "giving up", "sink=ops", "error=Post: ")
 	d.opts.Logger.Info("sink", "sink", sink)
 	for _, secret := range []string{"PASSWORD", "PATHTOKEN", "QUERYTOKEN", "HMACSECRET"} {
 		if strings.Contains(rec.text(), secret) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,16 +93,26 @@ func (r *receiver) seen() []string {
 	return out
 }
 
-// refusedURL returns an http URL on 127.0.0.1 that nothing listens on.
-func refusedURL(t *testing.T) string {
+// downURL returns an http URL on 127.0.0.1 of a receiver that is down: it
+// closes every connection at once, so each request fails. (A port nothing
+// listens on would not do: another test process may take it meanwhile.)
+func downURL(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/hook"
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String() + "/hook"
 }
 
 // logRecorder is a slog.Handler that keeps records and streams their text.
@@ -201,4 +212,141 @@ func closeNow(t *testing.T, d *Dispatcher) {
 	if err := d.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// wait returns once the receiver has answered n requests in all.
+func (r *receiver) wait(t *testing.T, n int) {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		got := len(r.all)
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		r.next(t)
+	}
+}
+
+// fakeTimers is an Options.AfterFunc whose timers fire only when the test
+// says, so no test depends on how fast the machine is.
+type fakeTimers struct {
+	mu      sync.Mutex
+	pending []*fakeTimer
+	added   chan struct{}
+}
+
+type fakeTimer struct {
+	d       time.Duration
+	f       func()
+	stopped bool
+}
+
+func newFakeTimers() *fakeTimers { return &fakeTimers{added: make(chan struct{}, 1000)} }
+
+func (ft *fakeTimers) AfterFunc(d time.Duration, f func()) func() bool {
+	t := &fakeTimer{d: d, f: f}
+	ft.mu.Lock()
+	ft.pending = append(ft.pending, t)
+	ft.mu.Unlock()
+	select {
+	case ft.added <- struct{}{}:
+	default:
+	}
+	return func() bool {
+		ft.mu.Lock()
+		defer ft.mu.Unlock()
+		was := !t.stopped
+		t.stopped = true
+		return was
+	}
+}
+
+// take removes and returns the live timers of duration d.
+func (ft *fakeTimers) take(d time.Duration) []*fakeTimer {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	var due, rest []*fakeTimer
+	for _, t := range ft.pending {
+		switch {
+		case t.stopped:
+		case t.d == d:
+			t.stopped = true
+			due = append(due, t)
+		default:
+			rest = append(rest, t)
+		}
+	}
+	ft.pending = rest
+	return due
+}
+
+// waitFor waits until a live timer of duration d exists.
+func (ft *fakeTimers) waitFor(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		ft.mu.Lock()
+		for _, tm := range ft.pending {
+			if !tm.stopped && tm.d == d {
+				ft.mu.Unlock()
+				return
+			}
+		}
+		ft.mu.Unlock()
+		select {
+		case <-ft.added:
+		case <-deadline:
+			t.Fatalf("no timer of %v was set", d)
+		}
+	}
+}
+
+// fire runs every live timer of duration d, waiting for one to exist.
+func (ft *fakeTimers) fire(t *testing.T, d time.Duration) {
+	t.Helper()
+	ft.waitFor(t, d)
+	for _, tm := range ft.take(d) {
+		tm.f()
+	}
+}
+
+// memOutbox is an Outbox in memory, shared by the Dispatchers of a test as
+// a store is by the servers of one data dir.
+type memOutbox struct {
+	mu      sync.Mutex
+	nextID  int64
+	seqs    map[string]uint64
+	entries []Pending
+}
+
+func (m *memOutbox) Add(_ context.Context, ev Event, sinks []string) (uint64, []int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seqs == nil {
+		m.seqs = map[string]uint64{}
+	}
+	m.seqs[ev.Env]++
+	var ids []int64
+	for _, s := range sinks {
+		m.nextID++
+		ids = append(ids, m.nextID)
+		m.entries = append(m.entries, Pending{ID: m.nextID, Sink: s, Seq: m.seqs[ev.Env], Event: ev})
+	}
+	return m.seqs[ev.Env], ids, nil
+}
+
+func (m *memOutbox) Done(_ context.Context, id int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = slices.DeleteFunc(m.entries, func(p Pending) bool { return p.ID == id })
+	return nil
+}
+
+func (m *memOutbox) Pending(context.Context) ([]Pending, error) { return m.pending(), nil }
+
+func (m *memOutbox) pending() []Pending {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries)
 }

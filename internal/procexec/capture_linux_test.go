@@ -19,7 +19,7 @@ func TestRunWritesOutputToMemoryFilesNotPipes(t *testing.T) {
 	cmd := Command(context.Background(), "sh", "-c", "readlink /proc/self/fd/1; readlink /proc/self/fd/2 >&2; readlink /proc/self/fd/0")
 	cmd.Stdin = strings.NewReader("unused")
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := Run(cmd); err != nil {
+	if err := Run(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -41,7 +41,7 @@ func TestRunKeepsInputAndOutputsApart(t *testing.T) {
 	cmd := Command(context.Background(), "sh", "-c", "cat; echo err >&2; echo out")
 	cmd.Stdin = bytes.NewReader([]byte("in\n"))
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := Run(cmd); err != nil {
+	if err := Run(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "in\nout\n" || errOut.String() != "err\n" {
@@ -51,7 +51,7 @@ func TestRunKeepsInputAndOutputsApart(t *testing.T) {
 	var both bytes.Buffer
 	cmd = Command(context.Background(), "sh", "-c", "echo 1; echo 2 >&2; echo 3; echo 4 >&2")
 	cmd.Stdout, cmd.Stderr = &both, &both
-	if err := Run(cmd); err != nil {
+	if err := Run(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
 	if both.String() != "1\n2\n3\n4\n" {
@@ -66,7 +66,7 @@ func TestRunIsNotHeldUpByAChildKeepingTheOutputOpen(t *testing.T) {
 	var out bytes.Buffer
 	cmd := Command(context.Background(), "sh", "-c", "sleep 60 & echo $!")
 	cmd.Stdout = &out
-	err := Run(cmd)
+	err := Run(context.Background(), cmd)
 	if pid, perr := strconv.Atoi(strings.TrimSpace(out.String())); perr == nil {
 		defer syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -87,7 +87,7 @@ func TestRunHandsOnOutputWhileTheCommandRuns(t *testing.T) {
 	cmd := CommandGrace(ctx, time.Second, "sh", "-c", "echo started; exec sleep 60")
 	cmd.Stdout = w
 	done := make(chan error, 1)
-	go func() { done <- Run(cmd) }()
+	go func() { done <- Run(context.Background(), cmd) }()
 	select {
 	case line := <-w.got:
 		if line != "started\n" {

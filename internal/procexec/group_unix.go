@@ -9,10 +9,6 @@ import (
 	"time"
 )
 
-// groupPoll is how often a cancelled command's group is checked for having
-// exited, so the SIGKILL timer stops as soon as nothing is left.
-const groupPoll = 50 * time.Millisecond
-
 // interruptGroup sends SIGINT to the process group p leads. A group that
 // is already gone reports os.ErrProcessDone, which exec.Cmd does not treat
 // as a failure to cancel.

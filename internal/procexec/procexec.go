@@ -77,13 +77,22 @@ func (l *LockedWriter) Write(p []byte) (int, error) {
 // is not woken for each line it prints: the writers get what is new every
 // liveInterval and the rest once it has exited, Stdout's before Stderr's.
 // Otherwise it is cmd.Run.
-func Run(cmd *exec.Cmd) error {
+//
+// ctx is the one cmd was made with: a Tracker it carries (WithTracker)
+// learns of the command's process group, so that a knit killed outright
+// leaves a record of what it left running.
+func Run(ctx context.Context, cmd *exec.Cmd) error {
 	c, err := capture(cmd)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ended, err := track(ctx, cmd.Process.Pid, cmd.WaitDelay)
+	if err != nil {
+		_ = cmd.Wait()
 		return err
 	}
 	awaitExit(cmd.Process.Pid, liveInterval, func() time.Duration {
@@ -98,6 +107,9 @@ func Run(cmd *exec.Cmd) error {
 	c.deliver()
 	if err == nil {
 		err = c.err
+	}
+	if ended != nil {
+		err = ended(err)
 	}
 	return err
 }

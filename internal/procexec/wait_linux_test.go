@@ -39,7 +39,7 @@ func TestRunReportsExitStatusOutputAndCancellation(t *testing.T) {
 	cmd := Command(context.Background(), "sh", "-c", "echo hello; exit 3")
 	cmd.Stdout = &out
 	var ee *exec.ExitError
-	if err := Run(cmd); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+	if err := Run(context.Background(), cmd); !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("Run = %v, want exit status 3", err)
 	}
 	if out.String() != "hello\n" {
@@ -49,7 +49,7 @@ func TestRunReportsExitStatusOutputAndCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd = CommandGrace(ctx, time.Second, "sleep", "1000")
 	done := make(chan error, 1)
-	go func() { done <- Run(cmd) }()
+	go func() { done <- Run(context.Background(), cmd) }()
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	select {

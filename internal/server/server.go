@@ -152,7 +152,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
 		views: newViewCache(cfg.ViewCacheBytes)}
 	s.met = newMetrics(k, s.views)
-	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger})
+	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger, Outbox: outbox{k.Outbox()}})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -297,7 +297,8 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Last, the notifications of what just ended, as long as ctx allows.
+	// Last, the notifications of what just ended: one short flush, the
+	// rest kept in the store for the next start.
 	if nerr := s.notify.Close(ctx); nerr != nil {
 		s.log.Warn("notifications left undelivered", "err", nerr)
 	}

@@ -346,6 +346,8 @@ type Store interface {
 
 	Approvals
 	Tokens
+	ToolProcesses
+	Outbox
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

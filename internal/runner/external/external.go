@@ -157,7 +157,7 @@ func (r *Runner) call(ctx context.Context, c runner.Component, req Request) (Res
 	cmd.Stdin = bytes.NewReader(body)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, c.Log
-	runErr := procexec.Run(cmd)
+	runErr := procexec.Run(ctx, cmd)
 	var res Response
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		if runErr != nil {

@@ -218,7 +218,7 @@ func (r *Runner) run(ctx context.Context, c runner.Component, command string, in
 	if use == stdoutOutputs {
 		cmd.Stdout = stdout
 	}
-	err = procexec.Run(cmd)
+	err = procexec.Run(ctx, cmd)
 	return stdout.Bytes(), err
 }
 

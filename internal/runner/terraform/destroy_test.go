@@ -129,7 +129,7 @@ func TestCancelInterruptsTool(t *testing.T) {
 		_, err := f.r.Apply(ctx, f.c, p)
 		done <- err
 	}()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a hang guard
 	for !strings.Contains(f.log.String(), "Provisioning with 'local-exec'") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the provisioner never started:\n%s", f.log)

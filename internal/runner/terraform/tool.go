@@ -48,7 +48,7 @@ func (s *session) run(ctx context.Context, args []string, stdout io.Writer) erro
 	cmd.Stdout = stdout
 	cmd.Stderr = io.MultiWriter(s.log, &stderr)
 	s.r.commands.Add(1)
-	err := procexec.Run(cmd)
+	err := procexec.Run(ctx, cmd)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", args[0], ctx.Err())
 	}

@@ -56,6 +56,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"DecideApprovalRace", plain(testDecideApprovalRace)},
 		{"Audit", plain(testAudit)},
 		{"ConcurrentWrites", plain(testConcurrentWrites)},
+		{"ToolProcesses", testToolProcesses},
+		{"Outbox", plain(testOutbox)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
