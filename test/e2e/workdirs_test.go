@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyTree copies the folder src (regular files only) to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The example's app module writes its config with local_file into
+// path.module, inside its work dir. A drift check right after apply is
+// clean (the sync of the module no longer deletes that file first), and an
+// edit of the file by hand is drift of exactly that resource.
+func TestDriftOfTheExampleRightAfterApplyIsClean(t *testing.T) {
+	w := newWorld(t)
+	copyTree(t, filepath.Join(repo, "examples", "webshop"), w.path("webshop"))
+	w.ok("apply", "-f", "webshop/environment.yaml")
+
+	r := w.knit("drift", "webshop/demo")
+	if r.code != 0 || !strings.Contains(r.stdout, "5 in sync") {
+		t.Fatalf("drift right after apply: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// And again: a second check must not disturb what the first left.
+	if r := w.knit("drift", "webshop/demo"); r.code != 0 {
+		t.Fatalf("second drift check: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	conf := strings.TrimSpace(w.ok("output", "webshop/demo", "app", "config_file").stdout)
+	if !strings.HasPrefix(conf, w.dataDir) {
+		t.Fatalf("config file %q is not in the app's work dir", conf)
+	}
+	if err := os.WriteFile(conf, []byte("edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = w.knit("drift", "webshop/demo", "-o", "json")
+	if r.code != 2 {
+		t.Fatalf("drift after editing %s: exit %d, want 2\n%s\n%s", conf, r.code, r.stdout, r.stderr)
+	}
+	var rep struct {
+		Components []struct {
+			Name, Status string
+			Resources    []struct{ Address, Action string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var drifted []string
+	for _, c := range rep.Components {
+		if c.Status == "drifted" {
+			for _, res := range c.Resources {
+				drifted = append(drifted, c.Name+": "+res.Action+" "+res.Address)
+			}
+		}
+	}
+	// hashicorp/local 1.4.0 reads changed content as a deleted file.
+	if strings.Join(drifted, ", ") != "app: create local_file.config" {
+		t.Errorf("drifted: %v, want only app's local_file.config", drifted)
+	}
+}
+
+// A module folder that is a symlink to a folder outside the environment's
+// folder (here: knit's data dir, holding every team's work dirs) is refused
+// by every command that reads the file, naming the link and its target,
+// and nothing of the data dir is copied.
+func TestASymlinkedModuleOutOfTheFolderIsRefused(t *testing.T) {
+	w := newWorld(t)
+	// Another team's work dir, with a secret in it.
+	w.write(map[string]string{"modules/file/main.tf": fileModule})
+	w.writeFileEnv(envFile("victim", fileComp("f", "team secret", "")))
+	w.ok("apply", "-f", "env.yaml")
+
+	attacker := w.path("attacker")
+	w.write(map[string]string{"attacker/env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: thief}
+spec:
+  teamName: evil
+  envName: thief
+  autoApprove: true
+  components:
+    - name: grab
+      type: terraform
+      module: {source: ./leak}
+`})
+	if err := os.Symlink(w.dataDir, filepath.Join(attacker, "leak")); err != nil {
+		t.Fatal(err)
+	}
+	realData, err := filepath.EvalSymlinks(w.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"validate", "-f", "attacker/env.yaml"},
+		{"plan", "-f", "attacker/env.yaml"},
+		{"apply", "-f", "attacker/env.yaml"},
+	} {
+		r := w.knit(args...)
+		out := r.stdout + r.stderr
+		if r.code != 1 || !strings.Contains(out, "leak is a symlink to "+realData+", outside the environment's folder") {
+			t.Errorf("knit %s: exit %d, want 1 naming the link and its target:\n%s", strings.Join(args, " "), r.code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.dataDir, "work", "evil")); err == nil {
+		t.Error("a work dir was made for the refused environment: the victim's files may be in it")
+	}
+}
