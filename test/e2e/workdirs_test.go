@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"knit.dev/knit/internal/testtools"
 )
 
 // copyTree copies the folder src (regular files only) to dst.
@@ -129,5 +133,70 @@ spec:
 	}
 	if _, err := os.Stat(filepath.Join(w.dataDir, "work", "evil")); err == nil {
 		t.Error("a work dir was made for the refused environment: the victim's files may be in it")
+	}
+}
+
+// A script component with a sensitive input (a 3-line PEM from an
+// upstream sensitive output) and a sensitive output of its own, planned,
+// gated, approved and applied: no file under the data dir holds either
+// value, nor the PEM's secret line. Both values are computed at run time,
+// so no source file (nor the revision knit stores) holds them.
+func TestScriptSecretsAreNeverInTheDataDirInClear(t *testing.T) {
+	w := newWorld(t)
+	bodySum := sha256.Sum256([]byte("knit-e2e-pem"))
+	body := hex.EncodeToString(bodySum[:])
+	pem := "-----BEGIN TEST KEY-----\n" + body + "\n-----END TEST KEY-----"
+	tokenSum := sha256.Sum256([]byte(pem))
+	token := hex.EncodeToString(tokenSum[:])
+	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: pem}
+spec:
+  teamName: qa
+  envName: pem
+  autoApprove: true
+  components:
+    - name: ca
+      type: script
+      outputs: [{name: key, sensitive: true}]
+      script:
+        apply: |
+          body=$(printf knit-e2e-pem | sha256sum | cut -c1-64)
+          printf '{"key": "-----BEGIN TEST KEY-----\\n%s\\n-----END TEST KEY-----"}' "$body"
+    - name: app
+      type: script
+      autoApprove: false
+      variables: [{name: key, valueFrom: ca.key}]
+      outputs: [{name: token, sensitive: true}, {name: lines}]
+      script:
+        apply: |
+          token=$(printf '%s' "$KNIT_VAR_KEY" | sha256sum | cut -c1-64)
+          lines=$(printf '%s\n' "$KNIT_VAR_KEY" | wc -l | tr -d ' ')
+          printf '{"token": "%s", "lines": %s}' "$token" "$lines"
+`})
+	w.ok("plan", "-f", "env.yaml")
+	if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
+		t.Fatalf("apply: exit %d, want 3 (the gate)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	w.ok("approve", "qa/pem", "app")
+	if got := strings.TrimSpace(w.ok("output", "qa/pem", "app", "token", "--show-sensitive").stdout); got != token {
+		t.Fatalf("token = %q, want the hash of the PEM the script got (%s)", got, token)
+	}
+	if got := strings.TrimSpace(w.ok("output", "qa/pem", "app", "lines").stdout); got != "3" {
+		t.Errorf("the PEM the script got had %s lines, want 3", got)
+	}
+	holding, checked := testtools.FilesHolding(t, w.dataDir, body, pem, token)
+	for text, files := range holding {
+		for _, f := range files {
+			t.Errorf("%s holds %.20q… in clear", f, text)
+		}
+	}
+	if checked < 5 {
+		t.Errorf("only %d files checked", checked)
+	}
+	for _, f := range []string{"work/qa/pem/app/plan.json", "work/qa/pem/app/outputs.json"} {
+		if _, err := os.Stat(filepath.Join(w.dataDir, f)); err != nil {
+			t.Errorf("%s: %v (the test no longer checks the work files)", f, err)
+		}
 	}
 }
