@@ -134,6 +134,22 @@ spec:
 	if _, err := os.Stat(filepath.Join(w.dataDir, "work", "evil")); err == nil {
 		t.Error("a work dir was made for the refused environment: the victim's files may be in it")
 	}
+
+	// A module folder inside the environment's folder, holding a symlink
+	// out of it: the copy into the work dir refuses to follow it.
+	w.write(map[string]string{"attacker/modules/inner/main.tf": `resource "terraform_data" "x" { input = "x" }` + "\n"})
+	if err := os.Symlink(w.dataDir, filepath.Join(attacker, "modules/inner/data")); err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Replace(w.read("attacker/env.yaml"), "./leak", "./modules/inner", 1)
+	w.write(map[string]string{"attacker/env.yaml": env})
+	r := w.knit("plan", "-f", "attacker/env.yaml")
+	if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, filepath.Join("modules", "inner", "data")+" is a symlink to "+realData+", outside") {
+		t.Errorf("plan of a module holding a link out: exit %d, want 1 naming the link and its target:\n%s", r.code, out)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(w.dataDir, "work", "evil", "thief", "grab", "module")); len(entries) > 0 {
+		t.Errorf("the refused module was copied into its work dir: %v", entries)
+	}
 }
 
 // A script component with a sensitive input (a 3-line PEM from an

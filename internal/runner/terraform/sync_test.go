@@ -185,8 +185,43 @@ func TestTreeRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := tree{files: map[string]file{}}.add(src, src, ".")
-	if err == nil || !strings.Contains(err.Error(), "outside") {
+	realSecret, _ := filepath.EvalSymlinks(filepath.Join(outside, "secret"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(src, "escape")+" is a symlink to "+realSecret+", outside") {
 		t.Errorf("symlink out of the source: err = %v", err)
+	}
+}
+
+// Symlinks inside a module that loop, or lead nowhere, are refused with
+// the link named: the copy never follows them (nor out of the folder).
+func TestTreeRefusesLoopsAndDanglingLinks(t *testing.T) {
+	t.Parallel()
+	for name, links := range map[string]map[string]string{
+		"link to a parent":   {"sub/up": ".."},
+		"link to itself":     {"self": "self"},
+		"two links in turn":  {"a": "b", "b": "a"},
+		"link to nothing":    {"gone": "nowhere"},
+		"link through a dir": {"d/x": "../d"},
+	} {
+		src := t.TempDir()
+		write(t, filepath.Join(src, "main.tf"), "a")
+		var first string
+		for link, target := range links {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(src, link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+				t.Fatal(err)
+			}
+			first = link
+		}
+		err := tree{files: map[string]file{}, skip: map[string]bool{}}.add(src, src, ".")
+		if err == nil {
+			t.Errorf("%s: copied", name)
+			continue
+		}
+		if len(links) == 1 && !strings.Contains(err.Error(), filepath.Join(src, first)) {
+			t.Errorf("%s: %v does not name the link", name, err)
+		}
 	}
 }
 
