@@ -63,10 +63,11 @@ func syncDir(l *layout, dst, manifest string) error {
 }
 
 // removeGone deletes the files of old (placed by an earlier sync) that are
-// not in l, and the folders that leaves empty.
+// not in l, and the folders that leaves empty. The run folder's lock file
+// stays: once the source has none, it is the tool's.
 func removeGone(l *layout, dst string, old []string) error {
 	for _, rel := range old {
-		if _, ok := l.files[rel]; ok || !local(rel) {
+		if _, ok := l.files[rel]; ok || !local(rel) || rel == l.runFile(lockFile) {
 			continue
 		}
 		p := filepath.Join(dst, filepath.FromSlash(rel))
