@@ -123,6 +123,13 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	if err != nil {
 		return nil, err
 	}
+	if src.Kind == spec.SourceLocal && r.opts.DataDir != "" {
+		// An environment folder that holds the data dir must not reach
+		// other components' work dirs through it.
+		if _, err := resolve(r.opts.DataDir, root); err == nil {
+			return nil, fmt.Errorf("module: %s is inside knit's data dir %s", c.Def.Module.Source, r.opts.DataDir)
+		}
+	}
 	r.collected.Add(1)
 	l := &layout{files: map[string]file{}, sub: sub}
 	if src.Kind == spec.SourceGit {
