@@ -3,6 +3,7 @@ package terraform_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,8 @@ func TestModuleInsideTheDataDirIsRefused(t *testing.T) {
 	if err := os.WriteFile(f.data+"/work/other/main.tf", []byte("# another team's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.c.Spec.Dir = f.data // the environment's folder holds the data dir (here: is it)
-	f.c.Def.Module.Source = "./work/other"
+	f.c.Spec.Dir = filepath.Dir(f.data) // the environment's folder holds the data dir
+	f.c.Def.Module.Source = "./" + filepath.Base(f.data) + "/work/other"
 	_, err := f.r.Fingerprint(context.Background(), f.c, runner.Inputs{})
 	if err == nil || !strings.Contains(err.Error(), "inside knit's data dir") {
 		t.Errorf("err = %v", err)
