@@ -49,6 +49,10 @@ func ContainTree(root, dir string) error {
 	if err := realInside(root, dir); err != nil {
 		return err
 	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
@@ -80,6 +84,14 @@ func containTree(realRoot, dir string, seen map[string]bool) error {
 // realInside checks each existing prefix of full (inside root as written)
 // that is a symlink: it must resolve to a real path inside root.
 func realInside(root, full string) error {
+	// Absolute, so that a link's absolute target compares with a relative root.
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	if full, err = filepath.Abs(full); err != nil {
+		return err
+	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

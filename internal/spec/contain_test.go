@@ -153,3 +153,20 @@ func TestContainTree(t *testing.T) {
 		t.Errorf("link out through a linked folder: %v", err)
 	}
 }
+
+// A relative environment folder (Parse with ".") compares with absolute
+// link targets all the same.
+func TestRelativeRootComparesWithAbsoluteTargets(t *testing.T) {
+	dir := envDir(t)
+	outside := t.TempDir()
+	symlink(t, filepath.Join(dir, "modules/net"), filepath.Join(dir, "net"))
+	symlink(t, outside, filepath.Join(dir, "leak"))
+	t.Chdir(dir)
+	_, diags := Parse("env.yaml", ".", []byte(header+
+		"    - {name: a, type: terraform, module: {source: ./net}}\n"+
+		"    - {name: b, type: terraform, module: {source: ./leak}}\n"))
+	got := render(diags)
+	if len(got) != 1 || !strings.Contains(got[0], "spec.components[1].module.source") || !strings.Contains(got[0], "leak is a symlink to") {
+		t.Errorf("diagnostics: %v", got)
+	}
+}
