@@ -154,7 +154,7 @@ func (k *Knit) defaultRunners(ctx context.Context) map[string]runner.Runner {
 		// Locating the tool and asking its version waits for a run that
 		// has terraform components to plan.
 		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return k.terraformRunner(ctx) }),
-		spec.TypeScript:    script.New(script.Options{ExtraEnv: k.cfg.ToolEnv, GracePeriod: k.cfg.GracePeriod}),
+		spec.TypeScript:    runner.Lazy(k.scriptRunner),
 		spec.TypeHelm:      k.kubeRunner(spec.TypeHelm),
 		spec.TypeManifests: k.kubeRunner(spec.TypeManifests),
 	}
@@ -197,6 +197,17 @@ func (k *Knit) terraformRunner(ctx context.Context) runner.Runner {
 		GracePeriod: k.cfg.GracePeriod, EncryptionKey: key})
 }
 
+// scriptRunner runs script components, sealing their work files with a
+// key derived from knit's key file.
+func (k *Knit) scriptRunner() runner.Runner {
+	master, err := keyfile.Load(k.cfg.DataDir)
+	if err != nil {
+		return runner.Unavailable(fmt.Errorf("work file key: %w", err))
+	}
+	return script.New(script.Options{ExtraEnv: k.cfg.ToolEnv, GracePeriod: k.cfg.GracePeriod,
+		Key: keyfile.Derive(master, ScriptKeyPurpose)})
+}
+
 // versionCache is where the tool's version is remembered: the user's cache
 // dir, shared by every data dir on the machine (a fresh data dir then
 // starts no version process), else the data dir.
@@ -213,6 +224,10 @@ func (k *Knit) versionCache() string {
 // StateKeyPurpose derives, from knit's key file, the key that encrypts
 // OpenTofu state and saved plans.
 const StateKeyPurpose = "opentofu state and plans"
+
+// ScriptKeyPurpose derives, from knit's key file, the key that seals script
+// components' saved plans and outputs in their work dirs.
+const ScriptKeyPurpose = "script work files"
 
 // DataDir is the absolute data dir.
 func (k *Knit) DataDir() string { return k.cfg.DataDir }

@@ -51,14 +51,22 @@ func readFile(path string) ([]byte, error) {
 }
 
 // Parse parses and validates an Environment document. name is what positions
-// call the file; dir is the folder relative paths resolve against.
+// call the file; dir is the folder relative paths resolve against, and
+// that no local path may leave.
 func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
+	return ParseIn(name, dir, "", data)
+}
+
+// ParseIn is Parse for a document read from inside a larger tree: relative
+// paths resolve against dir, and no local path may leave root (GitOps: the
+// commit's tree), symlinks followed. An empty root means dir.
+func ParseIn(name, dir, root string, data []byte) (*Environment, diag.Diagnostics) {
 	env, diags := decode(name, data)
 	if env == nil {
 		diags.Sort()
 		return nil, diags
 	}
-	env.Dir = dir
+	env.Dir, env.Root = dir, root
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.

@@ -63,6 +63,9 @@ func (e *Environment) ModuleSource(m *Module) (Source, error) {
 			if dir, err = within(dir, m.Path); err != nil {
 				return Source{}, err
 			}
+			if dir, err = e.LocalPath(dir); err != nil {
+				return Source{}, err
+			}
 		}
 		return Source{Kind: SourceLocal, Path: dir}, nil
 	}
@@ -132,11 +135,20 @@ func ParseGitURL(raw string) (Source, error) {
 }
 
 // LocalPath resolves p against the environment's folder and refuses a path
-// that leaves it (after following no symlinks: the check is lexical).
+// that leaves its root, as written or through a symlink (see Contain).
 func (e *Environment) LocalPath(p string) (string, error) {
-	return within(e.Dir, p)
+	return Contain(e.RootDir(), e.Dir, p)
 }
 
+// RootDir is the folder no local path of e may leave: Root, or Dir.
+func (e *Environment) RootDir() string {
+	if e.Root != "" {
+		return e.Root
+	}
+	return e.Dir
+}
+
+// within joins p to base and refuses a result that leaves base as written.
 func within(base, p string) (string, error) {
 	var full string
 	if filepath.IsAbs(p) {
@@ -144,8 +156,7 @@ func within(base, p string) (string, error) {
 	} else {
 		full = filepath.Join(base, p)
 	}
-	rel, err := filepath.Rel(base, full)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !lexicallyInside(base, full) {
 		return "", fmt.Errorf("path %q leaves the environment's folder", p)
 	}
 	return full, nil

@@ -27,9 +27,12 @@ type Environment struct {
 	Spec       EnvSpec  `json:"spec"`
 
 	// File is the path the environment was read from; Dir the folder every
-	// relative path in it resolves against.
+	// relative path in it resolves against. Root is the folder no local
+	// path may leave, symlinks followed (see Contain): Dir when empty (the
+	// CLI), the commit's tree in GitOps.
 	File string `json:"-"`
 	Dir  string `json:"-"`
+	Root string `json:"-"`
 
 	pos map[string]diag.Pos
 	bad map[string]bool // field paths whose values could not be decoded

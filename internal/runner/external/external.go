@@ -48,6 +48,7 @@ type Request struct {
 	Spec      *spec.Environment `json:"spec"`
 	File      string            `json:"file"`
 	Dir       string            `json:"dir"`
+	Root      string            `json:"root,omitempty"`
 	Component string            `json:"component"`
 	WorkDir   string            `json:"workDir"`
 	Sensitive map[string]bool   `json:"sensitive,omitempty"`
@@ -142,7 +143,7 @@ func (r *Runner) call(ctx context.Context, c runner.Component, req Request) (Res
 	req.Type, req.DataDir = r.Type, r.DataDir
 	req.Env, req.Spec, req.Component, req.WorkDir, req.Sensitive = c.Env, c.Spec, c.Def.Name, c.WorkDir, c.Sensitive
 	if c.Spec != nil {
-		req.File, req.Dir = c.Spec.File, c.Spec.Dir
+		req.File, req.Dir, req.Root = c.Spec.File, c.Spec.Dir, c.Spec.Root
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

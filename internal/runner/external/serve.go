@@ -41,7 +41,7 @@ func serve(ctx context.Context, req Request, log io.Writer, newRunner func(typ, 
 	if req.Spec == nil {
 		return fail(errors.New("request without an environment"))
 	}
-	req.Spec.File, req.Spec.Dir = req.File, req.Dir
+	req.Spec.File, req.Spec.Dir, req.Spec.Root = req.File, req.Dir, req.Root
 	def := req.Spec.Component(req.Component)
 	if def == nil {
 		return fail(fmt.Errorf("no component %q in %s", req.Component, req.Env))

@@ -32,6 +32,7 @@ import (
 	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/kube"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 )
 
 // Options configure a Runner.
@@ -131,6 +132,10 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		p, err := c.Spec.LocalPath(ch.Path)
 		if err != nil {
 			return nil, err
+		}
+		// Helm's loader follows symlinks: none may lead out of the environment.
+		if err := spec.ContainTree(c.Spec.RootDir(), p); err != nil {
+			return nil, fmt.Errorf("chart: %w", err)
 		}
 		return loader.Load(p)
 	}

@@ -171,3 +171,22 @@ func TestFailedInstallIsRolledBack(t *testing.T) {
 		t.Errorf("outputs = %v", outs)
 	}
 }
+
+// A symlink in a local chart that leads out of the environment's folder is
+// refused: Helm's loader would follow it.
+func TestSymlinkOutOfTheEnvironmentIsRefused(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	testtools.WriteFiles(t, dir, chartFiles)
+	testtools.WriteFiles(t, outside, map[string]string{"secret.yaml": "kind: Secret\n"})
+	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(dir, "charts/web/templates/stolen.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	env := &spec.Environment{Dir: dir, Spec: spec.EnvSpec{TeamName: "t", EnvName: "e"}}
+	def := &spec.Component{Name: "web", Type: spec.TypeHelm, Chart: &spec.Chart{Path: "./charts/web"}}
+	env.Spec.Components = []*spec.Component{def}
+	c := runner.Component{Env: "t/e", Spec: env, Def: def, WorkDir: t.TempDir(), Log: &bytes.Buffer{}}
+	_, err := New(Options{DataDir: t.TempDir()}).Fingerprint(context.Background(), c, runner.Inputs{})
+	if err == nil || !strings.Contains(err.Error(), "templates/stolen.yaml is a symlink to ") {
+		t.Errorf("err = %v", err)
+	}
+}

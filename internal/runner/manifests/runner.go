@@ -23,6 +23,7 @@ import (
 
 	"knit.dev/knit/internal/kube"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 )
 
 // Options configure a Runner.
@@ -79,6 +80,10 @@ func (r *Runner) render(c runner.Component, in runner.Inputs) ([]*unstructured.U
 	path, err := c.Spec.LocalPath(c.Def.Manifests.Path)
 	if err != nil {
 		return nil, err
+	}
+	// Files are read through symlinks: none may lead out of the environment.
+	if err := spec.ContainTree(c.Spec.RootDir(), path); err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
 	}
 	return render(path, in)
 }

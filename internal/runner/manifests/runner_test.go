@@ -243,3 +243,22 @@ func TestKubeconfigFromInputStaysInMemory(t *testing.T) {
 		return nil
 	})
 }
+
+// A symlink in the manifests folder that leads out of the environment's
+// folder is refused before any file is read through it.
+func TestSymlinkOutOfTheEnvironmentIsRefused(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	testtools.WriteFiles(t, dir, map[string]string{"k8s/a.yaml": files})
+	testtools.WriteFiles(t, outside, map[string]string{"stolen.yaml": files})
+	if err := os.Symlink(filepath.Join(outside, "stolen.yaml"), filepath.Join(dir, "k8s/b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	env := &spec.Environment{Dir: dir, Spec: spec.EnvSpec{TeamName: "t", EnvName: "e"}}
+	def := &spec.Component{Name: "config", Type: spec.TypeManifests, Manifests: &spec.Manifests{Path: "./k8s"}}
+	env.Spec.Components = []*spec.Component{def}
+	c := runner.Component{Env: "t/e", Spec: env, Def: def, WorkDir: t.TempDir(), Log: &bytes.Buffer{}}
+	_, err := New(Options{DataDir: t.TempDir()}).Fingerprint(context.Background(), c, runner.Inputs{"who": "x", "replicas": 1, "password": "p"})
+	if err == nil || !strings.Contains(err.Error(), "k8s/b.yaml is a symlink to ") || !strings.Contains(err.Error(), "outside the environment's folder") {
+		t.Errorf("err = %v", err)
+	}
+}

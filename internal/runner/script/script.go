@@ -3,11 +3,18 @@
 // environment variables, outputs read as a JSON object from apply's stdout.
 // Commands see only procexec.ToolEnv's allowlisted environment plus their
 // inputs; apply's stdout (outputs, which may be secret) never reaches the log.
+//
+// The runner keeps two files in the component's work dir: the saved plan
+// (the inputs apply will use) and the last outputs. Both may hold secrets
+// (inputs from upstream sensitive outputs, sensitive outputs), so both are
+// sealed with knit's key (AES-256-GCM, bound to the component and file
+// name); secrets reach commands only through stdin and the environment.
 package script
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,14 +27,21 @@ import (
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 )
 
 // Runner runs script components. It keeps each component's last outputs
-// and planned inputs in its work dir.
+// and planned inputs in its work dir, sealed.
 type Runner struct {
 	opts Options
+	// sealer seals the work dir's files; nil without Options.Key (sealErr
+	// says why when the key was unusable).
+	sealer  *keyfile.Sealer
+	sealErr error
+	// digestKey keys the fingerprint of components with sensitive inputs.
+	digestKey []byte
 }
 
 // Options configure a Runner. The zero value is ready to use.
@@ -39,6 +53,11 @@ type Options struct {
 	// interrupt (SIGINT) and SIGKILL to its process group. Zero means
 	// procexec.Grace.
 	GracePeriod time.Duration
+	// Key (keyfile.Size bytes, a keyfile.Derive subkey of knit's key)
+	// seals the saved plan and outputs in each work dir. Without it the
+	// files are plain, and a component with sensitive inputs or outputs
+	// is refused.
+	Key []byte
 }
 
 // New returns a script runner configured by opts.
@@ -46,7 +65,12 @@ func New(opts Options) *Runner {
 	if opts.GracePeriod <= 0 {
 		opts.GracePeriod = procexec.Grace
 	}
-	return &Runner{opts: opts}
+	r := &Runner{opts: opts}
+	if len(opts.Key) > 0 {
+		r.sealer, r.sealErr = keyfile.NewSealer(keyfile.Derive(opts.Key, "script work files"))
+		r.digestKey = keyfile.Derive(opts.Key, "script fingerprints")
+	}
+	return r
 }
 
 const (
@@ -54,7 +78,9 @@ const (
 	planFile    = "plan.json"
 )
 
-// Fingerprint hashes the commands and inputs.
+// Fingerprint hashes the commands and inputs. With sensitive inputs the
+// hash is keyed, so the stored fingerprint lets nobody test guesses of a
+// short secret.
 func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.Inputs) (string, error) {
 	b, err := json.Marshal(struct {
 		Apply, Destroy, Plan string
@@ -63,8 +89,16 @@ func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.In
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	if len(c.Sensitive) == 0 {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:]), nil
+	}
+	if r.digestKey == nil {
+		return "", errNoKey(c)
+	}
+	m := hmac.New(sha256.New, r.digestKey)
+	m.Write(b)
+	return "keyed:" + hex.EncodeToString(m.Sum(nil)), nil
 }
 
 // Plan runs the plan command when there is one (exit 0: no changes, 2:
@@ -72,6 +106,9 @@ func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.In
 // always has one change: running its apply command. The plan saves the
 // inputs it was made with, so Apply applies exactly them.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	if err := r.canKeep(c); err != nil {
+		return nil, err
+	}
 	p := &runner.Plan{Destroying: opts.Destroy}
 	addr := "script." + c.Def.Name
 	switch {
@@ -102,6 +139,9 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	if err != nil {
 		return nil, err
 	}
+	if body, err = r.seal(c, planFile, body); err != nil {
+		return nil, err
+	}
 	p.File = filepath.Join(c.WorkDir, planFile)
 	if err := os.WriteFile(p.File, body, 0o600); err != nil {
 		return nil, err
@@ -121,6 +161,9 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != p.Checksum {
 		return nil, errors.New("the saved plan changed since it was made: plan again")
 	}
+	if body, err = r.open(c, planFile, body); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
 	var in runner.Inputs
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, err
@@ -136,7 +179,13 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.Marshal(outs)
+	b, err := json.Marshal(outs)
+	if err == nil {
+		b, err = r.seal(c, outputsFile, b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record outputs: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(c.WorkDir, outputsFile), b, 0o600); err != nil {
 		return nil, err
 	}
@@ -165,6 +214,9 @@ func (r *Runner) Outputs(_ context.Context, c runner.Component) (runner.Outputs,
 	}
 	if err != nil {
 		return nil, err
+	}
+	if b, err = r.open(c, outputsFile, b); err != nil {
+		return nil, fmt.Errorf("read outputs: %w", err)
 	}
 	var outs runner.Outputs
 	return outs, json.Unmarshal(b, &outs)

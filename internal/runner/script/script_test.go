@@ -14,6 +14,9 @@ import (
 	"knit.dev/knit/internal/spec"
 )
 
+// testKey stands for the subkey knit derives from its key file.
+var testKey = bytes.Repeat([]byte{7}, 32)
+
 func component(t *testing.T, s spec.Script, outputs ...spec.Output) (runner.Component, *bytes.Buffer) {
 	t.Helper()
 	var log bytes.Buffer
@@ -26,7 +29,7 @@ func TestApplyPassesInputsAndReadsOutputs(t *testing.T) {
 		// Inputs arrive as JSON on stdin and as KNIT_VAR_*; outputs are the JSON printed on stdout.
 		Apply: `echo "stdin: $(cat)" >&2; printf '{"greeting": "hello %s", "n": %s, "token": "t0k3n"}' "$KNIT_VAR_WHO" "$KNIT_VAR_COUNT"`,
 	}, spec.Output{Name: "token", Sensitive: true})
-	r := script.New(script.Options{})
+	r := script.New(script.Options{Key: testKey})
 	ctx := context.Background()
 	in := runner.Inputs{"who": "world", "count": 3, "tags": []any{"a"}}
 	p, err := r.Plan(ctx, c, in, runner.PlanOptions{})
@@ -180,7 +183,7 @@ func TestApplyOutputsNeverReachTheLog(t *testing.T) {
 		Plan:  `echo checking the database; exit 2`,
 		Apply: `echo creating the database >&2; echo '{"password": "s3cr3t-pw"}'`,
 	}, spec.Output{Name: "password", Sensitive: true})
-	r := script.New(script.Options{})
+	r := script.New(script.Options{Key: testKey})
 	ctx := context.Background()
 	p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
 	if err != nil {
@@ -218,5 +221,84 @@ func TestAnApplyFloodingStdoutFailsWithAHint(t *testing.T) {
 	_, err = r.Apply(ctx, c, p)
 	if err == nil || !strings.Contains(err.Error(), "print progress on stderr") {
 		t.Fatalf("apply: %v", err)
+	}
+}
+
+// pem is a 3-line sensitive value, as a private key is.
+const pem = "-----BEGIN TEST KEY-----\nc2VjcmV0LWtleS1tYXRlcmlhbA==\n-----END TEST KEY-----"
+
+// Sensitive inputs (from upstream sensitive outputs) and sensitive outputs
+// reach the commands, and are kept between plan, apply and outputs, but no
+// file in the work dir holds them, nor any line of them, in clear.
+func TestSecretsAreNeverInTheWorkDirInClear(t *testing.T) {
+	c, log := component(t, spec.Script{
+		Apply: `printf '%s' "$KNIT_VAR_KEY" > "$KNIT_VAR_OUT"; printf '{"token": "tok-%s"}' "$(printf '%s' "$KNIT_VAR_KEY" | wc -l | tr -d ' ')"`,
+	}, spec.Output{Name: "token", Sensitive: true})
+	c.Sensitive = map[string]bool{"key": true}
+	seen := filepath.Join(t.TempDir(), "seen") // where the command shows what it got, outside the work dir
+	r := script.New(script.Options{Key: testKey})
+	ctx := context.Background()
+	in := runner.Inputs{"key": pem, "out": seen}
+	fp, err := r.Fingerprint(ctx, c, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, c, in, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := r.Apply(ctx, c, p)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if got, _ := os.ReadFile(seen); string(got) != pem {
+		t.Errorf("the command got %q, want the planned PEM", got)
+	}
+	if outs["token"].Value != "tok-2" {
+		t.Errorf("outputs %+v", outs)
+	}
+	if again, err := script.New(script.Options{Key: testKey}).Outputs(ctx, c); err != nil || again["token"].Value != "tok-2" {
+		t.Errorf("recorded outputs %+v, %v", again, err)
+	}
+	secrets := append(strings.Split(pem, "\n"), "tok-2")
+	entries, _ := os.ReadDir(c.WorkDir)
+	if len(entries) < 2 {
+		t.Fatalf("work dir holds %d files; want the plan and the outputs", len(entries))
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(c.WorkDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range append(secrets, fp) {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s holds %q in clear", e.Name(), s)
+			}
+		}
+	}
+	// The fingerprint is keyed: equal for equal inputs, telling nothing
+	// without the key.
+	other, _ := script.New(script.Options{Key: bytes.Repeat([]byte{8}, 32)}).Fingerprint(ctx, c, in)
+	if again, _ := r.Fingerprint(ctx, c, in); again != fp || other == fp {
+		t.Errorf("fingerprints %s %s %s", fp, again, other)
+	}
+	// A sealed file moved to another component does not open there.
+	moved := c
+	moved.Def = &spec.Component{Name: "other", Type: spec.TypeScript, Script: c.Def.Script, Outputs: c.Def.Outputs}
+	if _, err := r.Apply(ctx, moved, p); err == nil || !strings.Contains(err.Error(), "cannot decrypt") {
+		t.Errorf("a plan of another component was applied: %v", err)
+	}
+}
+
+// Without a key, a component that handles secrets is refused before any
+// command runs; one that does not keeps plain files as before.
+func TestSecretsWithoutAKeyAreRefused(t *testing.T) {
+	ctx := context.Background()
+	c, _ := component(t, spec.Script{Plan: "touch planned; exit 2", Apply: "echo '{}'"}, spec.Output{Name: "pw", Sensitive: true})
+	if _, err := script.New(script.Options{}).Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{}); err == nil || !strings.Contains(err.Error(), "no key") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.WorkDir, "planned")); err == nil {
+		t.Error("the plan command ran")
 	}
 }

@@ -12,10 +12,16 @@
 //	<WorkDir>/terraform.tfstate  state, when the module has no backend of its own
 //	<WorkDir>/plan.tfplan        the last saved plan
 //	<WorkDir>/init.stamp         what the last successful init saw
+//	<WorkDir>/synced.knit        the files the last sync placed in module/
 //
-// The copy is kept between runs and updated file by file (only changed files
-// are rewritten; files gone from the source are deleted), so .terraform and
-// the lock file the tool wrote survive. Into the folder the tool runs in, in
+// The copy is kept between runs and updated file by file: only changed
+// files are rewritten, and of the files gone from the source only those an
+// earlier sync placed (synced.knit) are deleted. So .terraform, the lock
+// file the tool wrote, and files the module writes into path.module (a
+// local_file) survive, and the next plan or drift check sees them as the
+// module left them. A symlink in a local module is followed only when its
+// real target stays inside the module's folder; one that leads out, cannot
+// be resolved or loops is refused, naming the link and its target. Into the folder the tool runs in, in
 // this order (a later file replaces an earlier one of the same name):
 // variablesFile as 00-knit-variables.auto.tfvars[.json], overlayFiles,
 // overlayData, then knit_override.tf (a local backend pointing at the state

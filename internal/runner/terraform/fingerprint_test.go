@@ -3,6 +3,8 @@ package terraform_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,25 @@ func TestFingerprint(t *testing.T) {
 	}
 	if fp(f.r, in) != prev {
 		t.Error("fingerprint changed although no content did")
+	}
+}
+
+// An environment folder that holds knit's data dir cannot name another
+// component's work dir as its module: nothing of it is copied.
+func TestModuleInsideTheDataDirIsRefused(t *testing.T) {
+	t.Parallel()
+	bin := terraform.Binary{Path: "/nonexistent/tofu"}
+	f := newFixture(t, bin, map[string]string{"mod/main.tf": "# mine"}, localModule("mod"))
+	if err := os.MkdirAll(f.data+"/work/other", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.data+"/work/other/main.tf", []byte("# another team's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.c.Spec.Dir = filepath.Dir(f.data) // the environment's folder holds the data dir
+	f.c.Def.Module.Source = "./" + filepath.Base(f.data) + "/work/other"
+	_, err := f.r.Fingerprint(context.Background(), f.c, runner.Inputs{})
+	if err == nil || !strings.Contains(err.Error(), "inside knit's data dir") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -123,6 +123,9 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	if err != nil {
 		return nil, err
 	}
+	if err := r.outsideDataDir(c, src, root); err != nil {
+		return nil, err
+	}
 	r.collected.Add(1)
 	l := &layout{files: map[string]file{}, sub: sub}
 	if src.Kind == spec.SourceGit {
@@ -165,6 +168,24 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 		return nil, err
 	}
 	return l, l.addKnitFiles(wd, plain)
+}
+
+// outsideDataDir refuses a local module that lies in knit's data dir when
+// the environment's folder does not (a folder that holds the data dir must
+// not reach other components' work dirs through it). GitOps keeps commit
+// trees in the data dir: their modules are inside their own environment's
+// folder.
+func (r *Runner) outsideDataDir(c runner.Component, src spec.Source, root string) error {
+	if src.Kind != spec.SourceLocal || r.opts.DataDir == "" {
+		return nil
+	}
+	if _, err := resolve(r.opts.DataDir, root); err != nil {
+		return nil // not in the data dir
+	}
+	if _, err := resolve(r.opts.DataDir, c.Spec.RootDir()); err == nil {
+		return nil
+	}
+	return fmt.Errorf("module: %s is inside knit's data dir %s", c.Def.Module.Source, r.opts.DataDir)
 }
 
 // addKnitFiles adds the backend override (unless the module has a backend)

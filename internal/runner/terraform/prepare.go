@@ -45,7 +45,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(l, filepath.Join(wd, moduleDir)); err != nil {
+	if err := syncDir(l, filepath.Join(wd, moduleDir), filepath.Join(wd, syncedFile)); err != nil {
 		return nil, fmt.Errorf("copy module: %w", err)
 	}
 	if err := r.saveConfigs(wd, l); err != nil {

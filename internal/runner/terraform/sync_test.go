@@ -43,7 +43,8 @@ func TestSyncDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := syncDir(l, dst); err != nil {
+	// No manifest: the work dir of an older knit, mirrored exactly once.
+	if err := syncDir(l, dst, filepath.Join(t.TempDir(), syncedFile)); err != nil {
 		t.Fatal(err)
 	}
 	for rel, f := range l.files {
@@ -72,6 +73,73 @@ func TestSyncDir(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".knit-tmp") {
 			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// Files the module wrote into its folder (path.module) survive every sync;
+// files an earlier sync placed that left the source are deleted, with the
+// folders that leaves empty.
+func TestSyncKeepsWhatTheModuleWrote(t *testing.T) {
+	t.Parallel()
+	dst, manifest := t.TempDir(), filepath.Join(t.TempDir(), syncedFile)
+	first := &layout{sub: "run", files: map[string]file{
+		"run/main.tf":        {data: []byte("a"), mode: 0o644},
+		"run/stale.tf":       {data: []byte("old"), mode: 0o644},
+		"run/tpl/gone.tpl":   {data: []byte("t"), mode: 0o644},
+		"run/tpl/kept.tpl":   {data: []byte("k"), mode: 0o644},
+		"lib/old/module.tf":  {data: []byte("m"), mode: 0o644},
+		"run/overwritten.tf": {data: []byte("source"), mode: 0o644},
+	}}
+	if err := syncDir(first, dst, manifest); err != nil {
+		t.Fatal(err)
+	}
+	// What the tool and the module wrote since.
+	written := []string{"run/app.conf", "run/out/rendered.txt", "run/.terraform/providers/p", "run/.terraform.lock.hcl", "run/tpl/own.txt"}
+	for _, rel := range written {
+		write(t, filepath.Join(dst, rel), "the module's")
+	}
+	write(t, filepath.Join(dst, "run/overwritten.tf"), "edited in the copy")
+	second := &layout{sub: "run", files: map[string]file{
+		"run/main.tf":        {data: []byte("b"), mode: 0o644},
+		"run/tpl/kept.tpl":   {data: []byte("k"), mode: 0o644},
+		"run/overwritten.tf": {data: []byte("source"), mode: 0o644},
+	}}
+	if err := syncDir(second, dst, manifest); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range written {
+		if got, err := os.ReadFile(filepath.Join(dst, rel)); err != nil || string(got) != "the module's" {
+			t.Errorf("%s = %q, %v: the sync deleted or changed what the module wrote", rel, got, err)
+		}
+	}
+	for rel, f := range second.files {
+		if got, _ := os.ReadFile(filepath.Join(dst, rel)); string(got) != string(f.data) {
+			t.Errorf("%s = %q, want the source's %q", rel, got, f.data)
+		}
+	}
+	for _, gone := range []string{"run/stale.tf", "run/tpl/gone.tpl", "lib"} {
+		if _, err := os.Stat(filepath.Join(dst, gone)); err == nil {
+			t.Errorf("%s left the source but is still in the copy", gone)
+		}
+	}
+	if got, _ := os.ReadFile(manifest); string(got) != "run/main.tf\nrun/overwritten.tf\nrun/tpl/kept.tpl\n" {
+		t.Errorf("manifest = %q", got)
+	}
+
+	// A damaged manifest never deletes outside the copy, nor the tool's files.
+	outside := filepath.Join(t.TempDir(), "precious")
+	write(t, outside, "x")
+	rel, _ := filepath.Rel(dst, outside)
+	if err := os.WriteFile(manifest, []byte(filepath.ToSlash(rel)+"\n/etc/hostname\nrun/.terraform/providers/p\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncDir(second, dst, manifest); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{outside, filepath.Join(dst, "run/.terraform/providers/p")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a damaged manifest deleted %s", p)
 		}
 	}
 }
@@ -117,8 +185,43 @@ func TestTreeRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := tree{files: map[string]file{}}.add(src, src, ".")
-	if err == nil || !strings.Contains(err.Error(), "outside") {
+	realSecret, _ := filepath.EvalSymlinks(filepath.Join(outside, "secret"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(src, "escape")+" is a symlink to "+realSecret+", outside") {
 		t.Errorf("symlink out of the source: err = %v", err)
+	}
+}
+
+// Symlinks inside a module that loop, or lead nowhere, are refused with
+// the link named: the copy never follows them (nor out of the folder).
+func TestTreeRefusesLoopsAndDanglingLinks(t *testing.T) {
+	t.Parallel()
+	for name, links := range map[string]map[string]string{
+		"link to a parent":   {"sub/up": ".."},
+		"link to itself":     {"self": "self"},
+		"two links in turn":  {"a": "b", "b": "a"},
+		"link to nothing":    {"gone": "nowhere"},
+		"link through a dir": {"d/x": "../d"},
+	} {
+		src := t.TempDir()
+		write(t, filepath.Join(src, "main.tf"), "a")
+		var first string
+		for link, target := range links {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(src, link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+				t.Fatal(err)
+			}
+			first = link
+		}
+		err := tree{files: map[string]file{}, skip: map[string]bool{}}.add(src, src, ".")
+		if err == nil {
+			t.Errorf("%s: copied", name)
+			continue
+		}
+		if len(links) == 1 && !strings.Contains(err.Error(), filepath.Join(src, first)) {
+			t.Errorf("%s: %v does not name the link", name, err)
+		}
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 
 // tree collects files from folders into a layout, applying knit's copy
 // rules: the tool's own folders (.terraform), state files and .git are never
-// copied; symlinks are followed when they stay inside the folder being
-// copied and refused otherwise.
+// copied; symlinks are followed when their real target stays inside the
+// folder being copied, and refused, naming the link and its target,
+// otherwise: a link out of the folder, one that leads nowhere, or a loop.
 type tree struct {
 	files map[string]file
 	// skip holds real paths of folders never copied (the component's work
@@ -68,6 +69,9 @@ func (t tree) walk(root, dir, prefix string, visiting map[string]bool) error {
 			if skipDir(e.Name()) {
 				continue
 			}
+			if visiting[target] {
+				return fmt.Errorf("%s is a symlink to %s, a folder that holds it: a symlink loop", full, target)
+			}
 			if err := t.walk(root, target, rel, visiting); err != nil {
 				return err
 			}
@@ -89,6 +93,9 @@ func resolve(root, p string) (string, error) {
 	}
 	target, err := filepath.EvalSymlinks(p)
 	if err != nil {
+		if dest, lerr := os.Readlink(p); lerr == nil {
+			return "", fmt.Errorf("%s is a symlink to %s that cannot be followed (missing, or a loop)", p, dest)
+		}
 		return "", err
 	}
 	rel, err := filepath.Rel(realRoot, target)
