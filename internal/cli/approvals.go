@@ -152,6 +152,21 @@ func waitingChecksum(ctx context.Context, b backend, ref, component string) (str
 			return a.PlanChecksum, nil
 		}
 	}
+	// None waits: name the component's latest plan, so that the library
+	// says why (a stale approval is refused with its reason).
+	all, err := b.Approvals(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	var latest *store.Approval
+	for i, a := range all {
+		if a.Component == component && (latest == nil || a.ID > latest.ID) {
+			latest = &all[i]
+		}
+	}
+	if latest != nil && latest.Status == store.ApprovalStale {
+		return latest.PlanChecksum, nil
+	}
 	return "", fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", engine.ErrNothingToApprove, component, ref, ref)
 }
 
