@@ -199,12 +199,27 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 // with ErrStale. Deciding changes no resource: starting the apply that
 // uses an approved plan is the caller's next step.
 func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, actor, reason string) (store.Approval, error) {
+	return e.DecidePlan(ctx, env, component, "", approve, actor, reason)
+}
+
+// ErrChecksumMismatch: the plan waiting for approval is not the one named.
+var ErrChecksumMismatch = errors.New("the plan waiting for approval is not the one named")
+
+// DecidePlan is Decide of the plan with checksum (any waiting plan when
+// checksum is empty). The check and the decision are one step: the
+// decision is fenced on that approval's ID, so a plan made in between is
+// never decided in the place of the one a person read.
+func (e *Engine) DecidePlan(ctx context.Context, env *spec.Environment, component, checksum string, approve bool, actor, reason string) (store.Approval, error) {
 	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
 		return a, e.nothingPending(ctx, env, component)
 	}
 	if err != nil {
 		return a, err
+	}
+	if checksum != "" && checksum != a.PlanChecksum {
+		return a, fmt.Errorf("%w: approval #%d of %s is for plan %s, not %s; look at the plan again (knit approvals %s)",
+			ErrChecksumMismatch, a.ID, component, shortSum(a.PlanChecksum), shortSum(checksum), env.ID())
 	}
 	to, action := store.ApprovalRejected, "reject"
 	if approve {
@@ -286,4 +301,12 @@ func fileSHA256(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// shortSum is a checksum cut to what people compare by eye.
+func shortSum(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }

@@ -114,7 +114,7 @@ type DecideRequest struct {
 var ErrChecksumRequired = errors.New("a decision must name the checksum of the plan it is about")
 
 // ErrChecksumMismatch: the plan waiting for approval is not the one named.
-var ErrChecksumMismatch = errors.New("the plan waiting for approval is not the one named")
+var ErrChecksumMismatch = engine.ErrChecksumMismatch
 
 // ErrSelfApproval: the environment requires an approver other than the
 // author of the change.
@@ -140,10 +140,6 @@ func (k *Knit) Decide(ctx context.Context, req DecideRequest) (store.Approval, e
 	}
 	a, err := k.store.OpenApproval(ctx, rec.ID, req.Component)
 	if err == nil && a.Status == store.ApprovalPending {
-		if req.PlanChecksum != a.PlanChecksum {
-			return a, fmt.Errorf("%w: approval #%d of %s is for plan %s, not %s; look at the plan again (knit approvals)",
-				ErrChecksumMismatch, a.ID, req.Component, short(a.PlanChecksum), short(req.PlanChecksum))
-		}
 		if req.Approve && env.Spec.Approval != nil && env.Spec.Approval.RequireOtherApprover {
 			author, err := k.author(ctx, a)
 			if err != nil {
@@ -155,7 +151,7 @@ func (k *Knit) Decide(ctx context.Context, req DecideRequest) (store.Approval, e
 			}
 		}
 	}
-	return k.engine.Decide(ctx, env, req.Component, req.Approve, req.Actor, req.Reason)
+	return k.engine.DecidePlan(ctx, env, req.Component, req.PlanChecksum, req.Approve, req.Actor, req.Reason)
 }
 
 // author is who made the change an approval is for: the actor of the run
@@ -167,11 +163,4 @@ func (k *Knit) author(ctx context.Context, a store.Approval) (string, error) {
 		return "", fmt.Errorf("approval #%d: %w", a.ID, err)
 	}
 	return r.Actor, nil
-}
-
-func short(sum string) string {
-	if len(sum) > 12 {
-		return sum[:12]
-	}
-	return sum
 }
