@@ -255,6 +255,11 @@ type Store interface {
 	// f.Status when set, IDs after f.After, at most f.Limit (<= 0: all).
 	Environments(ctx context.Context, f EnvironmentFilter) ([]Environment, error)
 	SetEnvironmentStatus(ctx context.Context, id, status string) error
+	// DeleteUnappliedEnvironment removes an environment that was never
+	// applied and never ran (such as the record of an invalid file), with
+	// its revisions; its audit events stay. It reports whether it removed
+	// one: an applied environment, or one with runs, is left alone.
+	DeleteUnappliedEnvironment(ctx context.Context, id string) (bool, error)
 	// SetAppliedRevision makes revision n the one env is applied at,
 	// leaving Revision (the latest seen) alone. An unknown environment or
 	// revision is ErrNotFound.
