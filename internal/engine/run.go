@@ -178,8 +178,14 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode spec: %w", err)
 	}
-	sum := sha256.Sum256(body)
-	hash := hex.EncodeToString(sum[:])
+	// The folder relative paths resolve from is part of what was applied:
+	// a commit that changes only a module the spec reads is a new revision.
+	h := sha256.New()
+	h.Write(body)
+	if s.opts.Root != "" {
+		h.Write([]byte("\x00root=" + s.opts.Root))
+	}
+	hash := hex.EncodeToString(h.Sum(nil))
 	id := s.env.ID()
 	if s.kind == KindApply || s.kind == KindTeardown {
 		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
