@@ -145,7 +145,7 @@ func (s *Server) wantStarted(id string, want gitWant, err error) {
 	switch {
 	case errors.Is(err, engine.ErrLocked):
 		d := s.wants.refused(id)
-		s.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d)
+		s.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
 		time.AfterFunc(d, s.wake)
 		return
 	case err != nil && s.ctx.Err() != nil:
