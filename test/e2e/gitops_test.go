@@ -34,12 +34,21 @@ func (s *server) revisions(env string) []gitRevision {
 	return revs.Items
 }
 
-// appliedFrom reports whether env is provisioned at a revision of commit
-// (its applied revision is the newest and comes from that commit).
+// appliedFrom reports whether env is provisioned at a revision of commit:
+// its applied revision is the newest and comes from that commit, and its
+// newest run, of that revision, succeeded.
 func (s *server) appliedFrom(env, commit string) bool {
 	e, code := s.env(env)
 	revs := s.revisions(env)
-	return code == 200 && e.Status == "provisioned" && len(revs) > 0 && revs[0].Commit == commit && e.AppliedRevision == revs[0].Number
+	var runs struct {
+		Items []struct {
+			Status   string
+			Revision int
+		}
+	}
+	s.do("GET", "/api/v1/environments/"+env+"/runs", nil, &runs)
+	return code == 200 && e.Status == "provisioned" && len(revs) > 0 && revs[0].Commit == commit && e.AppliedRevision == revs[0].Number &&
+		len(runs.Items) > 0 && runs.Items[0].Status == "succeeded" && runs.Items[0].Revision == revs[0].Number
 }
 
 // logged waits until the server's log has a line matching re.
@@ -68,8 +77,8 @@ func TestGitOpsCommitWhileTheCLIHoldsTheLockIsApplied(t *testing.T) {
 	w := newWorld(t)
 	events := w.path("events.log")
 	repo := newGitRepo(t, map[string]string{
-		"envs/modules/node/main.tf": nodeModule,
-		"envs/team/lock.yaml":       nodeEnv("lock", events, node("a", "")),
+		"envs/team/modules/node/main.tf": nodeModule,
+		"envs/team/lock.yaml":            nodeEnv("lock", events, node("a", "")),
 	})
 	first := git(t, repo.work, "rev-parse", "HEAD")
 	s := w.startServer(gitServerArgs(repo)...)
@@ -77,15 +86,14 @@ func TestGitOpsCommitWhileTheCLIHoldsTheLockIsApplied(t *testing.T) {
 
 	// The CLI applies the same environment slowly, holding its lock.
 	w.write(map[string]string{"modules/node/main.tf": nodeModule})
-	w.writeEnv(envFile("lock", node("a", "        - {name: delay, value: 15}\n")))
+	w.writeEnv(envFile("lock", node("a", ""), node("slow", "        - {name: delay, value: 15}\n")))
 	cli := exec.Command(knitBin, "apply", "-f", "env.yaml", "--auto-approve")
 	cli.Dir, cli.Env = w.dir, w.env
 	if err := cli.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Process.Kill()
-	starts := func() int { return strings.Count(w.read("events.log"), "start a ") }
-	waitFor(t, 2*time.Minute, func() bool { return starts() >= 2 })
+	waitFor(t, 2*time.Minute, func() bool { return strings.Contains(w.read("events.log"), "start slow ") })
 
 	// A commit arrives meanwhile: the lock refuses its run...
 	second := repo.commit("lock: add b", map[string]string{"envs/team/lock.yaml": nodeEnv("lock", events, node("a", ""), node("b", ""))})
@@ -107,9 +115,9 @@ func TestGitOpsQueuedCommitIsAppliedAfterSIGTERMAndRestart(t *testing.T) {
 		return nodeEnv(name, events, node(name, "        - {name: delay, value: 8}\n"))
 	}
 	repo := newGitRepo(t, map[string]string{
-		"envs/modules/node/main.tf": nodeModule,
-		"envs/one/first.yaml":       slow("first"),
-		"envs/two/second.yaml":      slow("second"),
+		"envs/team/modules/node/main.tf": nodeModule,
+		"envs/team/first.yaml":           slow("first"),
+		"envs/team/second.yaml":          slow("second"),
 	})
 	head := git(t, repo.work, "rev-parse", "HEAD")
 	// One run at a time: whichever environment goes first, the other waits in the queue.
@@ -315,8 +323,8 @@ func TestRelativePathsResolveFromTheFilesFolderInBothModes(t *testing.T) {
 	w.ok("validate", "-f", filepath.Join(repo.work, "envs", "inner.yaml"))
 	bad := w.knit("validate", "-f", filepath.Join(repo.work, "envs", "outer.yaml"))
 	const msg = `module folder "./modules/rootfile" does not exist`
-	if bad.code == 0 || !strings.Contains(bad.stderr, msg) {
-		t.Fatalf("validate of outer.yaml: exit %d, stderr:\n%s\nwant a failure saying %s", bad.code, bad.stderr, msg)
+	if bad.code == 0 || !strings.Contains(bad.stdout+bad.stderr, msg) {
+		t.Fatalf("validate of outer.yaml: exit %d, output:\n%s%s\nwant a failure saying %s", bad.code, bad.stdout, bad.stderr, msg)
 	}
 
 	// The server, on the same commit.
