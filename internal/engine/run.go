@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -179,11 +180,13 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		return 0, fmt.Errorf("encode spec: %w", err)
 	}
 	// The folder relative paths resolve from is part of what was applied:
-	// a commit that changes only a module the spec reads is a new revision.
+	// a commit that changes only a module the spec reads is a new revision
+	// (its tree is another folder). A spec read back from a revision has
+	// that revision's folder, so it hashes the same.
 	h := sha256.New()
 	h.Write(body)
-	if s.opts.Root != "" {
-		h.Write([]byte("\x00root=" + s.opts.Root))
+	if s.env.Dir != "" {
+		h.Write([]byte("\x00dir=" + s.env.Dir))
 	}
 	hash := hex.EncodeToString(h.Sum(nil))
 	id := s.env.ID()
@@ -191,7 +194,7 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
 			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
 		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now,
-			Root: s.opts.Root, Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
+			Root: cmp.Or(s.opts.Root, s.env.Dir), Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
 		if err != nil {
 			return 0, fmt.Errorf("record revision: %w", err)
 		}

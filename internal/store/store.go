@@ -69,7 +69,8 @@ type Revision struct {
 	Source string `json:"source"` // file path or git URL@commit
 	Spec   []byte `json:"-"`      // the environment as JSON (an invalid file: as written)
 	// Root, when set, is the folder the spec's relative paths resolve
-	// against (a git checkout's root), rather than Source's folder.
+	// against (its file's folder; in GitOps, inside the commit's tree),
+	// rather than Source's folder.
 	Root string `json:"root,omitempty"`
 	// Commit, Author and Message say which git commit the revision came from.
 	Commit  string `json:"commit,omitempty"`
