@@ -88,7 +88,8 @@ type Options struct {
 	// Reconcile and its autoApprove.
 	Policies map[string]string
 	// Root, when set, is the folder the spec's relative paths resolve
-	// against (a git checkout), kept with the revision.
+	// against (the file's folder in a git checkout), kept with the
+	// revision; default the spec's Dir.
 	Root string
 	// Commit, Author and Message describe the git commit the spec comes
 	// from, recorded with the revision.

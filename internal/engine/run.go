@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -187,8 +188,16 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode spec: %w", err)
 	}
-	sum := sha256.Sum256(body)
-	hash := hex.EncodeToString(sum[:])
+	// The folder relative paths resolve from is part of what was applied:
+	// a commit that changes only a module the spec reads is a new revision
+	// (its tree is another folder). A spec read back from a revision has
+	// that revision's folder, so it hashes the same.
+	h := sha256.New()
+	h.Write(body)
+	if s.env.Dir != "" {
+		h.Write([]byte("\x00dir=" + s.env.Dir))
+	}
+	hash := hex.EncodeToString(h.Sum(nil))
 	id := s.env.ID()
 	if s.kind == KindApply || s.kind == KindTeardown {
 		root, err := s.root(ctx)
@@ -198,7 +207,7 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
 			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
 		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now,
-			Root: root, Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
+			Root: cmp.Or(root, s.env.Dir), Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
 		if err != nil {
 			return 0, fmt.Errorf("record revision: %w", err)
 		}

@@ -102,6 +102,13 @@ func (w *Watcher) commits(ctx context.Context, infos []commitInfo, files [][]fil
 	out := make([]Commit, len(infos))
 	for i, info := range infos {
 		out[i] = info.commit()
+		all, err := w.envFiles(ctx, info.hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range all {
+			out[i].Files = append(out[i].Files, f.path)
+		}
 		sortFileChanges(files[i])
 		for _, f := range files[i] {
 			ch := Change{Path: f.path, Removed: f.blob == ""}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,6 +56,10 @@ func TestCommitChangesAuthorAndMessage(t *testing.T) {
 	c := commits[0]
 	if got, want := summary(c.Changes), "envs/a.yaml=name: a\nreplicas: 2; envs/b.yaml removed; envs/new/d.yaml=name: d"; got != want {
 		t.Errorf("changes:\n got %s\nwant %s", got, want)
+	}
+	// Files is the whole tree's environment files, changed or not.
+	if got, want := strings.Join(c.Files, " "), "envs/a.yaml envs/new/d.yaml envs/sub/c.yml"; got != want {
+		t.Errorf("files = %s, want %s", got, want)
 	}
 	if c.Hash != hash || c.Author != "Ada Lovelace" || c.AuthorEmail != "ada@example.com" ||
 		c.Message != "Scale a, add d, drop b\n\nBecause." || c.Time.IsZero() || c.Reset {
@@ -179,6 +184,20 @@ func TestTreesArePrunedAndCheckoutRestoresThem(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(dir, "modules/net/main.tf")); got != "# v2\n" {
 		t.Errorf("restored tree's module = %q", got)
+	}
+	// An environment's folder inside a pruned tree is written again too:
+	// relative paths resolve from the file's folder, not the root.
+	if err := os.RemoveAll(all[1].Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Restore(context.Background(), filepath.Join(all[1].Dir, "envs", "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(all[1].Dir, "envs/sub/c.yml")); got != "name: c\n" {
+		t.Errorf("restored env folder's file = %q", got)
+	}
+	if err := w.Restore(context.Background(), t.TempDir()); err != nil {
+		t.Errorf("a folder outside the trees is not the watcher's to restore: %v", err)
 	}
 }
 

@@ -77,6 +77,9 @@ type Commit struct {
 	// least until KeepTrees other commits have been returned or checked out
 	// since; Checkout writes it again after that.
 	Dir string
+	// Files are the paths of every environment file of the commit's tree
+	// (changed or not), sorted: what the commit declares as a whole.
+	Files []string
 	// Reset is set when the previous commit is no longer in the branch's
 	// history (a force-push): Changes then hold every environment file of
 	// this commit as added, and, when the previous commit is still known,
@@ -230,12 +233,15 @@ func (w *Watcher) Checkout(ctx context.Context, commit string) (string, error) {
 }
 
 // Restore writes dir again when it is one of this Watcher's commit trees
-// (a Commit.Dir), pruned since; any other folder is not its to restore.
+// (a Commit.Dir) or a folder inside one, pruned since; any other folder is
+// not its to restore.
 func (w *Watcher) Restore(ctx context.Context, dir string) error {
-	if filepath.Dir(filepath.Clean(dir)) != filepath.Clean(w.trees) {
+	rel, err := filepath.Rel(filepath.Clean(w.trees), filepath.Clean(dir))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil
 	}
-	_, err := w.Checkout(ctx, filepath.Base(dir))
+	commit, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	_, err = w.Checkout(ctx, commit)
 	return err
 }
 

@@ -64,9 +64,20 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 		if req.EnvRef == "" {
 			return nil, fmt.Errorf("no environment: pass a file or name a known environment")
 		}
-		var err error
-		if env, _, err = k.AppliedSpec(ctx, req.EnvRef); err != nil {
+		e, err := k.ResolveEnv(ctx, req.EnvRef)
+		if err != nil {
 			return nil, err
+		}
+		if env, err = k.appliedSpec(ctx, e); err != nil {
+			return nil, err
+		}
+		// The applied revision again: from the same folder and origin.
+		if req.Root == "" && req.Origin == "" {
+			rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
+			if err != nil {
+				return nil, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
+			}
+			req.Root, req.Origin = rev.Root, rev.Source
 		}
 	}
 	par := req.Parallelism

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // job is one queued run: its ID is handed out at once, before it starts.
@@ -20,7 +22,14 @@ type job struct {
 	started chan struct{} // closed once run or err is set
 	run     *engine.Run
 	err     error // the run could not start (locked, never applied, …)
+	// onStart, when set, learns whether the run started (nil) or why not,
+	// including errCancelled for a job cancelled while queued. A job still
+	// queued when the server stops never calls it.
+	onStart func(err error)
 }
+
+// errCancelled: a queued job was cancelled before it started.
+var errCancelled = errors.New("cancelled before it started")
 
 // queue runs at most max runs at once, fairly across environments: each
 // environment has its own FIFO, served round-robin, and one environment
@@ -41,6 +50,9 @@ type queue struct {
 	done    sync.WaitGroup
 	// onFinish, when set, learns each run's outcome (notifications).
 	onFinish func(j *job, res *engine.Result)
+	// onShutdown, when set, learns of each run the server's shutdown
+	// interrupted, so that it is resumed after a restart.
+	onShutdown func(j *job)
 }
 
 func newQueue(ctx context.Context, k *knit.Knit, max int, log *slog.Logger, met *metrics) *queue {
@@ -50,10 +62,15 @@ func newQueue(ctx context.Context, k *knit.Knit, max int, log *slog.Logger, met 
 
 // enqueue adds a run of env and returns its ID.
 func (q *queue) enqueue(req knit.RunRequest, env string) (string, error) {
+	return q.enqueueWith(req, env, nil)
+}
+
+// enqueueWith is enqueue with a callback told whether the run started.
+func (q *queue) enqueueWith(req knit.RunRequest, env string, onStart func(error)) (string, error) {
 	if q.ctx.Err() != nil {
 		return "", fmt.Errorf("the server is shutting down")
 	}
-	j := &job{id: knit.NewRunID(), env: env, req: req, queued: time.Now(), started: make(chan struct{})}
+	j := &job{id: knit.NewRunID(), env: env, req: req, queued: time.Now(), started: make(chan struct{}), onStart: onStart}
 	j.req.RunID = j.id
 	q.mu.Lock()
 	q.jobs[j.id] = j
@@ -127,6 +144,9 @@ func (q *queue) execute(j *job) {
 	r, err := q.k.Start(q.ctx, j.req)
 	j.run, j.err = r, err
 	close(j.started)
+	if j.onStart != nil {
+		j.onStart(err)
+	}
 	if err != nil {
 		q.log.Warn("run could not start", "run", j.id, "env", j.env, "kind", j.req.Kind, "err", err)
 		q.met.runFinished(j.req.Kind, "refused", 0)
@@ -140,6 +160,10 @@ func (q *queue) execute(j *job) {
 	q.met.runFinished(j.req.Kind, result, time.Since(start))
 	if err != nil {
 		q.log.Warn("run failed", "run", j.id, "env", j.env, "err", err)
+	}
+	if q.ctx.Err() != nil && res != nil && res.Status == store.StatusInterrupted && q.onShutdown != nil &&
+		(j.req.Kind == engine.KindApply || j.req.Kind == engine.KindTeardown) {
+		q.onShutdown(j)
 	}
 	if q.onFinish != nil {
 		q.onFinish(j, res)
@@ -204,9 +228,12 @@ func (q *queue) cancel(id string) error {
 				}
 			}
 			q.met.queueDepth.Dec()
-			j.err = fmt.Errorf("cancelled before it started")
+			j.err = errCancelled
 			close(j.started)
 			q.mu.Unlock()
+			if j.onStart != nil {
+				j.onStart(errCancelled)
+			}
 			return nil
 		}
 	}

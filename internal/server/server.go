@@ -127,6 +127,10 @@ type Server struct {
 	notify *notify.Dispatcher
 	// views caches encoded environment views by version.
 	views *viewCache
+	// gitMu serialises what the git loop and finished runs write of the
+	// wants; wants tracks their queued runs.
+	gitMu sync.Mutex
+	wants wantRuns
 }
 
 // New builds a server over k. Nothing listens until Open. Bad notification
@@ -160,6 +164,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	s.notify = d
 	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
 	s.queue.onFinish = s.runFinished
+	s.queue.onShutdown = s.interruptedByShutdown
 	s.routes()
 	// The dashboard at "/": its runs go through this server's queue.
 	ui, err := web.New(k, web.Options{Runs: s, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout})
@@ -190,19 +195,10 @@ func (s *Server) runFinished(j *job, res *engine.Result) {
 // AddLoop registers a background loop started by Open and stopped by Close.
 func (s *Server) AddLoop(fn func(ctx context.Context)) { s.loops = append(s.loops, fn) }
 
-// Open recovers runs a crash left running (re-queueing their environments),
-// listens, and serves in the background.
+// Open resumes runs a crash or a shutdown interrupted, listens, and serves in the background.
 func (s *Server) Open(ctx context.Context) error {
-	envs, err := s.k.Recover(ctx)
-	if err != nil {
-		return fmt.Errorf("recover interrupted runs: %w", err)
-	}
-	for _, env := range envs {
-		s.log.Info("resuming an environment a crash interrupted", "env", env)
-		if _, err := s.queue.enqueue(knit.RunRequest{Kind: "apply", EnvRef: env, Actor: s.cfg.Actor, Source: "recovery",
-			Reason: "resume after the server restarted"}, env); err != nil {
-			s.log.Error("resume", "env", env, "err", err)
-		}
+	if err := s.resume(ctx); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {

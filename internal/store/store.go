@@ -69,7 +69,8 @@ type Revision struct {
 	Source string `json:"source"` // file path or git URL@commit
 	Spec   []byte `json:"-"`      // the environment as JSON (an invalid file: as written)
 	// Root, when set, is the folder the spec's relative paths resolve
-	// against (a git checkout's root), rather than Source's folder.
+	// against (its file's folder; in GitOps, inside the commit's tree),
+	// rather than Source's folder.
 	Root string `json:"root,omitempty"`
 	// Commit, Author and Message say which git commit the revision came from.
 	Commit  string `json:"commit,omitempty"`
@@ -255,6 +256,11 @@ type Store interface {
 	// f.Status when set, IDs after f.After, at most f.Limit (<= 0: all).
 	Environments(ctx context.Context, f EnvironmentFilter) ([]Environment, error)
 	SetEnvironmentStatus(ctx context.Context, id, status string) error
+	// DeleteUnappliedEnvironment removes an environment that was never
+	// applied and never ran (such as the record of an invalid file), with
+	// its revisions; its audit events stay. It reports whether it removed
+	// one: an applied environment, or one with runs, is left alone.
+	DeleteUnappliedEnvironment(ctx context.Context, id string) (bool, error)
 	// SetAppliedRevision makes revision n the one env is applied at,
 	// leaving Revision (the latest seen) alone. An unknown environment or
 	// revision is ErrNotFound.

@@ -41,4 +41,9 @@ type Tokens interface {
 	// Setting reads a server setting (ErrNotFound if unset); SetSetting writes one.
 	Setting(ctx context.Context, key string) (string, error)
 	SetSetting(ctx context.Context, key, value string) error
+	// Settings returns every setting whose key starts with prefix, by key.
+	Settings(ctx context.Context, prefix string) (map[string]string, error)
+	// SetSettings writes every key of kv in one transaction (all or
+	// none); an empty value deletes the key.
+	SetSettings(ctx context.Context, kv map[string]string) error
 }

@@ -51,7 +51,7 @@ func normalize(s string) string { return volatile.ReplaceAllString(s, "…") }
 func TestCLIThroughTheServer(t *testing.T) {
 	w := newWorld(t)
 	files := w.path("files")
-	repo := newGitRepo(t, map[string]string{"modules/secret/main.tf": secretModule, "envs/remote.yaml": remoteEnv(files)})
+	repo := newGitRepo(t, map[string]string{"envs/modules/secret/main.tf": secretModule, "envs/remote.yaml": remoteEnv(files)})
 	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "200ms")
 	s.eventually("web waits for approval", func() bool { e, _ := s.env("shop/remote"); return e.Status == "awaiting-approval" })
 	viewer := strings.TrimSpace(w.ok("token", "create", "ci", "--role", "viewer").stdout)

@@ -25,7 +25,26 @@ type server struct {
 	cmd   *exec.Cmd
 	url   string
 	token string
-	log   *bytes.Buffer
+	log   *syncBuffer
+}
+
+// syncBuffer is a server's log: written by the goroutine reading its
+// stderr, read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.WriteString(s)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
@@ -39,17 +58,14 @@ func (w *world) startServer(args ...string) *server {
 }
 
 // waitListening reads a server's log until it says where it listens.
-func waitListening(t *testing.T, stderr io.Reader, log *bytes.Buffer) string {
+func waitListening(t *testing.T, stderr io.Reader, log *syncBuffer) string {
 	t.Helper()
 	addr := make(chan string, 1)
-	var mu sync.Mutex
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
-			mu.Lock()
 			log.WriteString(line + "\n")
-			mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
 				select {
 				case addr <- m[1]:
@@ -62,8 +78,6 @@ func waitListening(t *testing.T, stderr io.Reader, log *bytes.Buffer) string {
 	case a := <-addr:
 		return a
 	case <-time.After(30 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
 		t.Fatalf("knit serve did not start:\n%s", log)
 	}
 	return ""
@@ -169,7 +183,7 @@ func (r *gitRepo) commit(msg string, files map[string]string) string {
 }
 
 // gitEnv is an environment file for the GitOps tests: components managing
-// files under dir, with module paths relative to the repository's root.
+// files under dir, with module paths relative to the file's folder (envs/).
 func gitEnv(name, dir, content string, extra string, gatedWeb bool) string {
 	web := ""
 	if gatedWeb {
@@ -203,10 +217,10 @@ func TestGitOpsLifecycleThroughTheServer(t *testing.T) {
 	w := newWorld(t)
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{
-		"modules/file/main.tf": fileModule,
-		"envs/dev.yaml":        gitEnv("dev", files, "v1", "", true),
-		"envs/qa.yaml":         gitEnv("qa", files, "v1", "", false),
-		"README.md":            "not an environment\n",
+		"envs/modules/file/main.tf": fileModule,
+		"envs/dev.yaml":             gitEnv("dev", files, "v1", "", true),
+		"envs/qa.yaml":              gitEnv("qa", files, "v1", "", false),
+		"README.md":                 "not an environment\n",
 	})
 	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "200ms")
 
@@ -313,7 +327,7 @@ func TestServerKilledMidApplyResumesOnRestart(t *testing.T) {
 		node("slow", "        - {name: delay, value: 6}\n      dependsOn: [first]\n"),
 		node("last", "      dependsOn: [slow]\n"),
 	), "EVENTS", events)
-	repo := newGitRepo(t, map[string]string{"modules/node/main.tf": nodeModule, "envs/crash.yaml": env})
+	repo := newGitRepo(t, map[string]string{"envs/modules/node/main.tf": nodeModule, "envs/crash.yaml": env})
 	args := []string{"--git-url", "file://" + repo.bare, "--git-path", "envs/", "--git-poll", "200ms"}
 	s := w.startServer(args...)
 	waitFor(t, 2*time.Minute, func() bool { _, ok := w.eventTimes("start")["slow"]; return ok })
@@ -359,7 +373,7 @@ func (w *world) startServerWithToken(token string, args ...string) *server {
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	s := &server{t: w.t, w: w, cmd: cmd, token: token, log: &bytes.Buffer{}}
+	s := &server{t: w.t, w: w, cmd: cmd, token: token, log: &syncBuffer{}}
 	w.t.Cleanup(func() { s.stop() })
 	s.url = "http://" + waitListening(w.t, stderr, s.log)
 	return s
@@ -373,7 +387,7 @@ func TestScheduledDriftActsUnderEachPolicy(t *testing.T) {
 	}
 	env := strings.Replace(envFile("sched", comp("fix", "reconcile"), comp("ask", "approve"), comp("tell", "alert")),
 		"  autoApprove: true\n", "  autoApprove: true\n  drift: {schedule: \"@every 1s\"}\n", 1)
-	repo := newGitRepo(t, map[string]string{"modules/file/main.tf": fileModule, "envs/sched.yaml": strings.ReplaceAll(env, "FILES", files)})
+	repo := newGitRepo(t, map[string]string{"envs/modules/file/main.tf": fileModule, "envs/sched.yaml": strings.ReplaceAll(env, "FILES", files)})
 	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "200ms",
 		"--drift-min-every", "100ms", "--drift-tick", "100ms")
 	s.eventually("applied", func() bool { e, _ := s.env("qa/sched"); return e.Status == "provisioned" })
@@ -407,9 +421,9 @@ func TestAnEnvironmentLeftAloneForManyCommitsStillRuns(t *testing.T) {
 	w := newWorld(t)
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{
-		"modules/file/main.tf": fileModule,
-		"envs/qa.yaml":         gitEnv("qa", files, "v1", "", false),
-		"envs/dev.yaml":        gitEnv("dev", files, "v1", "", false),
+		"envs/modules/file/main.tf": fileModule,
+		"envs/qa.yaml":              gitEnv("qa", files, "v1", "", false),
+		"envs/dev.yaml":             gitEnv("dev", files, "v1", "", false),
 	})
 	const keep = 3
 	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "100ms", "--git-keep-trees", fmt.Sprint(keep))
@@ -437,7 +451,7 @@ func TestAnEnvironmentLeftAloneForManyCommitsStillRuns(t *testing.T) {
 	if run.Status != "succeeded" {
 		t.Fatalf("drift of qa, unchanged since %d commits: %s %s\nserver log:\n%s", keep+4, run.Status, run.Error, s.log)
 	}
-	if _, err := os.Stat(filepath.Join(tree, "modules", "file", "main.tf")); err != nil {
+	if _, err := os.Stat(filepath.Join(tree, "envs", "modules", "file", "main.tf")); err != nil {
 		t.Errorf("qa's commit tree was not written again: %v", err)
 	}
 }

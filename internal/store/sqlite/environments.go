@@ -321,3 +321,24 @@ func affected(res sql.Result, err error, what string, args ...any) error {
 	}
 	return nil
 }
+
+// DeleteUnappliedEnvironment implements store.Store: one transaction checks
+// that the environment was never applied and never ran, then removes it
+// (its revisions go with it).
+func (s *Store) DeleteUnappliedEnvironment(ctx context.Context, id string) (bool, error) {
+	var removed bool
+	err := s.write(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM environments WHERE id = ? AND applied_revision = 0
+			AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.env = environments.id)`, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		removed = n > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete environment %s: %w", id, err)
+	}
+	return removed, nil
+}

@@ -102,3 +102,39 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 		return nil
 	})
 }
+
+// Settings implements store.Store.
+func (s *Store) Settings(ctx context.Context, prefix string) (map[string]string, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT key, value FROM settings WHERE substr(key, 1, ?) = ?`, len(prefix), prefix)
+	if err != nil {
+		return nil, fmt.Errorf("settings %s*: %w", prefix, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("settings %s*: %w", prefix, err)
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// SetSettings implements store.Store.
+func (s *Store) SetSettings(ctx context.Context, kv map[string]string) error {
+	return s.write(ctx, func(tx *txn) error {
+		for k, v := range kv {
+			var err error
+			if v == "" {
+				_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, k)
+			} else {
+				_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v)
+			}
+			if err != nil {
+				return fmt.Errorf("set %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}

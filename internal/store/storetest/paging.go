@@ -237,3 +237,30 @@ func testLastRuns(t *testing.T, s store.Store) {
 		t.Errorf("apply runs of a/1: %+v", applies)
 	}
 }
+
+func testDeleteUnappliedEnvironment(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, id := range []string{"git/invalid", "team/applied", "team/ran"} {
+		_, err := s.PutRevision(ctx, env(id), rev(id, at(0)))
+		must(t, err)
+	}
+	must(t, s.SetAppliedRevision(ctx, "team/applied", 1))
+	must(t, s.CreateRun(ctx, store.Run{ID: "r1", Env: "team/ran", Kind: "plan", Status: store.StatusSucceeded, StartedAt: at(0)}))
+	for id, want := range map[string]bool{"git/invalid": true, "team/applied": false, "team/ran": false, "team/missing": false} {
+		got, err := s.DeleteUnappliedEnvironment(ctx, id)
+		must(t, err)
+		if got != want {
+			t.Errorf("delete %s: removed %v, want %v", id, got, want)
+		}
+	}
+	_, err := s.Environment(ctx, "git/invalid")
+	wantNotFound(t, err, "deleted environment")
+	revs, err := s.Revisions(ctx, "git/invalid", store.RevisionFilter{})
+	must(t, err)
+	if len(revs) != 0 {
+		t.Errorf("the deleted environment keeps %d revisions", len(revs))
+	}
+	if _, err := s.Environment(ctx, "team/applied"); err != nil {
+		t.Errorf("the applied environment: %v", err)
+	}
+}

@@ -38,4 +38,16 @@ func testTokens(t *testing.T, s store.Store) {
 	if v, err := s.Setting(ctx, "git.commit"); err != nil || v != "def" {
 		t.Errorf("setting %q %v", v, err)
 	}
+
+	// Several settings are written in one transaction; "" deletes one.
+	must(t, s.SetSettings(ctx, map[string]string{"git.env:a/b": "1", "git.env:c/d": "2", "git.envx": "3"}))
+	must(t, s.SetSettings(ctx, map[string]string{"git.env:c/d": "", "git.env:e/f": "4"}))
+	kv, err := s.Settings(ctx, "git.env:")
+	must(t, err)
+	if len(kv) != 2 || kv["git.env:a/b"] != "1" || kv["git.env:e/f"] != "4" {
+		t.Errorf("settings with prefix git.env: = %v", kv)
+	}
+	if none, err := s.Settings(ctx, "nothing:"); err != nil || len(none) != 0 {
+		t.Errorf("settings with an unused prefix = %v, %v", none, err)
+	}
 }

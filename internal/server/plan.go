@@ -1,0 +1,349 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// gitWant is what GitOps wants of one environment: applied as a file of a
+// commit declares it, or torn down because no file declares it any more.
+type gitWant struct {
+	// Commit and Path are the commit and file the want comes from (Path is
+	// the file that declared the environment last, for a teardown).
+	Commit string `json:"commit"`
+	Path   string `json:"path"`
+	// Teardown: no file of the commit's tree declares the environment.
+	Teardown bool `json:"teardown,omitempty"`
+	// Sum is the hash of the file and of every local file its components
+	// read: a commit that changes neither leaves the environment alone.
+	Sum string `json:"sum,omitempty"`
+	// Pending: no run of this want has started yet.
+	Pending bool `json:"pending"`
+	// Reason, Author and Message go with the run and its revision.
+	Reason  string `json:"reason"`
+	Author  string `json:"author,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (w gitWant) same(o gitWant) bool {
+	return w.Commit == o.Commit && w.Path == o.Path && w.Teardown == o.Teardown && w.Sum == o.Sum
+}
+
+// treeFile is an environment file of a commit's tree that validates.
+type treeFile struct {
+	path, sum string
+}
+
+// recordCommit works out what commit c wants of every environment its tree
+// declares, and writes the wants that changed with the commit pointer in
+// one transaction. An environment no file of the tree declares any more is
+// torn down; one that a file still declares never is, whatever else the
+// commit removed or renamed.
+func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	st := s.k.Store()
+	wants, files, invalid, err := s.gitState(ctx)
+	if err != nil {
+		return err
+	}
+	changed := map[string]gitwatch.Change{}
+	for _, ch := range c.Changes {
+		changed[ch.Path] = ch
+	}
+	kv := map[string]string{settingCommit: c.Hash}
+	declared := map[string][]treeFile{} // env ID → the valid files declaring it
+	kept := map[string]bool{}           // env IDs an invalid file declared before
+	sums := newContentSums()
+	for _, p := range c.Files {
+		content, err := os.ReadFile(filepath.Join(c.Dir, filepath.FromSlash(p)))
+		if err != nil {
+			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
+		}
+		env, diags := spec.Parse(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), content)
+		if diags.HasErrors() {
+			if prev := files[p]; prev != "" {
+				kept[prev] = true // a broken file still declares what it declared
+			}
+			if _, ok := changed[p]; ok {
+				if err := s.gitInvalid(ctx, c, p, content, diags.String(), files[p], kv); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		id := env.ID()
+		sum, err := sums.env(env, content)
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
+		}
+		declared[id] = append(declared[id], treeFile{p, sum})
+		if files[p] != id {
+			kv[settingFile+p] = id
+		}
+		if old := invalid[p]; old != "" {
+			s.forgetInvalid(ctx, p, old, kv)
+		}
+	}
+	for _, ch := range c.Changes {
+		if !ch.Removed {
+			continue
+		}
+		kv[settingFile+ch.Path] = ""
+		if old := invalid[ch.Path]; old != "" {
+			s.forgetInvalid(ctx, ch.Path, old, kv)
+		}
+		if id := files[ch.Path]; id != "" && len(declared[id]) > 0 {
+			s.gitWarn(ctx, c, id, fmt.Sprintf("%s was removed, but %s still declares %s: nothing is torn down",
+				ch.Path, declared[id][0].path, id))
+		}
+	}
+	for id, tf := range declared {
+		want, ok := s.wantFor(ctx, c, id, tf, wants[id], changed)
+		if ok {
+			kv[settingWant+id] = want
+		}
+	}
+	for id, w := range wants {
+		if w.Teardown || len(declared[id]) > 0 || kept[id] {
+			continue
+		}
+		why := "no file declares it any more"
+		if ch, ok := changed[w.Path]; ok && ch.Removed {
+			why = "the file was removed"
+		}
+		kv[settingWant+id] = encodeWant(gitWant{Commit: c.Hash, Path: w.Path, Teardown: true, Pending: true,
+			Reason: fmt.Sprintf("%s (%s): %s", why, w.Path, commitReason(c)), Author: c.Author, Message: c.Message})
+		s.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
+	}
+	s.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
+	return st.SetSettings(ctx, kv)
+}
+
+// wantFor is the want of environment id, declared by the files tf at c,
+// when it differs from prev (ok false: leave prev alone). Two files
+// declaring one environment are a conflict: the one followed so far wins,
+// else the first by path, and a warning says so.
+func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool) {
+	pick := tf[0]
+	for _, f := range tf {
+		if f.path == prev.Path {
+			pick = f
+		}
+	}
+	if len(tf) > 1 {
+		touched := false
+		var paths []string
+		for _, f := range tf {
+			_, ok := changed[f.path]
+			touched = touched || ok
+			paths = append(paths, f.path)
+		}
+		if touched {
+			s.gitWarn(ctx, c, id, fmt.Sprintf("%s all declare %s: knit follows %s; remove the others",
+				strings.Join(paths, ", "), id, pick.path))
+		}
+	}
+	switch {
+	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum && prev.Path == pick.path:
+		return "", false // nothing it reads changed
+	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum:
+		// Moved, not changed: the same spec and files from another path.
+		prev.Commit, prev.Path = c.Hash, pick.path
+		return encodeWant(prev), true
+	}
+	s.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
+	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true,
+		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true
+}
+
+// gitState reads the wants, the files' environments and the invalid files' records.
+func (s *Server) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
+	st := s.k.Store()
+	raw, err := st.Settings(ctx, settingWant)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wants = map[string]gitWant{}
+	for k, v := range raw {
+		var w gitWant
+		if err := json.Unmarshal([]byte(v), &w); err != nil {
+			return nil, nil, nil, fmt.Errorf("setting %s: %w", k, err)
+		}
+		wants[strings.TrimPrefix(k, settingWant)] = w
+	}
+	if files, err = settingsByName(ctx, st, settingFile); err != nil {
+		return nil, nil, nil, err
+	}
+	if invalid, err = settingsByName(ctx, st, settingInvalid); err != nil {
+		return nil, nil, nil, err
+	}
+	return wants, files, invalid, nil
+}
+
+func settingsByName(ctx context.Context, st store.Store, prefix string) (map[string]string, error) {
+	raw, err := st.Settings(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		out[strings.TrimPrefix(k, prefix)] = v
+	}
+	return out, nil
+}
+
+func encodeWant(w gitWant) string {
+	b, _ := json.Marshal(w) // plain strings and bools: cannot fail
+	return string(b)
+}
+
+// gitInvalid records a file that does not validate, with its errors, as a
+// revision of the environment it declared before, or else of an
+// environment named after its path: the names in an invalid file are
+// never trusted. Nothing runs.
+func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, content []byte, errs, prev string, kv map[string]string) error {
+	e := store.Environment{ID: prev}
+	if prev != "" {
+		e.Team, e.Name, _ = strings.Cut(prev, "/")
+	} else {
+		e = store.Environment{ID: invalidID(p), Team: invalidTeam, Name: strings.TrimPrefix(invalidID(p), invalidTeam+"/")}
+		kv[settingInvalid+p] = e.ID
+	}
+	sum := sha256.Sum256(content)
+	rev, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
+		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, Commit: c.Hash, Author: c.Author,
+		Message: c.Message, Errors: errs}, c.Author)
+	if err != nil {
+		return fmt.Errorf("record the invalid file %s: %w", p, err)
+	}
+	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", rev.Number, "commit", short(c.Hash))
+	return nil
+}
+
+// invalidTeam is the team of the records of invalid files that declared
+// no environment before.
+const invalidTeam = "git"
+
+var notName = regexp.MustCompile(`[^a-z0-9]+`)
+
+// invalidID is the environment ID an invalid file is recorded under: the
+// team "git" and a name made of the file's path, with a hash of the path
+// so that two paths never share one.
+func invalidID(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	name := strings.Trim(notName.ReplaceAllString(strings.ToLower(p), "-"), "-")
+	if len(name) > 48 {
+		name = strings.TrimRight(name[:48], "-")
+	}
+	if name == "" || name[0] < 'a' || name[0] > 'z' {
+		name = "f-" + name
+	}
+	return invalidTeam + "/" + strings.TrimSuffix(name, "-") + "-" + hex.EncodeToString(sum[:3])
+}
+
+// forgetInvalid removes the record of an invalid file that was removed or
+// now validates (kept if it was ever applied, which it never is).
+func (s *Server) forgetInvalid(ctx context.Context, p, id string, kv map[string]string) {
+	kv[settingInvalid+p] = ""
+	removed, err := s.k.Store().DeleteUnappliedEnvironment(ctx, id)
+	if err != nil {
+		s.log.Error("git: remove the record of an invalid file", "path", p, "env", id, "err", err)
+		return
+	}
+	if removed {
+		s.log.Info("git: removed the record of an invalid file", "path", p, "env", id)
+	}
+}
+
+// gitWarn logs a problem of the repository that knit works around, and
+// records it in the environment's audit trail.
+func (s *Server) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg string) {
+	s.log.Warn("git: "+msg, "env", env, "commit", short(c.Hash))
+	if err := s.k.Store().AppendAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
+		Reason: commitReason(c), Detail: msg}); err != nil {
+		s.log.Error("git: record a warning", "env", env, "err", err)
+	}
+}
+
+// contentSums hashes what environments read, each file or folder once per
+// commit.
+type contentSums map[string]string
+
+func newContentSums() contentSums { return contentSums{} }
+
+// env hashes an environment file's content and every local input of its
+// components, named relative to the file's folder.
+func (cs contentSums) env(env *spec.Environment, content []byte) (string, error) {
+	h := sha256.New()
+	h.Write(content)
+	for _, c := range env.Spec.Components {
+		for _, p := range env.LocalInputs(c) {
+			sum, err := cs.path(p)
+			if err != nil {
+				return "", err
+			}
+			rel, _ := filepath.Rel(env.Dir, p)
+			fmt.Fprintf(h, "\x00%s\x00%s", filepath.ToSlash(rel), sum)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// path hashes a file, a symlink (its target) or a folder (every entry, by
+// relative name, in order). A path that does not exist hashes as missing:
+// validation reports it.
+func (cs contentSums) path(p string) (string, error) {
+	if sum, ok := cs[p]; ok {
+		return sum, nil
+	}
+	h := sha256.New()
+	var entries []string
+	err := filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(p, q)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(q)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, rel+"\x00link\x00"+target)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(q)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			entries = append(entries, rel+"\x00file\x00"+hex.EncodeToString(sum[:]))
+		}
+		return nil
+	})
+	if os.IsNotExist(err) {
+		entries, err = []string{"missing"}, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(entries)
+	for _, e := range entries {
+		h.Write([]byte(e + "\n"))
+	}
+	cs[p] = hex.EncodeToString(h.Sum(nil))
+	return cs[p], nil
+}

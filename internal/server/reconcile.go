@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
+)
+
+// Backoff of a want whose run an environment's lock refused.
+const (
+	firstRetry = time.Second
+	maxRetry   = 30 * time.Second
+)
+
+// wantRuns is what the reconciler remembers between passes: the
+// environments whose want has a run queued, and when a refused one may try
+// again.
+type wantRuns struct {
+	mu      sync.Mutex
+	queued  map[string]bool
+	retryAt map[string]time.Time
+	backoff map[string]time.Duration
+}
+
+// reconcileWants queues a run for every pending want that has none queued
+// and is not waiting to retry.
+func (s *Server) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
+	s.gitMu.Lock()
+	wants, _, _, err := s.gitState(ctx)
+	s.gitMu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("git: read what commits want", "err", err)
+		}
+		return
+	}
+	now := time.Now()
+	for id, want := range wants {
+		if !want.Pending || !s.wants.claim(id, now) {
+			continue
+		}
+		if err := s.startWant(ctx, w, id, want); err != nil {
+			s.wants.release(id)
+			if ctx.Err() == nil {
+				s.log.Error("git: queue a run", "env", id, "commit", short(want.Commit), "err", err)
+			}
+		}
+	}
+}
+
+// claim marks env's want as queued, unless it is or must wait.
+func (r *wantRuns) claim(env string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queued == nil {
+		r.queued, r.retryAt, r.backoff = map[string]bool{}, map[string]time.Time{}, map[string]time.Duration{}
+	}
+	if r.queued[env] || now.Before(r.retryAt[env]) {
+		return false
+	}
+	r.queued[env] = true
+	return true
+}
+
+func (r *wantRuns) release(env string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.queued, env)
+}
+
+// refused releases env and returns how long to wait before its next try,
+// doubling each time up to maxRetry.
+func (r *wantRuns) refused(env string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.queued, env)
+	d := r.backoff[env] * 2
+	if d == 0 {
+		d = firstRetry
+	}
+	d = min(d, maxRetry)
+	r.backoff[env] = d
+	r.retryAt[env] = time.Now().Add(d)
+	return d
+}
+
+// started releases env after its run started: the next refusal starts
+// its backoff from the beginning.
+func (r *wantRuns) started(env string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.queued, env)
+	delete(r.backoff, env)
+	delete(r.retryAt, env)
+}
+
+// startWant queues the run want asks of environment id: an apply of its
+// file, read again from its commit's tree, or a teardown.
+func (s *Server) startWant(ctx context.Context, w *gitwatch.Watcher, id string, want gitWant) error {
+	req := knit.RunRequest{Actor: want.Author, Source: "git", Reason: want.Reason,
+		Commit: want.Commit, Author: want.Author, Message: want.Message}
+	if want.Teardown {
+		req.Kind, req.EnvRef = engine.KindTeardown, id
+	} else {
+		dir, err := w.Checkout(ctx, want.Commit)
+		if err != nil {
+			return err
+		}
+		content, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(want.Path)))
+		if err != nil {
+			return err
+		}
+		// Relative paths resolve from the file's folder, as in the CLI.
+		folder := filepath.Join(dir, filepath.FromSlash(path.Dir(want.Path)))
+		env, diags := spec.Parse(want.Path, folder, content)
+		if diags.HasErrors() {
+			return errors.New(diags.String())
+		}
+		req.Kind, req.Env, req.Root = engine.KindApply, env, folder
+		req.Origin = s.cfg.Git.URL + "@" + want.Commit + ":" + want.Path
+	}
+	run, err := s.queue.enqueueWith(req, id, func(err error) { s.wantStarted(id, want, err) })
+	if err == nil {
+		s.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
+	}
+	return err
+}
+
+// wantStarted follows the start of a want's run. Once it started, the
+// environment's revision is recorded: the want is done. A lock held by
+// another run (the CLI, say) is retried with backoff; a start the
+// server's shutdown prevented is left pending for the next start. Any
+// other refusal is final for this want: the log says why.
+func (s *Server) wantStarted(id string, want gitWant, err error) {
+	switch {
+	case errors.Is(err, engine.ErrLocked):
+		d := s.wants.refused(id)
+		s.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
+		time.AfterFunc(d, s.wake)
+		return
+	case err != nil && s.ctx.Err() != nil:
+		s.wants.release(id)
+		return
+	case err != nil:
+		s.log.Error("git: the run could not start; the commit's change is dropped", "env", id, "commit", short(want.Commit), "err", err)
+	}
+	s.wants.started(id)
+	s.wantDone(id, want)
+}
+
+// wantDone marks want no longer pending, unless a newer commit replaced it.
+func (s *Server) wantDone(id string, want gitWant) {
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st := s.k.Store()
+	raw, err := st.Setting(ctx, settingWant+id)
+	if err != nil {
+		s.log.Error("git: read what the commit wants", "env", id, "err", err)
+		return
+	}
+	var cur gitWant
+	if err := json.Unmarshal([]byte(raw), &cur); err != nil {
+		s.log.Error("git: read what the commit wants", "env", id, "err", err)
+		return
+	}
+	if !cur.same(want) {
+		return // a newer commit wants something else: still pending
+	}
+	cur.Pending = false
+	if err := st.SetSetting(ctx, settingWant+id, encodeWant(cur)); err != nil {
+		s.log.Error("git: record the commit as reconciled", "env", id, "err", err)
+	}
+}
