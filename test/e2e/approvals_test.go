@@ -78,8 +78,8 @@ func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
 	w.loggingTofu()
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{
-		"modules/file/main.tf": fileModule,
-		"envs/dev.yaml":        gitEnv("dev", files, "v1", "", true),
+		"envs/modules/file/main.tf": fileModule, // beside the file: paths resolve from its folder
+		"envs/dev.yaml":             gitEnv("dev", files, "v1", "", true),
 	})
 	s := w.startServer("--git-url", "file://"+repo.bare, "--git-path", "envs/", "--git-poll", "200ms")
 	remote := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
