@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"knit.dev/knit/internal/testtools"
 )
 
 // hangGuard bounds every wait so a broken dispatcher fails instead of
@@ -93,27 +94,8 @@ func (r *receiver) seen() []string {
 	return out
 }
 
-// downURL returns an http URL on 127.0.0.1 of a receiver that is down: it
-// closes every connection at once, so each request fails. (A port nothing
-// listens on would not do: another test process may take it meanwhile.)
-func downURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
-	return "http://" + ln.Addr().String() + "/hook"
-}
+// downURL returns the URL of a receiver that is down (testtools.DownURL).
+func downURL(t *testing.T) string { return testtools.DownURL(t) + "/hook" }
 
 // logRecorder is a slog.Handler that keeps records and streams their text.
 type logRecorder struct {

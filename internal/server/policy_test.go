@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/testtools"
 )
 
 const policyEnv = `
@@ -98,23 +98,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	up := &receiver{}
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
-	// A receiver that is down: it closes every connection at once. (A port
-	// nothing listens on would not do: another test process may take it.)
-	downLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer downLn.Close()
-	go func() {
-		for {
-			c, err := downLn.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	downURL := "http://" + downLn.Addr().String()
+	downURL := testtools.DownURL(t) // a receiver that is down
 	srv, err := server.New(k, server.Config{Listen: "127.0.0.1:0", MinDriftEvery: time.Millisecond, DriftTick: 20 * time.Millisecond,
 		Notify: []notify.Sink{
 			{Name: "down", Kind: notify.SinkWebhook, URL: downURL, Secret: "s3cret"},

@@ -9,6 +9,7 @@ package testtools
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,4 +180,27 @@ func FilesHolding(t testing.TB, dir string, texts ...string) (map[string][]strin
 		t.Fatal(err)
 	}
 	return holding, read
+}
+
+// DownURL returns an http URL on 127.0.0.1 of a receiver that is down: it
+// closes every connection at once, so each request to it fails. (A port
+// nothing listens on would not do: another test process may take it
+// meanwhile and receive requests meant to fail.)
+func DownURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String()
 }
