@@ -16,6 +16,7 @@ step knit apply -f "$env_file"
 step knit status "$env_id"
 step knit output "$env_id"
 step knit apply -f "$env_file"          # nothing changed: every component up to date, no tool runs
+step knit drift "$env_id"                 # every component compared with reality: in sync, exit 0
 step knit teardown "$env_id" --auto-approve
 step knit status "$env_id"
 step knit history "$env_id"
