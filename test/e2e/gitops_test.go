@@ -335,13 +335,7 @@ func TestRelativePathsResolveFromTheFilesFolderInBothModes(t *testing.T) {
 		t.Errorf("inner-web.txt = %q", got)
 	}
 	s.eventually("outer recorded invalid, with the CLI's message", func() bool {
-		revs := s.revisions("shop/outer")
-		if len(revs) == 0 {
-			if id := s.invalidRecord("envs/outer.yaml"); id != "" {
-				revs = s.revisions(id)
-			}
-		}
-		return len(revs) > 0 && strings.Contains(revs[0].Errors, msg)
+		return strings.Contains(s.invalidErrors("shop/outer", "envs/outer.yaml"), msg)
 	})
 	if _, err := os.Stat(filepath.Join(files, "outer-net.txt")); err == nil {
 		t.Error("outer, whose module is not in its folder, was applied")
