@@ -162,7 +162,7 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 		}
 		var err error
 		id, err = r.c.StartRun(ctx, env, client.RunRequest{Kind: req.Kind, Components: req.Components,
-			Reason: req.Reason, Reconcile: req.Reconcile})
+			Reason: req.Reason, Reconcile: req.Reconcile, AutoApprove: req.AutoApprove})
 		if err != nil {
 			return nil, err
 		}

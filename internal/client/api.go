@@ -168,6 +168,9 @@ type RunRequest struct {
 	Reason     string   `json:"reason,omitempty"`
 	// Reconcile, for a drift run, brings drifted components back.
 	Reconcile bool `json:"reconcile,omitempty"`
+	// AutoApprove, for a teardown, destroys gated components without
+	// waiting for approval.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 // StartRun queues a run of an environment and returns its ID.

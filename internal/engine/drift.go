@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,6 +22,21 @@ import (
 func (e *Engine) Drift(ctx context.Context, env *spec.Environment, opts Options, reconcile bool) (*Result, error) {
 	opts.Reconcile = reconcile
 	return e.Do(ctx, KindDrift, env, opts)
+}
+
+// ErrTearingDown: a drift check of an environment whose applied revision
+// is a teardown (waiting for approval, or done). Reconciling it would
+// re-apply what is being destroyed, so no drift run starts: scheduled
+// (the server) or asked for (knit drift, the API) alike.
+var ErrTearingDown = errors.New("its teardown is waiting for approval or done")
+
+// Driftable says whether drift may check env, the applied spec: not once
+// a teardown of the whole environment was recorded (ErrTearingDown).
+func Driftable(env *spec.Environment) error {
+	if env.Spec.Teardown {
+		return fmt.Errorf("no drift check of %s: %w (knit approvals %s; knit apply -f FILE brings it back)", env.ID(), ErrTearingDown, env.ID())
+	}
+	return nil
 }
 
 func (s *session) drift(ctx context.Context) error {

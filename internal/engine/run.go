@@ -75,6 +75,11 @@ func (e *Engine) Start(ctx context.Context, kind string, env *spec.Environment, 
 	if kind == KindApply && env.Spec.Teardown {
 		kind = KindTeardown
 	}
+	if kind == KindDrift {
+		if err := Driftable(env); err != nil {
+			return nil, err
+		}
+	}
 	body, ok := bodies[kind]
 	if !ok {
 		return nil, fmt.Errorf("unknown run kind %q (plan, apply, drift or teardown)", kind)

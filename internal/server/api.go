@@ -230,6 +230,10 @@ type runRequest struct {
 	// Reconcile, for a drift run, brings drifted components back (as
 	// their autoApprove says, like knit drift --reconcile).
 	Reconcile bool `json:"reconcile,omitempty"`
+	// AutoApprove, for a teardown, destroys gated components without
+	// waiting (knit teardown --auto-approve, or its "yes"). Starting a run
+	// and approving need the same role, so it asks for no other.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 func decode(r *http.Request, v any) error {
@@ -262,6 +266,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("reconcile is for drift runs"))
 		return
 	}
+	if body.AutoApprove && body.Kind != engine.KindTeardown {
+		s.fail(w, r, badReq("autoApprove is for teardown runs: approve waiting plans with knit approve"))
+		return
+	}
 	e, err := s.k.ResolveEnv(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -273,7 +281,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := principal(r.Context())
 	runID, err := s.queue.enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
-		Reconcile: body.Reconcile, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
+		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -183,6 +183,12 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 		h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", token: op, invalid: true}, 400)
 		h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", body: map[string]any{"kind": "plan"}, invalid: true}, 401)
 		h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", token: viewer, body: map[string]any{"kind": "plan"}}, 403)
+		// autoApprove says yes to a whole teardown; an apply's plans are
+		// approved one by one.
+		if r := h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", token: op, body: map[string]any{"kind": "apply", "autoApprove": true}}, 400); !strings.Contains(string(r.body), "autoApprove is for teardown runs") {
+			t.Fatalf("autoApprove on an apply: %s", r.body)
+		}
+		h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", token: viewer, body: map[string]any{"kind": "teardown", "autoApprove": true}}, 403)
 		h.do(call{method: "POST", path: "/api/v1/environments/pay/nope/runs", token: op, body: map[string]any{"kind": "plan"}}, 404)
 
 		// An environment whose only revision is invalid (as a bad first

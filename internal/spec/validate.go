@@ -312,6 +312,12 @@ func (v *validator) module(p string, m *Module) {
 	case src.Kind == SourceLocal:
 		if st, err := os.Stat(src.Path); err != nil || !st.IsDir() {
 			v.err(p+".source", "", fmt.Sprintf("module folder %q does not exist", m.Source), "paths are relative to the environment file's folder")
+		} else if dir, err := v.env.LocalPath(m.Source); err == nil {
+			// The whole folder is copied for the tool: a link in it
+			// must not lead out (in GitOps, out of the commit's files).
+			if err := ContainTree(v.env.RootDir(), dir); err != nil {
+				v.err(p+".source", "", err.Error(), "keep modules inside the environment's folder, or use a git source")
+			}
 		}
 	}
 }

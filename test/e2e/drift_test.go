@@ -291,3 +291,34 @@ func TestUpstreamDriftMarksDependentsAffectedAndReconcileFixesBothInOrder(t *tes
 		t.Errorf("still drifted after reconcile:\n%s", r.stdout)
 	}
 }
+
+// A teardown waiting for approval is not undone by drift: knit drift
+// --reconcile refuses the environment, as the server's scheduler skips it,
+// so a drifted component being torn down is never re-applied.
+func TestDriftReconcileLeavesAnEnvironmentBeingTornDownAlone(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"modules/file/main.tf": fileModule})
+	doc := envFile("doomed", fileComp("net", "v1", ""), fileComp("web", "v1", "      dependsOn: [net]\n      autoApprove: false\n"))
+	w.writeFileEnv(doc)
+	w.ok("apply", "-f", "env.yaml", "--auto-approve")
+
+	// teardown: true in the file; web's destroy waits for approval, net
+	// waits for web.
+	w.writeFileEnv(strings.Replace(doc, "  autoApprove: true\n", "  autoApprove: true\n  teardown: true\n", 1))
+	if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
+		t.Fatalf("apply of teardown: true: exit %d, want 3 (web waits)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	w.write(map[string]string{"files/net.txt": "edited by hand"})
+	for _, args := range [][]string{{"drift", "qa/doomed", "--reconcile"}, {"drift", "qa/doomed"}} {
+		r := w.knit(args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no drift check of qa/doomed: its teardown is waiting for approval or done") {
+			t.Errorf("knit %s: exit %d, want 1 saying the teardown waits\n%s\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	if got := w.read("files/net.txt"); got != "edited by hand" {
+		t.Errorf("net.txt = %q: drift re-applied a component being torn down", got)
+	}
+	if r := w.ok("approvals", "qa/doomed"); !strings.Contains(r.stdout, "web") || !strings.Contains(r.stdout, "pending") {
+		t.Errorf("the teardown's approval no longer waits:\n%s", r.stdout)
+	}
+}

@@ -335,13 +335,7 @@ func TestRelativePathsResolveFromTheFilesFolderInBothModes(t *testing.T) {
 		t.Errorf("inner-web.txt = %q", got)
 	}
 	s.eventually("outer recorded invalid, with the CLI's message", func() bool {
-		revs := s.revisions("shop/outer")
-		if len(revs) == 0 {
-			if id := s.invalidRecord("envs/outer.yaml"); id != "" {
-				revs = s.revisions(id)
-			}
-		}
-		return len(revs) > 0 && strings.Contains(revs[0].Errors, msg)
+		return strings.Contains(s.invalidErrors("shop/outer", "envs/outer.yaml"), msg)
 	})
 	if _, err := os.Stat(filepath.Join(files, "outer-net.txt")); err == nil {
 		t.Error("outer, whose module is not in its folder, was applied")
@@ -397,5 +391,105 @@ func TestAnInvalidFileIsRecordedUnderItsPathAndForgottenWithIt(t *testing.T) {
 	}
 	if e, _ := s.env("shop/good"); e.Status != "provisioned" {
 		t.Errorf("good is %s", e.Status)
+	}
+}
+
+// link commits a symlink name -> target (without pushing: the next commit
+// does).
+func (r *gitRepo) link(name, target string) {
+	p := filepath.Join(r.work, name)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.Symlink(target, p); err != nil {
+		r.t.Fatal(err)
+	}
+	git(r.t, r.work, "add", name)
+}
+
+// invalidErrors is the errors of the newest revision recording the invalid
+// file path of environment id: under id, or under the record made of the
+// path when the file never validated ("" if none yet).
+func (s *server) invalidErrors(id, path string) string {
+	revs := s.revisions(id)
+	if len(revs) == 0 {
+		if rec := s.invalidRecord(path); rec != "" {
+			revs = s.revisions(rec)
+		}
+	}
+	if len(revs) == 0 {
+		return ""
+	}
+	return revs[0].Errors
+}
+
+// GitOps reads each commit's tree, symlinks included: a module that is a
+// link out of the file's folder, or a module folder holding one, is refused
+// as the CLI refuses it, naming the link, and nothing of what it points to
+// is copied anywhere. The commit removing the links is applied.
+func TestGitOpsRefusesASymlinkOutOfTheFilesFolder(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	thief := strings.ReplaceAll(gitEnv("thief", files, "v1", "", false), "./modules/file", "./leak")
+	inner := strings.ReplaceAll(gitEnv("inner", files, "v1", "", false), "./modules/file", "./modules/inner")
+	repo := newGitRepo(t, map[string]string{
+		"envs/modules/file/main.tf": fileModule,
+		"envs/good.yaml":            gitEnv("good", files, "v1", "", false),
+	})
+	s := w.startServer(gitServerArgs(repo)...)
+	s.eventually("good applied", func() bool { e, _ := s.env("shop/good"); return e.Status == "provisioned" })
+
+	// The server's data dir, with good's work dir and state in it; and,
+	// relative, the folder of every commit's tree.
+	realData, err := filepath.EvalSymlinks(w.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.link("envs/leak", w.dataDir)
+	repo.link("envs/modules/inner/data", "../../../..")
+	bad := repo.commit("links out", map[string]string{
+		"envs/thief.yaml":            thief,
+		"envs/inner.yaml":            inner,
+		"envs/modules/inner/main.tf": fileModule,
+	})
+	s.logged("the commit recorded", committed(bad))
+	// The link itself, by its name in the folder: not a copy of it found
+	// by walking the data dir (which holds the commit's tree).
+	leak := regexp.MustCompile(`(^|[^/])leak is a symlink to ` + regexp.QuoteMeta(realData) + `, outside the environment's folder`)
+	s.eventually("thief recorded invalid, naming the link", func() bool {
+		return leak.MatchString(s.invalidErrors("shop/thief", "envs/thief.yaml"))
+	})
+	link := regexp.MustCompile(`modules/inner/data is a symlink to \S+, outside`)
+	s.eventually("inner recorded invalid, naming the link", func() bool {
+		return link.MatchString(s.invalidErrors("shop/inner", "envs/inner.yaml"))
+	})
+	for _, name := range []string{"thief", "inner"} {
+		if _, err := os.Stat(filepath.Join(w.dataDir, "work", "shop", name)); err == nil {
+			t.Errorf("a work dir was made for %s, refused: files from outside its folder may be in it", name)
+		}
+		if _, err := os.Stat(filepath.Join(files, name+"-net.txt")); err == nil {
+			t.Errorf("%s, refused, was applied", name)
+		}
+	}
+
+	git(t, repo.work, "rm", "-q", "envs/leak", "envs/modules/inner/data")
+	fixed := repo.commit("no links", map[string]string{
+		"envs/thief.yaml": gitEnv("thief", files, "v1", "", false),
+	})
+	for _, id := range []string{"shop/thief", "shop/inner"} {
+		s.eventually(id+" applied from the fix", func() bool { return s.appliedFrom(id, fixed) })
+	}
+	// Nothing of the data dir reached a module copy.
+	top, err := os.ReadDir(w.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"thief", "inner"} {
+		for _, comp := range []string{"net", "web"} {
+			for _, e := range top {
+				p := filepath.Join(w.dataDir, "work", "shop", name, comp, "module", e.Name())
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s is in the module copy of %s/%s: the data dir was copied", e.Name(), name, comp)
+				}
+			}
+		}
 	}
 }

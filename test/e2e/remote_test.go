@@ -154,16 +154,19 @@ func TestCLIThroughTheServer(t *testing.T) {
 	same(0, "plan", "shop/remote", "--detailed-exitcode")
 	same(0, "apply", "shop/remote")
 
-	// A teardown through the server is gated like any change there: web
-	// waits (exit 3) until someone decides; a rejection keeps it.
-	if r := remote("teardown", "shop/remote", "--auto-approve"); r.code != 3 || !regexp.MustCompile(`(?m)^teardown shop/remote .*: awaiting-approval$`).MatchString(r.stdout) {
-		t.Fatalf("teardown through the server: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
+	// A change from git is gated through the server as locally: web
+	// waits until someone decides; a rejection keeps it.
+	hash := repo.commit("v2", map[string]string{"envs/remote.yaml": strings.ReplaceAll(remoteEnv(files), `"v1"`, `"v2"`)})
+	s.eventually("web waits for approval of v2", func() bool {
+		e, _ := s.env("shop/remote")
+		revs := s.revisions("shop/remote")
+		return e.Status == "awaiting-approval" && len(revs) > 0 && revs[0].Commit == hash
+	})
 	if r := remote("reject", "shop/remote", "web", "--reason", "not today"); r.code != 0 || !regexp.MustCompile(`approval #\d+ of web rejected by root`).MatchString(r.stderr) {
 		t.Fatalf("reject through the server: exit %d\n%s", r.code, r.stderr)
 	}
 	if w.read("files/web.txt") != "v1" {
-		t.Fatal("web was destroyed without an approval")
+		t.Fatal("web was changed without an approval")
 	}
 
 	// What the server cannot do, and refusals, are said plainly.
@@ -176,5 +179,24 @@ func TestCLIThroughTheServer(t *testing.T) {
 	bad := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=nope"}, "status")
 	if bad.code != 1 || !strings.Contains(bad.stderr, "the server refused the token: set KNIT_TOKEN (knit token create on the server)") {
 		t.Fatalf("a bad token: exit %d\n%s", bad.code, bad.stderr)
+	}
+
+	// teardown --auto-approve says yes to the whole teardown, through the
+	// server as locally: nothing waits for approval. It is a run, so a
+	// viewer may not start it.
+	ro = w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + viewer}, "teardown", "shop/remote", "--auto-approve")
+	if ro.code != 1 || !strings.Contains(ro.stderr, "the server refused: ") || w.read("files/web.txt") != "v1" {
+		t.Fatalf("a viewer's teardown: exit %d\n%s", ro.code, ro.stderr)
+	}
+	if r := remote("teardown", "shop/remote", "--auto-approve"); r.code != 0 || !regexp.MustCompile(`(?m)^teardown shop/remote .*: succeeded$`).MatchString(r.stdout) {
+		t.Fatalf("teardown --auto-approve through the server: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"net.txt", "web.txt"} {
+		if _, err := os.Stat(filepath.Join(files, f)); err == nil {
+			t.Errorf("%s is still there after the teardown", f)
+		}
+	}
+	if r := remote("approvals", "shop/remote"); strings.Contains(r.stdout, "pending") {
+		t.Errorf("an approval waits after teardown --auto-approve:\n%s", r.stdout)
 	}
 }
