@@ -46,6 +46,24 @@ func Contain(root, dir, p string) (string, error) {
 // them any file on the machine. Each real folder is walked once, so a
 // symlink loop cannot trap it.
 func ContainTree(root, dir string) error {
+	return containTree(root, dir, nil)
+}
+
+// ContainModule is ContainTree for a terraform module's folder, leaving out
+// the folders its copy into a work dir leaves out (ModuleToolDir): a
+// module someone ran `tofu init` in holds links into a plugin cache, which
+// no run reads.
+func ContainModule(root, dir string) error {
+	return containTree(root, dir, ModuleToolDir)
+}
+
+// ModuleToolDir reports whether a folder in a terraform module belongs to
+// the tool or to git, not to the module: knit neither copies nor checks it.
+func ModuleToolDir(name string) bool {
+	return name == ".git" || name == ".terraform" || name == "terraform.tfstate.d"
+}
+
+func containTree(root, dir string, skip func(name string) bool) error {
 	if err := realInside(root, dir); err != nil {
 		return err
 	}
@@ -57,25 +75,45 @@ func ContainTree(root, dir string) error {
 	if err != nil {
 		return err
 	}
-	return containTree(realRoot, dir, map[string]bool{})
+	w := treeWalk{root: root, realRoot: realRoot, skip: skip, seen: map[string]bool{}}
+	return w.walk(dir)
 }
 
-func containTree(realRoot, dir string, seen map[string]bool) error {
+// treeWalk is one ContainTree: the links it found are named relative to
+// root, as Contain names them.
+type treeWalk struct {
+	root, realRoot string
+	skip           func(name string) bool
+	seen           map[string]bool
+}
+
+func (w *treeWalk) walk(dir string) error {
 	start, err := filepath.EvalSymlinks(dir)
-	if err != nil || seen[start] {
+	if err != nil || w.seen[start] {
 		return err
 	}
-	seen[start] = true
+	w.seen[start] = true
 	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+		if err != nil {
 			return err
 		}
+		if d.IsDir() && p != start && w.skip != nil && w.skip(d.Name()) {
+			return filepath.SkipDir
+		}
+		if d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
 		name := filepath.Join(dir, strings.TrimPrefix(p, start))
-		if err := linkInside(realRoot, p, name); err != nil {
+		if abs, err := filepath.Abs(name); err == nil {
+			if rel, err := filepath.Rel(w.root, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				name = rel
+			}
+		}
+		if err := linkInside(w.realRoot, p, name); err != nil {
 			return err
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return containTree(realRoot, p, seen)
+			return w.walk(p)
 		}
 		return nil
 	})

@@ -170,3 +170,29 @@ func TestRelativeRootComparesWithAbsoluteTargets(t *testing.T) {
 		t.Errorf("diagnostics: %v", got)
 	}
 }
+
+// A module someone ran `tofu init` in holds links into a plugin cache
+// under .terraform: no run reads them (the copy leaves .terraform out), so
+// they are not refused; a link out anywhere else is, named from the
+// environment's folder.
+func TestContainModuleLeavesOutTheToolsFolders(t *testing.T) {
+	root := t.TempDir()
+	cache := t.TempDir()
+	mod := filepath.Join(root, "modules", "net")
+	if err := os.MkdirAll(filepath.Join(mod, ".terraform", "providers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, cache, filepath.Join(mod, ".terraform", "providers", "local"))
+	if err := ContainModule(root, mod); err != nil {
+		t.Fatalf("a module with a plugin-cache link under .terraform: %v", err)
+	}
+	if err := ContainTree(root, mod); err == nil {
+		t.Error("ContainTree, which checks every link, passed the link out under .terraform")
+	}
+	symlink(t, cache, filepath.Join(mod, "data"))
+	err := ContainModule(root, mod)
+	want := filepath.Join("modules", "net", "data") + " is a symlink to "
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("link out of the module: %v; want it named %q", err, want)
+	}
+}

@@ -315,7 +315,7 @@ func (v *validator) module(p string, m *Module) {
 		} else if dir, err := v.env.LocalPath(m.Source); err == nil {
 			// The whole folder is copied for the tool: a link in it
 			// must not lead out (in GitOps, out of the commit's files).
-			if err := ContainTree(v.env.RootDir(), dir); err != nil {
+			if err := ContainModule(v.env.RootDir(), dir); err != nil {
 				v.err(p+".source", "", err.Error(), "keep modules inside the environment's folder, or use a git source")
 			}
 		}

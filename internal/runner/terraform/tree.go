@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"knit.dev/knit/internal/spec"
 )
 
 // tree collects files from folders into a layout, applying knit's copy
@@ -105,9 +107,7 @@ func resolve(root, p string) (string, error) {
 	return target, nil
 }
 
-func skipDir(name string) bool {
-	return name == ".git" || name == ".terraform" || name == "terraform.tfstate.d"
-}
+func skipDir(name string) bool { return spec.ModuleToolDir(name) }
 
 // skipFile leaves out state, its backups and lock info: state lives outside
 // the module copy, and copying someone's state would be wrong.
