@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,7 +63,7 @@ func printApprovals(w io.Writer, list []approvalView) {
 		fmt.Fprintln(w, "nothing waits for approval")
 		return
 	}
-	fmt.Fprintf(w, "%-5s %-24s %-20s %-10s %-14s %-6s %s\n", "ID", "ENVIRONMENT", "COMPONENT", "STATUS", "PLAN", "AGE", "RESOURCES")
+	fmt.Fprintf(w, "%-5s %-24s %-20s %-10s %-12s %-14s %-6s %s\n", "ID", "ENVIRONMENT", "COMPONENT", "STATUS", "CHECKSUM", "PLAN", "AGE", "RESOURCES")
 	for _, a := range list {
 		var addrs []string
 		for _, r := range a.Plan.Resources {
@@ -75,8 +76,8 @@ func printApprovals(w io.Writer, list []approvalView) {
 				res += fmt.Sprintf(" (+%d more)", len(addrs)-1)
 			}
 		}
-		fmt.Fprintf(w, "%-5d %-24s %-20s %-10s %-14s %-6s %s\n", a.ID, a.Env, a.Component, a.Status,
-			fmt.Sprintf("+%d ~%d -%d", a.Plan.Add, a.Plan.Change, a.Plan.Destroy), ago(a.CreatedAt), res)
+		fmt.Fprintf(w, "%-5d %-24s %-20s %-10s %-12s %-14s %-6s %s\n", a.ID, a.Env, a.Component, a.Status,
+			shortChecksum(a.PlanChecksum), fmt.Sprintf("+%d ~%d -%d", a.Plan.Add, a.Plan.Change, a.Plan.Destroy), ago(a.CreatedAt), res)
 	}
 }
 
@@ -98,20 +99,18 @@ the components that waited on it. If anything changed since the plan (a new
 revision, new upstream outputs, the state), the approval is stale: knit
 refuses to apply it and makes a fresh plan that needs approval.
 
-The decision names the plan by its checksum (knit approvals shows it):
---checksum is the plan you reviewed; without it, the plan waiting now.`,
+The decision names the plan by its checksum (knit approvals shows its first
+12 characters, -o json all of it): --checksum is the plan you reviewed, in
+full or those 12 characters or more; without it, the plan waiting now.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
 			return d.run(cmd.Context(), runView{output: output}, func(b backend) (knit.RunRequest, error) {
-				sum := checksum
-				if sum == "" {
-					var err error
-					if sum, err = waitingChecksum(cmd.Context(), b, args[0], args[1]); err != nil {
-						return knit.RunRequest{}, err
-					}
+				sum, err := namedChecksum(cmd.Context(), b, args[0], args[1], checksum)
+				if err != nil {
+					return knit.RunRequest{}, err
 				}
 				a, runID, err := b.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
 					Approve: approve, Actor: d.actor(), Reason: reason, PlanChecksum: sum})
@@ -138,6 +137,34 @@ The decision names the plan by its checksum (knit approvals shows it):
 		cmd.Flags().BoolVar(&noApply, "no-apply", false, "record the approval only; the next knit apply (or the server) applies it")
 	}
 	return cmd
+}
+
+// minChecksumPrefix is the fewest characters of a checksum --checksum takes.
+const minChecksumPrefix = 12
+
+func shortChecksum(sum string) string {
+	if len(sum) > minChecksumPrefix {
+		return sum[:minChecksumPrefix]
+	}
+	return sum
+}
+
+// namedChecksum is the full checksum of the plan a decision names: named
+// itself, the waiting plan's when named is a prefix of it (as knit
+// approvals shows it), or the waiting plan's when named is empty. A prefix
+// of another plan is sent as it is, and refused as the wrong plan.
+func namedChecksum(ctx context.Context, b backend, ref, component, named string) (string, error) {
+	if named != "" && len(named) < minChecksumPrefix {
+		return "", fmt.Errorf("--checksum %q: give at least %d characters of the plan's checksum (knit approvals %s)", named, minChecksumPrefix, ref)
+	}
+	waiting, err := waitingChecksum(ctx, b, ref, component)
+	switch {
+	case named == "":
+		return waiting, err
+	case err == nil && strings.HasPrefix(waiting, named):
+		return waiting, nil
+	}
+	return named, nil
 }
 
 // waitingChecksum is the checksum of the plan of component waiting in
