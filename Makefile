@@ -1,6 +1,6 @@
 # knit's build. Two commands set up everything on a fresh machine:
-#   make demo   installs the tools into ./.tools, builds knit, runs the example
-#   make test   installs the same and runs every test
+#   make demo   installs OpenTofu and its provider into ./.tools, builds knit, runs the example
+#   make test   installs the same and what the tests need, and runs every test
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -16,12 +16,15 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools terragrunt build demo test test-short fuzz bench loadtest fmt vet clean
+.PHONY: all tools tools-demo terragrunt build demo test test-short fuzz bench loadtest fmt vet clean
 
 all: build
 
-tools: ## install OpenTofu, the hashicorp/local provider mirror and the CLI config into ./.tools
+tools: ## install every tool the tests need into ./.tools (OpenTofu, the provider mirror, etcd, kube-apiserver, kubectl, Chromium)
 	@bash scripts/tools.sh
+
+tools-demo: ## install only what the demo runs into ./.tools: OpenTofu, the hashicorp/local provider mirror and the CLI config
+	@bash scripts/tools.sh demo
 
 terragrunt: ## build Terragrunt, the peer make bench compares knit with, into ./.tools
 	@bash scripts/tools.sh terragrunt
@@ -32,7 +35,7 @@ build: ## build bin/knit and bin/knit-kube (the runner of helm and manifests com
 	@CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
 	@CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
 
-demo: tools build ## validate, graph and run the example environment
+demo: tools-demo build ## validate, graph and run the example environment
 	@bash scripts/demo.sh $(EXAMPLE)
 
 test: tools ## every test, end-to-end ones included

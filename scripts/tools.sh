@@ -10,7 +10,8 @@
 # envtest's KUBEBUILDER_ASSETS points at.
 # A second run finds everything in place and takes a second or two.
 # `tools.sh terragrunt` builds only Terragrunt, the peer make bench compares
-# knit with (no test needs it).
+# knit with (no test needs it); `tools.sh demo` installs only what the demo
+# runs: OpenTofu, the provider mirror and the CLI config.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -152,6 +153,12 @@ fi
 build_tofu
 build_provider_local
 write_cli_config
+# `tools.sh demo`: only what make demo runs (OpenTofu and its provider); the
+# Kubernetes binaries and Chromium are for the tests.
+if [ "${1:-}" = demo ]; then
+  log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror"
+  exit 0
+fi
 install_etcd
 build_kube
 install_chromium
