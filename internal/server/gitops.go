@@ -109,8 +109,7 @@ func (s *Server) wake() {
 }
 
 func (s *Server) pollGit(ctx context.Context, w *gitwatch.Watcher) {
-	st := s.k.Store()
-	last, err := st.Setting(ctx, settingCommit)
+	last, err := s.k.Setting(ctx, settingCommit)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("git: read the last commit", "err", err)
 		return

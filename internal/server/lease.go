@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -51,8 +50,7 @@ func (l *gitLease) held() bool { return l.have }
 
 // hold takes or renews the lease and reports whether this server holds it.
 func (l *gitLease) hold(ctx context.Context) bool {
-	dead := func(h store.Lock) bool { return h.Host == l.lock.Host && h.PID != l.lock.PID && !procexec.Alive(h.PID) }
-	_, err := l.s.k.Store().AcquireLock(ctx, l.lock, l.lease, dead)
+	err := l.s.k.HoldLease(ctx, l.lock, l.lease)
 	var locked *store.LockedError
 	switch {
 	case err == nil:
@@ -83,7 +81,7 @@ func (l *gitLease) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := l.s.k.Store().ReleaseLock(ctx, gitLeaseName, l.lock.RunID); err != nil {
+	if err := l.s.k.ReleaseLease(ctx, gitLeaseName, l.lock.RunID); err != nil {
 		l.s.log.Warn("git: release the watcher's lease", "err", err)
 	}
 	l.have = false

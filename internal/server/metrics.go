@@ -33,7 +33,7 @@ func newMetrics(k *knit.Knit, views *viewCache) *metrics {
 		return func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			n, err := k.Store().CountComponents(ctx, status)
+			n, err := k.CountComponents(ctx, status)
 			if err != nil {
 				return -1
 			}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -55,7 +56,6 @@ type treeFile struct {
 func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 	s.gitMu.Lock()
 	defer s.gitMu.Unlock()
-	st := s.k.Store()
 	wants, files, invalid, err := s.gitState(ctx)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		s.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	s.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	return st.SetSettings(ctx, kv)
+	return s.k.SetSettings(ctx, kv)
 }
 
 // wantFor is the want of environment id, declared by the files tf at c,
@@ -172,8 +172,7 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 
 // gitState reads the wants, the files' environments and the invalid files' records.
 func (s *Server) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
-	st := s.k.Store()
-	raw, err := st.Settings(ctx, settingWant)
+	raw, err := s.k.Settings(ctx, settingWant)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -185,17 +184,17 @@ func (s *Server) gitState(ctx context.Context) (wants map[string]gitWant, files,
 		}
 		wants[strings.TrimPrefix(k, settingWant)] = w
 	}
-	if files, err = settingsByName(ctx, st, settingFile); err != nil {
+	if files, err = settingsByName(ctx, s.k, settingFile); err != nil {
 		return nil, nil, nil, err
 	}
-	if invalid, err = settingsByName(ctx, st, settingInvalid); err != nil {
+	if invalid, err = settingsByName(ctx, s.k, settingInvalid); err != nil {
 		return nil, nil, nil, err
 	}
 	return wants, files, invalid, nil
 }
 
-func settingsByName(ctx context.Context, st store.Store, prefix string) (map[string]string, error) {
-	raw, err := st.Settings(ctx, prefix)
+func settingsByName(ctx context.Context, k *knit.Knit, prefix string) (map[string]string, error) {
+	raw, err := k.Settings(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +258,7 @@ func invalidID(p string) string {
 // now validates (kept if it was ever applied, which it never is).
 func (s *Server) forgetInvalid(ctx context.Context, p, id string, kv map[string]string) {
 	kv[settingInvalid+p] = ""
-	removed, err := s.k.Store().DeleteUnappliedEnvironment(ctx, id)
+	removed, err := s.k.ForgetUnapplied(ctx, id)
 	if err != nil {
 		s.log.Error("git: remove the record of an invalid file", "path", p, "env", id, "err", err)
 		return
@@ -273,7 +272,7 @@ func (s *Server) forgetInvalid(ctx context.Context, p, id string, kv map[string]
 // records it in the environment's audit trail.
 func (s *Server) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg string) {
 	s.log.Warn("git: "+msg, "env", env, "commit", short(c.Hash))
-	if err := s.k.Store().AppendAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
+	if err := s.k.RecordAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
 		Reason: commitReason(c), Detail: msg}); err != nil {
 		s.log.Error("git: record a warning", "env", env, "err", err)
 	}

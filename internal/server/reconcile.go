@@ -164,8 +164,7 @@ func (s *Server) wantDone(id string, want gitWant) {
 	defer s.gitMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st := s.k.Store()
-	raw, err := st.Setting(ctx, settingWant+id)
+	raw, err := s.k.Setting(ctx, settingWant+id)
 	if err != nil {
 		s.log.Error("git: read what the commit wants", "env", id, "err", err)
 		return
@@ -179,7 +178,7 @@ func (s *Server) wantDone(id string, want gitWant) {
 		return // a newer commit wants something else: still pending
 	}
 	cur.Pending = false
-	if err := st.SetSetting(ctx, settingWant+id, encodeWant(cur)); err != nil {
+	if err := s.k.SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
 		s.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
 }

@@ -45,7 +45,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 		return
 	}
-	if _, err := s.k.Store().Setting(r.Context(), "ready-probe"); err != nil && !isNotFound(err) {
+	if _, err := s.k.Setting(r.Context(), "ready-probe"); err != nil && !isNotFound(err) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 		return
 	}

@@ -1,0 +1,77 @@
+package knit
+
+import (
+	"context"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/procexec"
+	"knit.dev/knit/internal/store"
+)
+
+// What `knit serve` keeps between restarts goes through these methods, not
+// through the store: its settings (the GitOps commit pointer and wants,
+// the runs a stop interrupted), the lease of the server that watches the
+// repository, and the records GitOps writes and forgets.
+
+// Setting reads one of the server's settings; store.ErrNotFound when unset.
+func (k *Knit) Setting(ctx context.Context, key string) (string, error) {
+	return k.store.Setting(ctx, key)
+}
+
+// Settings reads every setting whose key starts with prefix.
+func (k *Knit) Settings(ctx context.Context, prefix string) (map[string]string, error) {
+	return k.store.Settings(ctx, prefix)
+}
+
+// SetSettings writes kv in one transaction; an empty value deletes its key.
+func (k *Knit) SetSettings(ctx context.Context, kv map[string]string) error {
+	return k.store.SetSettings(ctx, kv)
+}
+
+// HoldLease takes or renews the lease holder names (holder.Env is the
+// lease's name) for ttl. A lease whose holder is a process of this host
+// that is gone is taken at once; one held by a live process elsewhere
+// answers *store.LockedError until it expires.
+func (k *Knit) HoldLease(ctx context.Context, holder store.Lock, ttl time.Duration) error {
+	dead := func(h store.Lock) bool { return h.Host == holder.Host && h.PID != holder.PID && !procexec.Alive(h.PID) }
+	_, err := k.store.AcquireLock(ctx, holder, ttl, dead)
+	return err
+}
+
+// ReleaseLease frees the lease name if runID holds it.
+func (k *Knit) ReleaseLease(ctx context.Context, name, runID string) error {
+	return k.store.ReleaseLock(ctx, name, runID)
+}
+
+// ForgetUnapplied removes an environment that was never applied (an
+// invalid file's record) and reports whether there was one.
+func (k *Knit) ForgetUnapplied(ctx context.Context, id string) (bool, error) {
+	return k.store.DeleteUnappliedEnvironment(ctx, id)
+}
+
+// RecordAudit appends ev to the audit trail (a GitOps warning, say).
+func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
+	if ev.Time.IsZero() {
+		ev.Time = k.now()
+	}
+	return k.store.AppendAudit(ctx, ev)
+}
+
+// InterruptedKind is the kind a run of env interrupted last resumes as: a
+// teardown as a teardown, anything else as an apply.
+func (k *Knit) InterruptedKind(ctx context.Context, env string) (string, error) {
+	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 1 && runs[0].Kind == engine.KindTeardown {
+		return engine.KindTeardown, nil
+	}
+	return engine.KindApply, nil
+}
+
+// CountComponents counts the components in status, over every environment.
+func (k *Knit) CountComponents(ctx context.Context, status string) (int, error) {
+	return k.store.CountComponents(ctx, status)
+}
