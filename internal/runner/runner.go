@@ -79,7 +79,25 @@ type ResourceChange struct {
 	Action  Action `json:"action"`
 	// Attributes names the attributes that differ, where the tool says.
 	Attributes []string `json:"attributes,omitempty"`
+	// Values are those attributes' values before and after, where the tool
+	// says, for a reviewer: sensitive values are masked (MaskedValue).
+	Values []AttributeChange `json:"values,omitempty"`
 }
+
+// AttributeChange is one attribute of a resource before and after a
+// change, as text a person reads (compact JSON, shortened). A sensitive
+// value is MaskedValue, one the plan cannot know yet UnknownValue.
+type AttributeChange struct {
+	Name   string `json:"name"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// Placeholders of AttributeChange values that cannot be shown.
+const (
+	MaskedValue  = "(sensitive)"
+	UnknownValue = "(known after apply)"
+)
 
 // Plan is what applying would change. An approval is of one exact Plan:
 // File (the tool's saved plan) is applied byte for byte.

@@ -13,7 +13,8 @@ type Tone string
 const (
 	ToneOK      Tone = "ok"      // applied, in sync, up to date
 	ToneBusy    Tone = "busy"    // planning, applying, running
-	ToneWait    Tone = "wait"    // awaiting approval, waiting, planned, drifted
+	ToneAct     Tone = "act"     // needs a person: awaiting approval
+	ToneWait    Tone = "wait"    // waiting behind something, planned, drifted
 	ToneBad     Tone = "bad"     // failed, refused, interrupted
 	ToneNeutral Tone = "neutral" // pending, skipped, destroyed, torn down
 )
@@ -25,7 +26,10 @@ func toneOf(status string) Tone {
 		return ToneOK
 	case "running", "planning", "applying", "destroying", "checking", "queued":
 		return ToneBusy
-	case "awaiting-approval", "waiting", "planned", "drifted", "affected by upstream drift", "known after apply", "pending approval":
+	case "awaiting-approval", "pending approval":
+		// Someone must decide: not the same as waiting behind it.
+		return ToneAct
+	case "waiting", "planned", "drifted", "affected by upstream drift", "known after apply":
 		return ToneWait
 	case "failed", "refused", "interrupted", "rejected":
 		return ToneBad
@@ -64,14 +68,18 @@ func why(c knit.ComponentView) string {
 	default:
 		return ""
 	}
+	if c.LastRun.Status == "awaiting-approval" {
+		// The engine's reason names a CLI command; a web user decides here.
+		return needsYou
+	}
 	if c.Reason != "" {
 		return c.Reason
 	}
-	if c.LastRun.Status == "awaiting-approval" {
-		return "awaiting approval by an operator"
-	}
 	return strings.TrimSpace(c.Code)
 }
+
+// needsYou is why an awaiting component waits, on the dashboard.
+const needsYou = "needs a decision: review its plan, then approve or reject it"
 
 // envState is an environment's state in words: applying while a run holds
 // its lock, otherwise its recorded status.

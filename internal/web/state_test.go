@@ -19,7 +19,7 @@ func TestComponentStateAndWhy(t *testing.T) {
 	if got := componentState(upToDate); got != "applied" || why(upToDate) != "" {
 		t.Errorf("an up-to-date component shows %q, why %q", got, why(upToDate))
 	}
-	for status, tone := range map[string]Tone{"applied": ToneOK, "applying": ToneBusy, "awaiting-approval": ToneWait, "failed": ToneBad, "skipped": ToneNeutral} {
+	for status, tone := range map[string]Tone{"applied": ToneOK, "applying": ToneBusy, "awaiting-approval": ToneAct, "waiting": ToneWait, "failed": ToneBad, "skipped": ToneNeutral} {
 		if got := toneOf(status); got != tone {
 			t.Errorf("toneOf(%q) = %s, want %s", status, got, tone)
 		}

@@ -44,6 +44,7 @@ func summarize(p *tfjson.Plan, refreshOnly bool) runner.Plan {
 		}
 		if act == runner.ActionUpdate || act == runner.ActionReplace {
 			res.Attributes = changedAttributes(rc.Change)
+			res.Values = attributeValues(rc.Change, res.Attributes)
 		}
 		out.Resources = append(out.Resources, res)
 	}
@@ -97,8 +98,8 @@ func action(a tfjson.Actions) (runner.Action, bool) {
 }
 
 // changedAttributes names the top-level attributes whose value differs
-// between before and after, or is unknown until apply. Values are never
-// copied out, so sensitive ones stay in the plan file.
+// between before and after, or is unknown until apply. attributeValues
+// copies their values out, sensitive ones masked.
 func changedAttributes(ch *tfjson.Change) []string {
 	before, _ := ch.Before.(map[string]any)
 	after, _ := ch.After.(map[string]any)

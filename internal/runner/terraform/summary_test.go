@@ -33,8 +33,14 @@ func TestSummarize(t *testing.T) {
 			Resources: []runner.ResourceChange{
 				{Address: "terraform_data.del", Action: runner.ActionDelete},
 				{Address: "terraform_data.fgt", Action: ActionForget},
-				{Address: "terraform_data.rep", Action: runner.ActionReplace, Attributes: []string{"id", "triggers_replace"}},
-				{Address: "terraform_data.upd", Action: runner.ActionUpdate, Attributes: []string{"input", "output"}},
+				{Address: "terraform_data.rep", Action: runner.ActionReplace, Attributes: []string{"id", "triggers_replace"},
+					Values: []runner.AttributeChange{
+						{Name: "id", Before: `"521ce9ca-5208-0e75-9795-3a8bf906f2bd"`, After: runner.UnknownValue},
+						{Name: "triggers_replace", Before: `"one"`, After: `"two"`}}},
+				{Address: "terraform_data.upd", Action: runner.ActionUpdate, Attributes: []string{"input", "output"},
+					Values: []runner.AttributeChange{
+						{Name: "input", Before: `"one"`, After: `"two"`},
+						{Name: "output", Before: `"one"`, After: runner.UnknownValue}}},
 			},
 			OutputChanges: []string{"v"},
 		}},
