@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,14 +100,49 @@ func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *sessio
 	w.render(rw, r, s, http.StatusOK, "teardown", "Tear down "+v.ID, "envs", p)
 }
 
-// approvalItem is one approval with its plan decoded.
+// approvalItem is one approval with its plan decoded, and what its decide
+// form needs: the session (CSRF token, may it act) and where to return.
 type approvalItem struct {
 	store.Approval
-	Plan     runner.Plan
-	Tone     Tone
-	Stale    string
-	Pending  bool
-	Resolved string
+	Plan    runner.Plan
+	Tone    Tone
+	Stale   string
+	Pending bool
+	Session *session
+	Back    string
+}
+
+// Short is the checksum as the CLI shows it (knit approvals).
+func (a approvalItem) Short() string { return a.PlanChecksum[:min(12, len(a.PlanChecksum))] }
+
+func newApprovalItem(a store.Approval, s *session, back string) approvalItem {
+	it := approvalItem{Approval: a, Tone: toneOf(a.Status), Pending: a.Status == store.ApprovalPending, Session: s, Back: back}
+	if it.Pending {
+		it.Tone = ToneAct
+	}
+	_ = json.Unmarshal(a.Plan, &it.Plan)
+	it.Plan.File, it.PlanFile = "", ""
+	if a.Status == store.ApprovalStale {
+		it.Stale = "stale: a newer plan of " + a.Component + " replaced this one (its inputs or module changed), so it can no longer be approved; approve the newer plan instead"
+	}
+	return it
+}
+
+// decisions are env's plans (of one component, or of all: "") waiting for
+// a person, oldest first, ready for the decide form; back is the page the
+// form returns to.
+func (w *Web) decisions(ctx context.Context, s *session, env, component, back string) ([]approvalItem, error) {
+	all, err := w.k.Approvals(ctx, env, store.ApprovalPending)
+	if err != nil {
+		return nil, err
+	}
+	var out []approvalItem
+	for _, a := range all {
+		if component == "" || a.Component == component {
+			out = append(out, newApprovalItem(a, s, back))
+		}
+	}
+	return out, nil
 }
 
 type approvalsPage struct {
@@ -127,12 +163,7 @@ func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
 		if !knit.CanSee(s.Token, teamOf(a.Env)) {
 			continue
 		}
-		it := approvalItem{Approval: a, Tone: toneOf(a.Status), Pending: a.Status == store.ApprovalPending}
-		_ = json.Unmarshal(a.Plan, &it.Plan)
-		it.Plan.File, it.PlanFile = "", ""
-		if a.Status == store.ApprovalStale {
-			it.Stale = "stale: a newer plan of " + a.Component + " replaced this one (its inputs or module changed), so it can no longer be approved; approve the newer plan instead"
-		}
+		it := newApprovalItem(a, s, "")
 		if it.Pending {
 			p.Waiting = append(p.Waiting, it)
 		} else if len(p.Recent) < 30 {
@@ -158,8 +189,12 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	env := a.Env
+	back := safeNext(r.PostFormValue("back"))
 	if !approve {
-		http.Redirect(rw, r, "/approvals?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
+		if back == "/" {
+			back = "/approvals"
+		}
+		http.Redirect(rw, r, back+"?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
 		return
 	}
 	runID, err := w.enqueue(knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: s.Token.Name, Reason: reason, Source: "dashboard"}, env)
@@ -167,7 +202,6 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	back := safeNext(r.PostFormValue("back"))
 	if back == "/" {
 		back = "/env/" + env
 	}

@@ -47,6 +47,8 @@ type componentPage struct {
 	History           []historyItem
 	Log               string
 	LogRun            string
+	// Decisions are the component's plans waiting for a person.
+	Decisions []approvalItem
 }
 
 // logTailLines is how much of a log the panel shows.
@@ -59,7 +61,7 @@ func (w *Web) component(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	p, err := w.componentPage(r, id, r.PathValue("name"))
+	p, err := w.componentPage(r, s, id, r.PathValue("name"))
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -67,7 +69,7 @@ func (w *Web) component(rw http.ResponseWriter, r *http.Request, s *session) {
 	w.render(rw, r, s, http.StatusOK, "component", p.Name+" in "+p.EnvID, "envs", p)
 }
 
-func (w *Web) componentPage(r *http.Request, id, name string) (componentPage, error) {
+func (w *Web) componentPage(r *http.Request, s *session, id, name string) (componentPage, error) {
 	ctx := r.Context()
 	v, err := w.k.Environment(ctx, id)
 	if err != nil {
@@ -84,6 +86,9 @@ func (w *Web) componentPage(r *http.Request, id, name string) (componentPage, er
 		if def := env.Component(name); def != nil {
 			p.Inputs = inputs(v.ID, def)
 		}
+	}
+	if p.Decisions, err = w.decisions(ctx, s, v.ID, name, "/env/"+v.ID+"/c/"+name); err != nil {
+		return p, err
 	}
 	outs, err := w.k.Outputs(ctx, id, name, false)
 	if err != nil && !errors.Is(err, knit.ErrNotFound) {

@@ -24,6 +24,10 @@ type node struct {
 	Plan      string   `json:"plan,omitempty"`
 	DependsOn []string `json:"dependsOn"`
 	Href      string   `json:"href"`
+	// Decide, for a component whose plan waits for a person, links to its
+	// decide form on the page; Act is that link's words.
+	Decide string `json:"decide,omitempty"`
+	Act    string `json:"act,omitempty"`
 }
 
 type envPage struct {
@@ -35,6 +39,8 @@ type envPage struct {
 	Graph          template.JS // the nodes as JSON, for the layout script
 	Revisions      []store.Revision
 	Runs           []runItem
+	// Decisions are the plans waiting for a person, with their forms.
+	Decisions []approvalItem
 	DiffA, DiffB   int
 	Live           string
 }
@@ -54,7 +60,7 @@ func (w *Web) environment(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	p, err := w.envPage(r, id)
+	p, err := w.envPage(r, s, id)
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -62,7 +68,7 @@ func (w *Web) environment(rw http.ResponseWriter, r *http.Request, s *session) {
 	w.render(rw, r, s, http.StatusOK, "environment", p.ID, "envs", p)
 }
 
-func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
+func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	ctx := r.Context()
 	mark := w.envMark(ctx, id)
 	v, err := w.k.Environment(ctx, id)
@@ -79,6 +85,19 @@ func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
 		p.Tone = ToneBusy
 	}
 	p.Nodes = nodes(v)
+	if p.Decisions, err = w.decisions(ctx, s, v.ID, "", "/env/"+v.ID); err != nil {
+		return p, err
+	}
+	for _, d := range p.Decisions {
+		for i := range p.Nodes {
+			if p.Nodes[i].Name == d.Component {
+				p.Nodes[i].Decide, p.Nodes[i].Act = fmt.Sprintf("#ap-%d", d.ID), "review the plan →"
+				if s.CanAct {
+					p.Nodes[i].Act = "review, approve or reject →"
+				}
+			}
+		}
+	}
 	js, err := json.Marshal(p.Nodes)
 	if err != nil {
 		return p, err
@@ -97,15 +116,16 @@ func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
 		return p, err
 	}
 	for _, r := range runs.Items {
-		p.Runs = append(p.Runs, runItem{Run: r, Tone: toneOf(r.Status)})
+		p.Runs = append(p.Runs, runItem{Run: r, Tone: toneOf(r.Status), Commit: w.commitOf(ctx, v.ID, p.Revisions, r.Revision)})
 	}
 	return p, nil
 }
 
-// runItem is a run in a list, with its colour.
+// runItem is a run in a list, with its colour and the commit it applied.
 type runItem struct {
 	store.Run
-	Tone Tone
+	Tone   Tone
+	Commit *commit
 }
 
 // nodes turns components into graph nodes.

@@ -31,6 +31,7 @@ type runPage struct {
 	Comps  []compSection
 	Events string
 	Status statusFrag
+	Commit *commit // the git commit the run applied, if any
 }
 
 // runLogLines is how much of each component's log a finished run shows.
@@ -72,6 +73,7 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	p.Status = runStatus(p.Run.Status, p.Run.Error)
+	p.Commit = w.commitOf(r.Context(), p.Run.Env, nil, p.Run.Revision)
 	title := "Run " + id
 	w.render(rw, r, s, http.StatusOK, "run", title, "", p)
 }

@@ -79,7 +79,7 @@ func why(c knit.ComponentView) string {
 }
 
 // needsYou is why an awaiting component waits, on the dashboard.
-const needsYou = "needs a decision: review its plan, then approve or reject it"
+const needsYou = "needs a person to approve or reject its plan"
 
 // envState is an environment's state in words: applying while a run holds
 // its lock, otherwise its recorded status.

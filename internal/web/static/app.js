@@ -36,7 +36,10 @@
     // Left to right where there is room, top to bottom on a phone.
     g.setGraph({ rankdir: box.clientWidth < 600 ? "TB" : "LR", nodesep: 18, ranksep: box.clientWidth < 600 ? 32 : 48, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
-    nodes.forEach(function (n) { g.setNode(n.name, { width: W, height: n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H, n: n }); });
+    nodes.forEach(function (n) {
+      var h = n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H;
+      g.setNode(n.name, { width: W, height: n.decide ? h + 20 : h, n: n });
+    });
     nodes.forEach(function (n) {
       n.dependsOn.forEach(function (d) { if (g.hasNode(d)) g.setEdge(d, n.name); });
     });
@@ -56,8 +59,9 @@
     });
     g.nodes().forEach(function (name) {
       var v = g.node(name), n = v.n;
-      var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "");
-      var a = el("a", { href: n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state });
+      var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "") + (n.act ? ": " + n.act : "");
+      // A node that needs a person leads to its decide form, not elsewhere.
+      var a = el("a", { href: n.decide || n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state });
       var grp = el("g", { transform: "translate(" + (v.x - v.width / 2) + "," + (v.y - v.height / 2) + ")" });
       grp.appendChild(el("title", {}, label));
       grp.appendChild(el("rect", { width: v.width, height: v.height, rx: 6, class: "box" }));
@@ -69,6 +73,7 @@
         var lines = wrap(n.why, 30);
         lines.forEach(function (l, i) { grp.appendChild(el("text", { x: 14, y: 74 + i * 14, class: "whytext" }, l)); });
       }
+      if (n.decide) grp.appendChild(el("text", { x: 14, y: v.height - 10, class: "cta" }, n.act));
       if (n.busy) {
         var sp = el("g", { transform: "translate(" + (v.width - 16) + ",16)" });
         sp.appendChild(el("circle", { r: 7, class: "spinner" }));
@@ -85,4 +90,55 @@
 
   document.addEventListener("DOMContentLoaded", draw);
   document.addEventListener("htmx:afterSettle", draw);
+
+  // Relative times ("3m ago") tick: every <time datetime> is re-worded
+  // from the clock each second, in the words the server uses. knit.now is
+  // the clock; tests replace it rather than wait.
+  var knit = window.knit = window.knit || {};
+  knit.now = function () { return Date.now(); };
+  function ago(ms) {
+    var s = Math.floor(ms / 1000);
+    if (s < 0) return "just now";
+    if (s < 60) return s + "s ago";
+    if (s < 3600) return Math.floor(s / 60) + "m ago";
+    if (s < 48 * 3600) return Math.floor(s / 3600) + "h ago";
+    return Math.floor(s / 86400) + "d ago";
+  }
+  knit.tick = function () {
+    var now = knit.now();
+    document.querySelectorAll("time[datetime]").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("datetime"));
+      if (isNaN(at)) return;
+      var words = ago(now - at);
+      if (t.textContent !== words) t.textContent = words;
+    });
+  };
+  setInterval(function () { knit.tick(); }, 1000);
+
+  // A log follows its output while the reader is at its end: scrolling up
+  // stops that (data-follow="0"), scrolling back down to the end resumes it.
+  function atEnd(log) { return log.scrollHeight - log.scrollTop - log.clientHeight < 24; }
+  function follow(log) {
+    if (log.dataset.follow) return;
+    log.dataset.follow = "1";
+    log.scrollTop = log.scrollHeight;
+    log.addEventListener("scroll", function () { log.dataset.follow = atEnd(log) ? "1" : "0"; });
+  }
+  knit.follow = follow;
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("pre.log").forEach(follow);
+    // Log lines arrive as htmx swaps into the page: keep followed logs at their end.
+    new MutationObserver(function (muts) {
+      muts.forEach(function (m) {
+        var t = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+        var log = t && t.closest("pre.log");
+        if (!log) {
+          if (t) t.querySelectorAll("pre.log").forEach(follow);
+          return;
+        }
+        follow(log);
+        if (log.dataset.follow === "1") log.scrollTop = log.scrollHeight;
+      });
+    }).observe(document.body, { childList: true, subtree: true, characterData: true });
+  });
 })();
