@@ -235,9 +235,10 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 	}
 	if plan == nil {
 		// The plan lists resources, actions and counts; attribute names
-		// would cost another tool run per changed component (`knit plan`
-		// and drift ask for them).
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{}); err != nil {
+		// and values cost another tool run per changed component, spent
+		// only where a person will read them (`knit plan`, drift, and a
+		// plan that waits for approval).
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c)}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}

@@ -40,9 +40,9 @@ type envPage struct {
 	Revisions      []store.Revision
 	Runs           []runItem
 	// Decisions are the plans waiting for a person, with their forms.
-	Decisions []approvalItem
-	DiffA, DiffB   int
-	Live           string
+	Decisions    []approvalItem
+	DiffA, DiffB int
+	Live         string
 }
 
 func (w *Web) envRef(r *http.Request, s *session) (string, error) {

@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"encoding/json"
+	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -14,13 +15,27 @@ const maxValueLen = 200
 // attributeValues gives the old and new value of each named top-level
 // attribute of a change. A value marked sensitive on either side (in any
 // part) is masked on that side; an after value with any part unknown until
-// apply says so. Nothing sensitive leaves the plan file.
+// apply says so. A value that contains one of the change's sensitive
+// values is masked too: an attribute computed from a sensitive one (a
+// terraform_data's output from its input) is stored unmarked. Nothing
+// sensitive leaves the plan file.
 func attributeValues(ch *tfjson.Change, names []string) []runner.AttributeChange {
 	before, _ := ch.Before.(map[string]any)
 	after, _ := ch.After.(map[string]any)
+	var secrets []string
+	secrets = sensitiveLeaves(before, ch.BeforeSensitive, secrets)
+	secrets = sensitiveLeaves(after, ch.AfterSensitive, secrets)
+	mask := func(text string) string {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				return runner.MaskedValue
+			}
+		}
+		return text
+	}
 	out := make([]runner.AttributeChange, 0, len(names))
 	for _, n := range names {
-		v := runner.AttributeChange{Name: n, Before: valueText(before[n]), After: valueText(after[n])}
+		v := runner.AttributeChange{Name: n, Before: mask(valueText(before[n])), After: mask(valueText(after[n]))}
 		if marked(ch.BeforeSensitive, n) {
 			v.Before = runner.MaskedValue
 		}
@@ -31,6 +46,48 @@ func attributeValues(ch *tfjson.Change, names []string) []runner.AttributeChange
 			v.After = runner.UnknownValue
 		}
 		out = append(out, v)
+	}
+	return out
+}
+
+// sensitiveLeaves appends to out the text of every scalar in v that marks
+// flags as sensitive (true marks all of v), as it appears in valueText's
+// JSON: a string without its quotes, escaped.
+func sensitiveLeaves(v, marks any, out []string) []string {
+	if m, ok := marks.(bool); ok {
+		if !m {
+			return out
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				out = sensitiveLeaves(e, true, out)
+			}
+		case []any:
+			for _, e := range x {
+				out = sensitiveLeaves(e, true, out)
+			}
+		case nil:
+		default:
+			if t := strings.Trim(valueText(x), `"`); t != "" {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	switch m := marks.(type) {
+	case map[string]any:
+		x, _ := v.(map[string]any)
+		for k, mk := range m {
+			out = sensitiveLeaves(x[k], mk, out)
+		}
+	case []any:
+		x, _ := v.([]any)
+		for i, mk := range m {
+			if i < len(x) {
+				out = sensitiveLeaves(x[i], mk, out)
+			}
+		}
 	}
 	return out
 }

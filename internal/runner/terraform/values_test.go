@@ -31,6 +31,24 @@ func TestAttributeValuesMaskSensitive(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("attributeValues:\n got %+v\nwant %+v", got, want)
 	}
+	// A value computed from a sensitive one is stored unmarked
+	// (terraform_data's output): it is masked all the same.
+	derived := attributeValues(&tfjson.Change{
+		Before:          map[string]any{"input": "hunter2", "output": "hunter2", "note": "pw=hunter2!", "n": "one"},
+		After:           map[string]any{"input": "hunter3", "n": "two"},
+		BeforeSensitive: map[string]any{"input": true},
+		AfterSensitive:  map[string]any{"input": true},
+		AfterUnknown:    map[string]any{"output": true},
+	}, []string{"input", "n", "note", "output"})
+	wantDerived := []runner.AttributeChange{
+		{Name: "input", Before: runner.MaskedValue, After: runner.MaskedValue},
+		{Name: "n", Before: `"one"`, After: `"two"`},
+		{Name: "note", Before: runner.MaskedValue, After: "null"},
+		{Name: "output", Before: runner.MaskedValue, After: runner.UnknownValue},
+	}
+	if !reflect.DeepEqual(derived, wantDerived) {
+		t.Errorf("derived values:\n got %+v\nwant %+v", derived, wantDerived)
+	}
 	// A wholly sensitive object masks every attribute.
 	ch.AfterSensitive = true
 	if got := attributeValues(ch, []string{"size"}); got[0].After != runner.MaskedValue || got[0].Before != "1" {
