@@ -1,16 +1,19 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/testtools"
 )
 
@@ -270,5 +273,48 @@ func TestDashboardTimesTick(t *testing.T) {
 	waitFor(t, ctx, "the run's time to say 3d ago", `document.querySelector(".runs time").textContent === "3d ago"`)
 	if eval[int](t, ctx, `window.knitMarker || 0`) != 1 {
 		t.Error("the page reloaded")
+	}
+}
+
+// TestDashboardRunsShowTheirCommit: a run applied from a git commit shows
+// its short hash and subject on the environment and run pages, linked to
+// the commit's page on the web host (without the credentials of the
+// repository URL); a run from a file:// repository shows the commit
+// unlinked.
+func TestDashboardRunsShowTheirCommit(t *testing.T) {
+	w := newWorld(t, knit.Config{})
+	ctx := context.Background()
+	for _, c := range []struct{ team, repo, sha string }{
+		{"ops", "https://x-access-token:s3cret@github.com/acme/infra.git", "0123456789abcdef0123456789abcdef01234567"},
+		{"lab", "file:///srv/git/infra", "fedcba9876543210fedcba9876543210fedcba98"},
+	} {
+		dir := filepath.Join(w.dir, c.team)
+		testtools.WriteFiles(t, dir, map[string]string{"env.yaml": strings.NewReplacer("teamName: ops", "teamName: "+c.team, "name: ops-web", "name: "+c.team+"-web").Replace(opsWeb)})
+		env, diags := spec.Load(filepath.Join(dir, "env.yaml"))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		if _, err := w.k.Run(ctx, knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "git", Root: dir,
+			Origin: c.repo + "@" + c.sha + ":env.yaml", Commit: c.sha, Author: "ann", Message: "site: first page\n\nlonger body"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewer := w.client("viewer")
+	_, page := get(t, viewer, w.url+"/env/ops/web")
+	link := `<a href="https://github.com/acme/infra/commit/0123456789abcdef0123456789abcdef01234567" rel="noopener noreferrer"><code title="0123456789abcdef0123456789abcdef01234567">01234567</code></a> <span class="subject">site: first page</span>`
+	if !strings.Contains(page, link) {
+		t.Errorf("the environment page does not link the run's commit:\n%s", page)
+	}
+	if strings.Contains(page, "s3cret") || strings.Contains(page, "longer body") {
+		t.Error("the page shows the repository's credentials or the message's body")
+	}
+	run := regexp.MustCompile(`href="/runs/([^"]+)"`).FindStringSubmatch(page)
+	if _, rp := get(t, viewer, w.url+"/runs/"+run[1]); !strings.Contains(rp, link) {
+		t.Errorf("the run page does not link its commit:\n%s", rp)
+	}
+	_, page = get(t, viewer, w.url+"/env/lab/web")
+	if !strings.Contains(page, `<code title="fedcba9876543210fedcba9876543210fedcba98">fedcba98</code> <span class="subject">site: first page</span>`) ||
+		strings.Contains(page, "/commit/fedcba98") {
+		t.Errorf("a file:// repository's commit:\n%s", page)
 	}
 }
