@@ -48,6 +48,15 @@ func gatedV2(goFile string) string {
 	return strings.Replace(s, "    - name: db\n      type: script\n", "    - name: db\n      type: script\n      autoApprove: false\n", 1)
 }
 
+// signIn pastes role's token on the login page, which then opens next;
+// it waits for ready there.
+func signIn(t *testing.T, ctx context.Context, w *world, role, next, ready string) {
+	t.Helper()
+	run(t, ctx, "sign in as "+role, chromedp.Navigate(w.url+"/login?next="+url.QueryEscape(next)), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens[role]), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS(ready)))
+}
+
 // nodeFill is the computed fill of a graph node's box.
 func nodeFill(name string) string {
 	return `getComputedStyle(document.querySelector('#graph a.node[data-name="` + name + `"] rect.box')).fill`
@@ -70,9 +79,7 @@ func TestDashboardApprovesFromTheEnvironmentPage(t *testing.T) {
 	}
 	w.apply("shop-gate", map[string]string{"env.yaml": gatedV2(goFile)})
 
-	run(t, ctx, "sign in", chromedp.Navigate(w.url+"/login?next=%2Fenv%2Fshop%2Fgate"), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["operator"]), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS("#graph[data-drawn]")))
+	signIn(t, ctx, w, "operator", "/env/shop/gate", "#graph[data-drawn]")
 	wantStates(t, graphStates(t, ctx), map[string]string{"db": "awaiting-approval", "api": "waiting", "web": "waiting"})
 
 	// Needs you ≠ waiting behind it.
@@ -85,7 +92,7 @@ func TestDashboardApprovesFromTheEnvironmentPage(t *testing.T) {
 	}
 	// The node leads to the form on this page, and says so in full.
 	node := eval[string](t, ctx, `document.querySelector('#graph a.node[data-name="db"]').textContent`)
-	if strings.Contains(node, "knit ") || !strings.Contains(node, "review, approve or reject →") {
+	if strings.Contains(node, "knit ") || !strings.Contains(node, "approve or reject →") {
 		t.Errorf("db's node says %q", node)
 	}
 	fits := eval[bool](t, ctx, `(() => { const a = document.querySelector('#graph a.node[data-name="db"]');
@@ -243,9 +250,7 @@ func TestDashboardShowsOldAndNewValues(t *testing.T) {
 	}
 	w.apply("infra-gate", env("blue", "hunter2", false))
 	w.apply("infra-gate", env("green", "hunter3", true))
-	run(t, ctx, "sign in", chromedp.Navigate(w.url+"/login?next=%2Fenv%2Finfra%2Fgate%2Fc%2Fnet"), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["operator"]), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS("form.decide")))
+	signIn(t, ctx, w, "operator", "/env/infra/gate/c/net", "form.decide")
 	form := text(t, ctx, "article.approval")
 	for _, want := range []string{"terraform_data.plain", `"blue"`, `"green"`, "terraform_data.hidden", "(sensitive)"} {
 		if !strings.Contains(form, want) {
@@ -264,9 +269,7 @@ func TestDashboardTimesTick(t *testing.T) {
 	ctx := browser(t)
 	w := newWorld(t, knit.Config{})
 	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
-	run(t, ctx, "sign in", chromedp.Navigate(w.url+"/login?next=%2Fenv%2Fops%2Fweb"), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["viewer"]), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS(".runs time")))
+	signIn(t, ctx, w, "viewer", "/env/ops/web", ".runs time")
 	_ = eval[bool](t, ctx, `window.knitMarker = 1, knit.now = () => Date.now() + 3*3600*1000, true`)
 	waitFor(t, ctx, "the run's time to say 3h ago", `document.querySelector(".runs time").textContent === "3h ago"`)
 	_ = eval[bool](t, ctx, `knit.now = () => Date.now() + 3*86400*1000, true`)

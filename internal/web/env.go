@@ -93,7 +93,7 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 			if p.Nodes[i].Name == d.Component {
 				p.Nodes[i].Decide, p.Nodes[i].Act = fmt.Sprintf("#ap-%d", d.ID), "review the plan →"
 				if s.CanAct {
-					p.Nodes[i].Act = "review, approve or reject →"
+					p.Nodes[i].Act = "approve or reject →"
 				}
 			}
 		}

@@ -44,9 +44,8 @@ func TestDashboardLiveLogFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { writeFileAt(t, stop, nil) }) // end the run whatever happens
-	run(t, ctx, "sign in", chromedp.Navigate(w.url+"/login?next=%2Fenv%2Fshop%2Fchatty"), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["operator"]), chromedp.Submit(chromedp.CSS("#token")),
-		chromedp.WaitVisible(chromedp.CSS("#graph[data-drawn]")),
+	signIn(t, ctx, w, "operator", "/env/shop/chatty", "#graph[data-drawn]")
+	run(t, ctx, "apply",
 		chromedp.Click(chromedp.CSS(`form[action="/env/shop/chatty/run"] input[value=apply] ~ button`)),
 		chromedp.WaitVisible(chromedp.CSS("#run-status")))
 	waitFor(t, ctx, "a log taller than its box", `(() => { const l = document.querySelector("#log-tail"); return l && l.scrollHeight > l.clientHeight + 200; })()`)
