@@ -126,8 +126,15 @@ func TestDashboardApprovesFromTheEnvironmentPage(t *testing.T) {
 	})
 
 	run(t, ctx, "environment", chromedp.Navigate(w.url+"/env/shop/gate"), chromedp.WaitVisible(chromedp.CSS("#graph[data-drawn]")))
-	run(t, ctx, "approve", chromedp.Click(chromedp.CSS(`#graph a.node[data-name="db"]`)),
-		chromedp.SendKeys(chromedp.CSS(href+" input[name=reason]"), "bigger db, reviewed"),
+	run(t, ctx, "write a reason", chromedp.Click(chromedp.CSS(`#graph a.node[data-name="db"]`)),
+		chromedp.SendKeys(chromedp.CSS(href+" input[name=reason]"), "bigger db, reviewed"))
+	// A live refresh of the page while the reviewer types keeps the reason.
+	_ = eval[bool](t, ctx, `(window.knitSwaps = 0, document.addEventListener("htmx:afterSettle", () => window.knitSwaps++), htmx.trigger(document.querySelector(".live"), "sse:changed"), true)`)
+	waitFor(t, ctx, "a live refresh", `window.knitSwaps > 0`)
+	if got := eval[string](t, ctx, `document.querySelector("`+href+` input[name=reason]").value`); got != "bigger db, reviewed" {
+		t.Errorf("after a live refresh the reason reads %q", got)
+	}
+	run(t, ctx, "approve",
 		chromedp.Click(chromedp.CSS(href+` button[value=approve]`)),
 		chromedp.WaitVisible(chromedp.CSS("p.flash")))
 	if flash := text(t, ctx, "p.flash"); !strings.Contains(flash, "approved db") {
