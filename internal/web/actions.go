@@ -112,6 +112,10 @@ type approvalItem struct {
 	Back    string
 }
 
+// PrevRevision is the revision before the one the plan was made from: the
+// form links their diff.
+func (a approvalItem) PrevRevision() int { return a.Revision - 1 }
+
 // Short is the checksum as the CLI shows it (knit approvals).
 func (a approvalItem) Short() string { return a.PlanChecksum[:min(12, len(a.PlanChecksum))] }
 

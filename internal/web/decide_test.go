@@ -110,6 +110,9 @@ func TestDashboardApprovesFromTheEnvironmentPage(t *testing.T) {
 			t.Errorf("the decide form lacks %q:\n%s", want, form)
 		}
 	}
+	if diff := eval[string](t, ctx, `document.querySelector("`+href+` a[href*=diff]").getAttribute("href")`); diff != "/env/shop/gate/diff?a=1&b=2" {
+		t.Errorf("the decide form links the file's diff as %q", diff)
+	}
 	if sum := eval[string](t, ctx, `document.querySelector("`+href+` input[name=checksum]").value`); len(sum) != 64 {
 		t.Errorf("the form carries checksum %q", sum)
 	}

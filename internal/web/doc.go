@@ -10,4 +10,11 @@
 // SameSite=Strict cookie (Secure under TLS). Every form carries a CSRF
 // token derived from the session, and cross-origin POSTs are refused.
 // Runs go through the server's queue (Runs), like API calls.
+//
+// A plan waiting for a person is shown, with its resources' old and new
+// values (sensitive ones masked by the runner), wherever it matters: the
+// environment page (its graph node leads to the form), the component page
+// and the approvals page. Operators decide there with the plan's checksum;
+// the library checks the caller against the environment it resolves.
+// static/app.js keeps relative times ticking and live logs at their end.
 package web
