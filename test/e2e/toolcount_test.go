@@ -195,7 +195,8 @@ func TestTwoProcessesShareOneDataDir(t *testing.T) {
 // TestGatedComponentToolProcesses counts the tool processes of a component
 // that waits for approval: its plan is saved and, once approved, that file
 // is applied. A new component costs init, plan and apply; a changed one
-// plan and apply.
+// plan, show (the old and new values of what it updates, for the person
+// who decides) and apply.
 func TestGatedComponentToolProcesses(t *testing.T) {
 	w := newWorld(t)
 	w.countingTofu()
@@ -207,7 +208,7 @@ func TestGatedComponentToolProcesses(t *testing.T) {
 		extra, want string
 	}{
 		{"", "init plan apply"},
-		{"        - {name: extra, value: x}\n", "plan apply"},
+		{"        - {name: extra, value: x}\n", "plan show apply"},
 	} {
 		w.writeEnv(env(step.extra))
 		if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
