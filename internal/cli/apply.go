@@ -108,6 +108,9 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		return err
 	}
 	prog := newProgress(d.stderr)
+	if req.Env != nil {
+		prog.Expect(len(req.Env.Spec.Components))
+	}
 	d.progress = prog
 	req.Actor, req.Source, req.OnEvent = d.actor(), "cli", prog.Event
 	res, err := b.Run(ctx, req)

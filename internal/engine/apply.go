@@ -434,9 +434,9 @@ func (s *session) auditRun(status string) error {
 	envStatus := envStatuses[status]
 	switch {
 	case s.kind == KindTeardown && status == store.StatusSucceeded:
-		envStatus = "torn-down"
+		envStatus = EnvTornDown
 	case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
-		envStatus = "drifted"
+		envStatus = EnvDrifted
 	}
 	if envStatus == "" {
 		return nil
@@ -449,6 +449,6 @@ func (s *session) auditRun(status string) error {
 
 // envStatuses maps a run's outcome to the environment's status.
 var envStatuses = map[string]string{
-	store.StatusSucceeded: "provisioned", store.StatusFailed: "failed",
-	store.StatusAwaiting: "awaiting-approval", store.StatusInterrupted: "interrupted",
+	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
+	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
 }
