@@ -333,6 +333,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 			v.Components = append(v.Components, cv)
 		}
 	}
+	stoppedByRejection(v.Components)
 	if d.LastDrift != nil {
 		if v.LastDrift, err = k.driftView(ctx, *d.LastDrift); err != nil {
 			return v, err
@@ -362,8 +363,30 @@ func componentView(name string, d *store.ComponentDetail) ComponentView {
 				cv.LastPlan = p
 			}
 		}
+		if cv.Status == string(engine.Rejected) && cr.Status == string(engine.Awaiting) {
+			cv.Code, cv.Reason = "rejected: the plan was rejected", "the plan waiting for approval was rejected: nothing was applied; the next apply plans again"
+		}
 	}
 	return cv
+}
+
+// stoppedByRejection says, of the components that waited behind a plan a
+// person then rejected (in the same run), that they wait for nothing now.
+func stoppedByRejection(cs []ComponentView) {
+	rejected := map[string][]string{} // run ID → rejected components
+	for _, c := range cs {
+		if c.Status == string(engine.Rejected) && c.LastRun != nil {
+			rejected[c.LastRun.RunID] = append(rejected[c.LastRun.RunID], c.Name)
+		}
+	}
+	for i, c := range cs {
+		if c.LastRun == nil || c.LastRun.Status != string(engine.Waiting) || rejected[c.LastRun.RunID] == nil {
+			continue
+		}
+		names := strings.Join(rejected[c.LastRun.RunID], ", ")
+		cs[i].Code = "stopped: rejected " + names
+		cs[i].Reason = "not run: the plan of " + names + " was rejected; the next apply plans again"
+	}
 }
 
 // DriftView is the outcome of an environment's latest drift check.

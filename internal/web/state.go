@@ -41,6 +41,9 @@ func busy(status string) bool { return toneOf(status) == ToneBusy }
 // run where that run stopped it short (waiting, skipped, failed, awaiting
 // approval, still running), otherwise its recorded state.
 func componentState(c knit.ComponentView) string {
+	if c.Status == string(engine.Rejected) { // its run stopped awaiting approval; a person said no since
+		return c.Status
+	}
 	if c.LastRun != nil {
 		switch c.LastRun.Status {
 		case "running", "planning", "applying", "destroying", "checking",
