@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
 )
 
 // gitWebhook is POST /api/v1/webhooks/git: a push notification, signed
