@@ -55,3 +55,57 @@ spec:
 		t.Errorf("an old plan still waits for approval:\n%s", list)
 	}
 }
+
+// TestTeardownPromptListsWhatItDestroys: before asking, a teardown at a
+// terminal lists the components it destroys, in the order it destroys
+// them, and those destroyProtection keeps; "no" destroys nothing.
+func TestTeardownPromptListsWhatItDestroys(t *testing.T) {
+	w := newWorld(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("util-linux `script` is needed to give knit a terminal (Debian: bsdutils, which is essential)")
+	}
+	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: qa
+  envName: down
+  autoApprove: true
+  components:
+    - name: net
+      type: script
+      script: {apply: "echo '{}'", destroy: "true"}
+    - name: db
+      type: script
+      dependsOn: [net]
+      destroyProtection: true
+      script: {apply: "echo '{}'", destroy: "true"}
+    - name: app
+      type: script
+      dependsOn: [db]
+      script: {apply: "echo '{}'", destroy: "true"}
+    - name: web
+      type: script
+      dependsOn: [net]
+      script: {apply: "echo '{}'", destroy: "true"}
+`})
+	w.ok("apply", "-f", "env.yaml")
+	cmd := exec.Command("script", "-qec", knitBin+" teardown qa/down", "/dev/null")
+	cmd.Dir, cmd.Env = w.dir, w.env
+	cmd.Stdin = strings.NewReader("no\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("answer no: %v\n%s", err, out.String())
+	}
+	text := strings.ReplaceAll(out.String(), "\r", "")
+	want := "Teardown of qa/down destroys, in this order:\n  1. app, web\nand keeps (refused):\n" +
+		"  db: destroyProtection is set\n  net: db depends on it and is kept\nDestroy these components of qa/down? Only 'yes' is accepted: "
+	if !strings.Contains(text, want) || !strings.Contains(text, "teardown of qa/down canceled") {
+		t.Errorf("the prompt, want\n%s\ngot\n%s", want, text)
+	}
+	if st := w.ok("status", "qa/down").stdout; !strings.Contains(st, "qa/down: applied") {
+		t.Errorf("answering no changed something:\n%s", st)
+	}
+}
