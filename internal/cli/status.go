@@ -64,7 +64,7 @@ func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 		fmt.Fprintln(w, "no environments yet: knit apply -f FILE")
 		return
 	}
-	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "APPLIED", "LAST RUN")
+	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "REVISION", "LAST RUN")
 	for _, e := range envs {
 		last := "-"
 		if r := e.LastRun; r != nil {
