@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/knit"
 )
 
 func newGraphCmd(d *deps) *cobra.Command {
@@ -66,11 +67,21 @@ func appliedGraph(ctx context.Context, b backend, ref string) (graphView, error)
 	if err != nil {
 		return graphView{}, err
 	}
-	g, types := dag.New(), map[string]string{}
+	types := map[string]string{}
+	g := viewGraph(v, func(c knit.ComponentView) bool {
+		types[c.Name] = c.Type
+		return !c.Removed
+	})
+	return newGraphView(v.ID, g, func(n string) string { return types[n] })
+}
+
+// viewGraph is the dependency graph of an environment's view: the
+// components keep accepts and the dependencies between them.
+func viewGraph(v knit.EnvironmentView, keep func(knit.ComponentView) bool) *dag.Graph {
+	g := dag.New()
 	for _, c := range v.Components {
-		if !c.Removed {
+		if keep(c) {
 			g.Add(c.Name)
-			types[c.Name] = c.Type
 		}
 	}
 	for _, c := range v.Components {
@@ -80,7 +91,7 @@ func appliedGraph(ctx context.Context, b backend, ref string) (graphView, error)
 			}
 		}
 	}
-	return newGraphView(v.ID, g, func(n string) string { return types[n] })
+	return g
 }
 
 type graphNode struct {

@@ -88,20 +88,10 @@ func teardownGraph(ctx context.Context, b backend, env *spec.Environment, ref st
 	if err != nil {
 		return nil, nil, err
 	}
-	g := dag.New()
-	for _, c := range v.Components {
-		if c.Status != "destroyed" {
-			g.Add(c.Name)
-			protected[c.Name] = c.DestroyProtection
-		}
-	}
-	for _, c := range v.Components {
-		for _, dep := range c.DependsOn {
-			if g.Has(dep) && g.Has(c.Name) {
-				g.Connect(dep, c.Name)
-			}
-		}
-	}
+	g := viewGraph(v, func(c knit.ComponentView) bool {
+		protected[c.Name] = c.DestroyProtection
+		return c.Status != string(engine.Destroyed)
+	})
 	return g, protected, nil
 }
 
