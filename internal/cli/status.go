@@ -44,7 +44,7 @@ func newStatusCmd(d *deps) *cobra.Command {
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&team, "team", "", "only this team's environments")
-	cmd.Flags().StringVar(&status, "status", "", "only environments with this status (applied, failed, awaiting-approval, drifted, interrupted, torn-down)")
+	cmd.Flags().StringVar(&status, "status", "", "only environments with this status (applied, failed, awaiting-approval, rejected, drifted, interrupted, torn-down)")
 	cmd.Flags().StringVar(&after, "after", "", "list environments after this one (the cursor a previous page printed)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "how many environments (at most 1000)")
 	return cmd
