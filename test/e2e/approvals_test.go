@@ -111,7 +111,9 @@ func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
 	}
 	// The waiting destroy says it comes from the removed file; net, which
 	// web depends on, waits for its dependent, not for an upstream.
-	var waiting struct{ Components []struct{ Name, Code, Reason string } }
+	var waiting struct {
+		Components []struct{ Name, Code, Reason string }
+	}
 	s.do("GET", "/api/v1/environments/shop/dev", nil, &waiting)
 	for _, c := range waiting.Components {
 		switch {
