@@ -108,6 +108,14 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		return err
 	}
 	prog := newProgress(d.stderr)
+	switch {
+	case req.Env != nil:
+		prog.Expect(len(req.Env.Spec.Components))
+	case prog.live && req.EnvRef != "": // a run of ENV: count its components for the live table
+		if v, err := b.Environment(ctx, req.EnvRef); err == nil {
+			prog.Expect(len(v.Components))
+		}
+	}
 	d.progress = prog
 	req.Actor, req.Source, req.OnEvent = d.actor(), "cli", prog.Event
 	res, err := b.Run(ctx, req)

@@ -243,7 +243,9 @@ func newAuditCmd(d *deps) *cobra.Command {
 }
 
 func printAudit(w io.Writer, events []store.AuditEvent) {
-	fmt.Fprintf(w, "%-20s %-20s %-12s %-14s %-16s %-4s %s\n", "TIME", "ENVIRONMENT", "ACTOR", "ACTION", "COMPONENT", "REV", "REASON / DETAIL")
+	t := newTable(w)
+	defer t.Flush()
+	fmt.Fprintln(t, "TIME\tENVIRONMENT\tACTOR\tACTION\tCOMPONENT\tREV\tREASON / DETAIL")
 	for _, e := range events {
 		why := e.Reason
 		if e.Detail != "" {
@@ -256,8 +258,8 @@ func printAudit(w io.Writer, events []store.AuditEvent) {
 		if e.Revision > 0 {
 			rev = strconv.Itoa(e.Revision)
 		}
-		fmt.Fprintf(w, "%-20s %-20s %-12s %-14s %-16s %-4s %s\n", e.Time.Local().Format("2006-01-02 15:04:05"),
-			e.Env, e.Actor, e.Action, orDash(e.Component), rev, firstLine(why))
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"),
+			cell(e.Env), cell(e.Actor), cell(e.Action), cell(e.Component), rev, lastCell(why))
 	}
 }
 

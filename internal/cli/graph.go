@@ -1,46 +1,97 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/knit"
 )
 
 func newGraphCmd(d *deps) *cobra.Command {
 	var file, format string
 	cmd := &cobra.Command{
-		Use:   "graph -f FILE [--format text|dot|mermaid|json]",
+		Use:   "graph (-f FILE | ENV) [--format text|dot|mermaid|json]",
 		Short: "Show an environment's components and their dependencies",
-		Long: `Print the dependency graph of an environment: components by level (level 0
-has no dependencies; each level needs only earlier ones) and the edges that
+		Long: `Print the dependency graph of an environment, from a file or, for ENV, as
+it is applied (locally, or on --server): components by level (level 0 has no
+dependencies; each level needs only earlier ones) and the edges that
 dependsOn and valueFrom create. dot feeds Graphviz; mermaid pastes into
 Markdown; json is for programs.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			render, ok := graphFormats[format]
 			if !ok {
 				return fmt.Errorf("unknown format %q: use text, dot, mermaid or json", format)
 			}
-			env, err := loadEnv(file, d.stderr)
-			if err != nil {
-				return err
+			var view graphView
+			var err error
+			switch {
+			case file != "" && len(args) > 0:
+				return fmt.Errorf("pass -f FILE or ENV, not both")
+			case file != "":
+				env, lerr := loadEnv(file, d.stderr)
+				if lerr != nil {
+					return lerr
+				}
+				view, err = newGraphView(env.ID(), env.Graph(), func(n string) string { return env.Component(n).Type })
+			case len(args) == 1:
+				err = d.withBackend(cmd.Context(), "text", func(b backend) error {
+					view, err = appliedGraph(cmd.Context(), b, args[0])
+					return err
+				})
+			default:
+				return fmt.Errorf("which environment? pass -f FILE or ENV (team/env)")
 			}
-			view, err := newGraphView(env)
 			if err != nil {
 				return err
 			}
 			return render(d.stdout, view)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file (required)")
-	_ = cmd.MarkFlagRequired("file")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file")
 	cmd.Flags().StringVar(&format, "format", "text", "text, dot, mermaid or json")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "same as --format")
 	return cmd
+}
+
+// appliedGraph is the graph of environment ref as applied: its components
+// (those removed from the file left out) and their dependencies, from the
+// environment's view, which a server serves as well.
+func appliedGraph(ctx context.Context, b backend, ref string) (graphView, error) {
+	v, err := b.Environment(ctx, ref)
+	if err != nil {
+		return graphView{}, err
+	}
+	types := map[string]string{}
+	g := viewGraph(v, func(c knit.ComponentView) bool {
+		types[c.Name] = c.Type
+		return !c.Removed
+	})
+	return newGraphView(v.ID, g, func(n string) string { return types[n] })
+}
+
+// viewGraph is the dependency graph of an environment's view: the
+// components keep accepts and the dependencies between them.
+func viewGraph(v knit.EnvironmentView, keep func(knit.ComponentView) bool) *dag.Graph {
+	g := dag.New()
+	for _, c := range v.Components {
+		if keep(c) {
+			g.Add(c.Name)
+		}
+	}
+	for _, c := range v.Components {
+		for _, dep := range c.DependsOn {
+			if g.Has(dep) && g.Has(c.Name) {
+				g.Connect(dep, c.Name)
+			}
+		}
+	}
+	return g
 }
 
 type graphNode struct {
@@ -56,8 +107,8 @@ type graphView struct {
 	Levels      [][]string  `json:"levels"`
 }
 
-func newGraphView(env *spec.Environment) (graphView, error) {
-	g := env.Graph()
+// newGraphView lays out g, the graph of environment id, by level.
+func newGraphView(id string, g *dag.Graph, typeOf func(string) string) (graphView, error) {
 	levels, err := g.Levels()
 	if err != nil {
 		return graphView{}, err
@@ -68,14 +119,14 @@ func newGraphView(env *spec.Environment) (graphView, error) {
 			levelOf[n] = i
 		}
 	}
-	v := graphView{Environment: env.ID(), Levels: levels}
+	v := graphView{Environment: id, Levels: levels}
 	for _, l := range levels {
 		for _, n := range l {
 			deps := g.DependenciesOf(n)
 			if deps == nil {
 				deps = []string{}
 			}
-			v.Nodes = append(v.Nodes, graphNode{Name: n, Type: env.Component(n).Type, DependsOn: deps, Level: levelOf[n]})
+			v.Nodes = append(v.Nodes, graphNode{Name: n, Type: typeOf(n), DependsOn: deps, Level: levelOf[n]})
 		}
 	}
 	return v, nil

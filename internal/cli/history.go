@@ -38,13 +38,15 @@ func newHistoryCmd(d *deps) *cobra.Command {
 }
 
 func printHistory(w io.Writer, runs []store.Run) {
-	fmt.Fprintf(w, "%-24s %-9s %-18s %-4s %-12s %-20s %-9s %s\n", "RUN", "KIND", "STATUS", "REV", "ACTOR", "STARTED", "TOOK", "REASON")
+	t := newTable(w)
+	defer t.Flush()
+	fmt.Fprintln(t, "RUN\tKIND\tSTATUS\tREV\tACTOR\tSTARTED\tTOOK\tREASON")
 	for _, r := range runs {
 		took := "-"
 		if !r.FinishedAt.IsZero() {
 			took = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%-24s %-9s %-18s %-4d %-12s %-20s %-9s %s\n", r.ID, r.Kind, r.Status, r.Revision, r.Actor,
-			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, r.Reason)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, cell(r.Status), r.Revision, cell(r.Actor),
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, lastCell(r.Reason))
 	}
 }

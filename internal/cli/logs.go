@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -19,6 +20,9 @@ func newLogsCmd(d *deps) *cobra.Command {
 				}
 				fmt.Fprintf(d.stderr, "# %s of %s in run %s: %s\n", cr.Operation, cr.Component, cr.RunID, cr.Status)
 				fmt.Fprint(d.stdout, cr.Log)
+				if cr.Log != "" && !strings.HasSuffix(cr.Log, "\n") {
+					fmt.Fprintln(d.stdout) // whatever follows starts on a line of its own
+				}
 				return nil
 			})
 		},

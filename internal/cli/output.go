@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 )
 
@@ -29,6 +31,12 @@ values are masked unless --show-sensitive is given.`,
 				}
 				view, err := b.Outputs(cmd.Context(), args[0], comp, showSensitive)
 				if err != nil {
+					return err
+				}
+				if empty, err := noOutputs(cmd.Context(), b, args[0], view); empty != "" || err != nil {
+					if err == nil {
+						fmt.Fprintln(d.stderr, empty)
+					}
 					return err
 				}
 				if len(args) == 3 {
@@ -77,4 +85,23 @@ func printOutputs(w io.Writer, view map[string]map[string]knit.OutputView) {
 			fmt.Fprintf(w, "%s.%s = %s\n", c, n, b)
 		}
 	}
+}
+
+// noOutputs explains an empty answer (when view has no output at all): a
+// torn-down environment has none any more, an error, so a script reading
+// one stops there; otherwise its components declare none, a note.
+func noOutputs(ctx context.Context, b backend, ref string, view map[string]map[string]knit.OutputView) (string, error) {
+	for _, outs := range view {
+		if len(outs) > 0 {
+			return "", nil
+		}
+	}
+	v, err := b.Environment(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if v.Status == engine.EnvTornDown {
+		return "", fmt.Errorf("%s is torn down: it has no outputs (knit history %s shows its runs)", v.ID, v.ID)
+	}
+	return fmt.Sprintf("%s has no outputs: no applied component of it declares one (outputs: in its file)", v.ID), nil
 }

@@ -24,20 +24,35 @@ func isTerminal(s any) bool {
 // progress shows a run's component states on stderr: a live table redrawn
 // in place on a terminal, otherwise one line per state change.
 type progress struct {
-	w     io.Writer
-	live  bool
-	start time.Time
+	w    io.Writer
+	live bool
+	now  func() time.Time
 
-	mu     sync.Mutex
-	rows   map[string]engine.Event
-	drawn  int
-	paused bool // a question is on the screen: do not draw over it
-	stop   chan struct{}
-	done   chan struct{}
+	mu    sync.Mutex
+	start time.Time
+	rows  map[string]progressRow
+	total int // components the run is expected to touch (0: unknown)
+	drawn int
+	// paused: a question is on the screen, do not draw over it. Time spent
+	// at the question (asked since pausedAt, pausedFor in all) is a
+	// person's, not a component's: the timers leave it out.
+	paused    bool
+	pausedAt  time.Time
+	pausedFor time.Duration
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// progressRow is a component's last event, with the time the run had spent
+// at questions when the component started.
+type progressRow struct {
+	engine.Event
+	pausedBefore time.Duration
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, live: isTerminal(w), start: time.Now(), rows: map[string]engine.Event{}}
+	p := &progress{w: w, live: isTerminal(w), now: time.Now, rows: map[string]progressRow{}}
+	p.start = p.now()
 	if p.live {
 		p.stop, p.done = make(chan struct{}), make(chan struct{})
 		go p.loop()
@@ -55,16 +70,23 @@ func (p *progress) Event(ev engine.Event) {
 	row, seen := p.rows[ev.Component]
 	if !seen {
 		row.Time = ev.Time // when the component started, for the live elapsed column
+		row.pausedBefore = p.pausedFor
+		if p.paused { // started while a question is on the screen
+			row.pausedBefore += max(0, ev.Time.Sub(p.pausedAt))
+		}
 	}
 	row.Component, row.Status, row.Reason, row.Elapsed = ev.Component, ev.Status, ev.Reason, ev.Elapsed
+	if ev.Status.IsTerminal() {
+		row.Elapsed = max(0, ev.Elapsed-(p.pausedFor-row.pausedBefore))
+	}
 	p.rows[ev.Component] = row
 	if !p.live {
 		line := fmt.Sprintf("%s %-24s %s", ev.Time.Format("15:04:05"), ev.Component, ev.Status)
-		if ev.Status.IsTerminal() && ev.Elapsed > 0 {
-			line += fmt.Sprintf(" (%s)", ev.Elapsed.Round(time.Millisecond))
+		if el := ev.Elapsed.Round(time.Millisecond); ev.Status.IsTerminal() && el > 0 {
+			line += fmt.Sprintf(" (%s)", el)
 		}
-		if ev.Reason != "" {
-			line += ": " + firstLine(ev.Reason)
+		if why := reasonAfter(ev.Status, ev.Reason); why != "" {
+			line += ": " + why
 		}
 		fmt.Fprintln(p.w, line)
 	}
@@ -89,14 +111,26 @@ func (p *progress) loop() {
 func (p *progress) Pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.paused = true
+	if !p.paused {
+		p.paused, p.pausedAt = true, p.now()
+	}
 }
 
 // Resume draws again, as a fresh table below whatever was printed meanwhile.
 func (p *progress) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.paused {
+		p.pausedFor += p.now().Sub(p.pausedAt)
+	}
 	p.paused, p.drawn = false, 0
+}
+
+// Expect says how many components the run will show, for the N/M count.
+func (p *progress) Expect(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total = n
 }
 
 // draw redraws the table in place (cursor up over the last drawing, clear lines).
@@ -115,16 +149,23 @@ func (p *progress) draw() {
 	if p.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
 	}
-	now := time.Now()
+	now, done := p.now(), 0
+	for _, r := range p.rows {
+		if r.Status.IsTerminal() {
+			done++
+		}
+	}
+	fmt.Fprintf(&b, "\x1b[2K  %d/%d components done  %6.1fs\n", done, max(p.total, len(names)),
+		(now.Sub(p.start) - p.pausedFor).Seconds())
 	for _, n := range names {
 		r := p.rows[n]
 		el := r.Elapsed
 		if !r.Status.IsTerminal() {
-			el = now.Sub(r.Time)
+			el = max(0, now.Sub(r.Time)-(p.pausedFor-r.pausedBefore))
 		}
-		fmt.Fprintf(&b, "\x1b[2K  %-24s %-18s %6.1fs  %s\n", n, r.Status, el.Seconds(), firstLine(r.Reason))
+		fmt.Fprintf(&b, "\x1b[2K  %-24s %-18s %6.1fs  %s\n", n, r.Status, el.Seconds(), reasonAfter(r.Status, r.Reason))
 	}
-	p.drawn = len(names)
+	p.drawn = len(names) + 1
 	io.WriteString(p.w, b.String())
 }
 
@@ -134,6 +175,13 @@ func (p *progress) Close() {
 		close(p.stop)
 		<-p.done
 	}
+}
+
+// reasonAfter is a component's reason as shown right after its status: its
+// first line, without the status repeated ("skipped: db failed" after
+// "skipped" is "db failed").
+func reasonAfter(st engine.Status, reason string) string {
+	return firstLine(strings.TrimPrefix(reason, string(st)+": "))
 }
 
 func firstLine(s string) string {

@@ -22,14 +22,16 @@ func printResult(stdout io.Writer, r *engine.Result) {
 	fmt.Fprintf(stdout, "%s %s (run %s, revision %d): %s\n", r.Kind, r.Env, r.RunID, r.Revision, r.Status)
 	for _, c := range r.Components {
 		line := fmt.Sprintf("  %-*s  %-18s", width, c.Name, c.Status)
-		if c.Elapsed > 0 {
-			line += fmt.Sprintf(" %7s", c.Elapsed.Round(10*time.Millisecond))
+		took := "" // a component that never ran took no time: show none, not "0s"
+		if el := c.Elapsed.Round(10 * time.Millisecond); el > 0 {
+			took = el.String()
 		}
+		line += fmt.Sprintf(" %7s", took)
 		if s := planCounts(c.Plan); s != "" {
 			line += "  " + s
 		}
-		if c.Reason != "" {
-			line += "  " + firstLine(c.Reason)
+		if why := reasonAfter(c.Status, c.Reason); why != "" {
+			line += "  " + why
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
 		if showsResources(r, c) {

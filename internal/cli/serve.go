@@ -23,6 +23,7 @@ import (
 // given on the command line win over it.
 type serveConfig struct {
 	Listen            string   `yaml:"listen"`
+	PublicURL         string   `yaml:"publicURL"`
 	DataDir           string   `yaml:"dataDir"`
 	MaxConcurrentRuns int      `yaml:"maxConcurrentRuns"`
 	TLSCert           string   `yaml:"tlsCert"`
@@ -108,6 +109,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "config file (YAML) with these settings, git, notifications and tools")
 	f.StringVar(&c.Listen, "listen", "127.0.0.1:7070", "address to listen on")
+	f.StringVar(&c.PublicURL, "public-url", "", "the dashboard's address as people reach it (https://knit.example.com), for links in notifications (default: the listen address)")
 	f.IntVar(&c.MaxConcurrentRuns, "max-concurrent-runs", 4, "runs at once across environments")
 	f.StringVar(&c.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	f.StringVar(&c.TLSKey, "tls-key", "", "and this key (PEM)")
@@ -149,6 +151,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 		}
 	}
 	set("listen", &c.Listen, file.Listen)
+	set("public-url", &c.PublicURL, file.PublicURL)
 	set("tls-cert", &c.TLSCert, file.TLSCert)
 	set("tls-key", &c.TLSKey, file.TLSKey)
 	set("webhook-secret-file", &c.WebhookSecretFile, file.WebhookSecretFile)
@@ -231,7 +234,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("webhook secret: %w", err)
 	}
-	cfg := server.Config{Listen: c.Listen, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+	cfg := server.Config{Listen: c.Listen, PublicURL: c.PublicURL, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
 		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB),
 		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
 	if cfg.HTTP, err = c.httpLimits(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -43,7 +44,7 @@ func newStatusCmd(d *deps) *cobra.Command {
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&team, "team", "", "only this team's environments")
-	cmd.Flags().StringVar(&status, "status", "", "only environments with this status (provisioned, failed, awaiting-approval, drifted, torn-down…)")
+	cmd.Flags().StringVar(&status, "status", "", "only environments with this status (applied, failed, awaiting-approval, rejected, drifted, interrupted, torn-down)")
 	cmd.Flags().StringVar(&after, "after", "", "list environments after this one (the cursor a previous page printed)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "how many environments (at most 1000)")
 	return cmd
@@ -63,13 +64,13 @@ func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 		fmt.Fprintln(w, "no environments yet: knit apply -f FILE")
 		return
 	}
-	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "APPLIED", "LAST RUN")
+	fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", "ENVIRONMENT", "STATUS", "REVISION", "LAST RUN")
 	for _, e := range envs {
 		last := "-"
 		if r := e.LastRun; r != nil {
 			last = fmt.Sprintf("%s %s %s ago", r.Kind, r.Status, ago(r.StartedAt))
 		}
-		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, revisions(e.Environment), last)
+		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, engine.EnvLabel(e.Status), revisions(e.Environment), last)
 	}
 }
 
@@ -81,8 +82,23 @@ func revisions(e store.Environment) string {
 	return strconv.Itoa(e.AppliedRevision)
 }
 
+// revisionNote says which revision the environment is at: the one applied,
+// or, when its last run did not get there, the one it is converging to and
+// the last one an apply of succeeded.
+func revisionNote(v knit.EnvironmentView) string {
+	switch v.Status {
+	case engine.EnvApplied, engine.EnvTornDown:
+		return "revision " + revisions(v.Environment)
+	}
+	note := "revision " + revisions(v.Environment) + "; "
+	if v.SucceededRevision == 0 {
+		return note + "never applied"
+	}
+	return note + fmt.Sprintf("last applied revision %d", v.SucceededRevision)
+}
+
 func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
-	fmt.Fprintf(w, "%s: %s (applied revision %s)\n", v.ID, v.Status, revisions(v.Environment))
+	fmt.Fprintf(w, "%s: %s (%s)\n", v.ID, engine.EnvLabel(v.Status), revisionNote(v))
 	if l := v.Lock; l != nil {
 		fmt.Fprintf(w, "locked by run %s (%s, pid %d on %s) until %s\n", l.RunID, l.Owner, l.PID, l.Host, l.Expires.Local().Format(time.DateTime))
 	}

@@ -2,13 +2,19 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 )
 
 func newTeardownCmd(d *deps) *cobra.Command {
@@ -35,7 +41,7 @@ there is no terminal. History stays in the store.`,
 					return knit.RunRequest{}, err
 				}
 				if !f.autoApprove {
-					if err := d.confirmTeardown(ref); err != nil {
+					if err := d.confirmTeardown(cmd.Context(), b, env, ref, f.components); err != nil {
 						return knit.RunRequest{}, err
 					}
 				}
@@ -49,14 +55,88 @@ there is no terminal. History stays in the store.`,
 	return cmd
 }
 
-func (d *deps) confirmTeardown(env string) error {
+func (d *deps) confirmTeardown(ctx context.Context, b backend, env *spec.Environment, ref string, only []string) error {
 	if !isTerminal(d.stdin) {
-		return fmt.Errorf("teardown of %s needs confirmation: pass --auto-approve (no terminal to ask)", env)
+		return fmt.Errorf("teardown of %s needs confirmation: pass --auto-approve (no terminal to ask)", ref)
 	}
-	fmt.Fprintf(d.stderr, "Destroy every component of %s? Only 'yes' is accepted: ", env)
+	g, protected, err := teardownGraph(ctx, b, env, ref)
+	if err != nil {
+		return err
+	}
+	printTeardownSteps(d.stderr, ref, g, protected, only)
+	fmt.Fprintf(d.stderr, "Destroy these components of %s? Only 'yes' is accepted: ", ref)
 	line, _ := bufio.NewReader(d.stdin).ReadString('\n')
 	if strings.TrimSpace(line) != "yes" {
-		return fmt.Errorf("teardown of %s canceled", env)
+		return fmt.Errorf("teardown of %s canceled", ref)
 	}
 	return nil
+}
+
+// teardownGraph is the dependency graph a teardown of ref walks reversed,
+// and which of its components have destroyProtection: from env when the
+// command has it (a file, or the applied spec here), otherwise from the
+// environment's view (through a server).
+func teardownGraph(ctx context.Context, b backend, env *spec.Environment, ref string) (*dag.Graph, map[string]bool, error) {
+	protected := map[string]bool{}
+	if env != nil {
+		for _, c := range env.Spec.Components {
+			protected[c.Name] = c.DestroyProtection
+		}
+		return env.Graph(), protected, nil
+	}
+	v, err := b.Environment(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := viewGraph(v, func(c knit.ComponentView) bool {
+		protected[c.Name] = c.DestroyProtection
+		return c.Status != string(engine.Destroyed)
+	})
+	return g, protected, nil
+}
+
+// printTeardownSteps lists what a teardown destroys, step by step (each
+// step once the ones before it are gone), and what destroyProtection keeps.
+func printTeardownSteps(w io.Writer, ref string, g *dag.Graph, protected map[string]bool, only []string) {
+	if len(only) > 0 {
+		g = g.WithDependents(only)
+	}
+	kept := map[string]string{}
+	for _, n := range g.Vertices() {
+		if protected[n] {
+			kept[n] = "destroyProtection is set"
+			for _, a := range g.Ancestors(n) {
+				if kept[a] == "" {
+					kept[a] = n + " depends on it and is kept"
+				}
+			}
+		}
+	}
+	levels, err := g.Reverse().Levels()
+	if err != nil {
+		return // a cycle: the teardown itself reports it
+	}
+	fmt.Fprintf(w, "Teardown of %s destroys, in this order:\n", ref)
+	step := 0
+	for _, level := range levels {
+		var names []string
+		for _, n := range level {
+			if kept[n] == "" {
+				names = append(names, n)
+			}
+		}
+		if len(names) > 0 {
+			step++
+			fmt.Fprintf(w, "  %d. %s\n", step, strings.Join(names, ", "))
+		}
+	}
+	if step == 0 {
+		fmt.Fprintln(w, "  nothing")
+	}
+	if len(kept) > 0 {
+		fmt.Fprintln(w, "and keeps (refused):")
+		for _, n := range slices.Sorted(maps.Keys(kept)) {
+			fmt.Fprintf(w, "  %s: %s\n", n, kept[n])
+		}
+	}
 }

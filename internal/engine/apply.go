@@ -435,9 +435,9 @@ func (s *session) auditRun(status string) error {
 	envStatus := envStatuses[status]
 	switch {
 	case s.kind == KindTeardown && status == store.StatusSucceeded:
-		envStatus = "torn-down"
+		envStatus = EnvTornDown
 	case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
-		envStatus = "drifted"
+		envStatus = EnvDrifted
 	}
 	if envStatus == "" {
 		return nil
@@ -450,6 +450,6 @@ func (s *session) auditRun(status string) error {
 
 // envStatuses maps a run's outcome to the environment's status.
 var envStatuses = map[string]string{
-	store.StatusSucceeded: "provisioned", store.StatusFailed: "failed",
-	store.StatusAwaiting: "awaiting-approval", store.StatusInterrupted: "interrupted",
+	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
+	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
 }

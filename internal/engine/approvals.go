@@ -250,6 +250,9 @@ func (e *Engine) DecidePlan(ctx context.Context, env *spec.Environment, componen
 		Revision: a.Revision, RunID: a.RunID, Reason: reason, Time: now, Detail: what}); err != nil {
 		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
 	}
+	if !approve {
+		return a, e.settleRejected(ctx, env.ID(), component)
+	}
 	return a, nil
 }
 

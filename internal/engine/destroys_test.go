@@ -66,8 +66,8 @@ func TestApprovingAGatedTeardownOfTheAppliedSpecDestroys(t *testing.T) {
 	if err != nil || res.Status != store.StatusAwaiting || res.Component("d").Status != engine.Awaiting {
 		t.Fatalf("gated teardown: %+v %v", res, err)
 	}
-	if d := res.Component("d"); d.Reason == "" || !strings.Contains(d.Reason, "teardown") {
-		t.Errorf("d waits with %q; want it to say the teardown", d.Reason)
+	if d := res.Component("d"); !strings.HasPrefix(d.Reason, "teardown (the file was removed): will be destroyed") {
+		t.Errorf("d waits with %q; want it to say the teardown and its cause", d.Reason)
 	}
 	calls := len(h.r.Calls(""))
 	if _, err := h.e.Decide(ctx, h.appliedSpec(t, "t/diamond"), "d", true, "alice", "decommission"); err != nil {

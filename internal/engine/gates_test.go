@@ -30,10 +30,16 @@ func TestTeardownTrueOnAGatedComponentWaitsForApprovalThenDestroys(t *testing.T)
 	if p := res.Component("d").Plan; p == nil || !p.Destroying || p.Destroy == 0 {
 		t.Fatalf("d's plan %+v, want a destroy plan", p)
 	}
+	// The teardown walks the graph reversed: d is what the others depend
+	// on no more, their dependent, not their upstream.
 	for _, c := range []string{"a", "b", "c"} {
-		if got := res.Component(c); got.Status != engine.Waiting || !strings.Contains(got.Code, "upstream d awaiting approval") {
-			t.Fatalf("%s: %s %q, want waiting on d", c, got.Status, got.Code)
+		if got := res.Component(c); got.Status != engine.Waiting || got.Code != "waiting: dependent d awaiting approval" ||
+			got.Reason != "waiting: dependent d awaiting approval by an operator" {
+			t.Fatalf("%s: %s %q %q, want waiting on its dependent d", c, got.Status, got.Code, got.Reason)
 		}
+	}
+	if why := res.Component("d").Reason; !strings.HasPrefix(why, "teardown (decommission): will be destroyed") {
+		t.Fatalf("d's reason %q, want the teardown and its reason", why)
 	}
 	if n := len(h.r.Calls("destroy")) + len(h.r.Calls("apply")) - appliesBefore; n != 0 {
 		t.Fatalf("something was destroyed before approval (%d calls)", n)

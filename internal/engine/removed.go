@@ -71,7 +71,12 @@ func (s *session) destroyReason(name string) string {
 	if _, ok := s.removed[name]; ok {
 		return "removed from file: will be destroyed"
 	}
-	if s.env.Spec.Teardown {
+	if s.env.Spec.Teardown || s.kind == KindTeardown {
+		// A teardown's reason says what caused it (a removed file, in
+		// GitOps), which destroy: true would hide.
+		if s.opts.Reason != "" {
+			return fmt.Sprintf("teardown (%s): will be destroyed", firstLine(s.opts.Reason))
+		}
 		return "teardown: will be destroyed"
 	}
 	return "destroy: true: will be destroyed"

@@ -50,8 +50,9 @@ const (
 // outlineComponent is what an environment's view needs of one component
 // of its applied spec.
 type outlineComponent struct {
-	Name, Type string
-	DependsOn  []string
+	Name, Type        string
+	DependsOn         []string
+	DestroyProtection bool
 }
 
 // outlineOf lists env's components in order with their types and
@@ -64,7 +65,7 @@ func outlineOf(env *spec.Environment) []outlineComponent {
 		for j, d := range deps {
 			deps[j] = intern(d)
 		}
-		out[i] = outlineComponent{Name: intern(c.Name), Type: intern(c.Type), DependsOn: deps}
+		out[i] = outlineComponent{Name: intern(c.Name), Type: intern(c.Type), DependsOn: deps, DestroyProtection: c.DestroyProtection}
 	}
 	return out
 }

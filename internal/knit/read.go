@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -64,7 +65,7 @@ type EnvironmentSummary = store.EnvironmentSummary
 // Environments lists environments in ID order.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
 	n := limit(f.Limit)
-	envs, err := k.store.EnvironmentSummaries(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	envs, err := k.store.EnvironmentSummaries(ctx, store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After, Limit: n + 1})
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
@@ -76,7 +77,7 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 // its version is still right while the version is unchanged.
 func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[store.EnvironmentVersion], error) {
 	n := limit(f.Limit)
-	vs, err := k.store.EnvironmentVersions(ctx, store.EnvironmentFilter{Team: f.Team, Status: f.Status, After: f.After, Limit: n + 1})
+	vs, err := k.store.EnvironmentVersions(ctx, store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After, Limit: n + 1})
 	if err != nil {
 		return Page[store.EnvironmentVersion]{}, err
 	}
@@ -243,6 +244,9 @@ type ComponentView struct {
 	Code      string   `json:"code,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// DestroyProtection: a teardown refuses the component (and keeps what
+	// it depends on).
+	DestroyProtection bool `json:"destroyProtection,omitempty"`
 	// Removed is set for a live component no longer in the applied file.
 	Removed   bool         `json:"removed,omitempty"`
 	Revision  int          `json:"revision,omitempty"`
@@ -269,6 +273,11 @@ type EnvironmentView struct {
 	Components []ComponentView `json:"components"`
 	LastRun    *store.Run      `json:"lastRun,omitempty"`
 	LastDrift  *DriftView      `json:"lastDrift,omitempty"`
+	// SucceededRevision, for an environment whose status is not applied
+	// (failed, awaiting-approval, …), is the revision of its last apply
+	// that succeeded (0: none did): AppliedRevision is the one it is
+	// converging to, whatever became of that.
+	SucceededRevision int `json:"succeededRevision,omitempty"`
 }
 
 // Environment returns one environment with its components, in the applied
@@ -289,6 +298,15 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 		return EnvironmentView{}, err
 	}
 	v := EnvironmentView{Environment: d.Environment, Lock: d.Lock, LastRun: d.LastRun, Components: []ComponentView{}}
+	if v.Status != engine.EnvApplied && v.Status != engine.EnvTornDown {
+		ok, err := k.store.Runs(ctx, id, store.RunFilter{Status: store.StatusSucceeded, Kind: engine.KindApply, Limit: 1})
+		if err != nil {
+			return v, err
+		}
+		if len(ok) > 0 {
+			v.SucceededRevision = ok[0].Revision
+		}
+	}
 	byName := make(map[string]*store.ComponentDetail, len(d.Components))
 	for i := range d.Components {
 		byName[d.Components[i].Name] = &d.Components[i]
@@ -300,7 +318,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 		}
 		for _, c := range outline {
 			cv := componentView(c.Name, byName[c.Name])
-			cv.Type, cv.DependsOn = c.Type, c.DependsOn
+			cv.Type, cv.DependsOn, cv.DestroyProtection = c.Type, c.DependsOn, c.DestroyProtection
 			v.Components = append(v.Components, cv)
 			delete(byName, c.Name)
 		}
@@ -315,6 +333,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 			v.Components = append(v.Components, cv)
 		}
 	}
+	stoppedByRejection(v.Components)
 	if d.LastDrift != nil {
 		if v.LastDrift, err = k.driftView(ctx, *d.LastDrift); err != nil {
 			return v, err
@@ -344,8 +363,30 @@ func componentView(name string, d *store.ComponentDetail) ComponentView {
 				cv.LastPlan = p
 			}
 		}
+		if cv.Status == string(engine.Rejected) && cr.Status == string(engine.Awaiting) {
+			cv.Code, cv.Reason = "rejected: the plan was rejected", "the plan waiting for approval was rejected: nothing was applied; the next apply plans again"
+		}
 	}
 	return cv
+}
+
+// stoppedByRejection says, of the components that waited behind a plan a
+// person then rejected (in the same run), that they wait for nothing now.
+func stoppedByRejection(cs []ComponentView) {
+	rejected := map[string][]string{} // run ID → rejected components
+	for _, c := range cs {
+		if c.Status == string(engine.Rejected) && c.LastRun != nil {
+			rejected[c.LastRun.RunID] = append(rejected[c.LastRun.RunID], c.Name)
+		}
+	}
+	for i, c := range cs {
+		if c.LastRun == nil || c.LastRun.Status != string(engine.Waiting) || rejected[c.LastRun.RunID] == nil {
+			continue
+		}
+		names := strings.Join(rejected[c.LastRun.RunID], ", ")
+		cs[i].Code = "stopped: rejected " + names
+		cs[i].Reason = "not run: the plan of " + names + " was rejected; the next apply plans again"
+	}
 }
 
 // DriftView is the outcome of an environment's latest drift check.
@@ -492,7 +533,7 @@ type RunView struct {
 func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
 	r, err := k.store.Run(ctx, id)
 	if err != nil {
-		return RunView{}, fmt.Errorf("run %s: %w", id, err)
+		return RunView{}, err // the store's error names the run
 	}
 	crs, err := k.store.ComponentRuns(ctx, id)
 	if crs == nil {
@@ -567,7 +608,7 @@ func (k *Knit) Logs(ctx context.Context, ref, component string) (store.Component
 	}
 	cr, err := k.store.LastComponentRun(ctx, e.ID, component)
 	if err != nil {
-		return cr, fmt.Errorf("%s %s: %w", e.ID, component, err)
+		return cr, err // the store's error names the component and the environment
 	}
 	return cr, nil
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -162,6 +163,10 @@ func TestWebhookRefusesABadSignatureAndChangesNothing(t *testing.T) {
 		r := h.do(call{method: "POST", path: "/api/v1/webhooks/git", body: body, header: hdr, invalid: malformed}, 401)
 		if code := r.errorCode(t); code != "unauthenticated" {
 			t.Fatalf("%s signature: %s", name, code)
+		}
+		// A webhook has no token: the message speaks of its signature only.
+		if msg := string(r.body); !strings.Contains(msg, "bad or missing X-Hub-Signature-256") || strings.Contains(msg, "token") {
+			t.Fatalf("%s signature: %s", name, msg)
 		}
 	}
 	if after := snapshot(); after != before {

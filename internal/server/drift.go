@@ -91,7 +91,7 @@ func (s *Server) refreshDrift(ctx context.Context, env string) {
 
 func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, error) {
 	env, rec, err := s.k.AppliedSpec(ctx, id)
-	if err != nil || rec.Status == "torn-down" || engine.Driftable(env) != nil {
+	if err != nil || rec.Status == engine.EnvTornDown || engine.Driftable(env) != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()

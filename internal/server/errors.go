@@ -19,6 +19,13 @@ var errForbidden = knit.ErrForbidden
 // errNotConfigured: the feature asked for is switched off on this server.
 var errNotConfigured = errors.New("not configured")
 
+// unauthenticated is a 401 that says what was missing in its own words
+// (a webhook has a signature, not a token).
+type unauthenticated struct{ msg string }
+
+func (u *unauthenticated) Error() string { return u.msg }
+func (u *unauthenticated) Unwrap() error { return knit.ErrUnauthenticated }
+
 // badRequest marks a client mistake in the request itself.
 type badRequest struct{ msg string }
 

@@ -210,7 +210,9 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 			t.Fatalf("component runs: %+v", view)
 		}
 		h.do(call{method: "GET", path: "/api/v1/runs/" + runID, invalid: true}, 401)
-		h.do(call{method: "GET", path: "/api/v1/runs/nope", token: viewer}, 404)
+		if r := h.do(call{method: "GET", path: "/api/v1/runs/nope", token: viewer}, 404); strings.Count(string(r.body), "run nope") != 1 {
+			t.Errorf("a missing run is named once: %s", r.body)
+		}
 
 		var history struct{ Items []map[string]any }
 		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/runs?limit=1", token: viewer}, 200).decode(t, &history)

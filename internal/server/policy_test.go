@@ -100,6 +100,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	defer upSrv.Close()
 	downURL := testtools.DownURL(t) // a receiver that is down
 	srv, err := server.New(k, server.Config{Listen: "127.0.0.1:0", MinDriftEvery: time.Millisecond, DriftTick: 20 * time.Millisecond,
+		PublicURL: "https://knit.example.com/",
 		Notify: []notify.Sink{
 			{Name: "down", Kind: notify.SinkWebhook, URL: downURL, Secret: "s3cret"},
 			{Name: "up", Kind: notify.SinkWebhook, URL: upSrv.URL, Secret: "s3cret", Events: []string{notify.KindDriftFound, notify.KindApprovalNeeded}},
@@ -140,5 +141,14 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	}
 	if !strings.Contains(up.events[0]["summary"].(string), "ask") {
 		t.Fatalf("approval-needed names %v", up.events[0])
+	}
+	// Each event links to its run's dashboard page, at the public URL.
+	for _, ev := range up.events[:2] {
+		if want := "https://knit.example.com/runs/" + ev["runId"].(string); ev["url"] != want || ev["runId"] == "" {
+			t.Errorf("%s: url %q, want %q", ev["kind"], ev["url"], want)
+		}
+	}
+	if _, err := server.New(k, server.Config{PublicURL: "knit.example.com"}); err == nil || !strings.Contains(err.Error(), "https://knit.example.com") {
+		t.Errorf("a public URL without a scheme: %v", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,10 @@ import (
 type Config struct {
 	// Listen is the address (default 127.0.0.1:7070: loopback only).
 	Listen string
+	// PublicURL is the dashboard's address as people reach it (a proxy's,
+	// https://knit.example.com), for the links notifications carry;
+	// default: http(s)://Addr().
+	PublicURL string
 	// TLSCert and TLSKey, when both set, serve HTTPS.
 	TLSCert, TLSKey string
 	// MaxConcurrentRuns bounds runs at once across environments (default 4).
@@ -139,6 +145,9 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:7070"
 	}
+	if u, err := url.Parse(cfg.PublicURL); cfg.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return nil, fmt.Errorf("public URL %q: give the dashboard's address as people reach it, e.g. https://knit.example.com", cfg.PublicURL)
+	}
 	if cfg.MaxConcurrentRuns <= 0 {
 		cfg.MaxConcurrentRuns = 4
 	}
@@ -188,8 +197,27 @@ func (s *Server) runFinished(j *job, res *engine.Result) {
 		s.refreshDrift(s.ctx, j.env)
 	}
 	for _, ev := range notifications(j, res) {
+		ev.URL = s.runURL(ev.RunID)
 		s.notify.Notify(ev)
 	}
+}
+
+// baseURL is where people reach the dashboard: PublicURL, or the address
+// the server listens on.
+func (s *Server) baseURL() string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimRight(s.cfg.PublicURL, "/")
+	}
+	scheme := "http"
+	if s.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + s.Addr()
+}
+
+// runURL is the dashboard page of run id.
+func (s *Server) runURL(id string) string {
+	return s.baseURL() + "/runs/" + url.PathEscape(id)
 }
 
 // AddLoop registers a background loop started by Open and stopped by Close.

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"knit.dev/knit/internal/knit"
 )
 
 // gitWebhook is POST /api/v1/webhooks/git: a push notification, signed
@@ -23,7 +21,7 @@ func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.WebhookSecret == "" || !validSignature(s.cfg.WebhookSecret, body, r.Header.Get("X-Hub-Signature-256")) {
-		s.fail(w, r, fmt.Errorf("%w: bad or missing X-Hub-Signature-256", knit.ErrUnauthenticated))
+		s.fail(w, r, &unauthenticated{"bad or missing X-Hub-Signature-256: sign the body with the webhook secret (sha256=HMAC-SHA256 in hex)"})
 		return
 	}
 	if s.nudge == nil {

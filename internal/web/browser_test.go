@@ -314,9 +314,16 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("environments", func(t *testing.T) {
 		body := text(t, ctx, "table.envs")
-		for _, want := range []string{"dev", "broken", "live", "awaiting approval", "failed"} {
+		for _, want := range []string{"dev", "broken", "live", "awaiting-approval", "failed"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("environments list lacks %q:\n%s", want, body)
+			}
+		}
+		// The state column uses the CLI's and the API's words.
+		states := eval[[]string](t, ctx, `[...document.querySelectorAll("table.envs tbody tr td:nth-child(2)")].map(td => td.textContent.trim())`)
+		for _, st := range states {
+			if st != "applied" && st != "failed" && st != "awaiting-approval" && st != "applying" {
+				t.Errorf("environments list state %q, want the CLI's words (%q)", st, states)
 			}
 		}
 		run(t, ctx, "filter", chromedp.Navigate(w.url+"/?state=failed"), chromedp.WaitVisible(chromedp.CSS("table.envs")))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -17,11 +18,15 @@ import (
 // pageSize is how many environments one page of the list shows.
 const pageSize = 50
 
-// envStates are the states the list can be filtered by (store statuses).
-var envStates = []struct{ Value, Label string }{
-	{"", "any state"}, {"provisioned", "applied"}, {"failed", "failed"}, {"awaiting-approval", "awaiting approval"},
-	{"drifted", "drifted"}, {"torn-down", "torn down"}, {"interrupted", "interrupted"},
-}
+// envStates are the states the list can be filtered by (store statuses),
+// each named as the list shows it.
+var envStates = func() []struct{ Value, Label string } {
+	states := []struct{ Value, Label string }{{"", "any state"}}
+	for _, st := range []string{engine.EnvApplied, engine.EnvFailed, engine.EnvAwaiting, engine.EnvRejected, engine.EnvDrifted, engine.EnvTornDown, engine.EnvInterrupted} {
+		states = append(states, struct{ Value, Label string }{st, engine.EnvLabel(st)})
+	}
+	return states
+}()
 
 // envSorts are the orders the list can be sorted in.
 var envSorts = []struct{ Value, Label string }{
@@ -240,7 +245,7 @@ func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
 		locked = runs[0].Status == store.StatusRunning
 	}
 	row.State = envState(e.Status, locked)
-	row.Tone = toneOf(map[string]string{"applied": "applied", "applying": "applying", "awaiting approval": "awaiting-approval"}[row.State])
+	row.Tone = toneOf(row.State)
 	if row.Tone == ToneNeutral {
 		row.Tone = toneOf(e.Status)
 	}

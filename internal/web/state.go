@@ -3,6 +3,7 @@ package web
 import (
 	"strings"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 )
 
@@ -22,7 +23,7 @@ const (
 // toneOf maps any component, run or environment status to its tone.
 func toneOf(status string) Tone {
 	switch status {
-	case "applied", "succeeded", "up to date", "no changes", "in sync", "provisioned", "approved":
+	case "applied", "succeeded", "up to date", "no changes", "in sync", engine.EnvApplied, "approved":
 		return ToneOK
 	case "running", "planning", "applying", "destroying", "checking", "queued":
 		return ToneBusy
@@ -44,6 +45,9 @@ func busy(status string) bool { return toneOf(status) == ToneBusy }
 // run where that run stopped it short (waiting, skipped, failed, awaiting
 // approval, still running), otherwise its recorded state.
 func componentState(c knit.ComponentView) string {
+	if c.Status == string(engine.Rejected) { // its run stopped awaiting approval; a person said no since
+		return c.Status
+	}
 	if c.LastRun != nil {
 		switch c.LastRun.Status {
 		case "running", "planning", "applying", "destroying", "checking",
@@ -82,20 +86,10 @@ func why(c knit.ComponentView) string {
 const needsYou = "needs a person to approve or reject its plan"
 
 // envState is an environment's state in words: applying while a run holds
-// its lock, otherwise its recorded status.
+// its lock, otherwise its recorded status as the CLI shows it too.
 func envState(status string, locked bool) string {
 	if locked {
 		return "applying"
 	}
-	switch status {
-	case "provisioned", "succeeded":
-		return "applied"
-	case "awaiting-approval":
-		return "awaiting approval"
-	case "torn-down":
-		return "torn down"
-	case "":
-		return "new"
-	}
-	return status
+	return engine.EnvLabel(status)
 }

@@ -109,6 +109,20 @@ func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
 			t.Fatalf("%s was destroyed before the approval", f)
 		}
 	}
+	// The waiting destroy says it comes from the removed file; net, which
+	// web depends on, waits for its dependent, not for an upstream.
+	var waiting struct {
+		Components []struct{ Name, Code, Reason string }
+	}
+	s.do("GET", "/api/v1/environments/shop/dev", nil, &waiting)
+	for _, c := range waiting.Components {
+		switch {
+		case c.Name == "web" && (!strings.Contains(c.Reason, "teardown (the file was removed (envs/dev.yaml)") || strings.Contains(c.Reason, "destroy: true")):
+			t.Errorf("web waits with %q; want the removed file named as the cause", c.Reason)
+		case c.Name == "net" && c.Code != "waiting: dependent web awaiting approval":
+			t.Errorf("net waits with %q; want it waiting for its dependent web", c.Code)
+		}
+	}
 	approve("decommission")
 	s.eventually("dev torn down", func() bool { e, _ := s.env("shop/dev"); return e.Status == "torn-down" })
 	for _, f := range []string{"dev-net.txt", "dev-web.txt"} {

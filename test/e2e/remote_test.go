@@ -90,6 +90,20 @@ func TestCLIThroughTheServer(t *testing.T) {
 	}
 	same(0, "output", "shop/remote")
 	same(0, "output", "shop/remote", "net", "id", "-o", "json")
+	// The graph of an applied environment, and completion of its names and
+	// waiting approvals, through the API as locally.
+	if r := same(0, "graph", "shop/remote"); !strings.Contains(r.stdout, "web (terraform)  ← net") {
+		t.Fatalf("graph:\n%s", r.stdout)
+	}
+	if r := same(0, "__complete", "status", ""); !strings.Contains(r.stdout, "shop/remote\tawaiting-approval\n") {
+		t.Fatalf("completion of environments:\n%s", r.stdout)
+	}
+	if r := same(0, "__complete", "logs", "shop/remote", ""); !strings.Contains(r.stdout, "net\t") || !strings.Contains(r.stdout, "web\t") {
+		t.Fatalf("completion of components:\n%s", r.stdout)
+	}
+	if r := same(0, "__complete", "approve", "shop/remote", ""); !regexp.MustCompile(`(?m)^web\tapproval #\d+, plan [0-9a-f]{12}$`).MatchString(r.stdout) {
+		t.Fatalf("completion of approvals:\n%s", r.stdout)
+	}
 
 	// A viewer may look but not approve (--token-file instead of KNIT_TOKEN).
 	tokFile := w.path("viewer.token")
