@@ -1,0 +1,324 @@
+// Package tfmodule reads what a Terraform/OpenTofu module declares to its
+// callers — its variable and output blocks — and the names a .tfvars file
+// sets, without running the tool. Validation uses it to check a component's
+// inputs against the module before any plan runs.
+//
+// It reads the files `tofu init` reads: *.tf, *.tofu and their .json forms
+// in the module's folder (a .tofu file hides the .tf file of the same
+// name), override files last. Files are read through an fs.FS, which the
+// caller roots at the folder no symlink may leave (os.Root refuses links
+// that escape it).
+package tfmodule
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Limits that keep a hostile module from exhausting memory: files larger
+// than maxFileSize, or past the maxFiles-th, make the module incomplete.
+const (
+	maxFileSize = 4 << 20
+	maxFiles    = 1000
+)
+
+// Pos is a place in a module's file: File is the caller's name for the
+// folder joined with the file's name.
+type Pos struct {
+	File string
+	Line int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
+
+// Variable is one variable block.
+type Variable struct {
+	Name string
+	Pos  Pos
+	// Required is true when the block sets no default.
+	Required bool
+	// Type is the declared type constraint; cty.DynamicPseudoType when the
+	// block declares none, or one this package cannot read (anything goes).
+	Type cty.Type
+	// TypeSrc is the type constraint as written, for messages ("" when none).
+	TypeSrc string
+}
+
+// Output is one output block.
+type Output struct {
+	Name string
+	Pos  Pos
+}
+
+// Problem is a file that could not be read or parsed: what and where.
+type Problem struct {
+	Pos     Pos
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Pos.Line == 0 {
+		return p.Pos.File + ": " + p.Message
+	}
+	return p.Pos.String() + ": " + p.Message
+}
+
+// Module is what one module folder declares.
+type Module struct {
+	Variables map[string]*Variable
+	Outputs   map[string]*Output
+	// Problems lists files that could not be parsed (HCL syntax errors):
+	// the tool would refuse the module for them.
+	Problems []Problem
+	// Incomplete is true when some file could not be read or parsed, so a
+	// declaration may be missing: callers must not conclude that a name
+	// is undeclared, or a variable unset.
+	Incomplete bool
+	// Tfvars are the variables files the tool loads by itself from the
+	// folder (terraform.tfvars, *.auto.tfvars and their .json forms).
+	Tfvars []string
+}
+
+// VariableNames returns the declared variable names, sorted.
+func (m *Module) VariableNames() []string { return sortedKeys(m.Variables) }
+
+// OutputNames returns the declared output names, sorted.
+func (m *Module) OutputNames() []string { return sortedKeys(m.Outputs) }
+
+func sortedKeys[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Read reads the module in folder dir of fsys (a slash path, "." for its
+// root); name is what positions call that folder. It fails only when the
+// folder cannot be listed; unreadable or broken files are recorded in the
+// Module (Problems, Incomplete).
+func Read(fsys fs.FS, dir, name string) (*Module, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}}
+	var primary, override []string
+	for _, f := range configFiles(entries) {
+		if isOverride(f) {
+			override = append(override, f)
+		} else {
+			primary = append(primary, f)
+		}
+	}
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && IsAutoTfvars(n) {
+			m.Tfvars = append(m.Tfvars, n)
+		}
+	}
+	if len(primary)+len(override) > maxFiles {
+		m.Incomplete = true
+		return m, nil
+	}
+	for _, f := range append(primary, override...) {
+		data, err := readFile(fsys, path.Join(dir, f))
+		label := path.Join(name, f)
+		if err != nil {
+			m.Incomplete = true
+			continue
+		}
+		m.addFile(label, data, isOverride(f))
+	}
+	return m, nil
+}
+
+// Parse reads one configuration file's declarations into a fresh Module;
+// name is the file's name (its suffix selects the syntax). For tests and
+// fuzzing, and for files that are not on disk.
+func Parse(name string, data []byte) *Module {
+	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}}
+	m.addFile(name, data, isOverride(path.Base(name)))
+	return m
+}
+
+// AddFile adds a configuration file that reaches the module's folder
+// another way (overlay data) to what it declares.
+func (m *Module) AddFile(name string, data []byte) {
+	m.addFile(name, data, isOverride(path.Base(name)))
+}
+
+// IsConfig reports whether a file name is one the tool reads as configuration.
+func IsConfig(name string) bool {
+	for _, s := range []string{".tf", ".tofu", ".tf.json", ".tofu.json"} {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsAutoTfvars reports whether the tool loads a file of this name from its
+// working folder by itself.
+func IsAutoTfvars(name string) bool {
+	return name == "terraform.tfvars" || name == "terraform.tfvars.json" ||
+		strings.HasSuffix(name, ".auto.tfvars") || strings.HasSuffix(name, ".auto.tfvars.json")
+}
+
+// configFiles returns the configuration files among entries, sorted, the
+// way the tool picks them: hidden and editor files left out, and a .tf
+// (.tf.json) file left out when a .tofu (.tofu.json) of the same name exists.
+func configFiles(entries []fs.DirEntry) []string {
+	names := map[string]bool{}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !IsConfig(n) || strings.HasPrefix(n, ".") || strings.HasSuffix(n, "~") ||
+			(strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#")) {
+			continue
+		}
+		names[n] = true
+	}
+	var out []string
+	for n := range names {
+		if strings.HasSuffix(n, ".tf") && names[strings.TrimSuffix(n, ".tf")+".tofu"] ||
+			strings.HasSuffix(n, ".tf.json") && names[strings.TrimSuffix(n, ".tf.json")+".tofu.json"] {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// isOverride reports whether a configuration file is an override file,
+// whose blocks change blocks declared elsewhere.
+func isOverride(name string) bool {
+	base := name
+	for _, s := range []string{".tf.json", ".tofu.json", ".tf", ".tofu"} {
+		if strings.HasSuffix(name, s) {
+			base = strings.TrimSuffix(name, s)
+			break
+		}
+	}
+	return base == "override" || strings.HasSuffix(base, "_override")
+}
+
+func readFile(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxFileSize>>20)
+	}
+	return data, nil
+}
+
+// parseHCL parses a configuration or variables file in the syntax its name says.
+func parseHCL(name string, data []byte) (*hcl.File, hcl.Diagnostics) {
+	if strings.HasSuffix(name, ".json") {
+		return hcljson.Parse(data, name)
+	}
+	return hclsyntax.ParseConfig(data, name, hcl.InitialPos)
+}
+
+var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "variable", LabelNames: []string{"name"}},
+	{Type: "output", LabelNames: []string{"name"}},
+}}
+
+var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}}}
+
+// addFile adds one file's variable and output blocks. An override file's
+// blocks change the declarations already read instead of adding new ones.
+func (m *Module) addFile(name string, data []byte, override bool) {
+	f, diags := parseHCL(name, data)
+	if diags.HasErrors() || f == nil {
+		m.problem(name, diags)
+		return
+	}
+	content, _, diags := f.Body.PartialContent(fileSchema)
+	if diags.HasErrors() {
+		m.problem(name, diags)
+		return
+	}
+	for _, b := range content.Blocks {
+		pos := Pos{File: name, Line: b.DefRange.Start.Line}
+		switch b.Type {
+		case "output":
+			if !override {
+				m.Outputs[b.Labels[0]] = &Output{Name: b.Labels[0], Pos: pos}
+			}
+		case "variable":
+			m.addVariable(b, pos, data, override)
+		}
+	}
+}
+
+func (m *Module) addVariable(b *hcl.Block, pos Pos, data []byte, override bool) {
+	name := b.Labels[0]
+	v := m.Variables[name]
+	switch {
+	case v == nil && override:
+		return // the tool refuses an override of nothing; nothing to add here
+	case v == nil:
+		v = &Variable{Name: name, Pos: pos, Required: true, Type: cty.DynamicPseudoType}
+		m.Variables[name] = v
+	}
+	attrs, _, diags := b.Body.PartialContent(variableSchema)
+	if diags.HasErrors() {
+		// Unreadable attributes: assume the loosest declaration.
+		v.Required, v.Type, v.TypeSrc = false, cty.DynamicPseudoType, ""
+		return
+	}
+	if _, ok := attrs.Attributes["default"]; ok {
+		v.Required = false
+	}
+	if a, ok := attrs.Attributes["type"]; ok {
+		v.Type, v.TypeSrc = typeOf(a.Expr, data)
+	}
+}
+
+// typeOf reads a type constraint; one it cannot read accepts anything.
+func typeOf(expr hcl.Expression, data []byte) (cty.Type, string) {
+	src := strings.TrimSpace(string(expr.Range().SliceBytes(data)))
+	ty, _, diags := typeexpr.TypeConstraintWithDefaults(expr)
+	if diags.HasErrors() {
+		return cty.DynamicPseudoType, ""
+	}
+	return ty, src
+}
+
+func (m *Module) problem(name string, diags hcl.Diagnostics) {
+	m.Incomplete = true
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		p := Problem{Pos: Pos{File: name}, Message: d.Summary}
+		if d.Detail != "" {
+			p.Message += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			p.Pos.Line = d.Subject.Start.Line
+		}
+		m.Problems = append(m.Problems, p)
+		return // the first error; the rest often follow from it
+	}
+	m.Problems = append(m.Problems, Problem{Pos: Pos{File: name}, Message: "cannot parse the file"})
+}
