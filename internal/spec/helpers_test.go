@@ -22,6 +22,14 @@ spec:
   components:
 `
 
+// testModule is the modules' code: the inputs tests give them, all optional.
+const testModule = `variable "region" { default = null }
+variable "zone" { default = null }
+variable "azs" { default = null }
+variable "tags" { default = null }
+variable "literal" { default = null }
+`
+
 // envDir returns a folder laid out like a real environment's: module
 // folders, a tfvars file, a chart, manifests and an overlay file.
 func envDir(t testing.TB) string {
@@ -40,7 +48,11 @@ func envDir(t testing.TB) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte("# test\n"), 0o644); err != nil {
+		content := "# test\n"
+		if strings.HasPrefix(f, "modules/") {
+			content = testModule
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -161,7 +161,7 @@ func (v *validator) moduleInputs(p string, c *Component) {
 			"fix the module's syntax; OpenTofu would refuse it too")
 		return
 	}
-	if mv.mod.Incomplete || !mv.inputs {
+	if mv.mod.Incomplete || mv.mod.Empty || !mv.inputs {
 		return
 	}
 	set := map[string]bool{}
@@ -301,7 +301,7 @@ func (v *validator) variablesFileNames(vf *VariablesFile) ([]string, bool) {
 // its module can be read; fp is where the valueFrom was written.
 func (v *validator) moduleOutput(fp string, producer *Component, name string) {
 	mv := v.moduleOf(producer)
-	if mv == nil || mv.mod.Incomplete || !mv.inputs || mv.mod.Outputs[name] != nil {
+	if mv == nil || mv.mod.Incomplete || mv.mod.Empty || !mv.inputs || mv.mod.Outputs[name] != nil {
 		return
 	}
 	hint := suggest(name, mv.mod.OutputNames())

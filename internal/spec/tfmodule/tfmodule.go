@@ -11,6 +11,7 @@
 package tfmodule
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -84,6 +85,9 @@ type Module struct {
 	// declaration may be missing: callers must not conclude that a name
 	// is undeclared, or a variable unset.
 	Incomplete bool
+	// Empty is true when no configuration file holds any block or
+	// attribute: a placeholder, not a module whose interface is known.
+	Empty bool
 	// Tfvars are the variables files the tool loads by itself from the
 	// folder (terraform.tfvars, *.auto.tfvars and their .json forms).
 	Tfvars []string
@@ -113,7 +117,7 @@ func Read(fsys fs.FS, dir, name string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}}
+	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}, Empty: true}
 	var primary, override []string
 	for _, f := range configFiles(entries) {
 		if isOverride(f) {
@@ -147,7 +151,7 @@ func Read(fsys fs.FS, dir, name string) (*Module, error) {
 // name is the file's name (its suffix selects the syntax). For tests and
 // fuzzing, and for files that are not on disk.
 func Parse(name string, data []byte) *Module {
-	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}}
+	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}, Empty: true}
 	m.addFile(name, data, isOverride(path.Base(name)))
 	return m
 }
@@ -257,6 +261,9 @@ func (m *Module) addFile(name string, data []byte, override bool) {
 		m.problem(name, diags)
 		return
 	}
+	if !isEmpty(f, data) {
+		m.Empty = false
+	}
 	for _, b := range content.Blocks {
 		pos := Pos{File: name, Line: b.DefRange.Start.Line}
 		switch b.Type {
@@ -302,6 +309,15 @@ func typeOf(expr hcl.Expression, data []byte) (cty.Type, string) {
 		return cty.DynamicPseudoType, ""
 	}
 	return ty, src
+}
+
+// isEmpty reports whether a parsed file declares nothing at all.
+func isEmpty(f *hcl.File, data []byte) bool {
+	if b, ok := f.Body.(*hclsyntax.Body); ok {
+		return len(b.Blocks) == 0 && len(b.Attributes) == 0
+	}
+	var top map[string]json.RawMessage
+	return json.Unmarshal(data, &top) == nil && len(top) == 0
 }
 
 func (m *Module) problem(name string, diags hcl.Diagnostics) {
