@@ -25,7 +25,7 @@ Markdown; json is for programs.`,
 			if !ok {
 				return fmt.Errorf("unknown format %q: use text, dot, mermaid or json", format)
 			}
-			env, err := loadEnv(file, d.stderr)
+			env, err := d.loadEnv(file)
 			if err != nil {
 				return err
 			}
