@@ -107,7 +107,7 @@ func (v *validator) readModule(c *Component) *moduleView {
 	mv.tfvars, mv.tfvarsErr = mv.mod.AutoTfvarsNames(r.FS(), sub, name)
 	for _, o := range c.OverlayData {
 		if p := path.Clean(filepath.ToSlash(o.Name)); path.Dir(p) == "." && tfmodule.IsConfig(p) {
-			mv.mod.AddFile(path.Join(name, p), []byte(o.Data))
+			mv.mod.AddFile(name+"/"+p, []byte(o.Data))
 		}
 	}
 	return mv

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -137,7 +138,7 @@ func Read(fsys fs.FS, dir, name string) (*Module, error) {
 	}
 	for _, f := range append(primary, override...) {
 		data, err := readFile(fsys, path.Join(dir, f))
-		label := path.Join(name, f)
+		label := joinName(name, f)
 		if err != nil {
 			m.Incomplete = true
 			continue
@@ -233,6 +234,10 @@ func readFile(fsys fs.FS, name string) ([]byte, error) {
 	return data, nil
 }
 
+// joinName names file f in the folder called name; unlike path.Join it
+// keeps a URL's "//" intact.
+func joinName(name, f string) string { return strings.TrimSuffix(name, "/") + "/" + f }
+
 // parseHCL parses a configuration or variables file in the syntax its name says.
 func parseHCL(name string, data []byte) (*hcl.File, hcl.Diagnostics) {
 	if strings.HasSuffix(name, ".json") {
@@ -304,6 +309,9 @@ func (m *Module) addVariable(b *hcl.Block, pos Pos, data []byte, override bool) 
 // typeOf reads a type constraint; one it cannot read accepts anything.
 func typeOf(expr hcl.Expression, data []byte) (cty.Type, string) {
 	src := strings.TrimSpace(string(expr.Range().SliceBytes(data)))
+	if s, err := strconv.Unquote(src); err == nil {
+		src = s // JSON syntax: "type": "number"
+	}
 	ty, _, diags := typeexpr.TypeConstraintWithDefaults(expr)
 	if diags.HasErrors() {
 		return cty.DynamicPseudoType, ""

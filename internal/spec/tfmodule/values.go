@@ -50,7 +50,7 @@ func ReadTfvarsNames(fsys fs.FS, p, name string) ([]string, error) {
 func (m *Module) AutoTfvarsNames(fsys fs.FS, dir, name string) ([]string, error) {
 	var all []string
 	for _, f := range m.Tfvars {
-		names, err := ReadTfvarsNames(fsys, path.Join(dir, f), path.Join(name, f))
+		names, err := ReadTfvarsNames(fsys, path.Join(dir, f), joinName(name, f))
 		if err != nil {
 			return nil, err
 		}
