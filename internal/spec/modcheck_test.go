@@ -70,7 +70,7 @@ func TestModuleInputsValid(t *testing.T) {
 		files map[string]string
 		vars  string
 	}{
-		"all set": {vars: "        - {name: storage_gb, value: \"20\"}\n        - {name: labels, value: {team: a, n: 1}}\n"},
+		"all set":          {vars: "        - {name: storage_gb, value: \"20\"}\n        - {name: labels, value: {team: a, n: 1}}\n"},
 		"from an upstream": {vars: "        - {name: storage_gb, valueFrom: up.size}\n"},
 		"by a variables file": {
 			files: map[string]string{"vars/db.tfvars": "storage_gb = 20\n"},
