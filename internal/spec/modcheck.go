@@ -181,7 +181,11 @@ func (v *validator) moduleInputs(p string, c *Component) {
 			continue // known only once the producer has applied
 		}
 		if err := decl.Check(vr.Value); err != nil {
-			v.moduleDiag(mv, vp+".value", "", fmt.Sprintf("%s: %s is not a valid %s: %v", vr.Name, shortJSON(vr.Value), decl.TypeSrc, err),
+			shown := shortJSON(vr.Value)
+			if decl.Sensitive {
+				shown = "the value (hidden: the variable is sensitive)"
+			}
+			v.moduleDiag(mv, vp+".value", "", fmt.Sprintf("%s: %s is not a valid %s: %v", vr.Name, shown, decl.TypeSrc, err),
 				fmt.Sprintf("the module declares it at %s with type = %s", decl.Pos, decl.TypeSrc))
 		}
 	}

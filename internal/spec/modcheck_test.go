@@ -220,3 +220,32 @@ func TestFetchedGitModule(t *testing.T) {
 	_, ds := moduleEnv(t, nil, body("v1"), Options{})
 	wantDiags(t, ds, nil)
 }
+
+// A value given to a sensitive variable is never shown in a diagnostic,
+// and a long type constraint is shown on one line.
+func TestModuleTypeMessages(t *testing.T) {
+	_, ds := moduleEnv(t, map[string]string{"modules/db/main.tf": `
+variable "password" {
+  type      = number
+  sensitive = true
+}
+variable "settings" {
+  type = object({
+    size = number
+  })
+}
+`}, `    - name: database
+      type: terraform
+      module: {source: ./modules/db}
+      variables:
+        - {name: password, value: hunter2-secret}
+        - {name: settings, value: {size: big}}
+`, Options{})
+	if strings.Contains(ds.String(), "hunter2") {
+		t.Errorf("a sensitive value is shown:\n%s", ds)
+	}
+	wantDiags(t, ds, []string{
+		"12:28 spec.components[0].variables[0].value: password: the value (hidden: the variable is sensitive) is not a valid number: a number is required",
+		`13:28 spec.components[0].variables[1].value: settings: {"size":"big"} is not a valid object({ size = number }): .size: a number is required`,
+	})
+}

@@ -52,8 +52,12 @@ type Variable struct {
 	// Type is the declared type constraint; cty.DynamicPseudoType when the
 	// block declares none, or one this package cannot read (anything goes).
 	Type cty.Type
-	// TypeSrc is the type constraint as written, for messages ("" when none).
+	// TypeSrc is the type constraint as written, on one line and cut to
+	// a readable length, for messages ("" when none).
 	TypeSrc string
+	// Sensitive is true when the block sets sensitive (to anything: it
+	// is not evaluated): messages must not show values given to it.
+	Sensitive bool
 }
 
 // Output is one output block.
@@ -251,7 +255,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "output", LabelNames: []string{"name"}},
 }}
 
-var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}}}
+var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "sensitive"}}}
 
 // addFile adds one file's variable and output blocks. An override file's
 // blocks change the declarations already read instead of adding new ones.
@@ -295,8 +299,11 @@ func (m *Module) addVariable(b *hcl.Block, pos Pos, data []byte, override bool) 
 	attrs, _, diags := b.Body.PartialContent(variableSchema)
 	if diags.HasErrors() {
 		// Unreadable attributes: assume the loosest declaration.
-		v.Required, v.Type, v.TypeSrc = false, cty.DynamicPseudoType, ""
+		v.Required, v.Type, v.TypeSrc, v.Sensitive = false, cty.DynamicPseudoType, "", true
 		return
+	}
+	if _, ok := attrs.Attributes["sensitive"]; ok {
+		v.Sensitive = true
 	}
 	if _, ok := attrs.Attributes["default"]; ok {
 		v.Required = false
@@ -311,6 +318,9 @@ func typeOf(expr hcl.Expression, data []byte) (cty.Type, string) {
 	src := strings.TrimSpace(string(expr.Range().SliceBytes(data)))
 	if s, err := strconv.Unquote(src); err == nil {
 		src = s // JSON syntax: "type": "number"
+	}
+	if src = strings.Join(strings.Fields(src), " "); len(src) > 60 {
+		src = src[:57] + "..."
 	}
 	ty, _, diags := typeexpr.TypeConstraintWithDefaults(expr)
 	if diags.HasErrors() {

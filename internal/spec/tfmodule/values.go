@@ -3,9 +3,11 @@ package tfmodule
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -81,7 +83,33 @@ func (v *Variable) Check(value any) error {
 		return nil
 	}
 	if _, err := convert.Convert(val, v.Type); err != nil {
-		return err // cty's messages name the element: `element "team": string required`
+		return errors.New(describe(err))
 	}
 	return nil
+}
+
+// describe renders a conversion error with the place inside the value
+// where it went wrong, when cty gives it as a path: `.size: a number is
+// required`, `[0]: a number is required`. (Some messages name the element
+// themselves: `element "team": string required`.)
+func describe(err error) string {
+	var pe cty.PathError
+	if !errors.As(err, &pe) || len(pe.Path) == 0 {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, step := range pe.Path {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			fmt.Fprintf(&b, ".%s", s.Name)
+		case cty.IndexStep:
+			switch {
+			case s.Key.Type() == cty.String && s.Key.IsKnown():
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			case s.Key.Type() == cty.Number && s.Key.IsKnown():
+				fmt.Fprintf(&b, "[%s]", s.Key.AsBigFloat().Text('f', -1))
+			}
+		}
+	}
+	return b.String() + ": " + err.Error()
 }
