@@ -61,55 +61,96 @@ func (v *validator) moduleOf(c *Component) *moduleView {
 }
 
 func (v *validator) readModule(c *Component) *moduleView {
-	if c.Type != TypeTerraform || c.Module == nil {
+	loc, ok := v.locateModule(c)
+	if !ok {
 		return nil
+	}
+	// Components that share a module share one reading of it, unless
+	// overlay data adds configuration files to theirs.
+	var extra []tfmodule.Extra
+	for _, o := range c.OverlayData {
+		if p := path.Clean(filepath.ToSlash(o.Name)); path.Dir(p) == "." && tfmodule.IsConfig(p) {
+			extra = append(extra, tfmodule.Extra{Name: p, Data: []byte(o.Data)})
+		}
+	}
+	key := loc.root + "\x00" + loc.sub
+	base, cached := v.modFiles[key]
+	if !cached || len(extra) > 0 {
+		base = loadModule(loc, extra)
+		if len(extra) == 0 {
+			if v.modFiles == nil {
+				v.modFiles = map[string]*moduleView{}
+			}
+			v.modFiles[key] = base
+		}
+	}
+	if base == nil {
+		return nil
+	}
+	mv := *base
+	mv.inputs = len(c.OverlayFiles) == 0
+	return &mv
+}
+
+// moduleLoc is where a module's files are: the folder sub (a slash path)
+// of root, which no symlink may leave; name is what positions call it.
+type moduleLoc struct {
+	root, sub, name string
+	fixed           bool
+}
+
+// locateModule finds c's module on this machine; false when it is not
+// there (or c has none).
+func (v *validator) locateModule(c *Component) (moduleLoc, bool) {
+	if c.Type != TypeTerraform || c.Module == nil {
+		return moduleLoc{}, false
 	}
 	src, err := v.env.ModuleSource(c.Module)
 	if err != nil {
-		return nil
+		return moduleLoc{}, false
 	}
-	var root, sub, name string
-	fixed := true
+	loc := moduleLoc{fixed: true}
 	switch src.Kind {
 	case SourceLocal:
 		// The whole root, so that links inside it work as in the copy;
 		// a link out of it was reported by module() and is not followed.
-		root = v.env.RootDir()
-		if sub, err = relSlash(root, src.Path); err != nil {
-			return nil
+		loc.root = v.env.RootDir()
+		if loc.sub, err = relSlash(loc.root, src.Path); err != nil {
+			return moduleLoc{}, false
 		}
-		name = filepath.ToSlash(filepath.Join(filepath.Dir(v.env.File), mustRel(v.env.Dir, src.Path)))
+		loc.name = filepath.ToSlash(filepath.Join(filepath.Dir(v.env.File), mustRel(v.env.Dir, src.Path)))
 	case SourceGit:
 		if v.env.opts.Fetched == nil {
-			return nil
+			return moduleLoc{}, false
 		}
 		var ok bool
-		if root, fixed, ok = v.env.opts.Fetched(src.URL, src.Ref); !ok {
-			return nil // not fetched yet: checked after the first run
+		if loc.root, loc.fixed, ok = v.env.opts.Fetched(src.URL, src.Ref); !ok {
+			return moduleLoc{}, false // not fetched yet: checked after the first run
 		}
-		sub = path.Clean("./" + strings.Trim(src.Subdir, "/"))
-		if sub == ".." || strings.HasPrefix(sub, "../") {
-			return nil
+		loc.sub = path.Clean("./" + strings.Trim(src.Subdir, "/"))
+		if loc.sub == ".." || strings.HasPrefix(loc.sub, "../") {
+			return moduleLoc{}, false
 		}
-		name = strings.TrimSuffix(src.URL+"//"+sub, "//.")
+		loc.name = strings.TrimSuffix(src.URL+"//"+loc.sub, "//.")
 	default:
-		return nil
+		return moduleLoc{}, false
 	}
-	r, err := os.OpenRoot(root)
+	return loc, true
+}
+
+// loadModule reads the module at loc, with extra configuration files; nil
+// when its folder cannot be read.
+func loadModule(loc moduleLoc, extra []tfmodule.Extra) *moduleView {
+	r, err := os.OpenRoot(loc.root)
 	if err != nil {
 		return nil
 	}
 	defer r.Close()
-	mv := &moduleView{name: name, fixed: fixed, inputs: len(c.OverlayFiles) == 0}
-	if mv.mod, err = tfmodule.Read(r.FS(), sub, name); err != nil {
+	mv := &moduleView{name: loc.name, fixed: loc.fixed}
+	if mv.mod, err = tfmodule.Read(r.FS(), loc.sub, loc.name, extra...); err != nil {
 		return nil
 	}
-	mv.tfvars, mv.tfvarsErr = mv.mod.AutoTfvarsNames(r.FS(), sub, name)
-	for _, o := range c.OverlayData {
-		if p := path.Clean(filepath.ToSlash(o.Name)); path.Dir(p) == "." && tfmodule.IsConfig(p) {
-			mv.mod.AddFile(name+"/"+p, []byte(o.Data))
-		}
-	}
+	mv.tfvars, mv.tfvarsErr = mv.mod.AutoTfvarsNames(r.FS(), loc.sub, loc.name)
 	return mv
 }
 

@@ -78,6 +78,8 @@ func TestModuleInputsValid(t *testing.T) {
 		},
 		"by the module's own tfvars": {files: map[string]string{"modules/db/terraform.tfvars": "storage_gb = 20\n"}},
 		"by overlay data":            {vars: "      overlayData: [{name: x.auto.tfvars.json, data: '{\"storage_gb\": 1}'}]\n"},
+		// Overlay data replaces the module's main.tf: storage_gb is gone.
+		"overlay data replaces a file": {vars: "      overlayData: [{name: main.tf, data: 'variable \"x\" { default = 1 }'}]\n      variables: [{name: x, value: 2}]\n"},
 		// Overlay files may declare variables or set them: nothing is concluded.
 		"overlay files": {
 			files: map[string]string{"extra/vars.tf": `variable "more" {}`},

@@ -57,6 +57,9 @@ type validator struct {
 	diags diag.Diagnostics
 	names map[string]int // component name → index
 	mods  map[*Component]*moduleView
+	// modFiles are the modules read, by folder, shared by the components
+	// that use them.
+	modFiles map[string]*moduleView
 }
 
 func (v *validator) err(path, sub, msg, hint string) {

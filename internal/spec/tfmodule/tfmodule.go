@@ -27,11 +27,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// Limits that keep a hostile module from exhausting memory: files larger
-// than maxFileSize, or past the maxFiles-th, make the module incomplete.
+// Limits that keep a hostile module from exhausting memory or time: a file
+// larger than maxFileSize, more than maxFiles files, or more than maxBytes
+// in all make the module incomplete (nothing is concluded from it).
 const (
 	maxFileSize = 4 << 20
 	maxFiles    = 1000
+	maxBytes    = 32 << 20
 )
 
 // Pos is a place in a module's file: File is the caller's name for the
@@ -113,41 +115,53 @@ func sortedKeys[T any](m map[string]T) []string {
 	return out
 }
 
+// Extra is a configuration file that reaches the module's folder another
+// way than from its source (a component's overlay data): it replaces the
+// module's file of the same Name (a plain file name).
+type Extra struct {
+	Name string
+	Data []byte
+}
+
 // Read reads the module in folder dir of fsys (a slash path, "." for its
-// root); name is what positions call that folder. It fails only when the
-// folder cannot be listed; unreadable or broken files are recorded in the
-// Module (Problems, Incomplete).
-func Read(fsys fs.FS, dir, name string) (*Module, error) {
+// root), with extra files added; name is what positions call that
+// folder. It fails only when the folder cannot be listed; unreadable or
+// broken files are recorded in the Module (Problems, Incomplete).
+func Read(fsys fs.FS, dir, name string, extra ...Extra) (*Module, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &Module{Variables: map[string]*Variable{}, Outputs: map[string]*Output{}, Empty: true}
-	var primary, override []string
-	for _, f := range configFiles(entries) {
-		if isOverride(f) {
-			override = append(override, f)
-		} else {
-			primary = append(primary, f)
-		}
-	}
+	content := map[string]func() ([]byte, error){}
 	for _, e := range entries {
-		if n := e.Name(); !e.IsDir() && IsAutoTfvars(n) {
+		n := e.Name()
+		switch {
+		case e.IsDir():
+		case IsAutoTfvars(n):
 			m.Tfvars = append(m.Tfvars, n)
+		case IsConfig(n):
+			content[n] = func() ([]byte, error) { return readFile(fsys, path.Join(dir, n)) }
 		}
 	}
-	if len(primary)+len(override) > maxFiles {
+	for _, e := range extra {
+		content[e.Name] = func() ([]byte, error) { return e.Data, nil }
+	}
+	files := configFiles(content)
+	if len(files) > maxFiles {
 		m.Incomplete = true
 		return m, nil
 	}
-	for _, f := range append(primary, override...) {
-		data, err := readFile(fsys, path.Join(dir, f))
-		label := joinName(name, f)
-		if err != nil {
+	// Override files last: they change what the others declare.
+	sort.SliceStable(files, func(i, j int) bool { return !isOverride(files[i]) && isOverride(files[j]) })
+	total := 0
+	for _, f := range files {
+		data, err := content[f]()
+		if total += len(data); err != nil || total > maxBytes {
 			m.Incomplete = true
 			continue
 		}
-		m.addFile(label, data, isOverride(f))
+		m.addFile(joinName(name, f), data, isOverride(f))
 	}
 	return m, nil
 }
@@ -184,23 +198,20 @@ func IsAutoTfvars(name string) bool {
 		strings.HasSuffix(name, ".auto.tfvars") || strings.HasSuffix(name, ".auto.tfvars.json")
 }
 
-// configFiles returns the configuration files among entries, sorted, the
+// configFiles returns the names of the configuration files, sorted, the
 // way the tool picks them: hidden and editor files left out, and a .tf
 // (.tf.json) file left out when a .tofu (.tofu.json) of the same name exists.
-func configFiles(entries []fs.DirEntry) []string {
-	names := map[string]bool{}
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || !IsConfig(n) || strings.HasPrefix(n, ".") || strings.HasSuffix(n, "~") ||
-			(strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#")) {
-			continue
-		}
-		names[n] = true
-	}
+func configFiles[T any](names map[string]T) []string {
 	var out []string
 	for n := range names {
-		if strings.HasSuffix(n, ".tf") && names[strings.TrimSuffix(n, ".tf")+".tofu"] ||
-			strings.HasSuffix(n, ".tf.json") && names[strings.TrimSuffix(n, ".tf.json")+".tofu.json"] {
+		switch {
+		case strings.HasPrefix(n, "."), strings.HasSuffix(n, "~"), strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#"):
+			continue
+		}
+		if _, ok := names[strings.TrimSuffix(n, ".tf")+".tofu"]; ok && strings.HasSuffix(n, ".tf") {
+			continue
+		}
+		if _, ok := names[strings.TrimSuffix(n, ".tf.json")+".tofu.json"]; ok && strings.HasSuffix(n, ".tf.json") {
 			continue
 		}
 		out = append(out, n)
@@ -222,7 +233,17 @@ func isOverride(name string) bool {
 	return base == "override" || strings.HasSuffix(base, "_override")
 }
 
+// readFile reads a regular file (a link to one too), at most maxFileSize
+// bytes. Anything else — a folder, a named pipe that would block the
+// open — is refused before it is opened.
 func readFile(fsys fs.FS, name string) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func TestReadDeclarations(t *testing.T) {
@@ -140,4 +142,44 @@ func FuzzParse(f *testing.F) {
 		}
 		_, _ = TfvarsNames(name, data)
 	})
+}
+
+// Overlay data replaces the module's file of the same name, and a .tofu
+// file hides the .tf file of the same name, wherever each comes from.
+func TestExtraFilesReplaceTheModules(t *testing.T) {
+	fsys := fstest.MapFS{
+		"main.tf":  {Data: []byte(`variable "old" {}`)},
+		"other.tf": {Data: []byte(`variable "kept" {}`)},
+	}
+	m, err := Read(fsys, ".", "m",
+		Extra{Name: "main.tf", Data: []byte(`variable "new" {}`)},
+		Extra{Name: "other.tofu", Data: []byte(`variable "tofu" {}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(m.VariableNames(), ","); got != "new,tofu" {
+		t.Errorf("variables = %s, want new,tofu", got)
+	}
+}
+
+// A named pipe in the module is not opened (the open would block until
+// someone writes to it): the module is incomplete, and Read returns.
+func TestNamedPipeIsNotOpened(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.tf"), 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	done := make(chan *Module, 1)
+	go func() {
+		m, _ := Read(os.DirFS(dir), ".", "m")
+		done <- m
+	}()
+	select {
+	case m := <-done:
+		if m == nil || !m.Incomplete {
+			t.Errorf("module = %+v, want incomplete", m)
+		}
+	case <-time.After(2 * time.Minute): // a failure guard, not a timing assertion
+		t.Fatal("Read blocked on a named pipe")
+	}
 }
