@@ -137,3 +137,26 @@ func TestValidateChecksGitModuleOnceFetched(t *testing.T) {
 	}
 	w.noToolRan("validate")
 }
+
+// TestGitOpsCommitCheckedAgainstTheModule: the server validates each
+// commit as the CLI does: a commit giving the module an input it does not
+// declare is recorded invalid with the file:line error and applies nothing.
+func TestGitOpsCommitCheckedAgainstTheModule(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	good := gitEnv("mod", files, "v1", "", false)
+	repo := newGitRepo(t, map[string]string{"envs/modules/file/main.tf": fileModule, "envs/mod.yaml": good})
+	s := w.startServer(gitServerArgs(repo)...)
+	s.eventually("mod applied", func() bool { e, _ := s.env("shop/mod"); return e.Status == "provisioned" })
+
+	bad := strings.Replace(strings.ReplaceAll(good, `value: "v1"`, `value: "v2"`), "{name: content,", "{name: contents,", 1)
+	hash := repo.commit("typo", map[string]string{"envs/mod.yaml": bad})
+	s.logged("the typo commit seen", committed(hash))
+	const msg = `envs/mod.yaml:14:12: spec.components[0].variables[1].name: contents: the module declares no such variable`
+	s.eventually("the commit recorded invalid, naming the line", func() bool {
+		return strings.Contains(s.invalidErrors("shop/mod", "envs/mod.yaml"), msg)
+	})
+	if got := w.read("files/mod-web.txt"); got != "v1" {
+		t.Errorf("mod-web.txt = %q: the invalid commit was applied", got)
+	}
+}
