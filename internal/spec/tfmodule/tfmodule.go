@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,19 +103,10 @@ type Module struct {
 }
 
 // VariableNames returns the declared variable names, sorted.
-func (m *Module) VariableNames() []string { return sortedKeys(m.Variables) }
+func (m *Module) VariableNames() []string { return slices.Sorted(maps.Keys(m.Variables)) }
 
 // OutputNames returns the declared output names, sorted.
-func (m *Module) OutputNames() []string { return sortedKeys(m.Outputs) }
-
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (m *Module) OutputNames() []string { return slices.Sorted(maps.Keys(m.Outputs)) }
 
 // Extra is a configuration file that reaches the module's folder another
 // way than from its source (a component's overlay data): it replaces the
