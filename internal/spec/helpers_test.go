@@ -22,12 +22,20 @@ spec:
   components:
 `
 
-// testModule is the modules' code: the inputs tests give them, all optional.
+// testModule is the modules' code: the inputs and outputs tests use.
 const testModule = `variable "region" { default = null }
 variable "zone" { default = null }
 variable "azs" { default = null }
 variable "tags" { default = null }
 variable "literal" { default = null }
+variable "size" {
+  type    = number
+  default = 0
+}
+variable "a" { default = null }
+variable "b" { default = null }
+output "id" { value = 1 }
+output "secret" { value = 2 }
 `
 
 // envDir returns a folder laid out like a real environment's: module
