@@ -34,7 +34,7 @@ Markdown; json is for programs.`,
 			case file != "" && len(args) > 0:
 				return fmt.Errorf("pass -f FILE or ENV, not both")
 			case file != "":
-				env, lerr := loadEnv(file, d.stderr)
+				env, lerr := d.loadEnv(file)
 				if lerr != nil {
 					return lerr
 				}

@@ -2,23 +2,34 @@ package cli
 
 import (
 	"fmt"
-	"io"
 
+	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/spec"
 )
 
 // loadEnv loads and validates file. Errors come back as one error carrying
 // every diagnostic; warnings go to stderr and do not stop the command.
-func loadEnv(file string, stderr io.Writer) (*spec.Environment, error) {
+func (d *deps) loadEnv(file string) (*spec.Environment, error) {
 	if file == "" {
 		return nil, fmt.Errorf("no environment file: pass -f FILE")
 	}
-	env, diags := spec.Load(file)
+	env, diags := spec.LoadWith(file, d.specOptions())
 	if err := diags.Err(); err != nil {
 		return nil, err
 	}
 	for _, w := range diags.Warnings() {
-		fmt.Fprintln(stderr, w.String())
+		fmt.Fprintln(d.stderr, w.String())
 	}
 	return env, nil
+}
+
+// specOptions is what validation may know beyond the file: the git
+// modules knit has fetched into the data dir (read, never fetched here).
+// Without a data dir, git modules are not checked.
+func (d *deps) specOptions() spec.Options {
+	dir, err := d.dataDir()
+	if err != nil {
+		return spec.Options{}
+	}
+	return spec.Options{Fetched: gitsource.InDataDir(dir).Fetched}
 }

@@ -52,7 +52,7 @@ func (d *deps) envFromArgs(cmd *cobra.Command, b backend, file string, args []st
 	case file != "" && b.Remote():
 		return nil, "", fmt.Errorf("-f FILE does not work with --server: the server takes environments from git; commit the file and name the environment (team/env)")
 	case file != "":
-		env, err := loadEnv(file, d.stderr)
+		env, err := d.loadEnv(file)
 		if err != nil {
 			return nil, "", err
 		}

@@ -23,7 +23,7 @@ Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			env, diags := spec.Load(file)
+			env, diags := spec.LoadWith(file, d.specOptions())
 			var err error
 			if output == "json" {
 				err = writeJSON(d.stdout, newValidateView(file, env, diags))

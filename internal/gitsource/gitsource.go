@@ -44,6 +44,10 @@ type Cache struct {
 	locks map[string]*sync.Mutex
 }
 
+// InDataDir returns the cache knit keeps in its data dir, shared by the
+// runners (which fetch) and validation (which only looks, see Fetched).
+func InDataDir(dataDir string) *Cache { return &Cache{Dir: filepath.Join(dataDir, "git")} }
+
 var fullCommit = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // Checkout returns a folder holding the files of url at ref, and the commit
@@ -254,4 +258,77 @@ func refName(ref string) string {
 		return "default branch"
 	}
 	return ref
+}
+
+// safeRef matches the refs Fetched looks up as files: no "..", no leading
+// '-' or '/', only the characters of ordinary tag and branch names.
+var safeRef = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/+-]*$`)
+
+// Fetched returns the folder holding the files of url at ref as this cache
+// last fetched and exported them, without running git or touching the
+// network; ok is false when it cannot tell (never fetched, never exported,
+// an annotated tag stored loose, an abbreviated hash). fixed is true when
+// ref names content that does not move: a full commit hash or a tag; a
+// branch (or "", the default branch) is as of the last fetch.
+func (c *Cache) Fetched(url, ref string) (dir string, fixed, ok bool) {
+	if url == "" || c.Dir == "" {
+		return "", false, false
+	}
+	mirror := filepath.Join(c.Dir, "mirrors", urlKey(url)+".git")
+	commit := ""
+	switch {
+	case fullCommit.MatchString(ref):
+		commit, fixed = ref, true
+	case ref == "":
+		head, err := os.ReadFile(filepath.Join(mirror, "HEAD"))
+		name, sym := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+		if err != nil || !sym || !strings.HasPrefix(name, "refs/heads/") {
+			return "", false, false
+		}
+		commit = lookupRef(mirror, name)
+	case safeRef.MatchString(ref) && !strings.Contains(ref, ".."):
+		if commit = lookupRef(mirror, "refs/tags/"+ref); commit != "" {
+			fixed = true
+		} else {
+			commit = lookupRef(mirror, "refs/heads/"+ref)
+		}
+	}
+	if commit == "" {
+		return "", false, false
+	}
+	dir = filepath.Join(c.Dir, "checkouts", commit)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", false, false
+	}
+	return dir, fixed, true
+}
+
+// lookupRef reads the commit a ref points to from a repository's files: a
+// loose ref, else packed-refs (a tag's peeled commit when listed). It
+// returns "" when the ref is not there. A loose annotated tag names a tag
+// object, which no checkout is named after: Fetched then finds nothing.
+func lookupRef(gitDir, name string) string {
+	if data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name))); err == nil {
+		if h := strings.TrimSpace(string(data)); fullCommit.MatchString(h) {
+			return h
+		}
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	found := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case found != "" && strings.HasPrefix(line, "^"):
+			return strings.TrimSpace(line[1:]) // the tag's commit
+		case found != "":
+			return found
+		}
+		if h, n, ok := strings.Cut(strings.TrimSpace(line), " "); ok && n == name && fullCommit.MatchString(h) {
+			found = h
+		}
+	}
+	return found
 }

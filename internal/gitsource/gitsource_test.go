@@ -205,3 +205,42 @@ func TestConcurrentCheckouts(t *testing.T) {
 		t.Errorf("dir/a.txt = %q", got)
 	}
 }
+
+// Fetched finds what an earlier Checkout exported, reading the mirror's
+// refs as files: tags and commits as fixed, branches as last fetched, and
+// nothing for what was never fetched or exported.
+func TestFetchedReadsRefsWithoutGit(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	testtools.RunGit(t, r.bare, "tag", "-a", "v2", "-m", "annotated", r.c2)
+	c := &gitsource.Cache{Dir: t.TempDir()}
+	if _, _, ok := c.Fetched(r.url, "v1"); ok {
+		t.Fatal("Fetched found a repository never fetched")
+	}
+	ctx := context.Background()
+	for _, ref := range []string{"v1", "v2", "main"} {
+		if _, _, err := c.Checkout(ctx, r.url, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		ref, commit string
+		fixed       bool
+	}{
+		{"v1", r.c1, true}, {"v2", r.c2, true}, {r.c1, r.c1, true},
+		{"main", r.c2, false}, {"", r.c2, false},
+		{"feature", "", false}, // fetched, never exported
+		{"nope", "", false}, {"../../etc", "", false}, {r.c1[:8], "", false},
+	} {
+		dir, fixed, ok := c.Fetched(r.url, tc.ref)
+		switch {
+		case tc.commit == "" && ok:
+			t.Errorf("%q: found %s", tc.ref, dir)
+		case tc.commit != "" && (!ok || filepath.Base(dir) != tc.commit || fixed != tc.fixed):
+			t.Errorf("%q: got %s fixed=%v ok=%v, want %s fixed=%v", tc.ref, dir, fixed, ok, tc.commit, tc.fixed)
+		}
+	}
+	if _, _, ok := c.Fetched("file:///elsewhere.git", "v1"); ok {
+		t.Error("Fetched found another URL")
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/web"
 )
 
@@ -60,6 +61,9 @@ type Config struct {
 	ViewCacheBytes int
 	// HTTP bounds what each client may hold of the server.
 	HTTP HTTPLimits
+	// Spec is what validating a commit's environment files knows beyond
+	// the files: the git modules knit has fetched (see spec.Options).
+	Spec spec.Options
 }
 
 // HTTPLimits bound what one client may hold: time to send a request,

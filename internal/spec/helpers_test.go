@@ -22,6 +22,22 @@ spec:
   components:
 `
 
+// testModule is the modules' code: the inputs and outputs tests use.
+const testModule = `variable "region" { default = null }
+variable "zone" { default = null }
+variable "azs" { default = null }
+variable "tags" { default = null }
+variable "literal" { default = null }
+variable "size" {
+  type    = number
+  default = 0
+}
+variable "a" { default = null }
+variable "b" { default = null }
+output "id" { value = 1 }
+output "secret" { value = 2 }
+`
+
 // envDir returns a folder laid out like a real environment's: module
 // folders, a tfvars file, a chart, manifests and an overlay file.
 func envDir(t testing.TB) string {
@@ -40,7 +56,11 @@ func envDir(t testing.TB) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte("# test\n"), 0o644); err != nil {
+		content := "# test\n"
+		if strings.HasPrefix(f, "modules/") {
+			content = testModule
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

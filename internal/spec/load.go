@@ -23,6 +23,11 @@ const MaxFileSize = 16 << 20
 // the environment (nil only when the file cannot be parsed at all) and every
 // problem found; callers refuse to act when diags.HasErrors().
 func Load(path string) (*Environment, diag.Diagnostics) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with what the caller knows beyond the file (Options).
+func LoadWith(path string, opts Options) (*Environment, diag.Diagnostics) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: path}, Message: err.Error()}}
@@ -31,7 +36,7 @@ func Load(path string) (*Environment, diag.Diagnostics) {
 	if err != nil {
 		abs = path
 	}
-	return Parse(path, filepath.Dir(abs), data)
+	return ParseWith(path, filepath.Dir(abs), "", data, opts)
 }
 
 func readFile(path string) ([]byte, error) {
@@ -61,12 +66,17 @@ func Parse(name, dir string, data []byte) (*Environment, diag.Diagnostics) {
 // paths resolve against dir, and no local path may leave root (GitOps: the
 // commit's tree), symlinks followed. An empty root means dir.
 func ParseIn(name, dir, root string, data []byte) (*Environment, diag.Diagnostics) {
+	return ParseWith(name, dir, root, data, Options{})
+}
+
+// ParseWith is ParseIn with what the caller knows beyond the file (Options).
+func ParseWith(name, dir, root string, data []byte, opts Options) (*Environment, diag.Diagnostics) {
 	env, diags := decode(name, data)
 	if env == nil {
 		diags.Sort()
 		return nil, diags
 	}
-	env.Dir, env.Root = dir, root
+	env.Dir, env.Root, env.opts = dir, root, opts
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.

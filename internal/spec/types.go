@@ -34,8 +34,9 @@ type Environment struct {
 	Dir  string `json:"-"`
 	Root string `json:"-"`
 
-	pos map[string]diag.Pos
-	bad map[string]bool // field paths whose values could not be decoded
+	pos  map[string]diag.Pos
+	bad  map[string]bool // field paths whose values could not be decoded
+	opts Options
 }
 
 // Metadata is Kubernetes-style object metadata; unknown fields are allowed here.

@@ -56,6 +56,10 @@ type validator struct {
 	env   *Environment
 	diags diag.Diagnostics
 	names map[string]int // component name → index
+	mods  map[*Component]*moduleView
+	// modFiles are the modules read, by folder, shared by the components
+	// that use them.
+	modFiles map[string]*moduleView
 }
 
 func (v *validator) err(path, sub, msg, hint string) {
@@ -225,6 +229,7 @@ func (v *validator) component(p string, c *Component) {
 		seen[dep] = true
 	}
 	v.variables(p, c)
+	v.moduleInputs(p, c)
 	v.outputs(p, c)
 	v.kubernetes(p, c)
 	v.files(p, c)
@@ -449,6 +454,8 @@ func (v *validator) valueFrom(fp, value string, c *Component) {
 	case producer.Output(ref.Output) == nil:
 		v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
 			hintOutputs(producer, ref.Output))
+	default:
+		v.moduleOutput(fp, producer, ref.Output)
 	}
 }
 

@@ -79,7 +79,7 @@ func New(bin Binary, opts Options) *Runner {
 	r := &Runner{
 		bin:  bin,
 		opts: opts,
-		git:  &gitsource.Cache{Dir: filepath.Join(opts.DataDir, "git")},
+		git:  gitsource.InDataDir(opts.DataDir),
 	}
 	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.isOpenTofu() {
 		r.cacheLocking = !v.LessThan(openTofuCacheLocking)
