@@ -32,6 +32,9 @@ func printResult(stdout io.Writer, r *engine.Result) {
 			line += "  " + firstLine(c.Reason)
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == "plan" || showsResources(r, c)) {
+			fmt.Fprintf(stdout, "%s    on %s\n", strings.Repeat(" ", width), c.Plan.Target)
+		}
 		if showsResources(r, c) {
 			printResources(stdout, width, c.Plan)
 		}

@@ -95,6 +95,10 @@ type Plan struct {
 	Checksum string `json:"checksum,omitempty"`
 	// Destroying is true for a destroy plan.
 	Destroying bool `json:"destroying,omitempty"`
+	// Target names where the plan applies, when the tool has a notion of
+	// it (Kubernetes: the kubeconfig context and API server), for the
+	// plan's header.
+	Target string `json:"target,omitempty"`
 	// Unchecked says the plan was made without looking at reality (a
 	// script without a plan command, judged by its inputs alone): "no
 	// changes" means only that nothing knit passes it changed, so a drift
