@@ -59,10 +59,15 @@ type Cluster struct {
 var (
 	mu      sync.Mutex
 	shared  *Cluster
-	env     *envtest.Environment
-	tmp     string
 	failed  error
 	started bool
+	// another is the second API server (StartAnother), started on first
+	// use like shared.
+	another        *Cluster
+	anotherFailed  error
+	anotherStarted bool
+	running        []*envtest.Environment // what Stop stops
+	tmps           []string               // what Stop removes
 )
 
 // binaries are the programs envtest needs in its assets folder.
@@ -110,11 +115,31 @@ func Start(t testing.TB) *Cluster {
 	return shared
 }
 
+// StartAnother returns a second API server of the package, with etcd of
+// its own: another cluster, for tests of what changes when components
+// point at another one. It costs as much as the first: use it sparingly.
+func StartAnother(t testing.TB) *Cluster {
+	t.Helper()
+	assets := Assets(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if !anotherStarted {
+		anotherStarted = true
+		another, anotherFailed = start(assets)
+	}
+	if anotherFailed != nil {
+		t.Fatalf("start the second test API server: %v", anotherFailed)
+	}
+	return another
+}
+
+// start starts an API server; the caller holds mu.
 func start(assets string) (*Cluster, error) {
-	var err error
-	if tmp, err = os.MkdirTemp("", "knit-kubetest-"); err != nil {
+	tmp, err := os.MkdirTemp("", "knit-kubetest-")
+	if err != nil {
 		return nil, err
 	}
+	tmps = append(tmps, tmp)
 	token := randomHex(16)
 	// A static token for an administrator, so tests can reach the server
 	// with endpoint + CA + token, as a cloud cluster's outputs would.
@@ -125,7 +150,7 @@ func start(assets string) (*Cluster, error) {
 	// envtest logs through controller-runtime, which otherwise prints a
 	// stack trace complaining that no logger was set.
 	ctrllog.SetLogger(logr.Discard())
-	env = &envtest.Environment{
+	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
@@ -135,6 +160,7 @@ func start(assets string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	running = append(running, env)
 	c := &Cluster{
 		Server:  cfg.Host,
 		CA:      cfg.CAData,
@@ -178,21 +204,20 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop stops the API server if one started and removes its files. A
+// Stop stops the API servers that started and removes their files. A
 // package whose TestMain does more than Main calls it after m.Run.
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if env != nil {
+	for _, env := range running {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
 		}
-		env = nil
 	}
-	if tmp != "" {
+	for _, tmp := range tmps {
 		os.RemoveAll(tmp)
-		tmp = ""
 	}
+	running, tmps = nil, nil
 }
 
 // Namespace creates a namespace named after the test (plus a random
