@@ -119,7 +119,9 @@ spec:
 	var res struct {
 		Components []struct {
 			Name, Status string
-			Plan         *struct{ Resources []struct{ Address, Action string } }
+			Plan         *struct {
+				Resources []struct{ Address, Action string }
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
