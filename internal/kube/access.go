@@ -140,12 +140,17 @@ func Target(cfg *rest.Config, kubeContext string) string {
 	return fmt.Sprintf("context %s (%s)", kubeContext, cfg.Host)
 }
 
-// Identity names the cluster cfg reaches, for fingerprints: its API
-// server's URL and a digest of the CA it trusts (of no secret). Another
-// cluster (another server or CA) means another identity, so the objects
-// are planned again, as creates there. Credentials are left out: a new
-// token for the same cluster changes nothing.
-func Identity(cfg *rest.Config) (string, error) {
+// Identity names the cluster that a component's kubeconfig block and
+// inputs reach (see RESTConfig), for fingerprints: its API server's URL
+// and a digest of the CA it trusts (no secret). Another cluster (another
+// server or CA) means another identity, so the objects are planned again,
+// as creates there. Credentials are left out: a new token for the same
+// cluster changes nothing.
+func Identity(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (string, error) {
+	cfg, err := RESTConfig(env, k, in)
+	if err != nil {
+		return "", err
+	}
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		b, err := os.ReadFile(cfg.CAFile)

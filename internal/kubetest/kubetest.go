@@ -57,18 +57,20 @@ type Cluster struct {
 }
 
 var (
-	mu      sync.Mutex
-	shared  *Cluster
+	mu sync.Mutex
+	// servers are the package's API servers, started on first use:
+	// [0] shared by the tests (Start), [1] another cluster (StartAnother).
+	servers [2]server
+	running []*envtest.Environment // what Stop stops
+	tmps    []string               // what Stop removes
+)
+
+// server is one API server of the package, started at most once.
+type server struct {
+	c       *Cluster
 	failed  error
 	started bool
-	// another is the second API server (StartAnother), started on first
-	// use like shared.
-	another        *Cluster
-	anotherFailed  error
-	anotherStarted bool
-	running        []*envtest.Environment // what Stop stops
-	tmps           []string               // what Stop removes
-)
+}
 
 // binaries are the programs envtest needs in its assets folder.
 var binaries = []string{"etcd", "kube-apiserver", "kubectl"}
@@ -102,17 +104,7 @@ func Assets(t testing.TB) string {
 // namespace (see Namespace).
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	assets := Assets(t)
-	mu.Lock()
-	defer mu.Unlock()
-	if !started {
-		started = true
-		shared, failed = start(assets)
-	}
-	if failed != nil {
-		t.Fatalf("start the test API server: %v", failed)
-	}
-	return shared
+	return startOnce(t, 0)
 }
 
 // StartAnother returns a second API server of the package, with etcd of
@@ -120,17 +112,23 @@ func Start(t testing.TB) *Cluster {
 // point at another one. It costs as much as the first: use it sparingly.
 func StartAnother(t testing.TB) *Cluster {
 	t.Helper()
+	return startOnce(t, 1)
+}
+
+func startOnce(t testing.TB, i int) *Cluster {
+	t.Helper()
 	assets := Assets(t)
 	mu.Lock()
 	defer mu.Unlock()
-	if !anotherStarted {
-		anotherStarted = true
-		another, anotherFailed = start(assets)
+	s := &servers[i]
+	if !s.started {
+		s.started = true
+		s.c, s.failed = start(assets)
 	}
-	if anotherFailed != nil {
-		t.Fatalf("start the second test API server: %v", anotherFailed)
+	if s.failed != nil {
+		t.Fatalf("start test API server %d: %v", i+1, s.failed)
 	}
-	return another
+	return s.c
 }
 
 // start starts an API server; the caller holds mu.

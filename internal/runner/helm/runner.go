@@ -171,11 +171,7 @@ func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.
 		return "", err
 	}
 	// Another cluster is another release: kube.Identity is part of it.
-	cfg, err := kube.RESTConfig(c.Spec, c.Def.Kubeconfig, in)
-	if err != nil {
-		return "", err
-	}
-	cluster, err := kube.Identity(cfg)
+	cluster, err := kube.Identity(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return "", err
 	}

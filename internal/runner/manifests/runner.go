@@ -64,11 +64,7 @@ func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.In
 	if err != nil {
 		return "", err
 	}
-	cfg, err := kube.RESTConfig(c.Spec, c.Def.Kubeconfig, in)
-	if err != nil {
-		return "", err
-	}
-	cluster, err := kube.Identity(cfg)
+	cluster, err := kube.Identity(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return "", err
 	}
