@@ -46,7 +46,7 @@ func Access(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*rest
 			return nil, "", fmt.Errorf("kubeconfig from %s is not a kubeconfig (its content is not shown: it may hold credentials)", k.ValueFrom)
 		}
 		overrides.CurrentContext = k.Context
-		return build(clientcmd.NewNonInteractiveClientConfig(*cfg, k.Context, overrides, nil))
+		return build(clientcmd.NewNonInteractiveClientConfig(*cfg, k.Context, overrides, nil), k.Context)
 	case k.Server != nil:
 		cfg, err := partsConfig(k, in)
 		return cfg, "", err
@@ -74,7 +74,7 @@ func Access(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*rest
 		}
 		overrides.CurrentContext = k.Context
 	}
-	return build(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides))
+	return build(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides), overrides.CurrentContext)
 }
 
 // KubeconfigPath resolves a kubeconfig block's path: ~/ is the home
@@ -118,11 +118,15 @@ func readable(what string, paths ...string) error {
 	return nil
 }
 
-// build makes the rest.Config of cc and names the context it used.
-func build(cc clientcmd.ClientConfig) (*rest.Config, string, error) {
+// build makes the rest.Config of cc and names the context it used: kctx
+// when one was asked for, else the kubeconfig's current context.
+func build(cc clientcmd.ClientConfig, kctx string) (*rest.Config, string, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	if kctx != "" {
+		return cfg, kctx, nil
 	}
 	raw, err := cc.RawConfig()
 	if err != nil {
