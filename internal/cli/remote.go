@@ -305,7 +305,7 @@ func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult
 // its plan had changes; the upstream outputs come from the reason.
 func driftFound(c *engine.ComponentResult) (engine.Status, []string) {
 	switch c.Status {
-	case engine.InSync, engine.Drifted:
+	case engine.InSync, engine.Drifted, engine.Unknown:
 		return c.Status, nil
 	case engine.Affected:
 		ups, _ := strings.CutPrefix(c.Reason, "takes ")

@@ -34,6 +34,9 @@ func printResult(stdout io.Writer, r *engine.Result) {
 			line += "  " + why
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == "plan" || showsResources(r, c)) {
+			fmt.Fprintf(stdout, "%s    on %s\n", strings.Repeat(" ", width), c.Plan.Target)
+		}
 		if showsResources(r, c) {
 			printResources(stdout, width, c.Plan)
 		}

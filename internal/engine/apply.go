@@ -139,6 +139,13 @@ func (st *step) fail(ctx context.Context, err error) error {
 	// A failed plan or drift check changes nothing; a failed apply or
 	// destroy leaves the component failed, so the next run retries it.
 	changing := st.op == "apply" || st.op == "destroy" || st.cr.Status == Applying
+	if st.op == "apply" && st.cr.Status != Applying && !live(st.s.state(st.c.Name)) {
+		// It failed before its tool changed anything (its inputs, its
+		// plan), and nothing of it existed: it stays not live, so a
+		// teardown does not need (and cannot resolve) its inputs to
+		// destroy nothing, and destroys what it depends on.
+		changing = false
+	}
 	st.cr.Log = st.log.finish(nil)
 	code := string(status)
 	if status == Failed {

@@ -190,6 +190,12 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 	if !plan.HasChanges() {
 		st.cr.Drift = InSync
 		s.set(st.cr, InSync, "")
+		if plan.Unchecked {
+			// Nothing to compare with reality: its dependents are
+			// checked against theirs as usual.
+			st.cr.Drift = Unknown
+			s.set(st.cr, Unknown, "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
+		}
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
 	st.cr.Drift = Drifted

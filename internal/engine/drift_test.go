@@ -61,6 +61,25 @@ func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 	}
 }
 
+// A component whose plan does not look at the world (a script without
+// plan) is reported with drift unknown, not in sync, and what takes its
+// outputs is checked against the world as usual.
+func TestAnUncheckedComponentsDriftIsUnknownAndItsConsumersAreChecked(t *testing.T) {
+	h := newHarness(t)
+	h.r.Unchecked = map[string]bool{"a": true}
+	ctx := context.Background()
+	env := h.applied(t, diamond)
+	h.r.Drift("c")
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Unknown, "b": engine.InSync, "c": engine.Drifted, "d": engine.Affected})
+	if d := res.Component("a").Drift; d != engine.Unknown || !res.HasDrift() {
+		t.Errorf("a's drift %q, HasDrift %v", d, res.HasDrift())
+	}
+}
+
 func TestReconcileRestoresAutoApprovedAndHoldsTheRest(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

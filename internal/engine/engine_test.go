@@ -429,6 +429,30 @@ func TestTeardownReverseOrderAndDestroyProtection(t *testing.T) {
 	}
 }
 
+// A component that failed before its tool changed anything, never having
+// been applied, has nothing to destroy: teardown leaves it alone (its
+// destroy could not even resolve its inputs) and destroys what it depends
+// on.
+func TestTeardownPassesAComponentThatFailedBeforeItsToolRan(t *testing.T) {
+	h := newHarness(t)
+	h.r.Fail = map[string]map[string]error{"b": {"plan": errors.New("no plan"), "destroy": errors.New("no destroy")}}
+	env := parse(t, diamond)
+	ctx := context.Background()
+	res, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Applied, "b": engine.Failed, "c": engine.Applied, "d": engine.Skipped})
+	res, err = h.e.Teardown(ctx, env, engine.Options{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, res, map[string]engine.Status{"a": engine.Destroyed, "b": engine.Destroyed, "c": engine.Destroyed, "d": engine.Destroyed})
+	if h.r.Applied("a") || h.r.Applied("c") {
+		t.Error("a or c survived the teardown")
+	}
+}
+
 func TestDestroyFlagDestroysOneComponentUnlessSomethingLiveNeedsIt(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

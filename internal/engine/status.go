@@ -20,6 +20,7 @@ const (
 	InSync     Status = "in sync"
 	Drifted    Status = "drifted"
 	Affected   Status = "affected by upstream drift"
+	Unknown    Status = "unknown" // drift: the tool cannot compare with reality (a script without plan)
 	NotApplied Status = "not applied"
 	Applied    Status = "applied"
 	Destroyed  Status = "destroyed"
@@ -46,7 +47,7 @@ func (s Status) IsError() bool {
 }
 
 var severity = map[Status]int{
-	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, InSync: 0, NotApplied: 0,
+	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, InSync: 0, NotApplied: 0, Unknown: 0,
 	Planned: 1, Deferred: 1, Drifted: 1, Affected: 1,
 	Pending: 2, Planning: 2, Applying: 2, Destroying: 2, Checking: 2,
 	Waiting: 3, Awaiting: 4, Skipped: 5, Refused: 6, Canceled: 7, Failed: 8,

@@ -397,6 +397,9 @@ type DriftView struct {
 	Drifted   []string  `json:"drifted"`
 	Affected  []string  `json:"affected,omitempty"`
 	Failed    []string  `json:"failed,omitempty"`
+	// Unknown: components whose tool cannot compare with reality (a
+	// script without a plan command).
+	Unknown []string `json:"unknown,omitempty"`
 }
 
 // LastDrift finds the newest drift check of an environment and what it
@@ -424,6 +427,8 @@ func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
 			d.Affected = append(d.Affected, cr.Component)
 		case "failed":
 			d.Failed = append(d.Failed, cr.Component)
+		case "unknown":
+			d.Unknown = append(d.Unknown, cr.Component)
 		}
 	}
 	sort.Strings(d.Drifted)

@@ -1,9 +1,14 @@
 package kube
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -19,6 +24,13 @@ import (
 // valueFrom parts under spec's reserved Input* names. Nothing is written to
 // disk, so a kubeconfig from an upstream output stays in memory.
 func RESTConfig(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*rest.Config, error) {
+	cfg, _, err := Access(env, k, in)
+	return cfg, err
+}
+
+// Access is RESTConfig, and the name of the kubeconfig context it used
+// ("" for access from server, ca and token).
+func Access(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*rest.Config, string, error) {
 	overrides := &clientcmd.ConfigOverrides{}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	switch {
@@ -26,32 +38,133 @@ func RESTConfig(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*
 	case k.ValueFrom != "":
 		raw, err := inputString(in, spec.InputKubeconfig, "kubeconfig.valueFrom "+k.ValueFrom)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		cfg, err := clientcmd.Load([]byte(raw))
 		if err != nil {
 			// The parse error may quote the content: do not pass it on.
-			return nil, fmt.Errorf("kubeconfig from %s is not a kubeconfig (its content is not shown: it may hold credentials)", k.ValueFrom)
+			return nil, "", fmt.Errorf("kubeconfig from %s is not a kubeconfig (its content is not shown: it may hold credentials)", k.ValueFrom)
 		}
 		overrides.CurrentContext = k.Context
-		return clientcmd.NewNonInteractiveClientConfig(*cfg, k.Context, overrides, nil).ClientConfig()
+		return build(clientcmd.NewNonInteractiveClientConfig(*cfg, k.Context, overrides, nil), k.Context)
 	case k.Server != nil:
-		return partsConfig(k, in)
+		cfg, err := partsConfig(k, in)
+		return cfg, "", err
+	case k.FromEnv != "":
+		// The variable's value is not shown: it is the user's.
+		v := os.Getenv(k.FromEnv)
+		if v == "" {
+			return nil, "", fmt.Errorf("kubeconfig.fromEnv: $%s is not set in the environment of knit's Kubernetes runner (a name other than KUBECONFIG reaches it only when knit serve --tool-env names it)", k.FromEnv)
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(v)}
+		if err := readable("$"+k.FromEnv, rules.Precedence...); err != nil {
+			return nil, "", err
+		}
+		overrides.CurrentContext = k.Context
 	default:
 		if k.Path != "" {
-			p, err := env.LocalPath(k.Path)
+			p, err := KubeconfigPath(env, k.Path)
 			if err != nil {
-				return nil, err
+				return nil, "", err
+			}
+			if err := readable("path "+k.Path, p); err != nil {
+				return nil, "", err
 			}
 			rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: p}
 		}
 		overrides.CurrentContext = k.Context
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+	return build(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides), overrides.CurrentContext)
+}
+
+// KubeconfigPath resolves a kubeconfig block's path: ~/ is the home
+// folder, a relative path is read from the environment's folder. It may
+// lead anywhere the user can read: a kubeconfig holds credentials, which
+// belong beside the user, not in the environment's sources.
+func KubeconfigPath(env *spec.Environment, p string) (string, error) {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig.path %s: %w", p, err)
+		}
+		return filepath.Join(home, rest), nil
 	}
-	return cfg, nil
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	return filepath.Join(env.Dir, p), nil
+}
+
+// readable checks that the kubeconfig files named what are kubeconfigs,
+// one at least present. Parse errors may quote a file's content, and a
+// path may lead anywhere: they are not passed on.
+func readable(what string, paths ...string) error {
+	found := false
+	for _, p := range paths {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		found = true
+		if _, err := os.ReadFile(p); err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", what, err)
+		}
+		if _, err := clientcmd.LoadFromFile(p); err != nil {
+			return fmt.Errorf("kubeconfig %s: %s is not a kubeconfig (its content is not shown: it may hold credentials)", what, p)
+		}
+	}
+	if !found {
+		return fmt.Errorf("kubeconfig %s: no such file", what)
+	}
+	return nil
+}
+
+// build makes the rest.Config of cc and names the context it used: kctx
+// when one was asked for, else the kubeconfig's current context.
+func build(cc clientcmd.ClientConfig, kctx string) (*rest.Config, string, error) {
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	if kctx != "" {
+		return cfg, kctx, nil
+	}
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, raw.CurrentContext, nil
+}
+
+// Target says which cluster cfg reaches, for people: the kubeconfig
+// context used, if any, and the API server's URL.
+func Target(cfg *rest.Config, kubeContext string) string {
+	if kubeContext == "" {
+		return cfg.Host
+	}
+	return fmt.Sprintf("context %s (%s)", kubeContext, cfg.Host)
+}
+
+// Identity names the cluster that a component's kubeconfig block and
+// inputs reach (see RESTConfig), for fingerprints: its API server's URL
+// and a digest of the CA it trusts (no secret). Another cluster (another
+// server or CA) means another identity, so the objects are planned again,
+// as creates there. Credentials are left out: a new token for the same
+// cluster changes nothing.
+func Identity(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (string, error) {
+	cfg, err := RESTConfig(env, k, in)
+	if err != nil {
+		return "", err
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig: the cluster's CA: %w", err)
+		}
+		ca = b
+	}
+	sum := sha256.Sum256(ca)
+	return cfg.Host + " ca:" + hex.EncodeToString(sum[:8]), nil
 }
 
 // partsConfig builds access from server, CA and token.

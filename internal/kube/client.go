@@ -135,7 +135,8 @@ func (c *Client) Delete(ctx context.Context, r Ref) error {
 
 // Namespaced reports whether objects of gvk live in a namespace. A kind the
 // server does not serve yet is looked up among crds (the CRDs about to be
-// applied with it); unknown, it is taken as namespaced.
+// applied with it); unknown, it is taken as namespaced (Served refuses
+// such objects before they are planned).
 func (c *Client) Namespaced(gvk schema.GroupVersionKind, crds []*unstructured.Unstructured) bool {
 	if m, err := c.Mapping(gvk); err == nil {
 		return m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -154,12 +155,7 @@ func (c *Client) Namespaced(gvk schema.GroupVersionKind, crds []*unstructured.Un
 // Prepare sets namespace ns on the namespaced objects that name none and
 // clears it on cluster-scoped ones, then sorts the objects for applying.
 func (c *Client) Prepare(objs []*unstructured.Unstructured, ns string) {
-	var crds []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, o)
-		}
-	}
+	crds := crdsOf(objs)
 	for _, o := range objs {
 		if c.Namespaced(o.GroupVersionKind(), crds) {
 			if o.GetNamespace() == "" {

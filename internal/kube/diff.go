@@ -2,11 +2,14 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -15,9 +18,11 @@ import (
 
 type runtimeObject = runtime.Object
 
-// Diff compares the desired objects with the cluster: an object that does
-// not exist is a create; one that exists is server-side applied in dry-run
-// mode and the result compared with the live object, field by field, so
+// Diff compares the desired objects with the cluster. Every object is
+// server-side applied in dry-run mode, so validation and admission
+// (webhooks, policies) refuse at plan what they would refuse at apply,
+// the object named. One that does not exist is a create; for one that
+// exists the result is compared with the live object, field by field, so
 // an update names exactly the fields knit would change (fields that only
 // other managers set are not compared: knit's apply leaves them alone).
 // Each of previous (what knit applied before) that is no longer desired and
@@ -32,13 +37,16 @@ func (c *Client) Diff(ctx context.Context, desired []*unstructured.Unstructured,
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", r.Address(), err)
 		}
+		merged, err := c.Apply(ctx, obj, true)
+		if live == nil && unplannable(err) {
+			err = nil // checked by the apply that creates it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dry-run apply: %w", err)
+		}
 		if live == nil {
 			out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionCreate})
 			continue
-		}
-		merged, err := c.Apply(ctx, obj, true)
-		if err != nil {
-			return nil, fmt.Errorf("dry-run apply: %w", err)
 		}
 		if paths := ChangedPaths(live.Object, merged.Object); len(paths) > 0 {
 			out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionUpdate, Attributes: paths})
@@ -56,6 +64,21 @@ func (c *Client) Diff(ctx context.Context, desired []*unstructured.Unstructured,
 		}
 	}
 	return out, nil
+}
+
+// unplannable reports whether a new object's dry run failed only because
+// what it needs is created by the same apply: its kind (a CRD applied
+// just before it) or its namespace.
+func unplannable(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &st) {
+		return false
+	}
+	d := st.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // ignored are the fields the server maintains itself, which differ between

@@ -57,13 +57,20 @@ type Cluster struct {
 }
 
 var (
-	mu      sync.Mutex
-	shared  *Cluster
-	env     *envtest.Environment
-	tmp     string
+	mu sync.Mutex
+	// servers are the package's API servers, started on first use:
+	// [0] shared by the tests (Start), [1] another cluster (StartAnother).
+	servers [2]server
+	running []*envtest.Environment // what Stop stops
+	tmps    []string               // what Stop removes
+)
+
+// server is one API server of the package, started at most once.
+type server struct {
+	c       *Cluster
 	failed  error
 	started bool
-)
+}
 
 // binaries are the programs envtest needs in its assets folder.
 var binaries = []string{"etcd", "kube-apiserver", "kubectl"}
@@ -97,24 +104,40 @@ func Assets(t testing.TB) string {
 // namespace (see Namespace).
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	return startOnce(t, 0)
+}
+
+// StartAnother returns a second API server of the package, with etcd of
+// its own: another cluster, for tests of what changes when components
+// point at another one. It costs as much as the first: use it sparingly.
+func StartAnother(t testing.TB) *Cluster {
+	t.Helper()
+	return startOnce(t, 1)
+}
+
+func startOnce(t testing.TB, i int) *Cluster {
+	t.Helper()
 	assets := Assets(t)
 	mu.Lock()
 	defer mu.Unlock()
-	if !started {
-		started = true
-		shared, failed = start(assets)
+	s := &servers[i]
+	if !s.started {
+		s.started = true
+		s.c, s.failed = start(assets)
 	}
-	if failed != nil {
-		t.Fatalf("start the test API server: %v", failed)
+	if s.failed != nil {
+		t.Fatalf("start test API server %d: %v", i+1, s.failed)
 	}
-	return shared
+	return s.c
 }
 
+// start starts an API server; the caller holds mu.
 func start(assets string) (*Cluster, error) {
-	var err error
-	if tmp, err = os.MkdirTemp("", "knit-kubetest-"); err != nil {
+	tmp, err := os.MkdirTemp("", "knit-kubetest-")
+	if err != nil {
 		return nil, err
 	}
+	tmps = append(tmps, tmp)
 	token := randomHex(16)
 	// A static token for an administrator, so tests can reach the server
 	// with endpoint + CA + token, as a cloud cluster's outputs would.
@@ -125,7 +148,7 @@ func start(assets string) (*Cluster, error) {
 	// envtest logs through controller-runtime, which otherwise prints a
 	// stack trace complaining that no logger was set.
 	ctrllog.SetLogger(logr.Discard())
-	env = &envtest.Environment{
+	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
@@ -135,6 +158,7 @@ func start(assets string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	running = append(running, env)
 	c := &Cluster{
 		Server:  cfg.Host,
 		CA:      cfg.CAData,
@@ -178,21 +202,20 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop stops the API server if one started and removes its files. A
+// Stop stops the API servers that started and removes their files. A
 // package whose TestMain does more than Main calls it after m.Run.
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if env != nil {
+	for _, env := range running {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
 		}
-		env = nil
 	}
-	if tmp != "" {
+	for _, tmp := range tmps {
 		os.RemoveAll(tmp)
-		tmp = ""
 	}
+	running, tmps = nil, nil
 }
 
 // Namespace creates a namespace named after the test (plus a random

@@ -113,6 +113,15 @@ type Plan struct {
 	Checksum string `json:"checksum,omitempty"`
 	// Destroying is true for a destroy plan.
 	Destroying bool `json:"destroying,omitempty"`
+	// Target names where the plan applies, when the tool has a notion of
+	// it (Kubernetes: the kubeconfig context and API server), for the
+	// plan's header.
+	Target string `json:"target,omitempty"`
+	// Unchecked says the plan was made without looking at reality (a
+	// script without a plan command, judged by its inputs alone): "no
+	// changes" means only that nothing knit passes it changed, so a drift
+	// check reports its drift as unknown, not in sync.
+	Unchecked bool `json:"unchecked,omitempty"`
 	// PlannedOutputs are the output values the plan already knows (those
 	// computed only from known values); outputs known only after apply are
 	// absent. Never serialised: values may be sensitive.

@@ -246,24 +246,28 @@ func (v *validator) chart(p string, ch *Chart) {
 	}
 }
 
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 func (v *validator) kubeconfig(p string, k *Kubeconfig, c *Component) {
 	parts := k.Server != nil || k.CA != nil || k.Token != nil
 	ways := 0
-	for _, set := range []bool{k.Path != "", k.ValueFrom != "", parts} {
+	for _, set := range []bool{k.Path != "", k.FromEnv != "", k.ValueFrom != "", parts} {
 		if set {
 			ways++
 		}
 	}
 	switch {
 	case ways > 1:
-		v.err(p, "", "set one of: path, valueFrom, or server with ca and token", "context may go with path or valueFrom")
+		v.err(p, "", "set one of: path, fromEnv, valueFrom, or server with ca and token", "context may go with path, fromEnv or valueFrom")
 	case ways == 0 && k.Context == "":
-		v.err(p, "", "empty kubeconfig", "set path, context, valueFrom, or server with ca and token")
+		v.err(p, "", "empty kubeconfig", "set path, fromEnv, context, valueFrom, or server with ca and token")
 	case parts && k.Context != "":
-		v.err(p+".context", "", "context goes with path or valueFrom, not with server", "")
+		v.err(p+".context", "", "context goes with path, fromEnv or valueFrom, not with server", "")
 	}
-	if k.Path != "" {
-		v.localPath(p+".path", k.Path)
+	if k.FromEnv != "" && (!envName.MatchString(k.FromEnv) || !strings.Contains(k.FromEnv, "KUBECONFIG")) {
+		v.err(p+".fromEnv", "", fmt.Sprintf("%q is not a kubeconfig variable", k.FromEnv),
+			"name a variable of knit's environment holding a kubeconfig's path: KUBECONFIG, or a name containing KUBECONFIG")
 	}
 	if k.ValueFrom != "" {
 		v.valueFrom(p+".valueFrom", k.ValueFrom, c)

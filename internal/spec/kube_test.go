@@ -32,11 +32,26 @@ func TestKubeconfigValidation(t *testing.T) {
       kubeconfig: {server: {valueFrom: cluster.endpointt}, ca: {}, token: {value: abc}, context: x}
 `,
 			[]string{
-				`12:7 spec.components[1].kubeconfig: set one of: path, valueFrom, or server with ca and token`,
+				`12:7 spec.components[1].kubeconfig: set one of: path, fromEnv, valueFrom, or server with ca and token`,
 				`16:29 spec.components[2].kubeconfig.server.valueFrom: component "cluster" does not declare output "endpointt"`,
 				`16:60 spec.components[2].kubeconfig.ca: set value or valueFrom`,
 				`warning 16:76 spec.components[2].kubeconfig.token.value: a token written in the file is readable by anyone who can read the file`,
-				`16:89 spec.components[2].kubeconfig.context: context goes with path or valueFrom, not with server`,
+				`16:89 spec.components[2].kubeconfig.context: context goes with path, fromEnv or valueFrom, not with server`,
+			},
+		},
+		{
+			// A kubeconfig is credentials, not sources: it may live
+			// outside the environment's folder, or be named by $KUBECONFIG.
+			"path anywhere, fromEnv a kubeconfig variable",
+			header + `    - {name: a, type: helm, chart: {path: ./charts/web}, kubeconfig: {path: /etc/knit/kubeconfig}}
+    - {name: b, type: helm, chart: {path: ./charts/web}, kubeconfig: {path: ~/.kube/config, context: dev}}
+    - {name: c, type: manifests, manifests: {path: ./k8s}, kubeconfig: {fromEnv: KUBECONFIG, context: dev}}
+    - {name: d, type: manifests, manifests: {path: ./k8s}, kubeconfig: {fromEnv: AWS_SECRET_ACCESS_KEY}}
+    - {name: e, type: manifests, manifests: {path: ./k8s}, kubeconfig: {fromEnv: KUBECONFIG, path: ./k}}
+`,
+			[]string{
+				`11:73 spec.components[3].kubeconfig.fromEnv: "AWS_SECRET_ACCESS_KEY" is not a kubeconfig variable`,
+				`12:60 spec.components[4].kubeconfig: set one of: path, fromEnv, valueFrom, or server with ca and token`,
 			},
 		},
 		{

@@ -409,7 +409,7 @@ func (d *decoder) kubeconfig(dst **Kubeconfig) field {
 			}
 		}
 		d.mapping(v, path, false, map[string]field{
-			"path": d.str(&k.Path), "context": d.str(&k.Context), "valueFrom": d.str(&k.ValueFrom),
+			"path": d.str(&k.Path), "fromEnv": d.str(&k.FromEnv), "context": d.str(&k.Context), "valueFrom": d.str(&k.ValueFrom),
 			"server": part(&k.Server), "ca": part(&k.CA), "token": part(&k.Token),
 		})
 	}

@@ -178,8 +178,12 @@ type Manifests struct {
 
 // Kubeconfig is how a helm or manifests component reaches its cluster. Set
 // exactly one way (knit.dev/v1 only):
-//   - Path: a kubeconfig file, relative to the environment's folder (with
-//     Context: one of its contexts);
+//   - Path: a kubeconfig file anywhere the user can read (relative to the
+//     environment's folder, absolute, or ~/...), with Context: one of its
+//     contexts;
+//   - FromEnv: the name of a variable of knit's environment holding the
+//     kubeconfig's path (KUBECONFIG, or a name containing KUBECONFIG), with
+//     Context optional;
 //   - Context alone: a context of the default kubeconfig ($KUBECONFIG or ~/.kube/config);
 //   - ValueFrom: an upstream output holding a whole kubeconfig (Context optional);
 //   - Server, CA and Token: each a value or a valueFrom.
@@ -188,6 +192,7 @@ type Manifests struct {
 // writes them to a file or a log.
 type Kubeconfig struct {
 	Path      string     `json:"path,omitempty"`
+	FromEnv   string     `json:"fromEnv,omitempty"`
 	Context   string     `json:"context,omitempty"`
 	ValueFrom string     `json:"valueFrom,omitempty"`
 	Server    *KubeValue `json:"server,omitempty"`

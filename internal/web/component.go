@@ -166,6 +166,8 @@ func driftWords(d *knit.DriftView, name string) string {
 		return "affected by upstream drift (checked " + when + ")"
 	case slices.Contains(d.Failed, name):
 		return "the drift check failed (" + when + ")"
+	case slices.Contains(d.Unknown, name):
+		return "drift unknown: nothing compares it with reality (a script without plan; checked " + when + ")"
 	}
 	return "in sync at the last drift check (" + when + ")"
 }

@@ -497,6 +497,10 @@ func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
 	}
 }
 
+// bad installs into a namespace that only its install creates: its plan
+// cannot dry-run objects there, so the invalid port is found by the
+// install, which rolls back. (In a namespace that exists, the plan finds
+// it: see TestAnObjectAdmissionRejectsFailsThePlan.)
 func TestKubernetesFailedInstallRollsBackAndSkipsDependents(t *testing.T) {
 	k := newKubeWorld(t)
 	// Cluster access from a kubeconfig file beside the environment: this
@@ -517,7 +521,7 @@ spec:
       type: helm
       chart:
         path: ./charts/app
-        namespace: %[1]s
+        namespace: %[1]s-bad
         values: {port: 99999, greeting: doomed}
       outputs: [{name: release}]
     - name: after
@@ -550,18 +554,23 @@ spec:
 	if logs := k.ok("logs", "qa/kfail", "bad").stdout; !strings.Contains(logs, kubeErr) {
 		t.Errorf("bad's log lacks the Kubernetes error:\n%s", logs)
 	}
-	// Rolled back: no release and none of the chart's objects remain.
-	if n := k.helmReleases("bad"); n != 0 {
-		t.Errorf("%d release records of the failed install remain", n)
-	}
-	for _, cm := range []string{"bad-settings", "config-settings", "config-extra"} {
+	for _, cm := range []string{"config-settings", "config-extra"} {
 		if k.configMap(cm) != nil {
 			t.Errorf("ConfigMap %s exists after the failed install", cm)
 		}
 	}
+	// Rolled back: no release and none of the chart's objects remain.
+	k.ns += "-bad"
+	if n := k.helmReleases("bad"); n != 0 {
+		t.Errorf("%d release records of the failed install remain", n)
+	}
+	if k.configMap("bad-settings") != nil {
+		t.Error("ConfigMap bad-settings exists after the failed install")
+	}
 	if out, err := k.kubectl("get", "secret", "bad-db"); err == nil {
 		t.Errorf("the failed release's Secret remains: %s", out)
 	}
+	k.ns = strings.TrimSuffix(k.ns, "-bad")
 	if k.configMap("good-settings") == nil {
 		t.Error("the independent release was not installed")
 	}

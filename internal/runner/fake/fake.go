@@ -36,6 +36,10 @@ type Runner struct {
 	// UnknownUntilApply names components whose plans do not know their
 	// outputs (like a cloud ID); the others' plans know them from the inputs.
 	UnknownUntilApply map[string]bool
+	// Unchecked names components whose plans do not look at the world
+	// (runner.Plan.Unchecked, a script without plan): once applied, they
+	// change only when their inputs do.
+	Unchecked map[string]bool
 	// LogInputs makes Apply print each input as name=value to the log, as
 	// a careless tool would.
 	LogInputs bool
@@ -130,7 +134,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	r.mu.Lock()
 	prev, exists := r.applied[c.Def.Name]
 	r.mu.Unlock()
-	p := &runner.Plan{Destroying: opts.Destroy}
+	p := &runner.Plan{Destroying: opts.Destroy, Unchecked: r.Unchecked[c.Def.Name]}
 	pb, _ := json.Marshal(prev)
 	ib, _ := json.Marshal(in)
 	switch {

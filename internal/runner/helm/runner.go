@@ -75,10 +75,11 @@ type helmRelease struct {
 	name, ns string
 	cfg      *action.Configuration
 	rest     *rest.Config
+	target   string // the cluster, for the plan's header
 }
 
 func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, error) {
-	rc, err := kube.RESTConfig(c.Spec, c.Def.Kubeconfig, in)
+	rc, kctx, err := kube.Access(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, er
 	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", func(string, ...any) {}); err != nil {
 		return nil, err
 	}
-	return &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc}, nil
+	return &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc, target: kube.Target(rc, kctx)}, nil
 }
 
 // loadChart loads the component's chart from its source.
@@ -169,7 +170,12 @@ func (r *Runner) Fingerprint(ctx context.Context, c runner.Component, in runner.
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal([]any{digest(ch), vals, c.Def.ReleaseName(), c.Spec.Namespace(c.Def), c.Def.Kubeconfig, in})
+	// Another cluster is another release: kube.Identity is part of it.
+	cluster, err := kube.Identity(c.Spec, c.Def.Kubeconfig, in)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal([]any{digest(ch), vals, c.Def.ReleaseName(), c.Spec.Namespace(c.Def), c.Def.Kubeconfig, in, cluster})
 	if err != nil {
 		return "", err
 	}
@@ -242,7 +248,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			return nil, err
 		}
 	}
-	p := &runner.Plan{Destroying: opts.Destroy}
+	p := &runner.Plan{Destroying: opts.Destroy, Target: rel.target}
 	saved := savedPlan{Inputs: in, Destroy: opts.Destroy}
 	var desired []*unstructured.Unstructured
 	if !opts.Destroy {

@@ -56,10 +56,15 @@ type savedPlan struct {
 	Destroy bool             `json:"destroy,omitempty"`
 }
 
-// Fingerprint hashes the files' objects after substitution, the namespace
-// and the cluster access, without contacting the cluster.
+// Fingerprint hashes the files' objects after substitution, the namespace,
+// the cluster access and the cluster it reaches (kube.Identity), without
+// contacting the cluster.
 func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.Inputs) (string, error) {
 	objs, err := r.render(c, in)
+	if err != nil {
+		return "", err
+	}
+	cluster, err := kube.Identity(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +73,8 @@ func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.In
 		NS      string
 		Access  any
 		In      runner.Inputs
-	}{objs, c.Spec.Namespace(c.Def), c.Def.Kubeconfig, in})
+		Cluster string
+	}{objs, c.Spec.Namespace(c.Def), c.Def.Kubeconfig, in, cluster})
 	if err != nil {
 		return "", err
 	}
@@ -89,11 +95,18 @@ func (r *Runner) render(c runner.Component, in runner.Inputs) ([]*unstructured.U
 }
 
 func (r *Runner) client(c runner.Component, in runner.Inputs) (*kube.Client, error) {
-	cfg, err := kube.RESTConfig(c.Spec, c.Def.Kubeconfig, in)
+	cl, _, err := r.connect(c, in)
+	return cl, err
+}
+
+// connect is client, and the cluster it reaches for the plan's header.
+func (r *Runner) connect(c runner.Component, in runner.Inputs) (*kube.Client, string, error) {
+	cfg, kctx, err := kube.Access(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return kube.NewClient(cfg)
+	cl, err := kube.NewClient(cfg)
+	return cl, kube.Target(cfg, kctx), err
 }
 
 // desired renders the objects and completes them: namespaces set, and the
@@ -102,6 +115,11 @@ func (r *Runner) client(c runner.Component, in runner.Inputs) (*kube.Client, err
 func (r *Runner) desired(ctx context.Context, c runner.Component, cl *kube.Client, in runner.Inputs, inv kube.Inventory) ([]*unstructured.Unstructured, error) {
 	objs, err := r.render(c, in)
 	if err != nil {
+		return nil, err
+	}
+	// A kind the cluster does not serve (a removed API version, a CRD
+	// not applied) fails the plan here, before a namespace is guessed.
+	if err := cl.Served(objs); err != nil {
 		return nil, err
 	}
 	ns := c.Spec.Namespace(c.Def)
@@ -132,7 +150,7 @@ func (r *Runner) desired(ctx context.Context, c runner.Component, cl *kube.Clien
 // Plan diffs the objects against the cluster (see kube.Client.Diff); a
 // destroy plan deletes every object in the inventory that still exists.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
-	cl, err := r.client(c, in)
+	cl, target, err := r.connect(c, in)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +158,8 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	if err != nil {
 		return nil, err
 	}
-	p := &runner.Plan{Destroying: opts.Destroy}
+	fmt.Fprintf(c.Log, "cluster: %s\n", target)
+	p := &runner.Plan{Destroying: opts.Destroy, Target: target}
 	saved := savedPlan{Inputs: in, Destroy: opts.Destroy}
 	var changes []runner.ResourceChange
 	if opts.Destroy {

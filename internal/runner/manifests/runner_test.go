@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +55,12 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 	work := t.TempDir()
 	return &fixture{t: t, cl: cl, r: New(Options{DataDir: t.TempDir()}), dir: dir, ns: ns, log: log,
 		c: runner.Component{Env: "t/e", Spec: env, Def: def, WorkDir: work, Log: log}}
+}
+
+// write replaces one file of the environment's folder.
+func (f *fixture) write(name, content string) {
+	f.t.Helper()
+	testtools.WriteFiles(f.t, f.dir, map[string]string{name: content})
 }
 
 func (f *fixture) plan(in runner.Inputs, opts runner.PlanOptions) *runner.Plan {
@@ -260,5 +269,113 @@ func TestSymlinkOutOfTheEnvironmentIsRefused(t *testing.T) {
 	_, err := New(Options{DataDir: t.TempDir()}).Fingerprint(context.Background(), c, runner.Inputs{"who": "x", "replicas": 1, "password": "p"})
 	if err == nil || !strings.Contains(err.Error(), "k8s/b.yaml is a symlink to ") || !strings.Contains(err.Error(), "outside the environment's folder") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A kind at an API version the cluster no longer serves fails the plan,
+// naming the object (cluster-scoped: no namespace given to it) and the
+// version the cluster serves; nothing is created, not even the namespace.
+func TestARemovedAPIVersionFailsThePlanNamingTheServedVersion(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"k8s/rbac.yaml": `apiVersion: rbac.authorization.k8s.io/v1beta1
+kind: ClusterRole
+metadata: {name: knit-reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+`,
+		"k8s/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hi}\n",
+	})
+	_, err := f.r.Plan(context.Background(), f.c, runner.Inputs{}, runner.PlanOptions{})
+	const want = "ClusterRole/knit-reader: ClusterRole rbac.authorization.k8s.io/v1beta1 is not served by this cluster; it serves rbac.authorization.k8s.io/v1"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("plan: %v\nwant an error saying %q", err, want)
+	}
+	// A kind no CRD defines is named too.
+	f.write("k8s/rbac.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")
+	_, err = f.r.Plan(context.Background(), f.c, runner.Inputs{}, runner.PlanOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Widget/w: Widget example.com/v1 is not served by this cluster: apply the CustomResourceDefinition") {
+		t.Fatalf("plan with an unknown kind: %v", err)
+	}
+	ctx := context.Background()
+	if _, err := f.cl.Client.CoreV1().Namespaces().Get(ctx, f.ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after the failed plans: %v", f.ns, err)
+	}
+	if _, err := f.cl.Client.RbacV1().ClusterRoles().Get(ctx, "knit-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole knit-reader after the failed plans: %v", err)
+	}
+}
+
+// An object admission would refuse fails the plan, new objects too: every
+// object is dry-run applied. The policy is a ValidatingAdmissionPolicy
+// bound to this test's namespace only (the API server is shared).
+func TestAnObjectAdmissionRejectsFailsThePlan(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"k8s/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hi}\n",
+		"k8s/bad.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndata: {forbidden: \"yes\"}\n",
+	})
+	ctx := context.Background()
+	_, err := f.cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denyForbiddenKey(t, f.cl, f.ns)
+	_, err = f.r.Plan(ctx, f.c, runner.Inputs{}, runner.PlanOptions{})
+	if err == nil || !strings.Contains(err.Error(), "ConfigMap/"+f.ns+"/bad") || !strings.Contains(err.Error(), "may not hold a forbidden key") {
+		t.Fatalf("plan: %v\nwant the policy's refusal of ConfigMap/%s/bad", err, f.ns)
+	}
+	if _, err := f.cl.Client.CoreV1().ConfigMaps(f.ns).Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("settings after the failed plan: %v", err)
+	}
+}
+
+// denyForbiddenKey makes the API server refuse, in namespace ns, any
+// ConfigMap with a "forbidden" key, and waits until it does.
+func denyForbiddenKey(t *testing.T, cl *kubetest.Cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	fail := admissionv1.Fail
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-forbidden-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{
+				Expression: "!has(object.data) || !('forbidden' in object.data)",
+				Message:    "a ConfigMap may not hold a forbidden key",
+			}},
+		},
+	}
+	if _, err := cl.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	if _, err := cl.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server loads policies in the background: wait until a dry
+	// run is refused (the deadline only guards against a hang).
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Data: map[string]string{"forbidden": "x"}}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		_, err := cl.Client.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "forbidden key") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy never took effect: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

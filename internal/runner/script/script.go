@@ -76,6 +76,9 @@ func New(opts Options) *Runner {
 const (
 	outputsFile = "outputs.json"
 	planFile    = "plan.json"
+	// appliedFile holds the fingerprint of the commands and inputs last
+	// applied, sealed like the rest.
+	appliedFile = "applied.fingerprint"
 )
 
 // Fingerprint hashes the commands and inputs. With sensitive inputs the
@@ -101,35 +104,52 @@ func (r *Runner) Fingerprint(_ context.Context, c runner.Component, in runner.In
 	return "keyed:" + hex.EncodeToString(m.Sum(nil)), nil
 }
 
-// Plan runs the plan command when there is one (exit 0: no changes, 2:
-// changes, like terraform's -detailed-exitcode); without one, a component
-// always has one change: running its apply command. The plan saves the
-// inputs it was made with, so Apply applies exactly them.
+// Plan says what Apply would do. A component never applied (no recorded
+// outputs) is always created: its plan command still runs (and its
+// failure fails the plan), but its "no changes" must not leave the
+// component unapplied and its dependents without outputs. After that, the plan command decides when there is
+// one (exit 0: no changes, 2: changes, like terraform's
+// -detailed-exitcode); without one, the component changes exactly when
+// its commands or inputs did since its last apply (their fingerprint), and
+// the plan says that reality was not checked (runner.Plan.Unchecked). The
+// plan saves the inputs it was made with, so Apply applies exactly them.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
 	if err := r.canKeep(c); err != nil {
 		return nil, err
 	}
 	p := &runner.Plan{Destroying: opts.Destroy}
 	addr := "script." + c.Def.Name
+	_, err := os.Stat(filepath.Join(c.WorkDir, outputsFile))
+	applied := err == nil
 	switch {
 	case opts.Destroy:
-		if _, err := os.Stat(filepath.Join(c.WorkDir, outputsFile)); err == nil {
+		if applied {
 			p.Destroy, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionDelete}}
 		}
+	case c.Def.Script.Plan == "" && !applied:
+		p.Add, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionCreate}}
 	case c.Def.Script.Plan == "":
-		p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
+		p.Unchecked = true
+		same, err := r.sameAsApplied(ctx, c, in)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
+		}
 	default:
 		_, err := r.run(ctx, c, c.Def.Script.Plan, in, stdoutToLog)
 		var ee *exec.ExitError
 		switch {
-		case err == nil:
-		case errors.As(err, &ee) && ee.ExitCode() == 2:
-			p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
-		default:
+		case err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 2):
 			return nil, fmt.Errorf("plan command: %w", err)
+		case !applied: // whatever the plan command says
+			p.Add, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionCreate}}
+		case err != nil: // exit 2
+			p.Change, p.Resources = 1, []runner.ResourceChange{{Address: addr, Action: runner.ActionUpdate}}
 		}
 	}
-	if p.Change > 0 {
+	if p.Add+p.Change > 0 {
 		// What apply will print is unknown until it runs.
 		for _, o := range c.Def.Outputs {
 			p.OutputChanges = append(p.OutputChanges, o.Name)
@@ -189,7 +209,36 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err := os.WriteFile(filepath.Join(c.WorkDir, outputsFile), b, 0o600); err != nil {
 		return nil, err
 	}
+	fp, err := r.Fingerprint(ctx, c, in)
+	var sealed []byte
+	if err == nil {
+		sealed, err = r.seal(c, appliedFile, []byte(fp))
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(c.WorkDir, appliedFile), sealed, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record what was applied: %w", err)
+	}
 	return outs, nil
+}
+
+// sameAsApplied reports whether the commands and inputs are those of the
+// last apply. A component applied by a knit that kept no fingerprint is
+// taken as changed.
+func (r *Runner) sameAsApplied(ctx context.Context, c runner.Component, in runner.Inputs) (bool, error) {
+	was, err := os.ReadFile(filepath.Join(c.WorkDir, appliedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if was, err = r.open(c, appliedFile, was); err != nil {
+		return false, err
+	}
+	now, err := r.Fingerprint(ctx, c, in)
+	return err == nil && now == string(was), err
 }
 
 // Destroy runs the destroy command, if any, and forgets the outputs.
@@ -199,11 +248,12 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 			return fmt.Errorf("destroy command: %w", err)
 		}
 	}
-	err := os.Remove(filepath.Join(c.WorkDir, outputsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	for _, f := range []string{outputsFile, appliedFile} {
+		if err := os.Remove(filepath.Join(c.WorkDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // Outputs returns the outputs recorded by the last apply.

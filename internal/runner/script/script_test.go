@@ -36,7 +36,7 @@ func TestApplyPassesInputsAndReadsOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.HasChanges() || p.Change != 1 {
+	if !p.HasChanges() || p.Add != 1 {
 		t.Fatalf("plan without a plan command: %+v", p)
 	}
 	outs, err := r.Apply(ctx, c, p)
@@ -65,8 +65,19 @@ func TestPlanCommandExitCodes(t *testing.T) {
 		changes bool
 		fails   bool
 	}{{"exit 0", false, false}, {"exit 2", true, false}, {"exit 1", false, true}} {
-		c, _ := component(t, spec.Script{Apply: "true", Plan: tc.plan})
-		p, err := script.New(script.Options{}).Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+		c, _ := component(t, spec.Script{Apply: "true", Plan: "[ ! -e applied ] || { " + tc.plan + "; }"})
+		r := script.New(script.Options{})
+		first, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Apply(ctx, c, first); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.WorkDir, "applied"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
 		if (err != nil) != tc.fails {
 			t.Errorf("%s: err %v", tc.plan, err)
 			continue
@@ -74,6 +85,70 @@ func TestPlanCommandExitCodes(t *testing.T) {
 		if err == nil && p.HasChanges() != tc.changes {
 			t.Errorf("%s: changes %v", tc.plan, p.HasChanges())
 		}
+	}
+}
+
+// Before its first apply a script is created, whatever its plan command
+// says: "no changes" from a command that cannot know must not leave it
+// unapplied and its consumers without its outputs. A failing plan
+// command still fails the plan.
+func TestAScriptNeverAppliedIsCreatedWhateverItsPlanSays(t *testing.T) {
+	ctx := context.Background()
+	c, _ := component(t, spec.Script{Apply: `echo '{"name": "n1"}'`, Plan: "exit 0"}, spec.Output{Name: "name"})
+	r := script.New(script.Options{})
+	p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Add != 1 || p.Resources[0].Action != runner.ActionCreate || len(p.OutputChanges) != 1 {
+		t.Fatalf("first plan: %+v", p)
+	}
+	if _, err := r.Apply(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{}); err != nil || p.HasChanges() {
+		t.Errorf("after the apply, plan says %+v, %v; want its plan command's no changes", p, err)
+	}
+	c2, _ := component(t, spec.Script{Apply: "true", Plan: "exit 1"})
+	if _, err := r.Plan(ctx, c2, runner.Inputs{}, runner.PlanOptions{}); err == nil {
+		t.Error("a failing plan command passed the first plan")
+	}
+}
+
+// A script without a plan command is judged by its commands and inputs:
+// created first, then unchanged until they change. Its plans say that
+// reality was not checked.
+func TestAScriptWithoutPlanIsJudgedByItsInputs(t *testing.T) {
+	ctx := context.Background()
+	c, _ := component(t, spec.Script{Apply: `echo '{}'`})
+	r := script.New(script.Options{})
+	in := runner.Inputs{"size": 1}
+	plan := func(in runner.Inputs) *runner.Plan {
+		t.Helper()
+		p, err := r.Plan(ctx, c, in, runner.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := plan(in)
+	if p.Add != 1 {
+		t.Fatalf("first plan: %+v", p)
+	}
+	if _, err := r.Apply(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+	if p := plan(in); p.HasChanges() || !p.Unchecked {
+		t.Errorf("same inputs: %+v; want no changes, unchecked", p)
+	}
+	if p := plan(runner.Inputs{"size": 2}); p.Change != 1 || p.Resources[0].Action != runner.ActionUpdate {
+		t.Errorf("other inputs: %+v; want an update", p)
+	}
+	if err := r.Destroy(ctx, c, in); err != nil {
+		t.Fatal(err)
+	}
+	if p := plan(in); p.Add != 1 {
+		t.Errorf("after destroy: %+v; want a create", p)
 	}
 }
 
