@@ -69,12 +69,43 @@ func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 		if r := e.LastRun; r != nil {
 			last = fmt.Sprintf("%s %s %s ago", r.Kind, r.Status, ago(r.StartedAt))
 		}
-		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, revisions(e.Environment), last)
+		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, revisions(e.Environment, e.Invalid), last)
+		printInvalid(w, "  ", e.Invalid)
 	}
 }
 
-// revisions shows the applied revision, and the latest seen when it differs.
-func revisions(e store.Environment) string {
+// printInvalid says that the newest revision does not validate, where it
+// came from, and every one of its errors, each indented by indent.
+func printInvalid(w io.Writer, indent string, inv *knit.InvalidRevision) {
+	if inv == nil {
+		return
+	}
+	from := inv.File
+	if inv.Commit != "" {
+		from += " at commit " + shortHash(inv.Commit)
+		if subject, _, _ := strings.Cut(inv.Message, "\n"); subject != "" {
+			from += " (" + subject + ")"
+		}
+	}
+	fmt.Fprintf(w, "%sINVALID: revision %d from %s does not validate; nothing of it runs:\n", indent, inv.Number, from)
+	for _, e := range inv.Errors {
+		fmt.Fprintf(w, "%s  %s\n", indent, strings.ReplaceAll(e, "\n", "\n"+indent+"  "))
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}
+
+// revisions shows the applied revision, and the latest seen when it
+// differs (saying so when it is invalid).
+func revisions(e store.Environment, inv *knit.InvalidRevision) string {
+	if inv != nil {
+		return fmt.Sprintf("%d (%d invalid)", e.AppliedRevision, inv.Number)
+	}
 	if e.Revision != e.AppliedRevision {
 		return fmt.Sprintf("%d (latest %d)", e.AppliedRevision, e.Revision)
 	}
@@ -82,7 +113,8 @@ func revisions(e store.Environment) string {
 }
 
 func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
-	fmt.Fprintf(w, "%s: %s (applied revision %s)\n", v.ID, v.Status, revisions(v.Environment))
+	fmt.Fprintf(w, "%s: %s (applied revision %s)\n", v.ID, v.Status, revisions(v.Environment, v.Invalid))
+	printInvalid(w, "", v.Invalid)
 	if l := v.Lock; l != nil {
 		fmt.Fprintf(w, "locked by run %s (%s, pid %d on %s) until %s\n", l.RunID, l.Owner, l.PID, l.Host, l.Expires.Local().Format(time.DateTime))
 	}

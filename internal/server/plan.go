@@ -15,6 +15,7 @@ import (
 
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -223,14 +224,34 @@ func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, co
 		kv[settingInvalid+p] = e.ID
 	}
 	sum := sha256.Sum256(content)
-	rev, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
+	inv, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
 		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, Commit: c.Hash, Author: c.Author,
 		Message: c.Message, Errors: errs}, c.Author)
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)
 	}
-	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", rev.Number, "commit", short(c.Hash))
+	if inv == nil {
+		return nil // recorded already, and told
+	}
+	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", inv.Number, "commit", short(c.Hash))
+	s.notify.Notify(invalidEvent(e.ID, inv))
 	return nil
+}
+
+// invalidEvent tells that a commit's environment file does not validate:
+// the summary names the file, the commit and the first error; the payload
+// carries every error.
+func invalidEvent(env string, inv *knit.InvalidRevision) notify.Event {
+	first := ""
+	if len(inv.Errors) > 0 {
+		first, _, _ = strings.Cut(inv.Errors[0], "\n")
+		if more := len(inv.Errors) - 1; more > 0 {
+			first += fmt.Sprintf(" (and %d more)", more)
+		}
+	}
+	return notify.Event{Kind: notify.KindInvalidRevision, Env: env, Actor: inv.Author,
+		Summary: fmt.Sprintf("%s at commit %s does not validate; nothing of it runs: %s", inv.File, short(inv.Commit), first),
+		File:    inv.File, Revision: inv.Number, Commit: inv.Commit, Errors: inv.Errors}
 }
 
 // invalidTeam is the team of the records of invalid files that declared
