@@ -59,9 +59,9 @@ type envListPage struct {
 	PageNo, Pages     int
 	First, Last       int
 	Prev, Next        string
-	Self              string // this page's URL, re-fetched on live updates
-	Range             string // by name: the first and last environment shown
-	Live              string // the live stream, from the state this page shows
+	Self              string   // this page's URL, re-fetched on live updates
+	Range             string   // by name: the first and last environment shown
+	Live              string   // the live stream, from the state this page shows
 	Invalid           []envRow // the rows whose newest revision is invalid, for the banner
 }
 
