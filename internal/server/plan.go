@@ -225,7 +225,7 @@ func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, co
 	}
 	sum := sha256.Sum256(content)
 	inv, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
-		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, Commit: c.Hash, Author: c.Author,
+		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, File: content, Commit: c.Hash, Author: c.Author,
 		Message: c.Message, Errors: errs}, c.Author)
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)

@@ -66,7 +66,7 @@ func ParseIn(name, dir, root string, data []byte) (*Environment, diag.Diagnostic
 		diags.Sort()
 		return nil, diags
 	}
-	env.Dir, env.Root = dir, root
+	env.Dir, env.Root, env.Text = dir, root, data
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.
