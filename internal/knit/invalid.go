@@ -2,6 +2,7 @@ package knit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -74,4 +75,16 @@ func SplitDiagnostics(text string) []string {
 		}
 	}
 	return out
+}
+
+// NewestInvalid is environment id's newest revision when it is invalid,
+// nil when it is valid or the environment does not exist.
+func (k *Knit) NewestInvalid(ctx context.Context, id string) (*InvalidRevision, error) {
+	e, err := k.store.Environment(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return k.InvalidOf(ctx, e)
 }

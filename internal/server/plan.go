@@ -158,10 +158,20 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 				strings.Join(paths, ", "), id, pick.path))
 		}
 	}
+	// A file that was broken and now reads as it did before still runs:
+	// its new revision replaces the invalid one, whose alarm ends.
+	unchanged := prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum
+	if unchanged {
+		inv, err := s.k.NewestInvalid(ctx, id)
+		if err != nil {
+			s.log.Error("git: read the newest revision", "env", id, "err", err)
+		}
+		unchanged = inv == nil
+	}
 	switch {
-	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum && prev.Path == pick.path:
+	case unchanged && prev.Path == pick.path:
 		return "", false // nothing it reads changed
-	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum:
+	case unchanged:
 		// Moved, not changed: the same spec and files from another path.
 		prev.Commit, prev.Path = c.Hash, pick.path
 		return encodeWant(prev), true
