@@ -161,3 +161,104 @@ func TestAnInvalidCommitIsLoud(t *testing.T) {
 
 // htmlEscape is how html/template writes text.
 var htmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;").Replace
+
+// requiredVarModule needs storage_gb, which the environment leaves unset.
+const requiredVarModule = `
+variable "storage_gb" { type = number }
+resource "terraform_data" "disk" { input = var.storage_gb }
+`
+
+// causeEnv is a gated environment whose database plan fails for want of
+// a required variable.
+const causeEnv = `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: causes}
+spec:
+  teamName: qa
+  envName: causes
+  autoApprove: false
+  components:
+    - name: database
+      type: terraform
+      module: {source: ./modules/db}
+    - name: app
+      type: script
+      dependsOn: [database]
+      script: {apply: "echo '{}'"}
+`
+
+// TestAFailingPlanLeadsWithTheToolsError: the summary of a plan that fails
+// for a required variable left unset carries OpenTofu's own words, not
+// "exit status 1", in the CLI's line, the API's component code and reason,
+// and the run-failed notification; knit logs still has the whole log.
+func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": causeEnv})
+	cause := regexp.MustCompile(`No value for required variable: The root module input variable "storage_gb" is not set`)
+	line := func(out, prefix string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return l
+			}
+		}
+		return ""
+	}
+
+	// The CLI.
+	r := w.knit("plan", "-f", "envs/causes.yaml")
+	if l := line(r.stdout, "database"); r.code == 0 || !cause.MatchString(l) || strings.Contains(l, "exit status") {
+		t.Errorf("knit plan: exit %d; the database line %q lacks the tool's error\n%s%s", r.code, l, r.stdout, r.stderr)
+	}
+	st := w.knit("status", "qa/causes")
+	if l := line(st.stdout, "database"); l != "" && !cause.MatchString(l) {
+		t.Errorf("knit status: the database line %q lacks the tool's error", l)
+	}
+
+	// The server: the API's code and reason, the notification.
+	hook := newHookReceiver(t)
+	repo := newGitRepo(t, map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": strings.ReplaceAll(causeEnv, "causes", "causes2")})
+	s := w.startServer(append(gitServerArgs(repo), "--config", w.notifyConfig("notify.yaml", hook.url))...)
+	s.eventually("the run-failed notification", func() bool { return len(hook.of("run-failed")) > 0 })
+	ev := hook.of("run-failed")[0]
+	if !ev.Signed || !cause.MatchString(ev.Summary) || strings.Contains(ev.Summary, "exit status") || strings.Contains(ev.Summary, "\n") {
+		t.Errorf("run-failed summary = %q (signed %v), want one line with the tool's error", ev.Summary, ev.Signed)
+	}
+	var env struct {
+		Components []struct{ Name, Code, Reason string }
+	}
+	s.do("GET", "/api/v1/environments/qa/causes2", nil, &env)
+	for _, c := range env.Components {
+		if c.Name != "database" {
+			continue
+		}
+		firstReason, _, _ := strings.Cut(c.Reason, "\n")
+		if !cause.MatchString(c.Code) || !cause.MatchString(firstReason) {
+			t.Errorf("API: database code %q, reason's first line %q: want the tool's error", c.Code, firstReason)
+		}
+	}
+	logs := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, "logs", "qa/causes2", "database")
+	if !strings.Contains(logs.stdout, "Use a -var or -var-file command line argument") {
+		t.Errorf("knit logs lacks the tool's whole diagnostic:\n%s%s", logs.stdout, logs.stderr)
+	}
+}
+
+// TestNoLogOfANormalRunWarnsOfUnencryptedState: knit encrypts state and
+// plans without configuring OpenTofu's plaintext fallback, so no log of an
+// apply, a drift check or a teardown says "Unencrypted method".
+func TestNoLogOfANormalRunWarnsOfUnencryptedState(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"files/.keep": "", "modules/file/main.tf": fileModule,
+		"env.yaml": strings.ReplaceAll(gitEnv("quiet", w.path("files"), "v1", "", false), "./modules/file", w.path("modules/file"))})
+	for _, step := range [][]string{{"apply", "-f", "env.yaml"}, {"drift", "shop/quiet"}, {"teardown", "shop/quiet", "--auto-approve"}} {
+		w.ok(step...)
+		for _, comp := range []string{"net", "web"} {
+			logs := w.ok("logs", "shop/quiet", comp)
+			if !strings.Contains(logs.stdout, "OpenTofu") && !strings.Contains(logs.stdout, "Initializing") && step[0] != "drift" {
+				t.Errorf("knit logs after %s: the log of %s does not look like the tool's:\n%s", step[0], comp, logs.stdout)
+			}
+			if strings.Contains(logs.stdout, "Unencrypted method") {
+				t.Errorf("the log of %s's %s warns of an unencrypted method:\n%s", comp, step[0], logs.stdout)
+			}
+		}
+	}
+}
