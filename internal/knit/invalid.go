@@ -14,7 +14,8 @@ import (
 // the environment stays at its applied revision until a newer revision
 // replaces it. Every view of the environment shows it, loudly.
 type InvalidRevision struct {
-	Number int `json:"number"`
+	Env    string `json:"env"`
+	Number int    `json:"number"`
 	// File is the environment file's path (in the repository, in GitOps).
 	File    string `json:"file"`
 	Source  string `json:"source"`
@@ -45,7 +46,7 @@ func invalidRevision(rev store.Revision) *InvalidRevision {
 	if rev.Errors == "" {
 		return nil
 	}
-	return &InvalidRevision{Number: rev.Number, File: fileOf(rev.Source), Source: rev.Source, Commit: rev.Commit,
+	return &InvalidRevision{Env: rev.Env, Number: rev.Number, File: fileOf(rev.Source), Source: rev.Source, Commit: rev.Commit,
 		Author: rev.Author, Message: rev.Message, Errors: SplitDiagnostics(rev.Errors), CreatedAt: rev.CreatedAt}
 }
 

@@ -33,7 +33,7 @@ func TestAnInvalidRevisionIsABannerInChromium(t *testing.T) {
 	for _, page := range []struct{ name, path string }{{"list", "/"}, {"graph page", "/env/shop/live"}} {
 		run(t, ctx, page.name, chromedp.Navigate(w.url+page.path), chromedp.WaitVisible(chromedp.CSS(`section.invalid[role="alert"]`)))
 		banner := text(t, ctx, "section.invalid")
-		for _, want := range []string{"envs/live.yaml at commit 0123456789 does not validate", "revision 2",
+		for _, want := range []string{"shop/live: envs/live.yaml at commit 0123456789 does not validate", "revision 2",
 			`envs/live.yaml:9:7: spec.components[0].type: unsupported component type "scirpt"`, `hint: did you mean "script"?`,
 			`envs/live.yaml:12:19: spec.components[0].dependsOn[0]: component "nett" does not exist`} {
 			if !strings.Contains(banner, want) {
