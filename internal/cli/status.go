@@ -69,7 +69,11 @@ func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 		if r := e.LastRun; r != nil {
 			last = fmt.Sprintf("%s %s %s ago", r.Kind, r.Status, ago(r.StartedAt))
 		}
-		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, revisions(e.Environment, e.Invalid), last)
+		applied := revisions(e.Environment, nil)
+		if e.Invalid != nil {
+			applied = strconv.Itoa(e.AppliedRevision) // the line below says the rest
+		}
+		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, e.Status, applied, last)
 		printInvalid(w, "  ", e.Invalid)
 	}
 }
