@@ -70,12 +70,47 @@ func printEnvironments(w io.Writer, envs []knit.EnvironmentSummary) {
 		if r := e.LastRun; r != nil {
 			last = fmt.Sprintf("%s %s %s ago", r.Kind, r.Status, ago(r.StartedAt))
 		}
-		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, engine.EnvLabel(e.Status), revisions(e.Environment), last)
+		applied := revisions(e.Environment, nil)
+		if e.Invalid != nil {
+			applied = strconv.Itoa(e.AppliedRevision) // the line below says the rest
+		}
+		fmt.Fprintf(w, "%-32s %-18s %-8s %s\n", e.ID, engine.EnvLabel(e.Status), applied, last)
+		printInvalid(w, "  ", e.Invalid)
 	}
 }
 
-// revisions shows the applied revision, and the latest seen when it differs.
-func revisions(e store.Environment) string {
+// printInvalid says that the newest revision does not validate, where it
+// came from, and every one of its errors, each indented by indent.
+func printInvalid(w io.Writer, indent string, inv *knit.InvalidRevision) {
+	if inv == nil {
+		return
+	}
+	from := inv.File
+	if inv.Commit != "" {
+		from += " at commit " + shortHash(inv.Commit)
+		if subject, _, _ := strings.Cut(inv.Message, "\n"); subject != "" {
+			from += " (" + subject + ")"
+		}
+	}
+	fmt.Fprintf(w, "%sINVALID: revision %d from %s does not validate; nothing of it runs:\n", indent, inv.Number, from)
+	for _, e := range inv.Errors {
+		fmt.Fprintf(w, "%s  %s\n", indent, strings.ReplaceAll(e, "\n", "\n"+indent+"  "))
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}
+
+// revisions shows the applied revision, and the latest seen when it
+// differs (saying so when it is invalid).
+func revisions(e store.Environment, inv *knit.InvalidRevision) string {
+	if inv != nil {
+		return fmt.Sprintf("%d (%d invalid)", e.AppliedRevision, inv.Number)
+	}
 	if e.Revision != e.AppliedRevision {
 		return fmt.Sprintf("%d (latest %d)", e.AppliedRevision, e.Revision)
 	}
@@ -88,9 +123,9 @@ func revisions(e store.Environment) string {
 func revisionNote(v knit.EnvironmentView) string {
 	switch v.Status {
 	case engine.EnvApplied, engine.EnvTornDown:
-		return "revision " + revisions(v.Environment)
+		return "revision " + revisions(v.Environment, v.Invalid)
 	}
-	note := "revision " + revisions(v.Environment) + "; "
+	note := "revision " + revisions(v.Environment, v.Invalid) + "; "
 	if v.SucceededRevision == 0 {
 		return note + "never applied"
 	}
@@ -99,6 +134,7 @@ func revisionNote(v knit.EnvironmentView) string {
 
 func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
 	fmt.Fprintf(w, "%s: %s (%s)\n", v.ID, engine.EnvLabel(v.Status), revisionNote(v))
+	printInvalid(w, "", v.Invalid)
 	if l := v.Lock; l != nil {
 		fmt.Fprintf(w, "locked by run %s (%s, pid %d on %s) until %s\n", l.RunID, l.Owner, l.PID, l.Host, l.Expires.Local().Format(time.DateTime))
 	}

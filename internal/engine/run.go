@@ -212,7 +212,7 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
 			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
 		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now,
-			Root: cmp.Or(root, s.env.Dir), Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message})
+			Root: cmp.Or(root, s.env.Dir), Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message, File: s.env.Text})
 		if err != nil {
 			return 0, fmt.Errorf("record revision: %w", err)
 		}

@@ -110,18 +110,34 @@ func (k *Knit) Store() store.Store { return k.store }
 
 // RecordInvalid records a file that does not validate as a revision of env
 // (the environment is created if new) with its errors, and audits it. It
-// changes nothing that runs: the applied revision stays where it is.
-func (k *Knit) RecordInvalid(ctx context.Context, env store.Environment, rev store.Revision, actor string) (store.Revision, error) {
+// changes nothing that runs: the applied revision stays where it is. It
+// returns nil when the environment's newest revision already is this
+// invalid file (the same content): nothing new to tell.
+func (k *Knit) RecordInvalid(ctx context.Context, env store.Environment, rev store.Revision, actor string) (*InvalidRevision, error) {
 	if rev.Errors == "" {
-		return rev, fmt.Errorf("record invalid revision of %s: no errors given", env.ID)
+		return nil, fmt.Errorf("record invalid revision of %s: no errors given", env.ID)
+	}
+	if cur, err := k.store.Environment(ctx, env.ID); err == nil && cur.Revision > 0 {
+		latest, err := k.store.Revision(ctx, env.ID, cur.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if latest.Hash == rev.Hash && latest.Errors != "" {
+			return nil, nil
+		}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
 	}
 	r, err := k.store.PutRevision(ctx, env, rev)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	err = k.store.AppendAudit(ctx, store.AuditEvent{Env: env.ID, Actor: actor, Action: "invalid-revision", Revision: r.Number,
 		Reason: rev.Message, Detail: firstLines(rev.Errors, 5), Time: k.now()})
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return invalidRevision(r), nil
 }
 
 func firstLines(s string, n int) string {

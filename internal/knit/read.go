@@ -59,8 +59,12 @@ func limit(n int) int {
 	return n
 }
 
-// EnvironmentSummary is one row of the environments list.
-type EnvironmentSummary = store.EnvironmentSummary
+// EnvironmentSummary is one row of the environments list. Invalid is the
+// newest revision when its file does not validate.
+type EnvironmentSummary struct {
+	store.EnvironmentSummary
+	Invalid *InvalidRevision `json:"invalid,omitempty"`
+}
 
 // Environments lists environments in ID order.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
@@ -69,7 +73,16 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
-	return pageOf(envs, n, func(e EnvironmentSummary) string { return e.ID }), nil
+	out := make([]EnvironmentSummary, len(envs))
+	for i, e := range envs {
+		out[i].EnvironmentSummary = e
+		if i < n || n <= 0 {
+			if out[i].Invalid, err = k.InvalidOf(ctx, e.Environment); err != nil {
+				return Page[EnvironmentSummary]{}, err
+			}
+		}
+	}
+	return pageOf(out, n, func(e EnvironmentSummary) string { return e.ID }), nil
 }
 
 // EnvironmentVersions pages through the versions of the environments f
@@ -278,6 +291,8 @@ type EnvironmentView struct {
 	// that succeeded (0: none did): AppliedRevision is the one it is
 	// converging to, whatever became of that.
 	SucceededRevision int `json:"succeededRevision,omitempty"`
+	// Invalid is the newest revision when its file does not validate.
+	Invalid *InvalidRevision `json:"invalid,omitempty"`
 }
 
 // Environment returns one environment with its components, in the applied
@@ -306,6 +321,9 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 		if len(ok) > 0 {
 			v.SucceededRevision = ok[0].Revision
 		}
+	}
+	if v.Invalid, err = k.InvalidOf(ctx, d.Environment); err != nil {
+		return v, err
 	}
 	byName := make(map[string]*store.ComponentDetail, len(d.Components))
 	for i := range d.Components {

@@ -58,6 +58,17 @@ func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
 				t.Errorf("body[%q] = %v, want %v", k, body[k], v)
 			}
 		}
+		// An invalid revision's fields are there, empty, for other kinds.
+		for k, v := range map[string]any{"file": "", "revision": 0.0, "commit": ""} {
+			want[k] = v
+			if body[k] != v {
+				t.Errorf("body[%q] = %v, want %v", k, body[k], v)
+			}
+		}
+		if errs, ok := body["errors"].([]any); !ok || len(errs) != 0 {
+			t.Errorf("body[errors] = %v, want []", body["errors"])
+		}
+		want["errors"] = []any{}
 		if len(body) != len(want) {
 			t.Errorf("body has %d fields, want %d: %s", len(body), len(want), h.body)
 		}

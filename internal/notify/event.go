@@ -12,10 +12,13 @@ const (
 	KindDriftFound     = "drift-found"
 	KindApprovalNeeded = "approval-needed"
 	KindTeardownDone   = "teardown-done"
+	// KindInvalidRevision: a commit's environment file does not validate;
+	// nothing of it runs. File, Revision, Commit and Errors say which and why.
+	KindInvalidRevision = "invalid.revision"
 )
 
 // kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone}
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision}
 
 func knownKind(k string) bool { return slices.Contains(kinds, k) }
 
@@ -33,6 +36,13 @@ type Event struct {
 	Summary   string
 	Time      time.Time
 	URL       string
+	// File, Revision, Commit and Errors describe an invalid revision: the
+	// environment file, the revision recording it, its commit and every
+	// validation error ("file:line:col: field: message").
+	File     string   `json:",omitempty"`
+	Revision int      `json:",omitempty"`
+	Commit   string   `json:",omitempty"`
+	Errors   []string `json:",omitempty"`
 }
 
 // webhookBody is the JSON a webhook sink receives. Every field is always
@@ -48,12 +58,21 @@ type webhookBody struct {
 	Summary   string    `json:"summary"`
 	Time      time.Time `json:"time"`
 	URL       string    `json:"url"`
+	File      string    `json:"file"`
+	Revision  int       `json:"revision"`
+	Commit    string    `json:"commit"`
+	Errors    []string  `json:"errors"`
 }
 
 func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
-	return webhookBody{
+	b := webhookBody{
 		Sink: sink, Seq: seq, Kind: ev.Kind, Env: ev.Env, RunID: ev.RunID,
 		Component: ev.Component, Actor: ev.Actor, Summary: ev.Summary,
 		Time: ev.Time.UTC(), URL: ev.URL,
+		File: ev.File, Revision: ev.Revision, Commit: ev.Commit, Errors: ev.Errors,
 	}
+	if b.Errors == nil {
+		b.Errors = []string{}
+	}
+	return b
 }

@@ -25,11 +25,12 @@ type slackText struct {
 
 // slackTitles gives each kind an emoji and a heading.
 var slackTitles = map[string][2]string{
-	KindRunFailed:      {":x:", "Run failed"},
-	KindRunSucceeded:   {":white_check_mark:", "Run succeeded"},
-	KindDriftFound:     {":warning:", "Drift found"},
-	KindApprovalNeeded: {":hand:", "Approval needed"},
-	KindTeardownDone:   {":wastebasket:", "Teardown done"},
+	KindRunFailed:       {":x:", "Run failed"},
+	KindRunSucceeded:    {":white_check_mark:", "Run succeeded"},
+	KindDriftFound:      {":warning:", "Drift found"},
+	KindApprovalNeeded:  {":hand:", "Approval needed"},
+	KindTeardownDone:    {":wastebasket:", "Teardown done"},
+	KindInvalidRevision: {":no_entry:", "Invalid commit"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -205,6 +205,27 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
 }
 
+// diffRevisions answers what changed in the file between revisions a and b.
+func (s *Server) diffRevisions(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, errA := strconv.Atoi(r.URL.Query().Get("a"))
+	b, errB := strconv.Atoi(r.URL.Query().Get("b"))
+	if errA != nil || errB != nil || a < 1 || b < 1 {
+		s.fail(w, r, badReq("a and b must be revision numbers: ?a=OLDER&b=NEWER"))
+		return
+	}
+	d, err := s.k.Diff(r.Context(), id, a, b)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
 // revisionView is a revision as the API shows it: the spec as JSON text,
 // without the checkout it resolves against (the data dir is the server's
 // business; Source names the commit).

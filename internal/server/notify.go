@@ -52,16 +52,24 @@ func notifications(j *job, res *engine.Result) []notify.Event {
 	return append(out, ev)
 }
 
+// firstFailure says why a run failed in one line: its own error, or its
+// first failed component's, whose first line is the tool's own first error
+// diagnostic (the log has the rest).
 func firstFailure(res *engine.Result) string {
 	if res.Error != "" {
-		return res.Error
+		return firstLine(res.Error)
 	}
 	for _, c := range res.Components {
 		if c.Status == engine.Failed {
-			return c.Name + ": " + c.Reason
+			return c.Name + ": " + firstLine(c.Reason)
 		}
 	}
 	return res.Status
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // outbox keeps the dispatcher's undelivered events in the store, each as

@@ -161,6 +161,19 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 		h.do(call{method: "GET", path: "/api/v1/environments/pay/nope/revisions", token: viewer}, 404)
 	})
 
+	t.Run("diff", func(t *testing.T) {
+		h := h.in(t)
+		var d struct{ Same bool }
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/diff?a=1&b=1", token: viewer}, 200).decode(t, &d)
+		if !d.Same {
+			t.Errorf("a revision differs from itself: %+v", d)
+		}
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/diff?a=1", token: viewer, invalid: true}, 400)
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/diff?a=1&b=1", invalid: true}, 401)
+		h.do(call{method: "GET", path: "/api/v1/environments/ops/web/diff?a=1&b=1", token: payViewer}, 403)
+		h.do(call{method: "GET", path: "/api/v1/environments/pay/prod/diff?a=1&b=9", token: viewer}, 404)
+	})
+
 	var runID string
 	t.Run("runs", func(t *testing.T) {
 		h := h.in(t)

@@ -15,6 +15,7 @@ import (
 
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -157,10 +158,20 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 				strings.Join(paths, ", "), id, pick.path))
 		}
 	}
+	// A file that was broken and now reads as it did before still runs:
+	// its new revision replaces the invalid one, whose alarm ends.
+	unchanged := prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum
+	if unchanged {
+		inv, err := s.k.NewestInvalid(ctx, id)
+		if err != nil {
+			s.log.Error("git: read the newest revision", "env", id, "err", err)
+		}
+		unchanged = inv == nil
+	}
 	switch {
-	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum && prev.Path == pick.path:
+	case unchanged && prev.Path == pick.path:
 		return "", false // nothing it reads changed
-	case prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum:
+	case unchanged:
 		// Moved, not changed: the same spec and files from another path.
 		prev.Commit, prev.Path = c.Hash, pick.path
 		return encodeWant(prev), true
@@ -223,14 +234,34 @@ func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, co
 		kv[settingInvalid+p] = e.ID
 	}
 	sum := sha256.Sum256(content)
-	rev, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
-		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, Commit: c.Hash, Author: c.Author,
+	inv, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
+		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, File: content, Commit: c.Hash, Author: c.Author,
 		Message: c.Message, Errors: errs}, c.Author)
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)
 	}
-	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", rev.Number, "commit", short(c.Hash))
+	if inv == nil {
+		return nil // recorded already, and told
+	}
+	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", inv.Number, "commit", short(c.Hash))
+	s.notify.Notify(invalidEvent(e.ID, inv))
 	return nil
+}
+
+// invalidEvent tells that a commit's environment file does not validate:
+// the summary names the file, the commit and the first error; the payload
+// carries every error.
+func invalidEvent(env string, inv *knit.InvalidRevision) notify.Event {
+	first := ""
+	if len(inv.Errors) > 0 {
+		first, _, _ = strings.Cut(inv.Errors[0], "\n")
+		if more := len(inv.Errors) - 1; more > 0 {
+			first += fmt.Sprintf(" (and %d more)", more)
+		}
+	}
+	return notify.Event{Kind: notify.KindInvalidRevision, Env: env, Actor: inv.Author,
+		Summary: fmt.Sprintf("%s at commit %s does not validate; nothing of it runs: %s", inv.File, short(inv.Commit), first),
+		File:    inv.File, Revision: inv.Number, Commit: inv.Commit, Errors: inv.Errors}
 }
 
 // invalidTeam is the team of the records of invalid files that declared

@@ -22,6 +22,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/environments/{team}/{env}", s.authed(viewer, s.getEnvironment))
 	h("GET /api/v1/environments/{team}/{env}/outputs", s.authed(viewer, s.getOutputs))
 	h("GET /api/v1/environments/{team}/{env}/revisions", s.authed(viewer, s.listRevisions))
+	h("GET /api/v1/environments/{team}/{env}/diff", s.authed(viewer, s.diffRevisions))
 	h("GET /api/v1/environments/{team}/{env}/runs", s.authed(viewer, s.listRuns))
 	h("POST /api/v1/environments/{team}/{env}/runs", s.authed(operator, s.startRun))
 	h("GET /api/v1/environments/{team}/{env}/components/{name}/logs", s.authed(viewer, s.componentLogs))

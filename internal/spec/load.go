@@ -76,7 +76,7 @@ func ParseWith(name, dir, root string, data []byte, opts Options) (*Environment,
 		diags.Sort()
 		return nil, diags
 	}
-	env.Dir, env.Root, env.opts = dir, root, opts
+	env.Dir, env.Root, env.Text, env.opts = dir, root, data, opts
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.

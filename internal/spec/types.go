@@ -33,6 +33,9 @@ type Environment struct {
 	File string `json:"-"`
 	Dir  string `json:"-"`
 	Root string `json:"-"`
+	// Text is the file as written, when it was parsed from one: a revision
+	// keeps it for diffs.
+	Text []byte `json:"-"`
 
 	pos  map[string]diag.Pos
 	bad  map[string]bool // field paths whose values could not be decoded

@@ -78,7 +78,10 @@ type Revision struct {
 	Message string `json:"message,omitempty"`
 	// Errors, when set, are the file's validation errors, one per line
 	// (file:line:col: field: message): such a revision is never applied.
-	Errors    string    `json:"errors,omitempty"`
+	Errors string `json:"errors,omitempty"`
+	// File is the environment file as written (YAML), for diffs between
+	// revisions; empty for revisions recorded before knit kept it.
+	File      []byte    `json:"-"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 

@@ -147,6 +147,13 @@ func (l *Log) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// Len is how many bytes were written so far.
+func (l *Log) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Len()
+}
+
 func (l *Log) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -373,9 +373,15 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("revision diff", func(t *testing.T) {
 		run(t, ctx, "diff", chromedp.Navigate(w.url+"/env/shop/dev/diff?a=1&b=2"), chromedp.WaitVisible(chromedp.CSS("pre.diff")))
+		// The YAML as written, the component named on its group and hunk.
 		d := text(t, ctx, "pre.diff")
-		if !regexp.MustCompile(`(?m)^-\s+"value": 1$`).MatchString(d) || !regexp.MustCompile(`(?m)^\+\s+"value": 2$`).MatchString(d) {
+		if !regexp.MustCompile(`(?m)^@@ -\d+,\d+ \+\d+,\d+ @@ component db$`).MatchString(d) ||
+			!regexp.MustCompile(`(?m)^-\s+variables: .*\{name: size, value: 1\}\]$`).MatchString(d) ||
+			!regexp.MustCompile(`(?m)^\+\s+variables: .*\{name: size, value: 2\}\]$`).MatchString(d) {
 			t.Errorf("diff of revisions 1 and 2:\n%s", d)
+		}
+		if h := text(t, ctx, "section.diffgroup h2"); h != "component db" {
+			t.Errorf("the diff's group is titled %q, want component db", h)
 		}
 		checkAxe(t, ctx, "diff")
 		screenshot(t, ctx, "diff", "pre.diff")

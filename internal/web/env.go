@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pmezard/go-difflib/difflib"
-
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -153,16 +151,11 @@ type diffPage struct {
 	ID        string
 	A, B      int
 	Revisions []store.Revision
-	Lines     []diffLine
-	Same      bool
+	Diff      knit.RevisionDiff
 }
 
-type diffLine struct {
-	Kind string // add, del, ctx, hunk
-	Text string
-}
-
-// diff shows the difference of the environment's file between two revisions.
+// diff shows the difference of the environment's file between two
+// revisions, as written, by component.
 func (w *Web) diff(rw http.ResponseWriter, r *http.Request, s *session) {
 	id, err := w.envRef(r, s)
 	if err != nil {
@@ -171,62 +164,12 @@ func (w *Web) diff(rw http.ResponseWriter, r *http.Request, s *session) {
 	}
 	a, _ := strconv.Atoi(r.URL.Query().Get("a"))
 	b, _ := strconv.Atoi(r.URL.Query().Get("b"))
-	st := w.k.Store()
-	ra, err := st.Revision(r.Context(), id, a)
+	d, err := w.k.Diff(r.Context(), id, a, b)
 	if err != nil {
-		w.errorPage(rw, r, s, http.StatusNotFound, fmt.Errorf("%s has no revision %d", id, a))
-		return
-	}
-	rb, err := st.Revision(r.Context(), id, b)
-	if err != nil {
-		w.errorPage(rw, r, s, http.StatusNotFound, fmt.Errorf("%s has no revision %d", id, b))
+		w.errorPage(rw, r, s, http.StatusNotFound, err)
 		return
 	}
 	revs, _ := w.k.Revisions(r.Context(), id, "", 100)
-	p := diffPage{ID: id, A: ra.Number, B: rb.Number, Revisions: revs.Items}
-	p.Lines = unifiedDiff(pretty(ra.Spec), pretty(rb.Spec), fmt.Sprintf("revision %d", ra.Number), fmt.Sprintf("revision %d", rb.Number))
-	p.Same = len(p.Lines) == 0
-	w.render(rw, r, s, http.StatusOK, "diff", fmt.Sprintf("%s: revision %d → %d", id, ra.Number, rb.Number), "envs", p)
-}
-
-// pretty indents a stored spec so a diff shows one field per line.
-func pretty(spec []byte) string {
-	var v any
-	if json.Unmarshal(spec, &v) != nil {
-		return string(spec) // an invalid file, as written
-	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b) + "\n"
-}
-
-func unifiedDiff(a, b, nameA, nameB string) []diffLine {
-	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
-		FromFile: nameA, ToFile: nameB, Context: 3})
-	if err != nil || text == "" {
-		return nil
-	}
-	var out []diffLine
-	for _, l := range difflib.SplitLines(text) {
-		l = trimNL(l)
-		kind := "ctx"
-		switch {
-		case len(l) >= 3 && (l[:3] == "---" || l[:3] == "+++"):
-			kind = "file"
-		case len(l) >= 2 && l[:2] == "@@":
-			kind = "hunk"
-		case len(l) > 0 && l[0] == '+':
-			kind = "add"
-		case len(l) > 0 && l[0] == '-':
-			kind = "del"
-		}
-		out = append(out, diffLine{Kind: kind, Text: l})
-	}
-	return out
-}
-
-func trimNL(s string) string {
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s
+	p := diffPage{ID: id, A: d.A, B: d.B, Revisions: revs.Items, Diff: d}
+	w.render(rw, r, s, http.StatusOK, "diff", fmt.Sprintf("%s: revision %d → %d", id, d.A, d.B), "envs", p)
 }

@@ -45,6 +45,8 @@ type envRow struct {
 	AppliedRevision int
 	Commit          string
 	UpdatedAt       time.Time
+	// Invalid is the newest revision when its file does not validate.
+	Invalid *knit.InvalidRevision
 }
 
 type stateCount struct {
@@ -62,9 +64,10 @@ type envListPage struct {
 	PageNo, Pages     int
 	First, Last       int
 	Prev, Next        string
-	Self              string // this page's URL, re-fetched on live updates
-	Range             string // by name: the first and last environment shown
-	Live              string // the live stream, from the state this page shows
+	Self              string   // this page's URL, re-fetched on live updates
+	Range             string   // by name: the first and last environment shown
+	Live              string   // the live stream, from the state this page shows
+	Invalid           []envRow // the rows whose newest revision is invalid, for the banner
 }
 
 // environments is the list: filtered, sorted and paged on the server.
@@ -115,6 +118,9 @@ func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPag
 			return p, err
 		}
 		p.Rows = append(p.Rows, row)
+		if row.Invalid != nil {
+			p.Invalid = append(p.Invalid, row)
+		}
 	}
 	return p, nil
 }
@@ -236,6 +242,9 @@ func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
 	row := envRow{ID: e.ID, Team: e.Team, Name: e.Name, AppliedRevision: e.AppliedRevision, UpdatedAt: e.UpdatedAt}
 	runs, err := st.Runs(ctx, e.ID, store.RunFilter{Limit: 1})
 	if err != nil {
+		return row, err
+	}
+	if row.Invalid, err = w.k.InvalidOf(ctx, e); err != nil {
 		return row, err
 	}
 	locked := false

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,10 +158,14 @@ func (r *Runner) call(ctx context.Context, c runner.Component, req Request) (Res
 	cmd.Env = r.Env
 	cmd.Stdin = bytes.NewReader(body)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, c.Log
+	cause := &runner.CauseWriter{} // why it died, when it answers nothing
+	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(c.Log, cause)
 	runErr := procexec.Run(ctx, cmd)
 	var res Response
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		if runErr != nil && ctx.Err() == nil {
+			runErr = runner.WithCause(runErr, cause.Cause())
+		}
 		if runErr != nil {
 			return Response{}, fmt.Errorf("%s runner %s: %w", r.Type, r.Path, runErr)
 		}

@@ -169,6 +169,16 @@ func TestARunnerFailureOrPanicIsTheOperationsError(t *testing.T) {
 	if _, err := r2.Plan(ctx, c, nil, runner.PlanOptions{}); err == nil || !strings.Contains(err.Error(), `no runner for "script"`) {
 		t.Errorf("a type the runner process lacks: %v", err)
 	}
+	// A runner process that dies without answering: its last words lead.
+	dying := filepath.Join(t.TempDir(), "dying")
+	if err := os.WriteFile(dying, []byte("#!/bin/sh\necho 'runtime: cannot allocate' >&2\necho 'fatal error: out of memory' >&2\nexit 2\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.Path = dying
+	c, _ = component("app")
+	if _, err := r.Plan(ctx, c, nil, runner.PlanOptions{}); err == nil || !strings.HasSuffix(strings.SplitN(err.Error(), "\n", 2)[0], ": fatal error: out of memory") {
+		t.Errorf("a runner process that died: %v", err)
+	}
 	r.Path = filepath.Join(t.TempDir(), "missing")
 	c, _ = component("app")
 	if _, err := r.Plan(ctx, c, nil, runner.PlanOptions{}); err == nil {

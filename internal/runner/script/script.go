@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,15 +314,21 @@ func (r *Runner) run(ctx context.Context, c runner.Component, command string, in
 	cmd.Dir = c.WorkDir
 	cmd.Env = r.env(in)
 	cmd.Stdin = bytes.NewReader(body)
-	// stdout and stderr are copied by two goroutines: serialise their writes to the log.
-	log := &procexec.LockedWriter{W: c.Log}
+	// stdout and stderr are copied by two goroutines: serialise their writes
+	// to the log. What the log gets is watched for the failure's cause:
+	// stderr, and stdout where it is progress.
+	cause := &runner.CauseWriter{}
+	log := &procexec.LockedWriter{W: io.MultiWriter(c.Log, cause)}
 	stdout := &outputsBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if use == stdoutOutputs {
 		cmd.Stdout = stdout
 	}
 	err = procexec.Run(ctx, cmd)
-	return stdout.Bytes(), err
+	if ctx.Err() != nil {
+		return stdout.Bytes(), err
+	}
+	return stdout.Bytes(), runner.WithCause(err, cause.Cause())
 }
 
 // maxOutputs bounds what apply may print on stdout (its outputs).

@@ -377,3 +377,34 @@ func TestSecretsWithoutAKeyAreRefused(t *testing.T) {
 		t.Error("the plan command ran")
 	}
 }
+
+// TestAFailureLeadsWithTheScriptsOwnWords: a failed command's error starts
+// with the first line its output begins with "error", else its last line;
+// the log keeps everything.
+func TestAFailureLeadsWithTheScriptsOwnWords(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, cmd, want string }{
+		{"first error line", `echo "creating bucket"; echo "Error: bucket quota exceeded" >&2; echo "error: second" >&2; exit 1`, "Error: bucket quota exceeded"},
+		{"last line", `echo "step 1" >&2; echo "cannot reach db.internal:5432" >&2; exit 3`, "cannot reach db.internal:5432"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, log := component(t, spec.Script{Apply: tc.cmd})
+			r := script.New(script.Options{})
+			p, err := r.Plan(ctx, c, runner.Inputs{}, runner.PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Apply(ctx, c, p)
+			if err == nil {
+				t.Fatal("a failing apply command succeeded")
+			}
+			first, rest, _ := strings.Cut(err.Error(), "\n")
+			if first != "apply command: "+tc.want || !strings.Contains(rest, "exit status") {
+				t.Errorf("error = %q, want the first line %q then the exit status", err, "apply command: "+tc.want)
+			}
+			if !strings.Contains(log.String(), "error: second") && tc.name == "first error line" {
+				t.Errorf("the log lost output:\n%s", log)
+			}
+		})
+	}
+}

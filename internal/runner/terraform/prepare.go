@@ -56,7 +56,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err != nil {
 		return nil, err
 	}
-	extra, err := r.toolEnv(encrypted, l.secret)
+	extra, err := r.toolEnv(wd, encrypted, l.secret)
 	if err != nil {
 		return nil, err
 	}

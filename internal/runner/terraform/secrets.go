@@ -35,29 +35,66 @@ const keyProvider = `printf '%s\n' '{"magic":"OpenTofu-External-Key-Provider","v
 
 // encryption is OpenTofu's state and plan encryption as knit configures it
 // through TF_ENCRYPTION: AES-GCM under knit's per-data-dir state key.
-// Plaintext state from before is still read (the fallback) and written
-// back encrypted.
-func encryption() string {
-	return fmt.Sprintf(`key_provider "external" "knit" {
+// With fallback, plaintext state and plans from before are still read and
+// written back encrypted; OpenTofu warns of any unencrypted method
+// configured ("Unencrypted method configured … This is a security risk"),
+// so the fallback is there only while plaintext is left (plaintextLeft).
+func encryption(fallback bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `key_provider "external" "knit" {
   command = ["/bin/sh", "-c", %q]
 }
 method "aes_gcm" "knit" {
   keys = key_provider.external.knit
 }
-method "unencrypted" "plaintext" {}
-state {
-  method = method.aes_gcm.knit
-  fallback {
-    method = method.unencrypted.plaintext
-  }
-}
-plan {
-  method = method.aes_gcm.knit
-  fallback {
-    method = method.unencrypted.plaintext
-  }
-}
 `, keyProvider)
+	if fallback {
+		b.WriteString("method \"unencrypted\" \"plaintext\" {}\n")
+	}
+	for _, target := range []string{"state", "plan"} {
+		fmt.Fprintf(&b, "%s {\n  method = method.aes_gcm.knit\n", target)
+		if fallback {
+			b.WriteString("  fallback {\n    method = method.unencrypted.plaintext\n  }\n")
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+// fallbackMarker, in a component's work dir, says its module keeps state
+// in a local file of its own choosing, which knit cannot look at: the
+// plaintext fallback stays configured.
+const fallbackMarker = "fallback.knit"
+
+// plaintextLeft reports whether the work dir wd still holds state or a
+// saved plan written before knit encrypted them (or may: a state file
+// that cannot be read), or the module keeps its state where knit cannot
+// look (fallbackMarker).
+func plaintextLeft(wd string) bool {
+	if exists(filepath.Join(wd, fallbackMarker)) {
+		return true
+	}
+	if state, err := os.ReadFile(filepath.Join(wd, stateFile)); err == nil || !os.IsNotExist(err) {
+		var st struct {
+			EncryptedData json.RawMessage `json:"encrypted_data"`
+		}
+		if err != nil || json.Unmarshal(state, &st) != nil || st.EncryptedData == nil {
+			return true
+		}
+	}
+	return isZip(filepath.Join(wd, planFile)) // a plaintext plan is a zip archive
+}
+
+// isZip reports whether the file at p starts as a zip archive does.
+func isZip(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	return n == 4 && string(head) == "PK\x03\x04"
 }
 
 // isOpenTofu reports whether the tool can encrypt state and plans.
@@ -77,19 +114,38 @@ func (r *Runner) encrypts(wd string, l *layout) (bool, error) {
 		}
 		return false, nil
 	}
+	if err := setMarker(filepath.Join(wd, fallbackMarker), l.backend == "local",
+		"this component's module keeps its state in a local file of its own: knit reads plaintext state too\n"); err != nil {
+		return false, err
+	}
 	if exists(marker) { // written at the first run; every later one only looks
 		return true, nil
 	}
 	return true, os.WriteFile(marker, []byte("state and plans of this component are encrypted by knit (OpenTofu TF_ENCRYPTION)\n"), 0o600)
 }
 
+// setMarker creates the marker file p with text when on, and removes it
+// otherwise.
+func setMarker(p string, on bool, text string) error {
+	if !on {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	if exists(p) {
+		return nil
+	}
+	return os.WriteFile(p, []byte(text), 0o600)
+}
+
 // toolEnv is what one command of a component adds to the tool's
 // environment: the encryption settings, and each sensitive input as
 // TF_VAR_<name>, so that no secret input is ever written to a file.
-func (r *Runner) toolEnv(encrypted bool, secret runner.Inputs) (map[string]string, error) {
+func (r *Runner) toolEnv(wd string, encrypted bool, secret runner.Inputs) (map[string]string, error) {
 	m := map[string]string{}
 	if encrypted {
-		m["TF_ENCRYPTION"] = encryption()
+		m["TF_ENCRYPTION"] = encryption(plaintextLeft(wd))
 		m[keyVar] = base64.StdEncoding.EncodeToString(r.opts.EncryptionKey)
 	}
 	for name, v := range secret {
@@ -236,7 +292,7 @@ func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inp
 	if err != nil {
 		return nil, err
 	}
-	extra, err := r.toolEnv(exists(filepath.Join(wd, encryptedMarker)), secret)
+	extra, err := r.toolEnv(wd, exists(filepath.Join(wd, encryptedMarker)), secret)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +300,8 @@ func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inp
 }
 
 // EncryptionEnv is the environment that lets OpenTofu read state and plans
-// knit encrypted with key (for tools and tests that inspect them).
+// knit encrypted with key, and plaintext ones (for tools and tests that
+// inspect them).
 func EncryptionEnv(key []byte) []string {
-	return []string{"TF_ENCRYPTION=" + encryption(), keyVar + "=" + base64.StdEncoding.EncodeToString(key)}
+	return []string{"TF_ENCRYPTION=" + encryption(true), keyVar + "=" + base64.StdEncoding.EncodeToString(key)}
 }

@@ -16,6 +16,10 @@ import (
 
 const secret = "SECRET-xyz"
 
+// unencryptedWarning starts what OpenTofu prints when an unencrypted
+// method is configured.
+const unencryptedWarning = "Unencrypted method configured"
+
 // plainModule has one resource and one output, nothing sensitive.
 var plainModule = map[string]string{
 	"mod/main.tf": `
@@ -120,6 +124,9 @@ func TestNoSecretOnDisk(t *testing.T) {
 			t.Errorf("state is not encrypted:\n%s", state)
 		}
 		grepData(t, f.data, secret)
+		if strings.Contains(f.log.String(), unencryptedWarning) {
+			t.Errorf("a run of an encrypted component warns of an unencrypted method:\n%s", f.log)
+		}
 
 		env := readFile(t, envFile)
 		for _, leak := range []string{"knit-token-must-not-leak", "unlisted-must-not-leak"} {
@@ -155,8 +162,17 @@ func TestPlaintextStateMigrates(t *testing.T) {
 	if !strings.Contains(readFile(t, statePath), "encrypted_data") {
 		t.Error("state not encrypted after the first apply with a key")
 	}
+	migrated := f.log.Len()
 	if p := f.plan(runner.Inputs{"n": 2}, runner.PlanOptions{}); p.HasChanges() {
 		t.Errorf("plan after migration has changes: %+v", p)
+	}
+	f.planApply(runner.Inputs{"n": 3})
+	if _, err := f.r.Outputs(context.Background(), f.c); err != nil {
+		t.Fatalf("Outputs: %v", err)
+	}
+	// Only the migration may warn that a plaintext method is configured.
+	if after := f.log.String()[migrated:]; strings.Contains(after, unencryptedWarning) {
+		t.Errorf("runs after the migration warn of an unencrypted method:\n%s", after)
 	}
 	// OpenTofu with knit's key reads it.
 	cmd := exec.Command(tofu.Path, "state", "list", "-state="+statePath)

@@ -32,8 +32,14 @@ type stream struct {
 	// outputs an apply's (values): nil if the tool sent none. apply without
 	// a saved plan sends both, the plan's first.
 	planOutputs, outputs map[string]streamOutput
-	errors               []string
+	errors               []string // at most maxErrors
+	// cause is the first error diagnostic, for the error's first line.
+	cause string
 }
+
+// maxErrors bounds the error diagnostics an error carries: the log has
+// them all.
+const maxErrors = 20
 
 // streamChange is a planned_change or resource_drift message's change.
 type streamChange struct {
@@ -138,8 +144,15 @@ func (s *stream) line(b []byte) {
 				text += "\n" + d.Detail
 			}
 			fmt.Fprintf(s.log, "%s: %s\n", titleCase(d.Severity), text)
-			if d.Severity == "error" {
+			if d.Severity == "error" && len(s.errors) < maxErrors {
 				s.errors = append(s.errors, "Error: "+text)
+			}
+			if d.Severity == "error" && s.cause == "" {
+				loc := ""
+				if d.Range != nil {
+					loc = where(d.Range.Filename, d.Range.Start.Line)
+				}
+				s.cause = diagnosticCause(d.Summary, d.Detail, loc)
 			}
 			return
 		}
@@ -167,15 +180,16 @@ func titleCase(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// explain adds the tool's error diagnostics to err: with -json they come on
-// stdout, so the command's error (which carries stderr) lacks them.
+// explain adds the tool's error diagnostics to err, the first one in front
+// (runner.WithCause): with -json they come on stdout, so the command's
+// error (which carries stderr) lacks them.
 func (s *stream) explain(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil || len(s.errors) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w\n%s", err, strings.Join(s.errors, "\n\n"))
+	return runner.WithCause(fmt.Errorf("%w\n%s", err, strings.Join(s.errors, "\n\n")), s.cause)
 }
 
 // plan summarises the stream of plan -json like summarize does a show -json

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/procexec"
+	"knit.dev/knit/internal/runner"
 )
 
 // session is one operation's handle on the tool: the folder it runs in, its
@@ -53,7 +54,8 @@ func (s *session) run(ctx context.Context, args []string, stdout io.Writer) erro
 		return fmt.Errorf("%s: %w", args[0], ctx.Err())
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w\n%s", args[0], err, strings.TrimSpace(stderr.String()))
+		text := stderr.String()
+		return runner.WithCause(fmt.Errorf("%s: %w\n%s", args[0], err, strings.TrimSpace(text)), stderrCause(text))
 	}
 	return nil
 }

@@ -50,8 +50,8 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
-			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
+			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors, orEmpty(rev.File))
 		if err != nil {
 			return fmt.Errorf("insert revision: %w", err)
 		}
@@ -110,11 +110,11 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 	return r, nil
 }
 
-const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors`
+const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file`
 
 func scanRevision(sc interface{ Scan(...any) error }) (store.Revision, error) {
 	var r store.Revision
-	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors)
+	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File)
 	return r, err
 }
 
@@ -341,4 +341,12 @@ func (s *Store) DeleteUnappliedEnvironment(ctx context.Context, id string) (bool
 		return false, fmt.Errorf("delete environment %s: %w", id, err)
 	}
 	return removed, nil
+}
+
+// orEmpty is b, or an empty blob for nil (the column is NOT NULL).
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

@@ -161,6 +161,17 @@ func testRevisions(t *testing.T, s store.Store) {
 	if r3.Number != 3 {
 		t.Errorf("reverting to spec a: got revision %d, want 3", r3.Number)
 	}
+
+	// The file as written comes back as it went in.
+	withFile := rev("c", at(4*time.Hour))
+	withFile.File = []byte("# as written\nspec: c   # kept\n")
+	r4, err := s.PutRevision(ctx, env("team/web"), withFile)
+	must(t, err)
+	got, err := s.Revision(ctx, "team/web", r4.Number)
+	must(t, err)
+	if string(got.File) != string(withFile.File) {
+		t.Errorf("revision %d's file = %q, want %q", r4.Number, got.File, withFile.File)
+	}
 }
 
 func testEnvironments(t *testing.T, s store.Store) {
