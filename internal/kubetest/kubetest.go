@@ -63,6 +63,8 @@ var (
 	tmp     string
 	failed  error
 	started bool
+	// stopNS stops the stand-in namespace controller.
+	stopNS context.CancelFunc
 )
 
 // binaries are the programs envtest needs in its assets folder.
@@ -150,6 +152,9 @@ func start(assets string) (*Cluster, error) {
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return nil, err
 	}
+	var ctx context.Context
+	ctx, stopNS = context.WithCancel(context.Background())
+	go finalizeNamespaces(ctx, c.Client)
 	return c, nil
 }
 
@@ -183,6 +188,10 @@ func Main(m *testing.M) {
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
+	if stopNS != nil {
+		stopNS()
+		stopNS = nil
+	}
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)

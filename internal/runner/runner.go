@@ -79,7 +79,22 @@ type ResourceChange struct {
 	Action  Action `json:"action"`
 	// Attributes names the attributes that differ, where the tool says.
 	Attributes []string `json:"attributes,omitempty"`
+	// Changes are the differing values, old → new, where the runner knows
+	// them (Kubernetes objects); sensitive ones are masked.
+	Changes []ValueChange `json:"changes,omitempty"`
 }
+
+// ValueChange is one value a plan changes, rendered for a person: Old and
+// New are short display strings ("(none)" for absent), never raw secrets.
+type ValueChange struct {
+	Path      string `json:"path"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// String renders the change as "path: old → new".
+func (v ValueChange) String() string { return v.Path + ": " + v.Old + " → " + v.New }
 
 // Plan is what applying would change. An approval is of one exact Plan:
 // File (the tool's saved plan) is applied byte for byte.
@@ -95,6 +110,9 @@ type Plan struct {
 	Checksum string `json:"checksum,omitempty"`
 	// Destroying is true for a destroy plan.
 	Destroying bool `json:"destroying,omitempty"`
+	// Notes say where applying may do more or other than the plan shows
+	// (hooks that run, what the tool cannot predict).
+	Notes []string `json:"notes,omitempty"`
 	// PlannedOutputs are the output values the plan already knows (those
 	// computed only from known values); outputs known only after apply are
 	// absent. Never serialised: values may be sensitive.

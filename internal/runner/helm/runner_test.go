@@ -97,7 +97,7 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	ns := f.ns
 	kubetest.Want(t, "install plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
-		"create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
+		"create Namespace/" + ns, "create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
 	})
 	outs := f.apply(f.inputs("hi"))
 	if outs["revision"].Value != int64(1) || outs["status"].Value != "deployed" || outs["ip"].Value == nil {
@@ -115,9 +115,20 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 		t.Errorf("plan after install: %v", kubetest.Summary(p))
 	}
 
-	// A values change is an object diff.
-	kubetest.Want(t, "values change", kubetest.Summary(f.plan(f.inputs("hello"), runner.PlanOptions{})), []string{
-		"update ConfigMap/" + ns + "/web-settings data.greeting",
+	// A values change is an object diff, old → new; a Secret's values are masked.
+	// The release's own values are shown too, a sensitive variable's masked.
+	changed := f.inputs("hello")
+	changed["db.password"] = "pw-rotated"
+	f.c.Sensitive = map[string]bool{"db.password": true}
+	p := f.plan(changed, runner.PlanOptions{})
+	f.c.Sensitive = nil
+	kubetest.Want(t, "values change", kubetest.Summary(p), []string{
+		"update Release/" + ns + "/web db.password,greeting",
+		"update Secret/" + ns + "/web-db data.password", "update ConfigMap/" + ns + "/web-settings data.greeting",
+	})
+	kubetest.Want(t, "values change, old → new", changes(p), []string{
+		"db.password: (sensitive) → (sensitive)", "greeting: hi → hello",
+		"data.password: (sensitive) → (sensitive)", "data.greeting: hi → hello",
 	})
 
 	// Drift: edited and deleted out of band; a field of another manager is not drift.
@@ -140,9 +151,14 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	// Uninstall.
 	kubetest.Want(t, "destroy plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{Destroy: true})), []string{
 		"delete Service/" + ns + "/web", "delete ConfigMap/" + ns + "/web-settings", "delete Secret/" + ns + "/web-db",
+		"delete Namespace/" + ns,
 	})
 	if err := f.r.Destroy(ctx, f.c, f.inputs("hi")); err != nil {
 		t.Fatal(err)
+	}
+	// knit created the namespace for the release: teardown removed it, and waited until it was gone.
+	if _, err := f.cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after teardown: %v", ns, err)
 	}
 	if _, err := f.cl.Client.CoreV1().ConfigMaps(ns).Get(ctx, "web-settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("configmap after uninstall: %v", err)
@@ -153,6 +169,17 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// changes lists a plan's value changes as "path: old → new".
+func changes(p *runner.Plan) []string {
+	var out []string
+	for _, r := range p.Resources {
+		for _, c := range r.Changes {
+			out = append(out, c.String())
+		}
+	}
+	return out
 }
 
 func TestFailedInstallIsRolledBack(t *testing.T) {
