@@ -217,3 +217,24 @@ func TestSymlinkOutOfTheEnvironmentIsRefused(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// chart.maxHistory bounds the release records Helm keeps (default 10).
+func TestMaxHistoryBoundsReleaseRecords(t *testing.T) {
+	f := newFixture(t)
+	f.c.Def.Chart.MaxHistory = 2
+	for _, g := range []string{"a", "b", "c", "d"} {
+		f.apply(f.inputs(g))
+	}
+	l, err := f.cl.Client.CoreV1().Secrets(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=web"})
+	if err != nil || len(l.Items) != 2 {
+		t.Errorf("%d release records (%v), want 2", len(l.Items), err)
+	}
+	def := *f.c.Def
+	def.Chart = &spec.Chart{Path: "./charts/web"}
+	c := f.c
+	c.Def = &def
+	rel, err := f.r.connect(c, f.inputs("a"))
+	if err != nil || rel.maxHistory != 10 {
+		t.Errorf("default maxHistory %d (%v), want 10", rel.maxHistory, err)
+	}
+}
