@@ -3,9 +3,11 @@ package helm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,9 +78,16 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			if changes, err = cl.Diff(ctx, desired, nil, sensitive...); err != nil {
 				return nil, err
 			}
-			if ns, err := rel.namespaceChange(ctx); err != nil {
+			crds, err := crdCreates(ctx, cl, ch)
+			if err != nil {
 				return nil, err
-			} else if ns != nil {
+			}
+			changes = append(crds, changes...)
+			ns, err := rel.namespaceChange(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ns != nil {
 				changes = append([]runner.ResourceChange{*ns}, changes...)
 			}
 			p.Notes = hookNotes(next.Hooks, rel.ns, release.HookPreInstall, release.HookPostInstall)
@@ -95,6 +104,9 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			}
 			if again, err := rel.dryRunUpgrade(ctx, ch, saved.Values); err == nil && again.Manifest != next.Manifest {
 				p.Notes = append(p.Notes, "the chart renders differently each time (random or time-based values): the apply renders it again, so its changes may differ from these")
+			}
+			if len(ch.CRDObjects()) > 0 {
+				p.Notes = append(p.Notes, "Helm installs the CRDs of the chart's crds/ folder at the first install only: an upgrade neither changes nor shows them")
 			}
 			if len(changes) > 0 {
 				p.Notes = append(p.Notes, hookNotes(next.Hooks, rel.ns, release.HookPreUpgrade, release.HookPostUpgrade)...)
@@ -174,4 +186,27 @@ func jsonRoundTrip(m map[string]any) map[string]any {
 		return m
 	}
 	return out
+}
+
+// crdCreates are the CRDs of the chart's crds/ folder that a first install
+// creates (Helm skips those that exist).
+func crdCreates(ctx context.Context, cl *kube.Client, ch *chart.Chart) ([]runner.ResourceChange, error) {
+	var out []runner.ResourceChange
+	for _, f := range ch.CRDObjects() {
+		objs, err := kube.Decode(f.File.Data, f.Filename)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			r := kube.RefOf(o)
+			live, err := cl.Get(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", r.Address(), err)
+			}
+			if live == nil {
+				out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionCreate})
+			}
+		}
+	}
+	return out, nil
 }

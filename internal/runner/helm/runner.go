@@ -212,7 +212,8 @@ func (rel *helmRelease) current() (*release.Release, error) {
 func (rel *helmRelease) render(ctx context.Context, ch *chart.Chart, vals map[string]any) (*release.Release, error) {
 	inst := action.NewInstall(rel.cfg)
 	inst.ReleaseName, inst.Namespace = rel.name, rel.ns
-	inst.DryRun, inst.DryRunOption, inst.Replace = true, "client", true
+	// "server": lookups and the ownership check of existing objects run as at apply.
+	inst.DryRun, inst.DryRunOption, inst.Replace = true, "server", true
 	out, err := inst.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		return nil, fmt.Errorf("render chart: %w", err)

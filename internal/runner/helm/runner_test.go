@@ -238,3 +238,31 @@ func TestMaxHistoryBoundsReleaseRecords(t *testing.T) {
 		t.Errorf("default maxHistory %d (%v), want 10", rel.maxHistory, err)
 	}
 }
+
+// The CRDs of a chart's crds/ folder are planned at the first install, and
+// an upgrade's plan says Helm will not touch them.
+func TestCRDsFolderIsPlanned(t *testing.T) {
+	f := newFixture(t)
+	testtools.WriteFiles(t, f.c.Spec.Dir, map[string]string{"charts/web/crds/widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.knit.test}
+spec:
+  group: knit.test
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`})
+	p := f.plan(f.inputs("hi"), runner.PlanOptions{})
+	if got := kubetest.Summary(p); len(got) < 2 || got[1] != "create CustomResourceDefinition/widgets.knit.test" {
+		t.Errorf("install plan %q does not create the CRD after the namespace", got)
+	}
+	f.apply(f.inputs("hi"))
+	p = f.plan(f.inputs("hello"), runner.PlanOptions{})
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "crds/ folder at the first install only") {
+		t.Errorf("upgrade plan notes %q do not say Helm leaves crds/ alone", p.Notes)
+	}
+}
