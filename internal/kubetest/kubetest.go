@@ -1,7 +1,9 @@
 // Package kubetest starts a real Kubernetes API server (etcd and
 // kube-apiserver, no kubelet: objects are stored, pods never run) on
 // loopback, once per test package, for the helm and manifests runners and
-// the end-to-end tests. Import it from _test files only.
+// the end-to-end tests. Import it from _test files only. No controllers
+// run, except a stand-in for the namespace controller: a deleted namespace
+// goes away (see finalizeNamespaces), so teardowns that wait for it end.
 //
 // The binaries come from `make tools` (.tools/kube) or KUBEBUILDER_ASSETS.
 // When they are missing a test skips with a message naming `make tools`,
