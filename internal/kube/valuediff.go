@@ -128,19 +128,7 @@ func (d differ) keyedList(path, key string, a, b []any) {
 		return m
 	}
 	am, bm := index(a), index(b)
-	names := map[string]bool{}
-	for k := range am {
-		names[k] = true
-	}
-	for k := range bm {
-		names[k] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for k := range names {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
+	for _, n := range keys(am, bm) {
 		p := path + "[" + n + "]"
 		ae, aok := am[n]
 		be, bok := bm[n]
@@ -225,7 +213,8 @@ func (d differ) masked(path string, c runner.ValueChange) bool {
 	return false
 }
 
-func keys(a, b map[string]any) []string {
+// keys returns the keys of a and b, each once, sorted.
+func keys[V any](a, b map[string]V) []string {
 	seen := map[string]bool{}
 	for k := range a {
 		seen[k] = true

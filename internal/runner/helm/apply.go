@@ -39,10 +39,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return nil, err
-	}
+	cl := rel.cl
 	cur, err := rel.current()
 	if err != nil {
 		return nil, err
@@ -145,11 +142,7 @@ func (rel *helmRelease) uninstall(ctx context.Context, cl *kube.Client) error {
 }
 
 func (r *Runner) saveOutputs(ctx context.Context, c runner.Component, rel *helmRelease, out *release.Release) (runner.Outputs, error) {
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := kube.DeclaredOutputs(ctx, cl, c.Def, rel.ns)
+	outs, err := kube.DeclaredOutputs(ctx, rel.cl, c.Def, rel.ns)
 	if err != nil {
 		return nil, err
 	}
@@ -169,10 +162,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return err
 	}
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return err
-	}
+	cl := rel.cl
 	if err := rel.uninstall(ctx, cl); err != nil {
 		return fmt.Errorf("uninstall %s: %w", rel.name, err)
 	}

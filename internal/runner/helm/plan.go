@@ -41,10 +41,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return nil, err
-	}
+	cl := rel.cl
 	cur, err := rel.current()
 	if err != nil {
 		return nil, err

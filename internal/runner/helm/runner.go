@@ -73,6 +73,7 @@ type helmRelease struct {
 	name, ns   string
 	cfg        *action.Configuration
 	rest       *rest.Config
+	cl         *kube.Client
 	maxHistory int
 	// timeout bounds each wait: for objects, hooks, tests and deletions.
 	timeout time.Duration
@@ -90,7 +91,11 @@ func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, er
 	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", func(string, ...any) {}); err != nil {
 		return nil, err
 	}
-	rel := &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc,
+	cl, err := kube.NewClient(rc)
+	if err != nil {
+		return nil, err
+	}
+	rel := &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc, cl: cl,
 		maxHistory: c.Def.Chart.MaxHistory, timeout: 5 * time.Minute, owner: c.Env + "/" + c.Def.Name}
 	if rel.maxHistory == 0 {
 		rel.maxHistory = spec.DefaultMaxHistory
