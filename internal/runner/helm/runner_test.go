@@ -266,3 +266,22 @@ spec:
 		t.Errorf("upgrade plan notes %q do not say Helm leaves crds/ alone", p.Notes)
 	}
 }
+
+// Teardown waits for the namespace it deletes, at most chart.timeout, and
+// then names what is still terminating. (A finalizer nobody removes keeps
+// the namespace forever, so the short timeout always expires.)
+func TestTeardownTimeoutNamesWhatIsStillTerminating(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.apply(f.inputs("hi"))
+	hold := []byte(`{"metadata":{"finalizers":["knit.test/hold"]}}`)
+	if _, err := f.cl.Client.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer f.cl.Client.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	f.c.Def.Chart.Timeout = "2s"
+	err := f.r.Destroy(ctx, f.c, f.inputs("hi"))
+	if want := "still terminating after 2s: Namespace/" + f.ns + " (finalizers: knit.test/hold"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
+	}
+}
