@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"knit.dev/knit/internal/kube"
 	"knit.dev/knit/internal/runner"
@@ -24,7 +25,9 @@ import (
 const CreatedByAnnotation = "knit.dev/created-for"
 
 func (rel *helmRelease) clientset() (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(rel.rest)
+	cfg := rest.CopyConfig(rel.rest)
+	cfg.QPS, cfg.Burst = 50, 100 // as kube.NewClient: polls must not queue behind client-side throttling
+	return kubernetes.NewForConfig(cfg)
 }
 
 // namespaceChange is the creation of the release's namespace when it does
@@ -235,13 +238,23 @@ var errStillTerminating = errors.New("still terminating")
 // timeout; the timeout's error names what is still terminating.
 func (rel *helmRelease) waitGone(ctx context.Context, left func(context.Context) ([]string, error)) error {
 	var last []string
+	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, rel.timeout, true, func(ctx context.Context) (bool, error) {
 		l, err := left(ctx)
-		last = l
-		return len(l) == 0, err
+		if err != nil {
+			lastErr = err // a read may fail near the deadline: keep what was last seen
+			return false, nil
+		}
+		last, lastErr = l, nil
+		return len(l) == 0, nil
 	})
-	if err != nil && len(last) > 0 {
-		return fmt.Errorf("%w after %s: %s", errStillTerminating, rel.timeout, strings.Join(last, ", "))
+	switch {
+	case err == nil:
+		return nil
+	case len(last) > 0:
+		return fmt.Errorf("%w after %s: %s", errStillTerminating, short(rel.timeout), strings.Join(last, ", "))
+	case lastErr != nil:
+		return lastErr
 	}
 	return err
 }
