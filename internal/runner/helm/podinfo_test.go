@@ -314,3 +314,27 @@ func TestHelmTestRunsAfterApply(t *testing.T) {
 		t.Fatalf("err = %v, want the failing test Pod named", err)
 	}
 }
+
+// A pre-install hook Job that never completes (no controller runs it, so
+// the short timeout always expires): the error names it; the rolled back
+// install leaves no hook Job, and teardown removes the namespace knit
+// created for it.
+func TestHookTimeoutIsNamedAndRollbackLeavesNothing(t *testing.T) {
+	f := newPodinfo(t, map[string]any{"knitTest": map[string]any{"hook": true}})
+	ctx := context.Background()
+	f.c.Def.Chart.Timeout = "2s"
+	_, err := f.r.Apply(ctx, f.c, f.plan(f.kubeInputs(), runner.PlanOptions{}))
+	const want = "pre-install,pre-upgrade hook Job podinfo-migrate: not complete after 2s: no status conditions reported"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("err = %v, want it to contain %q", err, want)
+	}
+	if _, err := f.cl.Client.BatchV1().Jobs(f.ns).Get(ctx, "podinfo-migrate", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hook Job survived the rollback: %v", err)
+	}
+	if err := f.r.Destroy(ctx, f.c, f.kubeInputs()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cl.Client.CoreV1().Namespaces().Get(ctx, f.ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the namespace knit created survived teardown: %v", err)
+	}
+}
