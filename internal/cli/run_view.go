@@ -19,7 +19,12 @@ func printResult(stdout io.Writer, r *engine.Result) {
 	for _, c := range r.Components {
 		width = max(width, len(c.Name))
 	}
-	fmt.Fprintf(stdout, "%s %s (run %s, revision %d): %s\n", r.Kind, r.Env, r.RunID, r.Revision, r.Status)
+	// A plan of an environment never applied has no revision yet: say none.
+	rev := ""
+	if r.Revision > 0 {
+		rev = fmt.Sprintf(", revision %d", r.Revision)
+	}
+	fmt.Fprintf(stdout, "%s %s (run %s%s): %s\n", r.Kind, r.Env, r.RunID, rev, r.Status)
 	for _, c := range r.Components {
 		line := fmt.Sprintf("  %-*s  %-18s", width, c.Name, c.Status)
 		took := "" // a component that never ran took no time: show none, not "0s"
@@ -65,10 +70,16 @@ func printResources(w io.Writer, indent int, p *runner.Plan) {
 			mark = "   <-- DESTROY"
 		}
 		attrs := ""
-		if len(rc.Attributes) > 0 {
+		if len(rc.Attributes) > 0 && len(rc.Changes) == 0 {
 			attrs = " (" + strings.Join(rc.Attributes, ", ") + ")"
 		}
 		fmt.Fprintf(w, "%s%-3s %s%s%s\n", pad, actionSymbol(rc.Action), rc.Address, attrs, mark)
+		for _, v := range rc.Changes {
+			fmt.Fprintf(w, "%s      %s\n", pad, v)
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "%s!   %s\n", pad, n)
 	}
 	for _, o := range p.OutputChanges {
 		fmt.Fprintf(w, "%s%-3s output.%s\n", pad, "~", o)

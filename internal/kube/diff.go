@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"sort"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,9 +22,10 @@ type runtimeObject = runtime.Object
 // exists the result is compared with the live object, field by field, so
 // an update names exactly the fields knit would change (fields that only
 // other managers set are not compared: knit's apply leaves them alone).
+// Values of Secrets and values holding one of sensitive are masked.
 // Each of previous (what knit applied before) that is no longer desired and
 // still exists is a delete. Changes come back in apply order, deletions last.
-func (c *Client) Diff(ctx context.Context, desired []*unstructured.Unstructured, previous []Ref) ([]runner.ResourceChange, error) {
+func (c *Client) Diff(ctx context.Context, desired []*unstructured.Unstructured, previous []Ref, sensitive ...string) ([]runner.ResourceChange, error) {
 	var out []runner.ResourceChange
 	refs := make([]Ref, 0, len(desired))
 	for _, obj := range desired {
@@ -48,8 +46,8 @@ func (c *Client) Diff(ctx context.Context, desired []*unstructured.Unstructured,
 			out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionCreate})
 			continue
 		}
-		if paths := ChangedPaths(live.Object, merged.Object); len(paths) > 0 {
-			out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionUpdate, Attributes: paths})
+		if ch := UpdateOf(r, live.Object, merged.Object, sensitive); ch != nil {
+			out = append(out, *ch)
 		}
 	}
 	gone := Inventory{Objects: previous}.Missing(refs)
@@ -81,62 +79,14 @@ func unplannable(err error) bool {
 	return d != nil && d.Kind == "namespaces"
 }
 
-// ignored are the fields the server maintains itself, which differ between
-// a live object and a dry-run result without anyone changing anything.
-var ignored = map[string]bool{
-	"metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.generation": true,
-	"metadata.creationTimestamp": true, "metadata.uid": true, "metadata.selfLink": true, "status": true,
-}
-
-// ChangedPaths lists the field paths (spec.replicas, data.greeting,
-// spec.template.spec.containers[0].image) whose values differ between a
-// and b, sorted; a map or list that exists on one side only is one path.
-func ChangedPaths(a, b map[string]any) []string {
-	var out []string
-	diffValue("", a, b, &out)
-	sort.Strings(out)
-	return out
-}
-
-func diffValue(path string, a, b any, out *[]string) {
-	if ignored[path] {
-		return
+// UpdateOf is the update of object r from live to merged, or nil when
+// nothing differs; values of a Secret or holding a sensitive string are masked.
+func UpdateOf(r Ref, live, merged map[string]any, sensitive []string) *runner.ResourceChange {
+	changes := ValueChanges(live, merged, ObjectDiffOptions(r.Kind, sensitive))
+	if len(changes) == 0 {
+		return nil
 	}
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok {
-			*out = append(*out, path)
-			return
-		}
-		keys := map[string]bool{}
-		for k := range av {
-			keys[k] = true
-		}
-		for k := range bv {
-			keys[k] = true
-		}
-		for k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			diffValue(p, av[k], bv[k], out)
-		}
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			*out = append(*out, path)
-			return
-		}
-		for i := range av {
-			diffValue(path+"["+strconv.Itoa(i)+"]", av[i], bv[i], out)
-		}
-	default:
-		if !reflect.DeepEqual(a, b) {
-			*out = append(*out, path)
-		}
-	}
+	return &runner.ResourceChange{Address: r.Address(), Action: runner.ActionUpdate, Attributes: Paths(changes), Changes: changes}
 }
 
 // Summarise counts a diff into a plan.

@@ -1,7 +1,9 @@
 // Package kubetest starts a real Kubernetes API server (etcd and
 // kube-apiserver, no kubelet: objects are stored, pods never run) on
 // loopback, once per test package, for the helm and manifests runners and
-// the end-to-end tests. Import it from _test files only.
+// the end-to-end tests. Import it from _test files only. No controllers
+// run, except a stand-in for the namespace controller: a deleted namespace
+// goes away (see finalizeNamespaces), so teardowns that wait for it end.
 //
 // The binaries come from `make tools` (.tools/kube) or KUBEBUILDER_ASSETS.
 // When they are missing a test skips with a message naming `make tools`,
@@ -63,6 +65,8 @@ var (
 	servers [2]server
 	running []*envtest.Environment // what Stop stops
 	tmps    []string               // what Stop removes
+	// stopNS stop the stand-in namespace controllers.
+	stopNS []context.CancelFunc
 )
 
 // server is one API server of the package, started at most once.
@@ -174,6 +178,9 @@ func start(assets string) (*Cluster, error) {
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return nil, err
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopNS = append(stopNS, stop)
+	go finalizeNamespaces(ctx, c.Client)
 	return c, nil
 }
 
@@ -207,6 +214,10 @@ func Main(m *testing.M) {
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
+	for _, stop := range stopNS {
+		stop()
+	}
+	stopNS = nil
 	for _, env := range running {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)

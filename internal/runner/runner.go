@@ -79,25 +79,29 @@ type ResourceChange struct {
 	Action  Action `json:"action"`
 	// Attributes names the attributes that differ, where the tool says.
 	Attributes []string `json:"attributes,omitempty"`
-	// Values are those attributes' values before and after, where the tool
-	// says, for a reviewer: sensitive values are masked (MaskedValue).
-	Values []AttributeChange `json:"values,omitempty"`
+	// Changes are the differing values, old → new, where the runner knows
+	// them (OpenTofu attributes, Kubernetes object fields), for a reviewer:
+	// sensitive ones are MaskedValue, ones known only after apply UnknownValue.
+	Changes []ValueChange `json:"changes,omitempty"`
 }
 
-// AttributeChange is one attribute of a resource before and after a
-// change, as text a person reads (compact JSON, shortened). A sensitive
-// value is MaskedValue, one the plan cannot know yet UnknownValue.
-type AttributeChange struct {
-	Name   string `json:"name"`
-	Before string `json:"before"`
-	After  string `json:"after"`
+// ValueChange is one value a plan changes, rendered for a person: Old and
+// New are short display strings ("(none)" for absent), never raw secrets.
+type ValueChange struct {
+	Path      string `json:"path"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	Sensitive bool   `json:"sensitive,omitempty"`
 }
 
-// Placeholders of AttributeChange values that cannot be shown.
+// Placeholders of ValueChange values that cannot be shown.
 const (
 	MaskedValue  = "(sensitive)"
 	UnknownValue = "(known after apply)"
 )
+
+// String renders the change as "path: old → new".
+func (v ValueChange) String() string { return v.Path + ": " + v.Old + " → " + v.New }
 
 // Plan is what applying would change. An approval is of one exact Plan:
 // File (the tool's saved plan) is applied byte for byte.
@@ -122,6 +126,9 @@ type Plan struct {
 	// changes" means only that nothing knit passes it changed, so a drift
 	// check reports its drift as unknown, not in sync.
 	Unchecked bool `json:"unchecked,omitempty"`
+	// Notes say where applying may do more or other than the plan shows
+	// (hooks that run, what the tool cannot predict).
+	Notes []string `json:"notes,omitempty"`
 	// PlannedOutputs are the output values the plan already knows (those
 	// computed only from known values); outputs known only after apply are
 	// absent. Never serialised: values may be sensitive.

@@ -326,6 +326,21 @@ func (d *decoder) boolean(dst *bool) field {
 	}
 }
 
+func (d *decoder) integer(dst *int) field {
+	return func(v *yaml.Node, path string) {
+		n, ok := d.scalar(v, path)
+		if !ok {
+			return
+		}
+		i, err := strconv.Atoi(n.Value)
+		if err != nil || (n.Tag != "!!int" && n.Tag != "!!str") {
+			d.mismatch(n, path, "write a whole number", "expected a whole number, found %s", quote(n.Value))
+			return
+		}
+		*dst = i
+	}
+}
+
 func (d *decoder) optBool(dst **bool) field {
 	return func(v *yaml.Node, path string) {
 		var b bool

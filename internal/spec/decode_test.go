@@ -419,3 +419,19 @@ func TestLongValuesAreShortened(t *testing.T) {
 		t.Errorf("quote cut a character in half: %s", got)
 	}
 }
+
+func TestChartTestAndMaxHistory(t *testing.T) {
+	env := mustParse(t, header+"    - {name: web, type: helm, chart: {path: ./charts/web, test: true, maxHistory: 3}}\n")
+	if ch := env.Component("web").Chart; !ch.Test || ch.MaxHistory != 3 {
+		t.Errorf("chart = %+v, want test and maxHistory 3", ch)
+	}
+	_, ds := parse(t, header+"    - {name: web, type: helm, chart: {path: ./charts/web, test: sure, maxHistory: many}}\n")
+	wantDiags(t, ds, []string{
+		`8:65 spec.components[0].chart.test: expected true or false, found "sure"`,
+		`8:83 spec.components[0].chart.maxHistory: expected a whole number, found "many"`,
+	})
+	_, ds = parse(t, header+"    - {name: web, type: helm, chart: {path: ./charts/web, maxHistory: -1}}\n")
+	wantDiags(t, ds, []string{
+		`8:59 spec.components[0].chart.maxHistory: maxHistory -1 is negative`,
+	})
+}

@@ -239,6 +239,9 @@ func (v *validator) chart(p string, ch *Chart) {
 			v.err(p+".timeout", "", fmt.Sprintf("%q is not a duration", ch.Timeout), "e.g. 90s or 5m")
 		}
 	}
+	if ch.MaxHistory < 0 {
+		v.err(p+".maxHistory", "", fmt.Sprintf("maxHistory %d is negative", ch.MaxHistory), "how many revisions Helm keeps: 1 or more (default 10)")
+	}
 	if ch.Release != "" {
 		if why := checkName(ch.Release); why != "" || len(ch.Release) > 53 {
 			v.err(p+".release", "", fmt.Sprintf("%q is not a valid release name", ch.Release), "lower-case letters, digits and -, at most 53 characters")

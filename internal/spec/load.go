@@ -370,6 +370,7 @@ func (d *decoder) chart(dst **Chart) field {
 			"release": d.str(&c.Release), "namespace": d.str(&c.Namespace),
 			"valuesFiles": d.strList(&c.ValuesFiles),
 			"wait":        d.boolean(&c.Wait), "timeout": d.str(&c.Timeout),
+			"test": d.boolean(&c.Test), "maxHistory": d.integer(&c.MaxHistory),
 			"values": func(v *yaml.Node, p string) {
 				if m, ok := d.value(v, p, 0).(map[string]any); ok {
 					c.Values = m

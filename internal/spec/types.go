@@ -167,7 +167,16 @@ type Chart struct {
 	// most Timeout (a Go duration; default 5m).
 	Wait    bool   `json:"wait,omitempty"`
 	Timeout string `json:"timeout,omitempty"`
+	// Test runs the chart's test hooks (helm test) after each apply; a
+	// failing test fails the apply, as a health check.
+	Test bool `json:"test,omitempty"`
+	// MaxHistory is how many release revisions Helm keeps (default 10).
+	MaxHistory int `json:"maxHistory,omitempty"`
 }
+
+// DefaultMaxHistory is the number of release revisions Helm keeps when a
+// chart sets no maxHistory.
+const DefaultMaxHistory = 10
 
 // Manifests is a folder or file of Kubernetes manifests (knit.dev/v1 only).
 // A folder holding a kustomization.yaml is built with kustomize. Every

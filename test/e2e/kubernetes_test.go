@@ -326,8 +326,11 @@ func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 		t.Fatalf("plan after a values change: exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	addr := "Deployment/" + k.ns + "/app"
-	if !strings.Contains(r.stdout, addr) || !strings.Contains(r.stdout, "spec.replicas") {
-		t.Errorf("plan does not show %s and spec.replicas:\n%s", addr, r.stdout)
+	if !strings.Contains(r.stdout, addr) || !strings.Contains(r.stdout, "spec.replicas: 1 → 3") || !strings.Contains(r.stdout, "replicas: 1 → 3") {
+		t.Errorf("plan does not show %s and spec.replicas: 1 → 3:\n%s", addr, r.stdout)
+	}
+	if strings.Contains(r.stdout, "revision 0") {
+		t.Errorf("plan header says revision 0:\n%s", r.stdout)
 	}
 	if strings.Contains(r.stdout, "ConfigMap/"+k.ns+"/app-settings") {
 		t.Errorf("plan shows the unchanged ConfigMap:\n%s", r.stdout)
@@ -353,7 +356,7 @@ func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 			changes = append(changes, fmt.Sprintf("%s %s %s %v", c.Name, res.Action, res.Address, res.Attributes))
 		}
 	}
-	if want := fmt.Sprintf("[app update %s [spec.replicas]]", addr); fmt.Sprint(changes) != want {
+	if want := fmt.Sprintf("[app update Release/%s/app [replicas] app update %s [spec.replicas]]", k.ns, addr); fmt.Sprint(changes) != want {
 		t.Errorf("planned changes %v, want %s\n%s", changes, want, r.stdout)
 	}
 	if v := k.mustKubectl("get", "deployment", "app", "-o", "jsonpath={.spec.replicas}"); v != "1" {

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,7 +25,6 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"knit.dev/knit/internal/gitsource"
@@ -72,10 +70,16 @@ type savedPlan struct {
 
 // release is one component's release and its Helm configuration.
 type helmRelease struct {
-	name, ns string
-	cfg      *action.Configuration
-	rest     *rest.Config
-	target   string // the cluster, for the plan's header
+	name, ns   string
+	cfg        *action.Configuration
+	rest       *rest.Config
+	target     string // the cluster, for the plan's header
+	cl         *kube.Client
+	maxHistory int
+	// timeout bounds each wait: for objects, hooks, tests and deletions.
+	timeout time.Duration
+	// owner is who knit records as the creator of a namespace: ENV/COMPONENT.
+	owner string
 }
 
 func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, error) {
@@ -88,7 +92,21 @@ func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, er
 	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", func(string, ...any) {}); err != nil {
 		return nil, err
 	}
-	return &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc, target: kube.Target(rc, kctx)}, nil
+	cl, err := kube.NewClient(rc)
+	if err != nil {
+		return nil, err
+	}
+	rel := &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc, target: kube.Target(rc, kctx), cl: cl,
+		maxHistory: c.Def.Chart.MaxHistory, timeout: 5 * time.Minute, owner: c.Env + "/" + c.Def.Name}
+	if rel.maxHistory == 0 {
+		rel.maxHistory = spec.DefaultMaxHistory
+	}
+	if c.Def.Chart.Timeout != "" {
+		if rel.timeout, err = time.ParseDuration(c.Def.Chart.Timeout); err != nil {
+			return nil, fmt.Errorf("chart.timeout: %w", err)
+		}
+	}
+	return rel, nil
 }
 
 // loadChart loads the component's chart from its source.
@@ -201,204 +219,15 @@ func (rel *helmRelease) current() (*release.Release, error) {
 	return last, nil
 }
 
-// render renders the chart as an install or upgrade would, without the cluster storing anything.
-func (rel *helmRelease) render(ctx context.Context, ch *chart.Chart, vals map[string]any, upgrade bool) (string, error) {
+// render renders the chart as an install would, without the cluster storing anything.
+func (rel *helmRelease) render(ctx context.Context, ch *chart.Chart, vals map[string]any) (*release.Release, error) {
 	inst := action.NewInstall(rel.cfg)
 	inst.ReleaseName, inst.Namespace = rel.name, rel.ns
-	inst.DryRun, inst.DryRunOption, inst.Replace, inst.IsUpgrade = true, "client", true, upgrade
-	inst.DisableHooks = true
+	// "server": lookups and the ownership check of existing objects run as at apply.
+	inst.DryRun, inst.DryRunOption, inst.Replace = true, "server", true
 	out, err := inst.RunWithContext(ctx, ch, vals)
 	if err != nil {
-		return "", fmt.Errorf("render chart: %w", err)
+		return nil, fmt.Errorf("render chart: %w", err)
 	}
-	return out.Manifest, nil
-}
-
-func objects(manifest, ns string, cl *kube.Client) (refs []kube.Ref, objs []*unstructured.Unstructured, err error) {
-	decoded, err := kube.Decode([]byte(manifest), "release manifest")
-	if err != nil {
-		return nil, nil, err
-	}
-	cl.Prepare(decoded, ns)
-	for _, o := range decoded {
-		refs = append(refs, kube.RefOf(o))
-	}
-	return refs, decoded, nil
-}
-
-// Plan renders the chart and diffs it against the cluster; objects of the
-// deployed release that the chart no longer renders are deletions. A
-// destroy plan deletes the release's objects.
-func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
-	rel, err := r.connect(c, in)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := rel.current()
-	if err != nil {
-		return nil, err
-	}
-	var previous []kube.Ref
-	if cur != nil {
-		if previous, _, err = objects(cur.Manifest, rel.ns, cl); err != nil {
-			return nil, err
-		}
-	}
-	p := &runner.Plan{Destroying: opts.Destroy, Target: rel.target}
-	saved := savedPlan{Inputs: in, Destroy: opts.Destroy}
-	var desired []*unstructured.Unstructured
-	if !opts.Destroy {
-		ch, err := r.loadChart(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		if saved.Values, err = values(c.Spec, c.Def, in); err != nil {
-			return nil, err
-		}
-		saved.Chart = digest(ch)
-		manifest, err := rel.render(ctx, ch, saved.Values, cur != nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, desired, err = objects(manifest, rel.ns, cl); err != nil {
-			return nil, err
-		}
-	}
-	changes, err := cl.Diff(ctx, desired, previous)
-	if err != nil {
-		return nil, err
-	}
-	kube.Summarise(p, changes)
-	if cur == nil && !opts.Destroy && len(changes) == 0 {
-		// A chart that renders nothing still becomes a release.
-		p.Add, p.Resources = 1, []runner.ResourceChange{{Address: "Release/" + rel.ns + "/" + rel.name, Action: runner.ActionCreate}}
-	}
-	if p.HasChanges() && !opts.Destroy {
-		p.OutputChanges = []string{"revision"}
-	}
-	p.File = filepath.Join(c.WorkDir, planFile)
-	if p.Checksum, err = r.sealer.WriteJSON(p.File, saved); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// Apply installs or upgrades the release with the planned values. A failed
-// install is uninstalled and a failed upgrade rolled back, and the error
-// says what Kubernetes refused.
-func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) (runner.Outputs, error) {
-	var saved savedPlan
-	if err := r.sealer.ReadJSON(p.File, p.Checksum, &saved); err != nil {
-		return nil, err
-	}
-	if saved.Destroy {
-		return runner.Outputs{}, r.Destroy(ctx, c, saved.Inputs)
-	}
-	ch, err := r.loadChart(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if digest(ch) != saved.Chart {
-		return nil, errors.New("the chart changed since the plan was made: plan again")
-	}
-	rel, err := r.connect(c, saved.Inputs)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := rel.current()
-	if err != nil {
-		return nil, err
-	}
-	timeout := 5 * time.Minute
-	if c.Def.Chart.Timeout != "" {
-		if timeout, err = time.ParseDuration(c.Def.Chart.Timeout); err != nil {
-			return nil, err
-		}
-	}
-	var out *release.Release
-	if cur == nil {
-		// A release that failed before has history but nothing deployed: start over.
-		if h, _ := rel.cfg.Releases.History(rel.name); len(h) > 0 {
-			un := action.NewUninstall(rel.cfg)
-			un.Timeout = timeout
-			if _, err := un.Run(rel.name); err != nil {
-				return nil, fmt.Errorf("remove failed release %s: %w", rel.name, err)
-			}
-		}
-		inst := action.NewInstall(rel.cfg)
-		inst.ReleaseName, inst.Namespace, inst.CreateNamespace = rel.name, rel.ns, true
-		inst.Wait, inst.Timeout = c.Def.Chart.Wait, timeout
-		out, err = inst.RunWithContext(ctx, ch, saved.Values)
-		if err != nil {
-			fmt.Fprintf(c.Log, "install of %s failed: %v\n", rel.name, err)
-			un := action.NewUninstall(rel.cfg)
-			un.Timeout = timeout
-			if _, uerr := un.Run(rel.name); uerr != nil && !errors.Is(uerr, driver.ErrReleaseNotFound) {
-				return nil, fmt.Errorf("install %s: %w (and removing it failed: %v)", rel.name, err, uerr)
-			}
-			return nil, fmt.Errorf("install %s: %w (rolled back: the release was removed)", rel.name, err)
-		}
-	} else {
-		up := action.NewUpgrade(rel.cfg)
-		up.Namespace, up.Wait, up.Timeout = rel.ns, c.Def.Chart.Wait, timeout
-		out, err = up.RunWithContext(ctx, rel.name, ch, saved.Values)
-		if err != nil {
-			fmt.Fprintf(c.Log, "upgrade of %s failed: %v\n", rel.name, err)
-			rb := action.NewRollback(rel.cfg)
-			rb.Version, rb.Timeout, rb.Wait = cur.Version, timeout, c.Def.Chart.Wait
-			if rerr := rb.Run(rel.name); rerr != nil {
-				return nil, fmt.Errorf("upgrade %s: %w (and rolling back failed: %v)", rel.name, err, rerr)
-			}
-			return nil, fmt.Errorf("upgrade %s: %w (rolled back to revision %d)", rel.name, err, cur.Version)
-		}
-	}
-	fmt.Fprintf(c.Log, "release %s in %s: revision %d, %s\n", out.Name, out.Namespace, out.Version, out.Info.Status)
-	outs, err := r.readOutputs(ctx, c, rel, out)
-	if err != nil {
-		return nil, err
-	}
-	return outs, kube.SaveOutputs(r.sealer, filepath.Join(c.WorkDir, outputsFile), outs)
-}
-
-func (r *Runner) readOutputs(ctx context.Context, c runner.Component, rel *helmRelease, out *release.Release) (runner.Outputs, error) {
-	cl, err := kube.NewClient(rel.rest)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := kube.DeclaredOutputs(ctx, cl, c.Def, rel.ns)
-	if err != nil {
-		return nil, err
-	}
-	outs["release"] = runner.Output{Value: out.Name}
-	outs["namespace"] = runner.Output{Value: out.Namespace}
-	outs["revision"] = runner.Output{Value: int64(out.Version)}
-	outs["status"] = runner.Output{Value: out.Info.Status.String()}
-	return outs, nil
-}
-
-// Destroy uninstalls the release; one that does not exist is gone already.
-func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
-	rel, err := r.connect(c, in)
-	if err != nil {
-		return err
-	}
-	un := action.NewUninstall(rel.cfg)
-	un.Timeout = 5 * time.Minute
-	if _, err := un.Run(rel.name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return fmt.Errorf("uninstall %s: %w", rel.name, err)
-	}
-	fmt.Fprintf(c.Log, "uninstalled %s from %s\n", rel.name, rel.ns)
-	if err := os.Remove(filepath.Join(c.WorkDir, outputsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-// Outputs returns the outputs recorded by the last apply.
-func (r *Runner) Outputs(_ context.Context, c runner.Component) (runner.Outputs, error) {
-	return kube.LoadOutputs(r.sealer, filepath.Join(c.WorkDir, outputsFile))
+	return out, nil
 }

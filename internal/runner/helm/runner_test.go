@@ -97,7 +97,7 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	ns := f.ns
 	kubetest.Want(t, "install plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{})), []string{
-		"create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
+		"create Namespace/" + ns, "create Secret/" + ns + "/web-db", "create ConfigMap/" + ns + "/web-settings", "create Service/" + ns + "/web",
 	})
 	outs := f.apply(f.inputs("hi"))
 	if outs["revision"].Value != int64(1) || outs["status"].Value != "deployed" || outs["ip"].Value == nil {
@@ -115,9 +115,20 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 		t.Errorf("plan after install: %v", kubetest.Summary(p))
 	}
 
-	// A values change is an object diff.
-	kubetest.Want(t, "values change", kubetest.Summary(f.plan(f.inputs("hello"), runner.PlanOptions{})), []string{
-		"update ConfigMap/" + ns + "/web-settings data.greeting",
+	// A values change is an object diff, old → new; a Secret's values are masked.
+	// The release's own values are shown too, a sensitive variable's masked.
+	changed := f.inputs("hello")
+	changed["db.password"] = "pw-rotated"
+	f.c.Sensitive = map[string]bool{"db.password": true}
+	p := f.plan(changed, runner.PlanOptions{})
+	f.c.Sensitive = nil
+	kubetest.Want(t, "values change", kubetest.Summary(p), []string{
+		"update Release/" + ns + "/web db.password,greeting",
+		"update Secret/" + ns + "/web-db data.password", "update ConfigMap/" + ns + "/web-settings data.greeting",
+	})
+	kubetest.Want(t, "values change, old → new", changes(p), []string{
+		"db.password: (sensitive) → (sensitive)", "greeting: hi → hello",
+		"data.password: (sensitive) → (sensitive)", "data.greeting: hi → hello",
 	})
 
 	// Drift: edited and deleted out of band; a field of another manager is not drift.
@@ -140,9 +151,14 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 	// Uninstall.
 	kubetest.Want(t, "destroy plan", kubetest.Summary(f.plan(f.inputs("hi"), runner.PlanOptions{Destroy: true})), []string{
 		"delete Service/" + ns + "/web", "delete ConfigMap/" + ns + "/web-settings", "delete Secret/" + ns + "/web-db",
+		"delete Namespace/" + ns,
 	})
 	if err := f.r.Destroy(ctx, f.c, f.inputs("hi")); err != nil {
 		t.Fatal(err)
+	}
+	// knit created the namespace for the release: teardown removed it, and waited until it was gone.
+	if _, err := f.cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after teardown: %v", ns, err)
 	}
 	if _, err := f.cl.Client.CoreV1().ConfigMaps(ns).Get(ctx, "web-settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("configmap after uninstall: %v", err)
@@ -153,6 +169,17 @@ func TestInstallPlanDriftUpgradeUninstall(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// changes lists a plan's value changes as "path: old → new".
+func changes(p *runner.Plan) []string {
+	var out []string
+	for _, r := range p.Resources {
+		for _, c := range r.Changes {
+			out = append(out, c.String())
+		}
+	}
+	return out
 }
 
 func TestFailedInstallIsRolledBack(t *testing.T) {
@@ -188,5 +215,73 @@ func TestSymlinkOutOfTheEnvironmentIsRefused(t *testing.T) {
 	_, err := New(Options{DataDir: t.TempDir()}).Fingerprint(context.Background(), c, runner.Inputs{})
 	if err == nil || !strings.Contains(err.Error(), "templates/stolen.yaml is a symlink to ") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// chart.maxHistory bounds the release records Helm keeps (default 10).
+func TestMaxHistoryBoundsReleaseRecords(t *testing.T) {
+	f := newFixture(t)
+	f.c.Def.Chart.MaxHistory = 2
+	for _, g := range []string{"a", "b", "c", "d"} {
+		f.apply(f.inputs(g))
+	}
+	l, err := f.cl.Client.CoreV1().Secrets(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=web"})
+	if err != nil || len(l.Items) != 2 {
+		t.Errorf("%d release records (%v), want 2", len(l.Items), err)
+	}
+	def := *f.c.Def
+	def.Chart = &spec.Chart{Path: "./charts/web"}
+	c := f.c
+	c.Def = &def
+	rel, err := f.r.connect(c, f.inputs("a"))
+	if err != nil || rel.maxHistory != 10 {
+		t.Errorf("default maxHistory %d (%v), want 10", rel.maxHistory, err)
+	}
+}
+
+// The CRDs of a chart's crds/ folder are planned at the first install, and
+// an upgrade's plan says Helm will not touch them.
+func TestCRDsFolderIsPlanned(t *testing.T) {
+	f := newFixture(t)
+	testtools.WriteFiles(t, f.c.Spec.Dir, map[string]string{"charts/web/crds/widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.knit.test}
+spec:
+  group: knit.test
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`})
+	p := f.plan(f.inputs("hi"), runner.PlanOptions{})
+	if got := kubetest.Summary(p); len(got) < 2 || got[1] != "create CustomResourceDefinition/widgets.knit.test" {
+		t.Errorf("install plan %q does not create the CRD after the namespace", got)
+	}
+	f.apply(f.inputs("hi"))
+	p = f.plan(f.inputs("hello"), runner.PlanOptions{})
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "crds/ folder at the first install only") {
+		t.Errorf("upgrade plan notes %q do not say Helm leaves crds/ alone", p.Notes)
+	}
+}
+
+// Teardown waits for the namespace it deletes, at most chart.timeout, and
+// then names what is still terminating. (A finalizer nobody removes keeps
+// the namespace forever, so the short timeout always expires.)
+func TestTeardownTimeoutNamesWhatIsStillTerminating(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.apply(f.inputs("hi"))
+	hold := []byte(`{"metadata":{"finalizers":["knit.test/hold"]}}`)
+	if _, err := f.cl.Client.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer f.cl.Client.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	f.c.Def.Chart.Timeout = "2s"
+	err := f.r.Destroy(ctx, f.c, f.inputs("hi"))
+	if want := "still terminating after 2s: Namespace/" + f.ns + " (finalizers: knit.test/hold"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 }

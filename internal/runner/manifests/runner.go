@@ -172,7 +172,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		for _, o := range objs {
 			saved.Objects = append(saved.Objects, o.Object)
 		}
-		changes, err = cl.Diff(ctx, objs, inv.Objects)
+		changes, err = cl.Diff(ctx, objs, inv.Objects, kube.SensitiveStrings(in, c.Sensitive)...)
 	}
 	if err != nil {
 		return nil, err

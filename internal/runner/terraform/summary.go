@@ -44,7 +44,7 @@ func summarize(p *tfjson.Plan, refreshOnly bool) runner.Plan {
 		}
 		if act == runner.ActionUpdate || act == runner.ActionReplace {
 			res.Attributes = changedAttributes(rc.Change)
-			res.Values = attributeValues(rc.Change, res.Attributes)
+			res.Changes = attributeValues(rc.Change, res.Attributes)
 		}
 		out.Resources = append(out.Resources, res)
 	}

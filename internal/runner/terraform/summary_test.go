@@ -34,13 +34,13 @@ func TestSummarize(t *testing.T) {
 				{Address: "terraform_data.del", Action: runner.ActionDelete},
 				{Address: "terraform_data.fgt", Action: ActionForget},
 				{Address: "terraform_data.rep", Action: runner.ActionReplace, Attributes: []string{"id", "triggers_replace"},
-					Values: []runner.AttributeChange{
-						{Name: "id", Before: `"521ce9ca-5208-0e75-9795-3a8bf906f2bd"`, After: runner.UnknownValue},
-						{Name: "triggers_replace", Before: `"one"`, After: `"two"`}}},
+					Changes: []runner.ValueChange{
+						{Path: "id", Old: `"521ce9ca-5208-0e75-9795-3a8bf906f2bd"`, New: runner.UnknownValue},
+						{Path: "triggers_replace", Old: `"one"`, New: `"two"`}}},
 				{Address: "terraform_data.upd", Action: runner.ActionUpdate, Attributes: []string{"input", "output"},
-					Values: []runner.AttributeChange{
-						{Name: "input", Before: `"one"`, After: `"two"`},
-						{Name: "output", Before: `"one"`, After: runner.UnknownValue}}},
+					Changes: []runner.ValueChange{
+						{Path: "input", Old: `"one"`, New: `"two"`},
+						{Path: "output", Old: `"one"`, New: runner.UnknownValue}}},
 			},
 			OutputChanges: []string{"v"},
 		}},

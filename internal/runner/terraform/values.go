@@ -19,7 +19,7 @@ const maxValueLen = 200
 // values is masked too: an attribute computed from a sensitive one (a
 // terraform_data's output from its input) is stored unmarked. Nothing
 // sensitive leaves the plan file.
-func attributeValues(ch *tfjson.Change, names []string) []runner.AttributeChange {
+func attributeValues(ch *tfjson.Change, names []string) []runner.ValueChange {
 	before, _ := ch.Before.(map[string]any)
 	after, _ := ch.After.(map[string]any)
 	var secrets []string
@@ -33,18 +33,19 @@ func attributeValues(ch *tfjson.Change, names []string) []runner.AttributeChange
 		}
 		return text
 	}
-	out := make([]runner.AttributeChange, 0, len(names))
+	out := make([]runner.ValueChange, 0, len(names))
 	for _, n := range names {
-		v := runner.AttributeChange{Name: n, Before: mask(valueText(before[n])), After: mask(valueText(after[n]))}
+		v := runner.ValueChange{Path: n, Old: mask(valueText(before[n])), New: mask(valueText(after[n]))}
 		if marked(ch.BeforeSensitive, n) {
-			v.Before = runner.MaskedValue
+			v.Old = runner.MaskedValue
 		}
 		switch {
 		case marked(ch.AfterSensitive, n):
-			v.After = runner.MaskedValue
+			v.New = runner.MaskedValue
 		case marked(ch.AfterUnknown, n):
-			v.After = runner.UnknownValue
+			v.New = runner.UnknownValue
 		}
+		v.Sensitive = v.Old == runner.MaskedValue || v.New == runner.MaskedValue
 		out = append(out, v)
 	}
 	return out

@@ -22,11 +22,11 @@ func TestAttributeValuesMaskSensitive(t *testing.T) {
 		AfterUnknown:    map[string]any{"name": true},
 	}
 	got := attributeValues(ch, []string{"name", "password", "size", "tags"})
-	want := []runner.AttributeChange{
-		{Name: "name", Before: `"db"`, After: runner.UnknownValue},
-		{Name: "password", Before: runner.MaskedValue, After: runner.MaskedValue},
-		{Name: "size", Before: "1", After: "2"},
-		{Name: "tags", Before: runner.MaskedValue, After: runner.MaskedValue},
+	want := []runner.ValueChange{
+		{Path: "name", Old: `"db"`, New: runner.UnknownValue},
+		{Path: "password", Old: runner.MaskedValue, New: runner.MaskedValue, Sensitive: true},
+		{Path: "size", Old: "1", New: "2"},
+		{Path: "tags", Old: runner.MaskedValue, New: runner.MaskedValue, Sensitive: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("attributeValues:\n got %+v\nwant %+v", got, want)
@@ -40,22 +40,22 @@ func TestAttributeValuesMaskSensitive(t *testing.T) {
 		AfterSensitive:  map[string]any{"input": true},
 		AfterUnknown:    map[string]any{"output": true},
 	}, []string{"input", "n", "note", "output"})
-	wantDerived := []runner.AttributeChange{
-		{Name: "input", Before: runner.MaskedValue, After: runner.MaskedValue},
-		{Name: "n", Before: `"one"`, After: `"two"`},
-		{Name: "note", Before: runner.MaskedValue, After: "null"},
-		{Name: "output", Before: runner.MaskedValue, After: runner.UnknownValue},
+	wantDerived := []runner.ValueChange{
+		{Path: "input", Old: runner.MaskedValue, New: runner.MaskedValue, Sensitive: true},
+		{Path: "n", Old: `"one"`, New: `"two"`},
+		{Path: "note", Old: runner.MaskedValue, New: "null", Sensitive: true},
+		{Path: "output", Old: runner.MaskedValue, New: runner.UnknownValue, Sensitive: true},
 	}
 	if !reflect.DeepEqual(derived, wantDerived) {
 		t.Errorf("derived values:\n got %+v\nwant %+v", derived, wantDerived)
 	}
 	// A wholly sensitive object masks every attribute.
 	ch.AfterSensitive = true
-	if got := attributeValues(ch, []string{"size"}); got[0].After != runner.MaskedValue || got[0].Before != "1" {
+	if got := attributeValues(ch, []string{"size"}); got[0].New != runner.MaskedValue || got[0].Old != "1" {
 		t.Errorf("wholly sensitive after: %+v", got)
 	}
 	long := attributeValues(&tfjson.Change{Before: map[string]any{"v": strings.Repeat("x", 500)}, After: map[string]any{}}, []string{"v"})
-	if n := len([]rune(long[0].Before)); n != maxValueLen || long[0].After != "null" {
+	if n := len([]rune(long[0].Old)); n != maxValueLen || long[0].New != "null" {
 		t.Errorf("a long value is %d runes long: %+v", n, long[0])
 	}
 }

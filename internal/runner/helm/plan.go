@@ -1,0 +1,209 @@
+package helm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"knit.dev/knit/internal/kube"
+	"knit.dev/knit/internal/runner"
+)
+
+func objects(manifest, ns string, cl *kube.Client) (refs []kube.Ref, objs []*unstructured.Unstructured, err error) {
+	decoded, err := kube.Decode([]byte(manifest), "release manifest")
+	if err != nil {
+		return nil, nil, err
+	}
+	cl.Prepare(decoded, ns)
+	for _, o := range decoded {
+		refs = append(refs, kube.RefOf(o))
+	}
+	return refs, decoded, nil
+}
+
+// Plan computes what applying would do. An upgrade is planned from Helm's
+// own dry-run upgrade, object by object with the patches Helm would send
+// (see upgradeChanges), so that plan, drift and apply agree; where Helm may
+// do more than the plan can show (hooks, custom resources, charts that
+// render differently each time) the plan's notes say so. A first install
+// creates every object the chart renders, and the namespace when missing.
+// A destroy plan deletes the release's objects, its leftover hooks and a
+// namespace knit created for it.
+func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	rel, err := r.connect(c, in)
+	if err != nil {
+		return nil, err
+	}
+	cl := rel.cl
+	cur, err := rel.current()
+	if err != nil {
+		return nil, err
+	}
+	p := &runner.Plan{Destroying: opts.Destroy, Target: rel.target}
+	saved := savedPlan{Inputs: in, Destroy: opts.Destroy}
+	sensitive := kube.SensitiveStrings(in, c.Sensitive)
+	var changes []runner.ResourceChange
+	if opts.Destroy {
+		if changes, err = rel.destroyChanges(ctx, cl, cur); err != nil {
+			return nil, err
+		}
+	} else {
+		ch, err := r.loadChart(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if saved.Values, err = values(c.Spec, c.Def, in); err != nil {
+			return nil, err
+		}
+		saved.Chart = digest(ch)
+		if cur == nil {
+			next, err := rel.render(ctx, ch, saved.Values)
+			if err != nil {
+				return nil, err
+			}
+			_, desired, err := objects(next.Manifest, rel.ns, cl)
+			if err != nil {
+				return nil, err
+			}
+			if changes, err = cl.Diff(ctx, desired, nil, sensitive...); err != nil {
+				return nil, err
+			}
+			crds, err := crdCreates(ctx, cl, ch)
+			if err != nil {
+				return nil, err
+			}
+			changes = append(crds, changes...)
+			ns, err := rel.namespaceChange(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ns != nil {
+				changes = append([]runner.ResourceChange{*ns}, changes...)
+			}
+			p.Notes = hookNotes(next.Hooks, rel.ns, release.HookPreInstall, release.HookPostInstall)
+		} else {
+			next, err := rel.dryRunUpgrade(ctx, ch, saved.Values)
+			if err != nil {
+				return nil, err
+			}
+			if changes, p.Notes, err = rel.upgradeChanges(ctx, cur, next, sensitive); err != nil {
+				return nil, err
+			}
+			if rc := releaseChange(rel, cur, next, sensitive, c.Sensitive); rc != nil {
+				changes = append([]runner.ResourceChange{*rc}, changes...)
+			}
+			if again, err := rel.dryRunUpgrade(ctx, ch, saved.Values); err == nil && again.Manifest != next.Manifest {
+				p.Notes = append(p.Notes, "the chart renders differently each time (random or time-based values): the apply renders it again, so its changes may differ from these")
+			}
+			if len(ch.CRDObjects()) > 0 {
+				p.Notes = append(p.Notes, "Helm installs the CRDs of the chart's crds/ folder at the first install only: an upgrade neither changes nor shows them")
+			}
+			if len(changes) > 0 {
+				p.Notes = append(p.Notes, hookNotes(next.Hooks, rel.ns, release.HookPreUpgrade, release.HookPostUpgrade)...)
+			}
+		}
+		if c.Def.Chart.Test && len(changes) > 0 {
+			p.Notes = append(p.Notes, "the chart's tests (helm test) run after the apply; a failing test fails it")
+		}
+	}
+	kube.Summarise(p, changes)
+	if cur == nil && !opts.Destroy && len(changes) == 0 {
+		// A chart that renders nothing still becomes a release.
+		p.Add, p.Resources = 1, []runner.ResourceChange{{Address: "Release/" + rel.ns + "/" + rel.name, Action: runner.ActionCreate}}
+	}
+	if p.HasChanges() && !opts.Destroy {
+		p.OutputChanges = []string{"revision"}
+	}
+	p.File = filepath.Join(c.WorkDir, planFile)
+	if p.Checksum, err = r.sealer.WriteJSON(p.File, saved); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// releaseChange is the change of the release itself when its chart or
+// values change (the upgrade stores a new revision and runs its hooks even
+// when no object changes), its values shown old → new; or nil. Values set
+// by a sensitive variable (its name is their path) are masked, old ones too.
+func releaseChange(rel *helmRelease, cur, next *release.Release, sensitive []string, sensitiveVars map[string]bool) *runner.ResourceChange {
+	old := map[string]any{"values": effective(cur), "chart": chartName(cur)}
+	now := map[string]any{"values": effective(next), "chart": chartName(next)}
+	vc := kube.ValueChanges(jsonRoundTrip(old), jsonRoundTrip(now), kube.DiffOptions{Sensitive: sensitive})
+	if len(vc) == 0 {
+		return nil
+	}
+	for i := range vc {
+		vc[i].Path = strings.TrimPrefix(vc[i].Path, "values.")
+		for name := range sensitiveVars {
+			if vc[i].Path == name || strings.HasPrefix(vc[i].Path, name+".") || strings.HasPrefix(vc[i].Path, name+"[") {
+				vc[i].Old, vc[i].New, vc[i].Sensitive = kube.Masked, kube.Masked, true
+			}
+		}
+	}
+	return &runner.ResourceChange{Address: "Release/" + rel.ns + "/" + rel.name, Action: runner.ActionUpdate,
+		Attributes: kube.Paths(vc), Changes: vc}
+}
+
+// effective are the values a release renders with: the chart's defaults
+// under the given values.
+func effective(r *release.Release) map[string]any {
+	if r.Chart == nil {
+		return r.Config
+	}
+	v, err := chartutil.CoalesceValues(r.Chart, r.Config)
+	if err != nil {
+		return r.Config
+	}
+	return v
+}
+
+func chartName(r *release.Release) string {
+	if r.Chart == nil || r.Chart.Metadata == nil {
+		return ""
+	}
+	return r.Chart.Metadata.Name + "-" + r.Chart.Metadata.Version
+}
+
+// jsonRoundTrip gives values the types a diff compares (numbers as JSON
+// numbers), whether they came from storage or from the spec.
+func jsonRoundTrip(m map[string]any) map[string]any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return m
+	}
+	return out
+}
+
+// crdCreates are the CRDs of the chart's crds/ folder that a first install
+// creates (Helm skips those that exist).
+func crdCreates(ctx context.Context, cl *kube.Client, ch *chart.Chart) ([]runner.ResourceChange, error) {
+	var out []runner.ResourceChange
+	for _, f := range ch.CRDObjects() {
+		objs, err := kube.Decode(f.File.Data, f.Filename)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			r := kube.RefOf(o)
+			live, err := cl.Get(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", r.Address(), err)
+			}
+			if live == nil {
+				out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionCreate})
+			}
+		}
+	}
+	return out, nil
+}
