@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html/template"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // runner masked it) and the plan's notes.
 func TestComponentPlanShowsValueChangesAndNotes(t *testing.T) {
 	funcs := template.FuncMap{"ago": func(any) string { return "" }, "when": func(any) string { return "" }}
-	tpl := template.Must(template.New("component").Funcs(funcs).ParseFS(templateFS, "templates/component.html"))
+	tpl := template.Must(template.New("component").Funcs(funcs).ParseFS(templateFS, "templates/_*.html", "templates/component.html"))
 	page := componentPage{EnvID: "t/e", Name: "podinfo", Plan: &runner.Plan{Change: 1,
 		Resources: []runner.ResourceChange{{Address: "Deployment/web/podinfo", Action: runner.ActionUpdate,
 			Attributes: []string{"spec.replicas", "data.pw"},
@@ -24,8 +25,10 @@ func TestComponentPlanShowsValueChangesAndNotes(t *testing.T) {
 	if err := tpl.ExecuteTemplate(&out, "content", map[string]any{"Page": page}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"spec.replicas: 1 → 3", "data.pw: (sensitive) → (sensitive)", "pre-upgrade hook Job/web/migrate runs at apply"} {
-		if !strings.Contains(out.String(), want) {
+	// The text a reader sees, cell by cell: tags become spaces.
+	text := strings.Join(strings.Fields(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(out.String(), " ")), " ")
+	for _, want := range []string{"spec.replicas 1 → 3", "data.pw (sensitive) → (sensitive)", "pre-upgrade hook Job/web/migrate runs at apply"} {
+		if !strings.Contains(text, want) {
 			t.Errorf("the plan view lacks %q:\n%s", want, out.String())
 		}
 	}
