@@ -207,7 +207,7 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 		return s.destroyed(st)
 	}
 	if !s.approved(st.c, plan) {
-		return s.hold(st, p, plan, staleWhy)
+		return s.hold(st, p, plan, staleWhy, "")
 	}
 	return s.applyDestroy(ctx, st, p, plan, nil)
 }

@@ -52,6 +52,8 @@ type ChangeSetComponent struct {
 	// KnownAfterApply, when set, says why the plan could not be shown:
 	// an input known only after an upstream component is applied.
 	KnownAfterApply string `json:"knownAfterApply,omitempty"`
+	// PlanError, when set, says why planning it ahead failed.
+	PlanError string `json:"planError,omitempty"`
 	// Gated is true when the component waits for a person's decision
 	// (autoApprove false); others are applied as their plan says.
 	Gated bool `json:"gated,omitempty"`
@@ -82,7 +84,8 @@ type ChangeSets interface {
 	ListChangeSets(ctx context.Context, f ChangeSetFilter) ([]ChangeSet, error)
 	// DecideChangeSet moves a change set from `from` to `to`, recording who,
 	// why and when, and, when from is pending, moves each of its
-	// components' approvals from pending to `to` with it, all in one
+	// components' approvals from pending to `to` with it (one already
+	// decided so, with the same plan, is left as it is), all in one
 	// transaction: a change set or an approval not in the expected status
 	// fails it with ErrConflict, changing nothing.
 	DecideChangeSet(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error

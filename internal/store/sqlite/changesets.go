@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,7 +134,18 @@ func (s *Store) DecideChangeSet(ctx context.Context, id int64, from, to, actor, 
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			var status string
+			err = tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ? AND plan_checksum = ?`, c.ApprovalID, c.PlanChecksum).Scan(&status)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if status != to {
 				return fmt.Errorf("approval #%d of %s is no longer pending with that plan: %w", c.ApprovalID, c.Component, store.ErrConflict)
 			}
 		}
