@@ -151,18 +151,22 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	a, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
-		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum")})
+	d, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
+		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum"),
+		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"})
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	env := a.Env
-	if !approve {
-		http.Redirect(rw, r, "/approvals?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
+	env, what := d.Approval.Env, comp
+	if d.ChangeSet != nil {
+		env, what = d.ChangeSet.Env, fmt.Sprintf("change set #%d", d.ChangeSet.ID)
+	}
+	if d.Apply == nil {
+		http.Redirect(rw, r, "/approvals?flash="+url.QueryEscape("rejected "+what+" in "+env), http.StatusSeeOther)
 		return
 	}
-	runID, err := w.enqueue(knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: s.Token.Name, Reason: reason, Source: "dashboard"}, env)
+	runID, err := w.enqueue(*d.Apply, env)
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -171,7 +175,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	if back == "/" {
 		back = "/env/" + env
 	}
-	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+comp+"; applying in run "+runID), http.StatusSeeOther)
+	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+what+"; applying in run "+runID), http.StatusSeeOther)
 }
 
 type auditPage struct {
