@@ -245,7 +245,7 @@ func (s *session) applyCovered(ctx context.Context, st *step, p *prepared, plan 
 	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: cs.DecidedBy, Action: "approve",
 		Component: st.c.Name, Revision: s.run.Revision, RunID: s.run.ID, Reason: cs.Reason,
 		Detail: fmt.Sprintf("change set #%d (%s): its plan matched the approved change", cs.ID, shortSum(cs.Checksum)),
-		Time: s.e.now()}); err != nil {
+		Time:   s.e.now()}); err != nil {
 		return st.fail(ctx, fmt.Errorf("record the approval by change set #%d: %w", cs.ID, err))
 	}
 	return s.applyPlan(ctx, st, p, plan, nil)
