@@ -110,8 +110,10 @@ type approvalItem struct {
 }
 
 type approvalsPage struct {
-	Waiting []approvalItem
-	Recent  []approvalItem
+	// ChangeSets are the whole changes waiting, each approved at once.
+	ChangeSets []store.ChangeSet
+	Waiting    []approvalItem
+	Recent     []approvalItem
 }
 
 // approvals lists what waits for a decision, with each plan and checksum,
@@ -140,6 +142,10 @@ func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	slices.Reverse(p.Waiting)
+	if p.ChangeSets, err = w.waitingChanges(r.Context(), "", s.Token); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
 	w.render(rw, r, s, http.StatusOK, "approvals", "Approvals", "approvals", p)
 }
 

@@ -37,6 +37,8 @@ type envPage struct {
 	Runs           []runItem
 	DiffA, DiffB   int
 	Live           string
+	// ChangeSet is the change waiting to be approved at once, if any.
+	ChangeSet *store.ChangeSet
 }
 
 func (w *Web) envRef(r *http.Request, s *session) (string, error) {
@@ -91,6 +93,13 @@ func (w *Web) envPage(r *http.Request, id string) (envPage, error) {
 	p.Revisions = revs.Items
 	if len(p.Revisions) > 1 {
 		p.DiffA, p.DiffB = p.Revisions[1].Number, p.Revisions[0].Number
+	}
+	sets, err := w.k.ChangeSets(ctx, id, 1, store.ChangeSetPending)
+	if err != nil {
+		return p, err
+	}
+	if len(sets) == 1 {
+		p.ChangeSet = &sets[0]
 	}
 	runs, err := w.k.History(ctx, id, "", 15)
 	if err != nil {
