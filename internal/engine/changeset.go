@@ -149,7 +149,7 @@ func resourcesOf(plan *runner.Plan) []store.ChangeSetResource {
 // when it is the same change (a run that found the same plans waiting).
 func (s *session) recordChange(entries map[string]store.ChangeSetComponent) {
 	cs := store.ChangeSet{Env: s.env.ID(), RunID: s.run.ID, Revision: s.run.Revision, CreatedAt: s.e.now()}
-	for _, name := range slices.Sorted(maps.Keys(entries)) {
+	for _, name := range s.inGraphOrder(slices.Sorted(maps.Keys(entries))) {
 		cs.Components = append(cs.Components, entries[name])
 	}
 	cs.Checksum = ChangeSetChecksum(cs)
@@ -165,6 +165,21 @@ func (s *session) recordChange(entries map[string]store.ChangeSetComponent) {
 		return
 	}
 	s.result.ChangeSet = &cs
+}
+
+// inGraphOrder sorts names as they depend on each other: by level in the
+// environment's graph, then by name (as results are).
+func (s *session) inGraphOrder(names []string) []string {
+	level := map[string]int{}
+	if levels, err := s.env.Graph().Levels(); err == nil {
+		for i, l := range levels {
+			for _, n := range l {
+				level[n] = i
+			}
+		}
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return level[a] - level[b] })
+	return names
 }
 
 // ChangeSetChecksum is the SHA-256 of what a change set shows: its

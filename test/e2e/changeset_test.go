@@ -142,7 +142,7 @@ func TestAGatedEnvironmentAppliesAfterOneChangeSetApproval(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("gated apply: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	cs := w.pendingChange("qa/cs", "app", "cache", "db", "net", "web")
+	cs := w.pendingChange("qa/cs", "net", "cache", "db", "app", "web")
 	if !strings.Contains(r.stdout, "knit approve qa/cs --change "+cs.Checksum[:12]) {
 		t.Errorf("the apply does not say how to approve the whole change:\n%s", r.stdout)
 	}
@@ -184,7 +184,7 @@ func TestADownstreamPlanThatGainsAResourceStopsAndSaysWhy(t *testing.T) {
 	if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
 		t.Fatalf("gated apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	cs := w.pendingChange("qa/cs", "app", "cache", "db", "net", "web")
+	cs := w.pendingChange("qa/cs", "net", "cache", "db", "app", "web")
 	w.write(map[string]string{"modules/web/main.tf": pathModule + `
 resource "local_file" "extra" {
   filename = "${var.path}.extra"

@@ -1,0 +1,113 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/testtools"
+)
+
+// dataModule outputs its input, which a plan already knows, so what
+// depends on it is planned before it is applied.
+const dataModule = `
+variable "name" { type = string }
+resource "terraform_data" "this" {
+  input = var.name
+}
+output "name" { value = terraform_data.this.input }
+`
+
+// fiveGated is five gated OpenTofu components in four levels:
+// net ← (db, cache) ← app ← web.
+const fiveGated = `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: shop-five}
+spec:
+  teamName: shop
+  envName: five
+  autoApprove: false
+  components:
+    - name: net
+      type: terraform
+      module: {source: ./modules/data}
+      outputs: [{name: name}]
+      variables: [{name: name, value: net}]
+    - name: db
+      type: terraform
+      module: {source: ./modules/data}
+      outputs: [{name: name}]
+      dependsOn: [net]
+      variables: [{name: name, valueFrom: net.name}]
+    - name: cache
+      type: terraform
+      module: {source: ./modules/data}
+      outputs: [{name: name}]
+      dependsOn: [net]
+      variables: [{name: name, valueFrom: net.name}]
+    - name: app
+      type: terraform
+      module: {source: ./modules/data}
+      outputs: [{name: name}]
+      dependsOn: [db, cache]
+      variables: [{name: name, valueFrom: db.name}]
+    - name: web
+      type: terraform
+      module: {source: ./modules/data}
+      dependsOn: [app]
+      variables: [{name: name, valueFrom: app.name}]
+`
+
+// TestOneClickApprovesTheWholeChange: a new gated environment of five
+// OpenTofu components in four levels stops once; its page shows the whole
+// change set (every component's plan, under one checksum) with an Approve
+// button, and one click applies all five, with nothing left to approve.
+func TestOneClickApprovesTheWholeChange(t *testing.T) {
+	ctx := browser(t)
+	w := newWorld(t, knit.Config{TFBinary: testtools.Tofu(t).Path})
+	w.apply("shop-five", map[string]string{"env.yaml": fiveGated, "modules/data/main.tf": dataModule})
+	sets, err := w.k.ChangeSets(context.Background(), "shop/five", 0, store.ChangeSetPending)
+	if err != nil || len(sets) != 1 || len(sets[0].Components) != 5 {
+		t.Fatalf("change sets of shop/five: %+v, %v", sets, err)
+	}
+	sum := sets[0].Checksum
+
+	run(t, ctx, "login", chromedp.Navigate(w.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), w.tokens["operator"]), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS("table.envs")))
+	run(t, ctx, "environment", chromedp.Navigate(w.url+"/env/shop/five"), chromedp.WaitVisible(chromedp.CSS("form.decide-change")))
+	body := text(t, ctx, "section.changeset")
+	for _, want := range []string{sum, "net", "db", "cache", "app", "web", "terraform_data.this"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the change set on the page lacks %q:\n%s", want, body)
+		}
+	}
+	if got := eval[string](t, ctx, `document.querySelector('form.decide-change input[name=change]').value`); got != sum {
+		t.Fatalf("the form's checksum is %q, want %q", got, sum)
+	}
+	checkAxe(t, ctx, "environment with a change set")
+	run(t, ctx, "approve the change set", chromedp.SendKeys(chromedp.CSS("form.decide-change input[name=reason]"), "one review"),
+		chromedp.Click(chromedp.CSS(`form.decide-change button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#graph")))
+
+	// The apply takes as long as OpenTofu takes: the deadline only guards
+	// against a hang.
+	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	all := `(() => { const s = ` + nodeStates + `; return ["net","db","cache","app","web"].every(n => s[n] === "applied"); })()`
+	if _, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](all, chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
+		t.Fatalf("the five components were not all applied: %v; graph %v", err, graphStates(t, ctx))
+	}
+	v, err := w.k.Environment(context.Background(), "shop/five")
+	if err != nil || v.Status != "provisioned" {
+		t.Fatalf("shop/five after one click: %s, %v", v.Status, err)
+	}
+	pending, err := w.k.Approvals(context.Background(), "shop/five", store.ApprovalPending)
+	if err != nil || len(pending) != 0 {
+		t.Fatalf("still waiting after the change set's approval: %+v, %v", pending, err)
+	}
+}
