@@ -358,4 +358,3 @@ func TestATeamTokenCannotDecideAnotherTeamsChangeSet(t *testing.T) {
 		t.Fatalf("the approved change set was not applied: %v", err)
 	}
 }
-
