@@ -41,8 +41,12 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
 	}
 	if cs := r.ChangeSet; cs != nil {
-		fmt.Fprintf(stdout, "change set #%d %s (%s): approve the whole change at once with knit approve %s --change %s\n",
-			cs.ID, shortChecksum(cs.Checksum), plural(len(cs.Components), "component"), r.Env, shortChecksum(cs.Checksum))
+		what := "approve the whole change at once with"
+		if r.Kind == engine.KindPlan {
+			what = "waits for a decision (knit approvals " + r.Env + "):"
+		}
+		fmt.Fprintf(stdout, "change set #%d %s (%s): %s knit approve %s --change %s\n",
+			cs.ID, shortChecksum(cs.Checksum), plural(len(cs.Components), "component"), what, r.Env, shortChecksum(cs.Checksum))
 	}
 }
 

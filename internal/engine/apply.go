@@ -252,10 +252,10 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// The plan lists resources, actions and counts; attribute names
 		// would cost another tool run per changed component (`knit plan`
 		// and drift ask for them).
-		// A plan that may wait for a person is read (attribute names) and
-		// feeds the plans of what waits behind it (known output values).
-		gated := !s.autoApproved(st.c)
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: gated, KnownOutputs: gated}); err != nil {
+		// A plan that may wait for a person feeds the plans of what waits
+		// behind it, planned ahead for the change set (known output values).
+		ahead := !s.autoApproved(st.c) && s.hasDependents(st.c.Name)
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{KnownOutputs: ahead}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}

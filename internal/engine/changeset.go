@@ -76,6 +76,17 @@ func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkR
 	s.recordChange(entries)
 }
 
+// hasDependents reports whether any component of the environment depends
+// on name.
+func (s *session) hasDependents(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.graph == nil {
+		s.graph = s.env.Graph()
+	}
+	return len(s.graph.DependentsOf(name)) > 0
+}
+
 // heldEntry is a held component's part of the change set.
 func (s *session) heldEntry(name string) store.ChangeSetComponent {
 	h, _ := s.heldPlan(name)

@@ -50,6 +50,8 @@ type session struct {
 	// runs, which hold the lock, open approvals, so for any other
 	// component the store need not be asked.
 	open map[string]bool
+	// graph is the environment's, built once when first asked (hasDependents).
+	graph *dag.Graph
 	// holds are the approvals components wait with in this run, by name.
 	holds map[string]heldPlan
 	// change is the environment's approved change set, if any, for this

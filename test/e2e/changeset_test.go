@@ -149,6 +149,9 @@ func TestAGatedEnvironmentAppliesAfterOneChangeSetApproval(t *testing.T) {
 	if out := w.ok("approvals", "qa/cs").stdout; !strings.Contains(out, cs.Checksum[:12]) || !strings.Contains(out, "local_file.f") {
 		t.Errorf("knit approvals does not show the change set:\n%s", out)
 	}
+	if out := w.ok("plan", "qa/cs").stdout; !strings.Contains(out, "change set #1 "+cs.Checksum[:12]) {
+		t.Errorf("knit plan does not show the change set waiting:\n%s", out)
+	}
 	if w.exists("files/net.txt") {
 		t.Fatal("net was applied before any approval")
 	}
