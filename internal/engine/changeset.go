@@ -121,7 +121,7 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true, KnownOutputs: true})
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)})
 	if err != nil {
 		e.PlanError = "plan: " + firstLine(redact(err.Error(), st.secrets))
 		reason += "; planning it ahead failed: " + e.PlanError
