@@ -212,10 +212,25 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 		return nil, fmt.Errorf("the server refused run %s: %s", id, rv.Error)
 	}
 	res := r.result(wctx, rv, logs)
+	r.attachChange(wctx, res)
 	if rv.Error != "" {
 		return res, errors.New(rv.Error)
 	}
 	return res, nil
+}
+
+// attachChange adds to an apply or plan the change set waiting in its
+// environment, as a local run shows it: the one an apply stopped at, the
+// one a plan of ENV finds waiting. A failure to read it only leaves it out.
+func (r *remoteBackend) attachChange(ctx context.Context, res *engine.Result) {
+	if res == nil || (res.Kind != engine.KindApply && res.Kind != engine.KindPlan) || (res.Kind == engine.KindPlan && res.Revision == 0) {
+		return
+	}
+	sets, err := r.c.ChangeSets(ctx, res.Env, false)
+	if err != nil || len(sets) == 0 || (res.Kind == engine.KindApply && res.Status != store.StatusAwaiting) {
+		return
+	}
+	res.ChangeSet = &sets[0]
 }
 
 // waitRun reads a run's record until it has ended.

@@ -47,6 +47,9 @@ func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkR
 		}
 	}
 	if len(held) == 0 || ctx.Err() != nil {
+		if ctx.Err() == nil && len(s.opts.Components) == 0 {
+			s.outdateChange()
+		}
 		return
 	}
 	s.mu.Lock()
@@ -87,6 +90,23 @@ func (s *session) hasDependents(name string) bool {
 	return len(s.graph.DependentsOf(name)) > 0
 }
 
+// outdateChange marks the waiting change set stale after an apply that
+// left nothing waiting: its plans were decided one by one, or planned again.
+func (s *session) outdateChange() {
+	open, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}})
+	if err != nil {
+		s.runFailed(fmt.Errorf("read the waiting change set: %w", err))
+		return
+	}
+	for _, cs := range open {
+		why := fmt.Sprintf("run %s left nothing waiting for approval", s.run.ID)
+		err := s.e.Store.DecideChangeSet(s.db, cs.ID, store.ChangeSetPending, store.ChangeSetStale, s.opts.Actor, why, s.e.now())
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			s.runFailed(fmt.Errorf("mark change set #%d stale: %w", cs.ID, err))
+		}
+	}
+}
+
 // heldEntry is a held component's part of the change set.
 func (s *session) heldEntry(name string) store.ChangeSetComponent {
 	h, _ := s.heldPlan(name)
@@ -103,6 +123,8 @@ func (s *session) heldEntry(name string) store.ChangeSetComponent {
 func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResult) store.ChangeSetComponent {
 	st := s.newStep(name, Planning)
 	e := store.ChangeSetComponent{Component: name, Gated: !s.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
+	// Its status says why it waits, as for any component behind a hold;
+	// what its plan could not show is the change set's to say.
 	_, code, reason := s.defaultSettle(name, vr)
 	defer func() {
 		st.cr.Log = st.log.finish(nil)
@@ -115,7 +137,6 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	case errors.As(err, &missing):
 		e.KnownAfterApply = fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
 			missing.Variable, missing.Producer, missing.Output, missing.Producer)
-		reason += "; its plan is known only after apply: " + e.KnownAfterApply
 		return e
 	case err != nil:
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
@@ -124,7 +145,6 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)})
 	if err != nil {
 		e.PlanError = "plan: " + firstLine(redact(err.Error(), st.secrets))
-		reason += "; planning it ahead failed: " + e.PlanError
 		return e
 	}
 	st.cr.Plan = plan

@@ -83,8 +83,8 @@ type ChangeSets interface {
 	// ListChangeSets lists the change sets f selects, newest first.
 	ListChangeSets(ctx context.Context, f ChangeSetFilter) ([]ChangeSet, error)
 	// DecideChangeSet moves a change set from `from` to `to`, recording who,
-	// why and when, and, when from is pending, moves each of its
-	// components' approvals from pending to `to` with it (one already
+	// why and when, and, from pending to approved or rejected, moves each
+	// of its components' approvals from pending to `to` with it (one already
 	// decided so, with the same plan, is left as it is), all in one
 	// transaction: a change set or an approval not in the expected status
 	// fails it with ErrConflict, changing nothing.

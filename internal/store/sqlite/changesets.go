@@ -122,8 +122,8 @@ func (s *Store) DecideChangeSet(ctx context.Context, id int64, from, to, actor, 
 			WHERE id = ?`, to, actor, reason, ts(at), id); err != nil {
 			return err
 		}
-		if from != store.ChangeSetPending {
-			return nil
+		if from != store.ChangeSetPending || (to != store.ChangeSetApproved && to != store.ChangeSetRejected) {
+			return nil // only a person's decision decides the plans in it
 		}
 		for _, c := range cs.Components {
 			if c.ApprovalID == 0 {
