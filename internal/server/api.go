@@ -437,21 +437,7 @@ func (s *Server) decideChange(approve bool) http.HandlerFunc {
 // listChangeSets lists change sets, newest first: pending ones unless
 // asked otherwise.
 func (s *Server) listChangeSets(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ref := q.Get("env")
-	if ref != "" {
-		if err := team(r, teamOf(ref)); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
-	statuses := []string{store.ChangeSetPending}
-	if st := q.Get("status"); st == "all" {
-		statuses = nil
-	} else if st != "" {
-		statuses = []string{st}
-	}
-	n, err := limitParam(r)
+	ref, statuses, n, err := pendingFilter(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -470,26 +456,34 @@ func (s *Server) listChangeSets(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"items": sets})
 }
 
-func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+// pendingFilter reads what the lists of approvals and change sets take:
+// env (the token must see its team), status (default pending; all for
+// any) and limit.
+func pendingFilter(r *http.Request) (ref string, statuses []string, n int, err error) {
 	q := r.URL.Query()
-	ref := q.Get("env")
+	ref = q.Get("env")
 	if ref != "" {
 		if err := team(r, teamOf(ref)); err != nil {
-			s.fail(w, r, err)
-			return
+			return "", nil, 0, err
 		}
 	}
-	statuses := []string{store.ApprovalPending}
+	statuses = []string{store.ApprovalPending}
 	if st := q.Get("status"); st == "all" {
 		statuses = nil
 	} else if st != "" {
 		statuses = []string{st}
 	}
-	n, err := limitParam(r)
+	n, err = limitParam(r)
+	return ref, statuses, n, err
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	ref, statuses, n, err := pendingFilter(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	q := r.URL.Query()
 	var after int64
 	if c := q.Get("cursor"); c != "" {
 		if after, err = strconv.ParseInt(c, 10, 64); err != nil || after < 0 {
