@@ -110,4 +110,15 @@ func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	if err != nil || len(pending) != 0 {
 		t.Fatalf("still waiting after the change set's approval: %+v, %v", pending, err)
 	}
+
+	// The run that stopped at the gate ends superseded, linking the apply.
+	runs, err := w.k.History(context.Background(), "shop/five", "", 10)
+	if err != nil || len(runs.Items) != 2 {
+		t.Fatalf("runs of shop/five: %+v, %v", runs.Items, err)
+	}
+	first, second := runs.Items[1], runs.Items[0]
+	run(t, ctx, "the first run", chromedp.Navigate(w.url+"/runs/"+first.ID), chromedp.WaitVisible(chromedp.CSS("p.superseded")))
+	if href := eval[string](t, ctx, `document.querySelector('p.superseded a').getAttribute('href')`); href != "/runs/"+second.ID {
+		t.Errorf("the superseded run links %q, want the apply %s", href, second.ID)
+	}
 }
