@@ -105,3 +105,26 @@ func TestAChangeSetIsDecidedOnceThroughTheAPI(t *testing.T) {
 		t.Fatalf("the rejected change set's plan is not rejected: %+v", page.Items)
 	}
 }
+
+// TestTheAuthorCannotApproveTheirOwnChangeSet: with approval:
+// {requireOtherApprover: true}, the change set's author (the actor of the
+// run that stopped) gets 403, and another operator may approve it.
+func TestTheAuthorCannotApproveTheirOwnChangeSet(t *testing.T) {
+	h := newHarness(t)
+	alice := h.token("alice", "operator")
+	bob := h.token("bob", "operator")
+	h.seed("pay", "prod", envOpts{gated: true, otherApprover: true}, "alice")
+	cs := h.pendingChangeSet("pay/prod", alice)
+	approve := "/api/v1/environments/pay/prod/change-set/approve"
+	if c := h.do(call{method: "POST", path: approve, token: alice, body: map[string]any{"checksum": cs.Checksum}}, 403).errorCode(t); c != "forbidden" {
+		t.Fatalf("self-approval of a change set: %s", c)
+	}
+	if applies(h, "prod-app") != 0 {
+		t.Fatal("a refused self-approval applied something")
+	}
+	var out struct{ RunID string }
+	h.do(call{method: "POST", path: approve, token: bob, body: map[string]any{"checksum": cs.Checksum}}, 200).decode(t, &out)
+	if run := h.waitRun(out.RunID, bob); run["status"] != "succeeded" || applies(h, "prod-app") != 1 {
+		t.Fatalf("bob's approval: %+v, %d applies", run, applies(h, "prod-app"))
+	}
+}
