@@ -57,7 +57,7 @@ func (s *session) apply(ctx context.Context) error {
 		}
 	}
 	if len(doomed) > 0 {
-		s.destroyAll(ctx, g.Subgraph(doomed), s.refusals(doomed, false))
+		s.destroyAll(ctx, g.Subgraph(doomed), s.refusals(doomed, false), false)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -263,7 +263,10 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 	if plan.HasChanges() && !s.autoApproved(st.c) {
 		ok, differs := s.covered(st.c.Name, plan)
 		if ok {
-			return s.applyCovered(ctx, st, p, plan)
+			if err := s.auditCovered(st); err != nil {
+				return st.fail(ctx, err)
+			}
+			return s.applyPlan(ctx, st, p, plan, nil)
 		}
 		if !s.approved(st.c, plan) {
 			return s.hold(st, p, plan, staleWhy, differs)

@@ -131,6 +131,12 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 		s.setCode(st.cr, Waiting, code, reason)
 		_ = s.record(st.op, st.cr, nil, nil)
 	}()
+	if s.kind == KindTeardown {
+		st.op = "destroy"
+		if !live(s.state(name)) {
+			return e // nothing to destroy
+		}
+	}
 	p, err := st.prepare(ctx, false)
 	var missing *missingOutputError
 	switch {
@@ -142,7 +148,11 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)})
+	opts := runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)}
+	if s.kind == KindTeardown {
+		opts = runner.PlanOptions{Destroy: true}
+	}
+	plan, err := p.r.Plan(ctx, p.rc, p.in, opts)
 	if err != nil {
 		e.PlanError = "plan: " + firstLine(redact(err.Error(), st.secrets))
 		return e
@@ -284,17 +294,17 @@ func planDiff(e store.ChangeSetComponent, plan *runner.Plan) string {
 	return strings.Join(diffs, "; ")
 }
 
-// applyCovered applies a component's plan the approved change set
-// covers, recording in the audit trail whose approval it went on.
-func (s *session) applyCovered(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
+// auditCovered records in the audit trail that a component's plan goes
+// on by the approved change set, and whose approval that was.
+func (s *session) auditCovered(st *step) error {
 	cs := s.change
 	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: cs.DecidedBy, Action: "approve",
 		Component: st.c.Name, Revision: s.run.Revision, RunID: s.run.ID, Reason: cs.Reason,
 		Detail: fmt.Sprintf("change set #%d (%s): its plan matched the approved change", cs.ID, shortSum(cs.Checksum)),
 		Time:   s.e.now()}); err != nil {
-		return st.fail(ctx, fmt.Errorf("record the approval by change set #%d: %w", cs.ID, err))
+		return fmt.Errorf("record the approval by change set #%d: %w", cs.ID, err)
 	}
-	return s.applyPlan(ctx, st, p, plan, nil)
+	return nil
 }
 
 // openChange loads the environment's approved change set for the run; one
@@ -328,7 +338,7 @@ func (s *session) closeChange() {
 	}
 	for _, c := range cs.Components {
 		cr := s.result.Component(c.Component)
-		if cr == nil || (cr.Status != Applied && cr.Status != NoChanges && cr.Status != UpToDate) {
+		if cr == nil || (cr.Status != Applied && cr.Status != NoChanges && cr.Status != UpToDate && cr.Status != Destroyed) {
 			return
 		}
 	}

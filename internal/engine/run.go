@@ -193,7 +193,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 			return nil, err
 		}
 	}
-	if kind == KindApply {
+	if kind == KindApply || kind == KindTeardown {
 		if err := s.openChange(ctx); err != nil {
 			return nil, fmt.Errorf("read the approved change set: %w", err)
 		}

@@ -176,6 +176,35 @@ func TestAGatedEnvironmentAppliesAfterOneChangeSetApproval(t *testing.T) {
 	}
 }
 
+// Issue 24 item 1: a gated teardown took five approvals. Tearing down
+// the five gated components stops once, with every destroy plan in one
+// change set; one approval destroys them all, dependents first.
+func TestAGatedTeardownIsApprovedOnce(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"modules/path/main.tf": pathModule, "modules/web/main.tf": pathModule})
+	w.writeFileEnv(fiveInFourLevels())
+	w.ok("apply", "-f", "env.yaml", "--auto-approve")
+	w.writeFileEnv(strings.Replace(fiveInFourLevels(), "  autoApprove: false\n", "  autoApprove: false\n  teardown: true\n", 1))
+	if r := w.knit("apply", "-f", "env.yaml", "--reason", "decommission"); r.code != 3 {
+		t.Fatalf("gated teardown: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	cs := w.pendingChange("qa/cs", "net", "cache", "db", "app", "web")
+	for _, c := range cs.Components {
+		if c.Resources[0].Action != "delete" {
+			t.Errorf("%s: %+v, want a destroy", c.Component, c.Resources)
+		}
+	}
+	w.ok("approve", "qa/cs", "--change", cs.Checksum[:12], "--reason", "CAB-42")
+	for _, c := range []string{"net", "db", "cache", "app", "web"} {
+		if w.exists("files/" + c + ".txt") {
+			t.Errorf("%s survived the approved teardown", c)
+		}
+	}
+	if st := w.status("qa/cs"); st.Status != "torn-down" {
+		t.Fatalf("after one approval: %+v", st)
+	}
+}
+
 // A component planned ahead in an approved change set whose fresh plan
 // does something the change set did not show (its module gained a
 // resource meanwhile) stops for a new approval and says what differs;
