@@ -92,16 +92,12 @@ func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	}
 	checkAxe(t, ctx, "environment with a change set")
 	run(t, ctx, "approve the change set", chromedp.SendKeys(chromedp.CSS("form.decide-change input[name=reason]"), "one review"),
-		chromedp.Click(chromedp.CSS(`form.decide-change button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS("#graph")))
-
+		chromedp.Click(chromedp.CSS(`form.decide-change button[value=approve]`)))
+	// The click leaves the page for the environment's, with the flash.
+	pollAcross(t, ctx, "the approval's page", `location.search.includes("flash=approved") && !!document.querySelector("#graph")`)
 	// The apply takes as long as OpenTofu takes: the deadline only guards
 	// against a hang.
-	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	all := `(() => { const s = ` + nodeStates + `; return ["net","db","cache","app","web"].every(n => s[n] === "applied"); })()`
-	if _, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](all, chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
-		t.Fatalf("the five components were not all applied: %v; graph %v", err, graphStates(t, ctx))
-	}
+	pollAcross(t, ctx, "all five applied", `(() => { const s = `+nodeStates+`; return ["net","db","cache","app","web"].every(n => s[n] === "applied"); })()`)
 	v, err := w.k.Environment(context.Background(), "shop/five")
 	if err != nil || v.Status != "provisioned" {
 		t.Fatalf("shop/five after one click: %s, %v", v.Status, err)
@@ -121,4 +117,26 @@ func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	if href := eval[string](t, ctx, `document.querySelector('p.superseded a').getAttribute('href')`); href != "/runs/"+second.ID {
 		t.Errorf("the superseded run links %q, want the apply %s", href, second.ID)
 	}
+}
+
+// pollAcross polls a JavaScript condition until it holds, for as long as
+// an apply may take, going on when a navigation or a live refresh
+// replaces the page under a poll (Chromium then ends the poll with an
+// error): the deadline only guards against a hang.
+func pollAcross(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	var err error
+	for time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = chromedp.Run(c, chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingInterval(200*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	t.Fatalf("%s: %v; graph %v", what, err, graphStates(t, ctx))
 }
