@@ -157,10 +157,13 @@ it): every waiting plan in it, and the plans of the components behind them,
 which are planned again in their turn and go on without asking while they do
 what the change set showed; one that differs stops and says how.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if change != "" {
-				return cobra.ExactArgs(1)(cmd, args)
+			switch {
+			case change != "" && len(args) != 1:
+				return fmt.Errorf("--change decides the whole change set of ENV: give ENV only, not a component (knit approvals ENV shows the change set)")
+			case change == "" && len(args) != 2:
+				return fmt.Errorf("name ENV and COMPONENT, or ENV and --change CHECKSUM for the whole change set (knit approvals ENV shows both)")
 			}
-			return cobra.ExactArgs(2)(cmd, args)
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
