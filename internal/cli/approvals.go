@@ -18,16 +18,23 @@ import (
 
 func newApprovalsCmd(d *deps) *cobra.Command {
 	var output string
-	var all bool
+	var all, changes bool
 	cmd := &cobra.Command{
 		Use:   "approvals [ENV]",
-		Short: "List plans waiting for a person's approval",
+		Short: "List plans and change sets waiting for a person's approval",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return d.withBackend(cmd.Context(), output, func(b backend) error {
 				statuses := []string{store.ApprovalPending}
 				if all {
 					statuses = nil
+				}
+				sets, err := b.ChangeSets(cmd.Context(), optionalArg(args), statuses...)
+				if err != nil {
+					return err
+				}
+				if changes {
+					return render(d.stdout, output, orEmpty(sets), printChangeSets)
 				}
 				list, err := b.Approvals(cmd.Context(), optionalArg(args), statuses...)
 				if err != nil {
@@ -37,13 +44,55 @@ func newApprovalsCmd(d *deps) *cobra.Command {
 				for _, a := range list {
 					views = append(views, newApprovalView(a))
 				}
-				return render(d.stdout, output, views, printApprovals)
+				return render(d.stdout, output, views, func(w io.Writer, views []approvalView) {
+					printChangeSets(w, sets)
+					printApprovals(w, views)
+				})
 			})
 		},
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&all, "all", false, "include decided, applied and stale approvals")
+	cmd.Flags().BoolVar(&changes, "change-sets", false, "list change sets (whole changes to approve at once) only")
 	return cmd
+}
+
+func orEmpty[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
+
+// printChangeSets lists change sets, each with its components' plans and
+// the command that approves it whole.
+func printChangeSets(w io.Writer, sets []store.ChangeSet) {
+	for _, cs := range sets {
+		fmt.Fprintf(w, "CHANGE SET #%d  %s  %s  checksum %s  %s\n", cs.ID, cs.Env, cs.Status, shortChecksum(cs.Checksum), ago(cs.CreatedAt))
+		for _, c := range cs.Components {
+			what := fmt.Sprintf("+%d ~%d -%d", c.Add, c.Change, c.Destroy)
+			switch {
+			case c.KnownAfterApply != "":
+				what = "known after apply: " + c.KnownAfterApply
+			case c.PlanError != "":
+				what = "not planned: " + c.PlanError
+			}
+			gate := "planned ahead"
+			if c.ApprovalID != 0 {
+				gate = fmt.Sprintf("approval #%d", c.ApprovalID)
+			} else if !c.Gated {
+				gate = "auto-approved"
+			}
+			fmt.Fprintf(w, "  %-20s %-16s %s\n", c.Component, gate, what)
+			for _, r := range c.Resources {
+				fmt.Fprintf(w, "      %-3s %s\n", actionSymbol(runner.Action(r.Action)), r.Address)
+			}
+		}
+		if cs.Status == store.ChangeSetPending {
+			fmt.Fprintf(w, "  approve it all at once: knit approve %s --change %s\n", cs.Env, shortChecksum(cs.Checksum))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 type approvalView struct {
@@ -82,11 +131,11 @@ func printApprovals(w io.Writer, list []approvalView) {
 }
 
 func newDecideCmd(d *deps, approve bool) *cobra.Command {
-	var reason, output, checksum string
+	var reason, output, checksum, change string
 	var noApply bool
-	use, short := "reject ENV COMPONENT [--reason …]", "Reject the plan waiting for approval"
+	use, short := "reject ENV (COMPONENT | --change CHECKSUM) [--reason …]", "Reject the plan or change set waiting for approval"
 	if approve {
-		use, short = "approve ENV COMPONENT [--reason …]", "Approve the exact plan waiting for approval, then apply it"
+		use, short = "approve ENV (COMPONENT | --change CHECKSUM) [--reason …]", "Approve the exact plan or change set waiting for approval, then apply it"
 	}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -101,37 +150,64 @@ refuses to apply it and makes a fresh plan that needs approval.
 
 The decision names the plan by its checksum (knit approvals shows its first
 12 characters, -o json all of it): --checksum is the plan you reviewed, in
-full or those 12 characters or more; without it, the plan waiting now.`,
-		Args: cobra.ExactArgs(2),
+full or those 12 characters or more; without it, the plan waiting now.
+
+--change CHECKSUM decides the whole change set instead (knit approvals shows
+it): every waiting plan in it, and the plans of the components behind them,
+which are planned again in their turn and go on without asking while they do
+what the change set showed; one that differs stops and says how.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case change != "" && len(args) != 1:
+				return fmt.Errorf("--change decides the whole change set of ENV: give ENV only, not a component (knit approvals ENV shows the change set)")
+			case change == "" && len(args) != 2:
+				return fmt.Errorf("name ENV and COMPONENT, or ENV and --change CHECKSUM for the whole change set (knit approvals ENV shows both)")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
 			return d.run(cmd.Context(), runView{output: output}, func(b backend) (knit.RunRequest, error) {
-				sum, err := namedChecksum(cmd.Context(), b, args[0], args[1], checksum)
+				req := knit.DecideRequest{EnvRef: args[0], Approve: approve, Actor: d.actor(), Reason: reason, Source: "cli", ChangeChecksum: change}
+				what := "change set"
+				if change == "" {
+					sum, err := namedChecksum(cmd.Context(), b, args[0], args[1], checksum)
+					if err != nil {
+						return knit.RunRequest{}, err
+					}
+					req.Component, req.PlanChecksum, what = args[1], sum, args[1]
+				}
+				dec, runID, err := b.Decide(cmd.Context(), req)
 				if err != nil {
 					return knit.RunRequest{}, err
 				}
-				a, runID, err := b.Decide(cmd.Context(), knit.DecideRequest{EnvRef: args[0], Component: args[1],
-					Approve: approve, Actor: d.actor(), Reason: reason, PlanChecksum: sum})
-				if err != nil {
-					return knit.RunRequest{}, err
+				env := dec.Approval.Env
+				if cs := dec.ChangeSet; cs != nil {
+					env = cs.Env
+					fmt.Fprintf(d.stderr, "%s: change set #%d (%s, %s) %s by %s\n", cs.Env, cs.ID, shortChecksum(cs.Checksum),
+						plural(len(cs.Components), "component"), cs.Status, cs.DecidedBy)
+				} else {
+					a := dec.Approval
+					fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", a.Env, a.ID, what, a.Status, a.DecidedBy)
 				}
-				fmt.Fprintf(d.stderr, "%s: approval #%d of %s %s by %s\n", a.Env, a.ID, args[1], a.Status, a.DecidedBy)
 				if noApply && runID != "" {
-					fmt.Fprintf(d.stderr, "the server applies it: run %s (knit history %s)\n", runID, a.Env)
+					fmt.Fprintf(d.stderr, "the server applies it: run %s (knit history %s)\n", runID, env)
 				}
 				if !approve || noApply {
 					return knit.RunRequest{}, errDecided
 				}
-				// Apply what ENV is applied at: the approved plan byte for
-				// byte, then what waited (a server has started that run: follow it).
-				return knit.RunRequest{Kind: engine.KindApply, EnvRef: a.Env, Reason: reason, RunID: runID}, nil
+				if runID != "" { // a server has started the apply: follow it
+					return knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Reason: reason, RunID: runID}, nil
+				}
+				return *dec.Apply, nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().StringVar(&checksum, "checksum", "", "the checksum of the plan you reviewed (knit approvals; default: the plan waiting now)")
+	cmd.Flags().StringVar(&change, "change", "", "decide the whole change set with this checksum (knit approvals), not one component's plan")
 	outputFlag(cmd, &output)
 	if approve {
 		cmd.Flags().BoolVar(&noApply, "no-apply", false, "record the approval only; the next knit apply (or the server) applies it")

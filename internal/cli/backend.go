@@ -28,9 +28,13 @@ type backend interface {
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.
 	Target(ctx context.Context, ref string) (*spec.Environment, string, error)
-	// Decide records a decision on a waiting plan; runID is the apply run
-	// a server started for an approval ("" here: the caller starts one).
-	Decide(ctx context.Context, req knit.DecideRequest) (a store.Approval, runID string, err error)
+	// ChangeSets lists change sets of ref ("" = all), newest first; no
+	// statuses means any, else pending ones.
+	ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error)
+	// Decide records a decision on a waiting plan or change set; runID is
+	// the apply run a server started for an approval ("" here: the caller
+	// starts d.Apply).
+	Decide(ctx context.Context, req knit.DecideRequest) (d knit.Decision, runID string, err error)
 	// Run starts req (or, with req.RunID, follows that run already
 	// started on a server), hands every event to req.OnEvent and returns
 	// the result once the run ends. A nil result means it never started.
@@ -51,9 +55,13 @@ func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment
 	return env, env.ID(), nil
 }
 
-func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest) (store.Approval, string, error) {
-	a, err := l.Knit.Decide(ctx, req)
-	return a, "", err
+func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest) (knit.Decision, string, error) {
+	d, err := l.Knit.Decide(ctx, req)
+	return d, "", err
+}
+
+func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
+	return l.Knit.ChangeSets(ctx, ref, 0, statuses...)
 }
 
 func (localBackend) Remote() bool { return false }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +47,12 @@ func printHistory(w io.Writer, runs []store.Run) {
 		if !r.FinishedAt.IsZero() {
 			took = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
 		}
+		why := r.Reason
+		if r.SupersededBy != "" { // the run that replaced it, first
+			why = strings.TrimSpace("superseded by " + r.SupersededBy + "; " + why)
+			why = strings.TrimSuffix(why, ";")
+		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, cell(r.Status), r.Revision, cell(r.Actor),
-			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, lastCell(r.Reason))
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, lastCell(why))
 	}
 }

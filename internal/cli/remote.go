@@ -140,14 +140,32 @@ func (r *remoteBackend) Target(ctx context.Context, ref string) (*spec.Environme
 	return nil, id, err
 }
 
-// Decide sends the decision with the checksum of the plan it is about.
-func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (store.Approval, string, error) {
+// Decide sends the decision with the checksum of the plan or change set
+// it is about.
+func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (knit.Decision, string, error) {
 	id, err := r.resolve(ctx, req.EnvRef)
 	if err != nil {
-		return store.Approval{}, "", err
+		return knit.Decision{}, "", err
+	}
+	if req.ChangeChecksum != "" {
+		d, err := r.c.DecideChange(ctx, id, req.Approve, req.ChangeChecksum, req.Reason)
+		return knit.Decision{ChangeSet: &d.ChangeSet}, d.RunID, err
 	}
 	d, err := r.c.Decide(ctx, id, req.Component, req.Approve, req.PlanChecksum, req.Reason)
-	return d.Approval, d.RunID, err
+	return knit.Decision{Approval: d.Approval}, d.RunID, err
+}
+
+// ChangeSets lists change sets of ref ("" = all the token sees).
+func (r *remoteBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
+	id := ""
+	if ref != "" {
+		var err error
+		if id, err = r.resolve(ctx, ref); err != nil {
+			return nil, err
+		}
+	}
+	sets, err := r.c.ChangeSets(ctx, id, len(statuses) == 0)
+	return sets, err
 }
 
 // Run asks the server for the run (or follows req.RunID), shows its events
@@ -194,10 +212,25 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 		return nil, fmt.Errorf("the server refused run %s: %s", id, rv.Error)
 	}
 	res := r.result(wctx, rv, logs)
+	r.attachChange(wctx, res)
 	if rv.Error != "" {
 		return res, errors.New(rv.Error)
 	}
 	return res, nil
+}
+
+// attachChange adds to an apply or plan the change set waiting in its
+// environment, as a local run shows it: the one an apply stopped at, the
+// one a plan of ENV finds waiting. A failure to read it only leaves it out.
+func (r *remoteBackend) attachChange(ctx context.Context, res *engine.Result) {
+	if res == nil || (res.Kind != engine.KindApply && res.Kind != engine.KindPlan) || (res.Kind == engine.KindPlan && res.Revision == 0) {
+		return
+	}
+	sets, err := r.c.ChangeSets(ctx, res.Env, false)
+	if err != nil || len(sets) == 0 || (res.Kind == engine.KindApply && res.Status != store.StatusAwaiting) {
+		return
+	}
+	res.ChangeSet = &sets[0]
 }
 
 // waitRun reads a run's record until it has ended.

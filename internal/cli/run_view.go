@@ -50,15 +50,24 @@ func printResult(stdout io.Writer, r *engine.Result) {
 	if d := destroys(r); d > 0 && r.Kind != "teardown" {
 		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
 	}
+	if cs := r.ChangeSet; cs != nil {
+		what := "approve the whole change at once with"
+		if r.Kind == engine.KindPlan {
+			what = "waits for a decision (knit approvals " + r.Env + "):"
+		}
+		fmt.Fprintf(stdout, "change set #%d %s (%s): %s knit approve %s --change %s\n",
+			cs.ID, shortChecksum(cs.Checksum), plural(len(cs.Components), "component"), what, r.Env, shortChecksum(cs.Checksum))
+	}
 }
 
 // showsResources: plans and drift checks list the resources each plan
-// touches; applies list them only where a person must decide.
+// touches; applies list them only where a person must decide (and for
+// what waits behind, planned ahead for the change set).
 func showsResources(r *engine.Result, c *engine.ComponentResult) bool {
 	if !c.Plan.HasChanges() {
 		return false
 	}
-	return r.Kind == "plan" || r.Kind == "drift" || c.Status == engine.Awaiting
+	return r.Kind == "plan" || r.Kind == "drift" || c.Status == engine.Awaiting || c.Status == engine.Waiting
 }
 
 // printResources lists a plan's resources, destroys marked so they stand out.

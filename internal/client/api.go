@@ -108,6 +108,49 @@ func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Ap
 	}
 }
 
+// ChangeSets lists change sets of an environment ("" = all the token
+// sees), newest first, pending ones unless all.
+func (c *Client) ChangeSets(ctx context.Context, id string, all bool) ([]store.ChangeSet, error) {
+	q := url.Values{}
+	set(q, "env", id)
+	if all {
+		q.Set("status", "all")
+	}
+	q.Set("limit", "1000")
+	var p struct {
+		Items []store.ChangeSet `json:"items"`
+	}
+	err := c.do(ctx, "GET", "/change-sets", q, nil, &p)
+	return p.Items, err
+}
+
+// ChangeDecision is the server's answer to a change set's approval or
+// rejection: the change set and, for an approval, the apply run it started.
+type ChangeDecision struct {
+	ChangeSet store.ChangeSet `json:"changeSet"`
+	RunID     string          `json:"runId,omitempty"`
+}
+
+// DecideChange approves or rejects the change set waiting in environment
+// id whose checksum is checksum (or starts with it: 12 characters or
+// more); another change set waiting is a 409 (ErrConflict).
+func (c *Client) DecideChange(ctx context.Context, id string, approve bool, checksum, reason string) (ChangeDecision, error) {
+	var d ChangeDecision
+	if checksum == "" {
+		return d, fmt.Errorf("decide the change set of %s: name its checksum (knit approvals %s)", id, id)
+	}
+	p, err := envPath(id)
+	if err != nil {
+		return d, err
+	}
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	err = c.do(ctx, "POST", p+"/change-set/"+verb, nil, map[string]string{"checksum": checksum, "reason": reason}, &d)
+	return d, err
+}
+
 // Decision is the server's answer to an approval or a rejection: the
 // decided approval and, for an approval, the apply run it started.
 type Decision struct {

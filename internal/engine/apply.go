@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -56,15 +57,18 @@ func (s *session) apply(ctx context.Context) error {
 		}
 	}
 	if len(doomed) > 0 {
-		s.destroyAll(ctx, g.Subgraph(doomed), s.refusals(doomed, false))
+		s.destroyAll(ctx, g.Subgraph(doomed), s.refusals(doomed, false), false)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
-	wr := g.Subgraph(keep).WalkAhead(ctx, s.opts.Parallelism, s.prepareAhead, func(ctx context.Context, name string) error {
+	kept := g.Subgraph(keep)
+	wr := kept.WalkAhead(ctx, s.opts.Parallelism, s.prepareAhead, func(ctx context.Context, name string) error {
 		return s.converge(ctx, s.newStep(name, Planning), nil, nil)
 	})
+	s.proposeChange(ctx, kept, wr)
 	s.settle("apply", wr, s.defaultSettle)
+	s.closeChange()
 	return nil
 }
 
@@ -233,6 +237,17 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		}
 		staleWhy = refused.why // the tool refused it, changing nothing: plan again
 	}
+	if approved == nil && staleWhy == "" && plan == nil {
+		// A plan still waiting from the same inputs stays the one a person
+		// reads: a run started for another component (a sibling's
+		// approval) leaves it alone.
+		if a, err := s.stillWaiting(st.c, p.fp); err != nil || a != nil {
+			if err != nil {
+				return st.fail(ctx, err)
+			}
+			return s.holdAgain(st, a)
+		}
+	}
 	if plan == nil && s.autoApproved(st.c) {
 		if pa, ok := p.r.(runner.PlanApplier); ok {
 			if err := s.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
@@ -245,13 +260,25 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// and values cost another tool run per changed component, spent
 		// only where a person will read them (`knit plan`, drift, and a
 		// plan that waits for approval).
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c)}); err != nil {
+		// A plan that may wait for a person feeds the plans of what waits
+		// behind it, planned ahead for the change set (known output values).
+		ahead := !s.autoApproved(st.c) && s.hasDependents(st.c.Name)
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c), KnownOutputs: ahead}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}
 	st.cr.Plan = plan
-	if plan.HasChanges() && !s.approved(st.c, plan) {
-		return s.hold(st, p, plan, staleWhy)
+	if plan.HasChanges() && !s.autoApproved(st.c) {
+		ok, differs := s.covered(st.c.Name, plan)
+		if ok {
+			if err := s.auditCovered(st); err != nil {
+				return st.fail(ctx, err)
+			}
+			return s.applyPlan(ctx, st, p, plan, nil)
+		}
+		if !s.approved(st.c, plan) {
+			return s.hold(st, p, plan, staleWhy, differs)
+		}
 	}
 	return s.applyPlan(ctx, st, p, plan, nil)
 }
@@ -352,24 +379,49 @@ func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runn
 
 // hold stops a component at the approval gate: its plan is kept for a
 // person to approve, and its dependents wait.
-func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy string) error {
+// staleWhy says why an approved plan was not applied; differs how the
+// plan differs from the approved change set.
+func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy, differs string) error {
 	id, err := s.requestApproval(st.c.Name, p.fp, plan)
 	if err != nil {
 		return st.fail(context.Background(), err)
 	}
+	return s.waitFor(st, plan, id, staleWhy, differs)
+}
+
+// holdAgain stops a component at the gate with the approval it already
+// waits with: the plan a person may be reading stays the one to decide.
+func (s *session) holdAgain(st *step, a *store.Approval) error {
+	plan := &runner.Plan{}
+	if err := json.Unmarshal(a.Plan, plan); err != nil {
+		return st.fail(context.Background(), fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err))
+	}
+	s.mu.Lock()
+	s.holds[st.c.Name] = heldPlan{id: a.ID, checksum: a.PlanChecksum}
+	s.mu.Unlock()
+	return s.waitFor(st, plan, a.ID, "", "")
+}
+
+// waitFor records a component waiting with approval #id of plan.
+func (s *session) waitFor(st *step, plan *runner.Plan, id int64, staleWhy, differs string) error {
+	st.cr.Plan = plan
 	what, code := "plan has changes", "awaiting-approval: plan has changes"
 	if plan.Destroying {
 		what, code = s.destroyReason(st.c.Name)+"; the destroy plan", "awaiting-approval: destroy plan"
 	}
 	reason := fmt.Sprintf("%s: approve it with knit approve %s %s (approval #%d)", what, s.env.ID(), st.c.Name, id)
-	if staleWhy != "" {
+	switch {
+	case differs != "":
+		reason = fmt.Sprintf("%s; it needs a new approval: knit approve %s %s (approval #%d)", differs, s.env.ID(), st.c.Name, id)
+		code = "awaiting-approval: plan differs from the approved change"
+	case staleWhy != "":
 		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
 			staleWhy, s.env.ID(), st.c.Name, id)
 	}
 	st.cr.Log = st.log.finish(nil)
 	s.setCode(st.cr, Awaiting, code, reason)
 	prev := s.state(st.c.Name)
-	err = s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+	err := s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	if err != nil {
 		return err
 	}

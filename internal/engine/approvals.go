@@ -190,7 +190,36 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	if err := s.e.Store.CreateApproval(s.db, a); err != nil {
 		return 0, err
 	}
+	s.mu.Lock()
+	s.holds[name] = heldPlan{id: a.ID, checksum: a.PlanChecksum}
+	s.mu.Unlock()
 	return a.ID, nil
+}
+
+// heldPlan returns the approval name waits with in this run.
+func (s *session) heldPlan(name string) (heldPlan, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.holds[name]
+	return h, ok
+}
+
+// stillWaiting returns c's pending approval when it may be held again as
+// it is: made for this revision from the inputs c has now (fp), its saved
+// plan intact, in an apply that asks nobody at a terminal. A change a run
+// makes elsewhere (a sibling's apply) cannot affect such a plan.
+func (s *session) stillWaiting(c *spec.Component, fp string) (*store.Approval, error) {
+	if s.kind != KindApply || s.opts.Confirm != nil || s.opts.Refresh || s.autoApproved(c) {
+		return nil, nil
+	}
+	a, err := s.openApproval(c.Name)
+	if a == nil || err != nil || a.Status != store.ApprovalPending {
+		return nil, err
+	}
+	if s.staleness(*a, fp) != "" {
+		return nil, nil // planned again: the new plan replaces it
+	}
+	return a, nil
 }
 
 // Decide approves or rejects the plan awaiting approval for component, as

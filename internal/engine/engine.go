@@ -139,6 +139,9 @@ type Result struct {
 	Status     string             `json:"status"`
 	Error      string             `json:"error,omitempty"`
 	Components []*ComponentResult `json:"components"`
+	// ChangeSet is the change a gated apply stopped at, to approve at once
+	// (nil when nothing waits).
+	ChangeSet *store.ChangeSet `json:"changeSet,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

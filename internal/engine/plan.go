@@ -7,6 +7,7 @@ import (
 
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
 )
 
 // Plan computes what Apply would change, for every selected component,
@@ -19,7 +20,22 @@ func (e *Engine) Plan(ctx context.Context, env *spec.Environment, opts Options) 
 
 func (s *session) plan(ctx context.Context) error {
 	s.planned = map[string]*runner.Plan{}
-	return s.walkSelected(ctx, "plan", s.planOne)
+	if err := s.walkSelected(ctx, "plan", s.planOne); err != nil {
+		return err
+	}
+	// A plan of what ENV is applied at shows the change set waiting for a
+	// decision, if any, with the checksum that decides it.
+	if s.run.Revision == 0 {
+		return nil
+	}
+	sets, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("read the waiting change set: %w", err)
+	}
+	if len(sets) == 1 {
+		s.result.ChangeSet = &sets[0]
+	}
+	return nil
 }
 
 func (s *session) planOne(ctx context.Context, name string) error {

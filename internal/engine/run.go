@@ -50,6 +50,13 @@ type session struct {
 	// runs, which hold the lock, open approvals, so for any other
 	// component the store need not be asked.
 	open map[string]bool
+	// graph is the environment's, built once when first asked (hasDependents).
+	graph *dag.Graph
+	// holds are the approvals components wait with in this run, by name.
+	holds map[string]heldPlan
+	// change is the environment's approved change set, if any, for this
+	// run's revision: plans it covers go on without asking (covered).
+	change *store.ChangeSet
 	// aheadLogs holds what runners logged preparing components ahead of
 	// their turn (prepareAhead), until the turn takes it.
 	aheadLogs map[string]string
@@ -165,7 +172,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 	if err != nil {
 		return nil, fmt.Errorf("read open approvals: %w", err)
 	}
-	s.open = make(map[string]bool, len(open))
+	s.open, s.holds = make(map[string]bool, len(open)), map[string]heldPlan{}
 	for _, a := range open {
 		s.open[a.Component] = true
 	}
@@ -178,6 +185,18 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, 
 		Actor: opts.Actor, Reason: opts.Reason, Source: opts.Source, PID: e.PID, StartedAt: now}
 	if err := e.Store.CreateRun(ctx, s.run); err != nil {
 		return nil, fmt.Errorf("record run: %w", err)
+	}
+	if kind == KindApply || kind == KindTeardown {
+		// This run decides every gate again: the runs that stopped at one
+		// end superseded by it.
+		if _, err := e.Store.SupersedeRuns(ctx, env.ID(), runID); err != nil {
+			return nil, err
+		}
+	}
+	if kind == KindApply || kind == KindTeardown {
+		if err := s.openChange(ctx); err != nil {
+			return nil, fmt.Errorf("read the approved change set: %w", err)
+		}
 	}
 	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev}
 	s.publish(Event{Kind: RunStarted, Time: now, RunKind: kind})

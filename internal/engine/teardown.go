@@ -73,7 +73,8 @@ func (s *session) teardown(ctx context.Context) error {
 		g = g.WithDependents(s.opts.Components)
 	}
 	names := g.Vertices()
-	s.destroyAll(ctx, g, s.refusals(names, true))
+	s.destroyAll(ctx, g, s.refusals(names, true), true)
+	s.closeChange()
 	return nil
 }
 
@@ -140,9 +141,11 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // destroyAll walks g reversed, destroying each component once everything
-// that depends on it is gone.
-func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[string]string) {
-	wr := g.Reverse().Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+// that depends on it is gone. With propose, what a held destroy leaves
+// waiting is planned ahead into a change set (proposeChange).
+func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[string]string, propose bool) {
+	rg := g.Reverse()
+	wr := rg.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		if why, ok := refused[name]; ok {
 			cr := s.add(name, Refused)
 			s.setCode(cr, Refused, "refused: "+why, why)
@@ -151,6 +154,9 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 		}
 		return s.destroyOne(ctx, name)
 	})
+	if propose {
+		s.proposeChange(ctx, rg, wr)
+	}
 	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, string, string) {
 		if why, ok := refused[name]; ok {
 			return Refused, "refused: " + why, why
@@ -214,8 +220,13 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	if !plan.HasChanges() {
 		return s.destroyed(st)
 	}
-	if !s.approved(st.c, plan) {
-		return s.hold(st, p, plan, staleWhy)
+	ok, differs := s.covered(name, plan)
+	if ok {
+		if err := s.auditCovered(st); err != nil {
+			return st.fail(ctx, err)
+		}
+	} else if !s.approved(st.c, plan) {
+		return s.hold(st, p, plan, staleWhy, differs)
 	}
 	return s.applyDestroy(ctx, st, p, plan, nil)
 }

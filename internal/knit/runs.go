@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
+	"strings"
 	"time"
 
 	"knit.dev/knit/internal/engine"
@@ -108,21 +108,40 @@ func (k *Knit) Lookup(id string) (*engine.Run, bool) { return k.engine.Lookup(id
 // Cancel interrupts a run of this process by ID.
 func (k *Knit) Cancel(id string) error { return k.engine.Cancel(id) }
 
-// DecideRequest approves or rejects the plan a component waits with.
+// DecideRequest approves or rejects a waiting plan: a component's (by
+// Component and PlanChecksum) or the whole change set of the environment
+// (by ChangeChecksum).
 type DecideRequest struct {
 	EnvRef    string
 	Component string
 	Approve   bool
 	Actor     string
 	Reason    string
-	// PlanChecksum is required and must be the waiting plan's: a person
-	// approves the plan they saw, not a newer one (ErrChecksumRequired when
-	// empty, ErrChecksumMismatch when another plan waits).
+	// Source says through what the decision came ("cli", "api",
+	// "dashboard"), for the apply that carries it out.
+	Source string
+	// PlanChecksum is required for a component's plan and must be the
+	// waiting plan's: a person approves the plan they saw, not a newer one
+	// (ErrChecksumRequired when empty, ErrChecksumMismatch when another
+	// plan waits).
 	PlanChecksum string
+	// ChangeChecksum, instead of Component and PlanChecksum, decides the
+	// environment's waiting change set with that checksum (or its first
+	// 12 characters or more): every plan in it at once.
+	ChangeChecksum string
+}
+
+// Decision is a recorded decision: the component's approval or the change
+// set decided, and, for an approval, the apply that carries it out, which
+// the adapter starts (or queues) as it is.
+type Decision struct {
+	Approval  store.Approval
+	ChangeSet *store.ChangeSet
+	Apply     *RunRequest
 }
 
 // ErrChecksumRequired: a decision did not name the plan it is about.
-var ErrChecksumRequired = errors.New("a decision must name the checksum of the plan it is about")
+var ErrChecksumRequired = engine.ErrChecksumRequired
 
 // ErrChecksumMismatch: the plan waiting for approval is not the one named.
 var ErrChecksumMismatch = engine.ErrChecksumMismatch
@@ -131,47 +150,119 @@ var ErrChecksumMismatch = engine.ErrChecksumMismatch
 // author of the change.
 var ErrSelfApproval = errors.New("the author of a change may not approve it")
 
-// Decide records a person's decision on a waiting plan, with who and why.
-// It applies nothing: start an apply of the environment (EnvRef) to apply
-// the approved plan byte for byte and carry on with what waited.
+// Decide records a person's decision on a waiting plan or change set,
+// with who and why, and returns the apply that carries an approval out:
+// it applies the approved plans byte for byte and carries on with what
+// waited. Decide itself applies nothing.
 //
 // This is the one door every adapter decides through: the environment is
 // resolved as ctx's caller sees it (WithCaller), so a team-limited token
-// is refused another team's plan (ErrForbidden) however EnvRef names it,
-// and a decision without the plan's checksum is refused
-// (ErrChecksumRequired) before anything is recorded.
-func (k *Knit) Decide(ctx context.Context, req DecideRequest) (store.Approval, error) {
+// is refused another team's plan or change set (ErrForbidden) however
+// EnvRef names it, and a decision without the checksum of what it is
+// about is refused (ErrChecksumRequired) before anything is recorded.
+func (k *Knit) Decide(ctx context.Context, req DecideRequest) (Decision, error) {
 	env, rec, err := k.AppliedSpec(ctx, req.EnvRef)
 	if err != nil {
-		return store.Approval{}, err
+		return Decision{}, err
 	}
+	var d Decision
+	if req.ChangeChecksum != "" || req.Component == "" {
+		d, err = k.decideChange(ctx, env, rec, req)
+	} else {
+		d, err = k.decidePlan(ctx, env, rec, req)
+	}
+	if err != nil || !req.Approve {
+		return d, err
+	}
+	d.Apply = &RunRequest{Kind: engine.KindApply, EnvRef: rec.ID, Actor: req.Actor, Reason: req.Reason, Source: req.Source}
+	return d, nil
+}
+
+// decidePlan decides one component's waiting plan.
+func (k *Knit) decidePlan(ctx context.Context, env *spec.Environment, rec store.Environment, req DecideRequest) (Decision, error) {
 	if req.PlanChecksum == "" {
-		return store.Approval{}, fmt.Errorf("%w: %s of %s (knit approvals %s lists the waiting plan and its checksum)",
+		return Decision{}, fmt.Errorf("%w: %s of %s (knit approvals %s lists the waiting plan and its checksum)",
 			ErrChecksumRequired, req.Component, rec.ID, rec.ID)
 	}
 	a, err := k.store.OpenApproval(ctx, rec.ID, req.Component)
-	if err == nil && a.Status == store.ApprovalPending {
-		if req.Approve && env.Spec.Approval != nil && env.Spec.Approval.RequireOtherApprover {
-			author, err := k.author(ctx, a)
-			if err != nil {
-				return a, err
-			}
-			if author == req.Actor {
-				return a, fmt.Errorf("%w: %s made the change that approval #%d is for, and %s requires another approver",
-					ErrSelfApproval, author, a.ID, rec.ID)
+	if err == nil && a.Status == store.ApprovalPending && req.Approve {
+		if err := k.checkApprover(ctx, env, rec, a.RunID, req.Actor, fmt.Sprintf("approval #%d", a.ID)); err != nil {
+			return Decision{Approval: a}, err
+		}
+	}
+	a, err = k.engine.DecidePlan(ctx, env, req.Component, req.PlanChecksum, req.Approve, req.Actor, req.Reason)
+	return Decision{Approval: a}, err
+}
+
+// decideChange decides the environment's waiting change set.
+func (k *Knit) decideChange(ctx context.Context, env *spec.Environment, rec store.Environment, req DecideRequest) (Decision, error) {
+	if req.ChangeChecksum == "" {
+		return Decision{}, fmt.Errorf("%w: the change set of %s (knit approvals %s lists it and its checksum)",
+			ErrChecksumRequired, rec.ID, rec.ID)
+	}
+	if req.Component != "" {
+		return Decision{}, fmt.Errorf("a decision is about a component's plan or the whole change set, not both: leave out %s, or the change set's checksum", req.Component)
+	}
+	if req.Approve {
+		sets, err := k.store.ListChangeSets(ctx, store.ChangeSetFilter{Env: rec.ID, Statuses: []string{store.ChangeSetPending}, Limit: 1})
+		if err != nil {
+			return Decision{}, err
+		}
+		if len(sets) == 1 {
+			if err := k.checkApprover(ctx, env, rec, sets[0].RunID, req.Actor, fmt.Sprintf("change set #%d", sets[0].ID)); err != nil {
+				return Decision{}, err
 			}
 		}
 	}
-	return k.engine.DecidePlan(ctx, env, req.Component, req.PlanChecksum, req.Approve, req.Actor, req.Reason)
+	cs, err := k.engine.DecideChange(ctx, rec.ID, req.ChangeChecksum, req.Approve, req.Actor, req.Reason)
+	return Decision{ChangeSet: &cs}, err
 }
 
-// author is who made the change an approval is for: the actor of the run
-// that planned it (a git commit's author, for a run the server started
-// from a commit).
-func (k *Knit) author(ctx context.Context, a store.Approval) (string, error) {
-	r, err := k.store.Run(ctx, a.RunID)
-	if err != nil {
-		return "", fmt.Errorf("approval #%d: %w", a.ID, err)
+// checkApprover refuses the author of the change (the actor of the run
+// that planned it, a git commit's author for a run the server started
+// from a commit) when the environment requires another approver.
+func (k *Knit) checkApprover(ctx context.Context, env *spec.Environment, rec store.Environment, runID, actor, what string) error {
+	if env.Spec.Approval == nil || !env.Spec.Approval.RequireOtherApprover {
+		return nil
 	}
-	return r.Actor, nil
+	r, err := k.store.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if r.Actor == actor {
+		return fmt.Errorf("%w: %s made the change that %s is for, and %s requires another approver",
+			ErrSelfApproval, r.Actor, what, rec.ID)
+	}
+	return nil
+}
+
+// ChangeSets lists an environment's change sets ("" = every environment
+// the caller sees), newest first, with a status among statuses (none:
+// any), at most n (<= 0: all).
+func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]store.ChangeSet, error) {
+	f := store.ChangeSetFilter{Statuses: statuses, Limit: n}
+	if ref != "" {
+		e, err := k.ResolveEnv(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		f.Env = e.ID
+	}
+	sets, err := k.store.ListChangeSets(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := sets[:0]
+	for _, cs := range sets {
+		if visibleTo(ctx, teamOf(cs.Env)) {
+			out = append(out, cs)
+		}
+	}
+	return out, nil
+}
+
+// teamOf is the team of an environment ID (team/env).
+func teamOf(id string) string {
+	team, _, _ := strings.Cut(id, "/")
+	return team
 }

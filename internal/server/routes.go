@@ -30,11 +30,15 @@ func (s *Server) routes() {
 	h("POST /api/v1/environments/{team}/{env}/components/{name}/approve", s.authed(operator, s.decide(true)))
 	h("POST /api/v1/environments/{team}/{env}/components/{name}/reject", s.authed(operator, s.decide(false)))
 
+	h("POST /api/v1/environments/{team}/{env}/change-set/approve", s.authed(operator, s.decideChange(true)))
+	h("POST /api/v1/environments/{team}/{env}/change-set/reject", s.authed(operator, s.decideChange(false)))
+
 	h("GET /api/v1/runs/{id}", s.authed(viewer, s.getRun))
 	h("POST /api/v1/runs/{id}/cancel", s.authed(operator, s.cancelRun))
 	h("GET /api/v1/runs/{id}/events", s.authed(viewer, s.runEvents))
 
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))
+	h("GET /api/v1/change-sets", s.authed(viewer, s.listChangeSets))
 	h("GET /api/v1/audit", s.authed(viewer, s.listAudit))
 	h("POST /api/v1/webhooks/git", s.gitWebhook)
 }

@@ -43,6 +43,9 @@ const (
 	StatusFailed      = "failed"
 	StatusInterrupted = "interrupted"
 	StatusAwaiting    = "awaiting-approval"
+	// StatusSuperseded is a run that stopped at the approval gate and was
+	// replaced by a later run of its environment (Run.SupersededBy).
+	StatusSuperseded = "superseded"
 )
 
 // Environment is one environment knit knows.
@@ -99,6 +102,8 @@ type Run struct {
 	PID        int       `json:"pid,omitempty"`
 	StartedAt  time.Time `json:"startedAt"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// SupersededBy names the run that replaced this one (StatusSuperseded).
+	SupersededBy string `json:"supersededBy,omitempty"`
 }
 
 // ComponentRun is what one run did to one component.
@@ -354,6 +359,7 @@ type Store interface {
 	ReleaseLock(ctx context.Context, env, runID string) error
 
 	Approvals
+	ChangeSets
 	Tokens
 	ToolProcesses
 	Outbox

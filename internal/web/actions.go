@@ -150,8 +150,10 @@ func (w *Web) decisions(ctx context.Context, s *session, env, component, back st
 }
 
 type approvalsPage struct {
-	Waiting []approvalItem
-	Recent  []approvalItem
+	// ChangeSets are the whole changes waiting, each approved at once.
+	ChangeSets []store.ChangeSet
+	Waiting    []approvalItem
+	Recent     []approvalItem
 }
 
 // approvals lists what waits for a decision, with each plan and checksum,
@@ -175,6 +177,10 @@ func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	slices.Reverse(p.Waiting)
+	if p.ChangeSets, err = w.waitingChanges(r.Context(), "", s.Token); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
 	w.render(rw, r, s, http.StatusOK, "approvals", "Approvals", "approvals", p)
 }
 
@@ -186,22 +192,26 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	a, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
-		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum")})
+	d, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
+		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum"),
+		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"})
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	env := a.Env
+	env, what := d.Approval.Env, comp
+	if d.ChangeSet != nil {
+		env, what = d.ChangeSet.Env, fmt.Sprintf("change set #%d", d.ChangeSet.ID)
+	}
 	back := safeNext(r.PostFormValue("back"))
-	if !approve {
+	if d.Apply == nil {
 		if back == "/" {
 			back = "/approvals"
 		}
-		http.Redirect(rw, r, back+"?flash="+url.QueryEscape("rejected "+comp+" in "+env), http.StatusSeeOther)
+		http.Redirect(rw, r, back+"?flash="+url.QueryEscape("rejected "+what+" in "+env), http.StatusSeeOther)
 		return
 	}
-	runID, err := w.enqueue(knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: s.Token.Name, Reason: reason, Source: "dashboard"}, env)
+	runID, err := w.enqueue(*d.Apply, env)
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -209,7 +219,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	if back == "/" {
 		back = "/env/" + env
 	}
-	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+comp+"; applying in run "+runID), http.StatusSeeOther)
+	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+what+"; applying in run "+runID), http.StatusSeeOther)
 }
 
 type auditPage struct {

@@ -41,6 +41,8 @@ type envPage struct {
 	Decisions    []approvalItem
 	DiffA, DiffB int
 	Live         string
+	// ChangeSet is the change waiting to be approved at once, if any.
+	ChangeSet *store.ChangeSet
 }
 
 func (w *Web) envRef(r *http.Request, s *session) (string, error) {
@@ -108,6 +110,13 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	p.Revisions = revs.Items
 	if len(p.Revisions) > 1 {
 		p.DiffA, p.DiffB = p.Revisions[1].Number, p.Revisions[0].Number
+	}
+	sets, err := w.k.ChangeSets(ctx, id, 1, store.ChangeSetPending)
+	if err != nil {
+		return p, err
+	}
+	if len(sets) == 1 {
+		p.ChangeSet = &sets[0]
 	}
 	runs, err := w.k.History(ctx, id, "", 15)
 	if err != nil {

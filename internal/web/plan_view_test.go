@@ -14,7 +14,7 @@ import (
 // runner masked it) and the plan's notes.
 func TestComponentPlanShowsValueChangesAndNotes(t *testing.T) {
 	funcs := template.FuncMap{"ago": func(any) string { return "" }, "when": func(any) string { return "" }}
-	tpl := template.Must(template.New("component").Funcs(funcs).ParseFS(templateFS, "templates/_*.html", "templates/component.html"))
+	tpl := template.Must(template.New("component").Funcs(funcs).ParseFS(templateFS, "templates/partials/*.html", "templates/component.html"))
 	page := componentPage{EnvID: "t/e", Name: "podinfo", Plan: &runner.Plan{Change: 1,
 		Resources: []runner.ResourceChange{{Address: "Deployment/web/podinfo", Action: runner.ActionUpdate,
 			Attributes: []string{"spec.replicas", "data.pw"},

@@ -64,7 +64,7 @@ type Web struct {
 	teamsAt    time.Time
 }
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/partials/*.html
 var templateFS embed.FS
 
 // Only what pages load is embedded: axe-core is vendored for tests alone.
@@ -96,7 +96,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "when": when, "commit": newCommit}
+	funcs := template.FuncMap{"ago": w.ago, "when": when, "commit": newCommit, "changeForm": newChangeForm}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
+		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials/*.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", base, err)
 		}

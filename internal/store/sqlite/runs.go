@@ -22,8 +22,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		r.StartedAt = s.now()
 	}
 	return s.write(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt), r.SupersededBy)
 		if err != nil {
 			return fmt.Errorf("create run %s: %w", r.ID, err)
 		}
@@ -62,12 +62,12 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at tim
 	})
 }
 
-const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at`
+const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
-		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy)
 	return r, err
 }
 

@@ -55,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"ListApprovals", plain(testListApprovals)},
 		{"DecideApproval", plain(testDecideApproval)},
 		{"DecideApprovalRace", plain(testDecideApprovalRace)},
+		{"ChangeSets", plain(testChangeSets)},
+		{"SupersedeRuns", plain(testSupersedeRuns)},
 		{"Audit", plain(testAudit)},
 		{"ConcurrentWrites", plain(testConcurrentWrites)},
 		{"ToolProcesses", testToolProcesses},

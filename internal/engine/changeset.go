@@ -1,0 +1,410 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+// A change set is the whole change a gated apply stops at: the exact plans
+// of the components that wait for a person and, planned ahead from what
+// those plans say they will output, the plans of the components waiting
+// behind them. A person approves it once (DecideChange); the apply that
+// follows applies the approved plans, plans each component behind them
+// again in its turn, and goes on without asking while a plan does to the
+// same resources what the approved change showed (covered). A plan that
+// differs stops for a new approval, saying what differs.
+
+// heldPlan is the approval a component waits with in this run.
+type heldPlan struct {
+	id       int64
+	checksum string
+}
+
+// proposeChange, after an apply's walk, plans ahead the components waiting
+// behind the held ones and records the change set of them all, unless the
+// open one is the same change. It changes no resource.
+func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkResult) {
+	var held, waiting []string
+	for _, name := range g.Vertices() {
+		switch wr.Vertices[name].Status {
+		case dag.Held:
+			if _, ok := s.heldPlan(name); ok {
+				held = append(held, name)
+			}
+		case dag.Waiting:
+			waiting = append(waiting, name)
+		}
+	}
+	if len(held) == 0 || ctx.Err() != nil {
+		if ctx.Err() == nil && len(s.opts.Components) == 0 {
+			s.outdateChange()
+		}
+		return
+	}
+	s.mu.Lock()
+	s.planned = map[string]*runner.Plan{}
+	for _, name := range held {
+		if cr := s.result.Component(name); cr != nil && cr.Plan != nil {
+			s.planned[name] = cr.Plan
+		}
+	}
+	s.mu.Unlock()
+	entries := make(map[string]store.ChangeSetComponent, len(held)+len(waiting))
+	for _, name := range held {
+		entries[name] = s.heldEntry(name)
+	}
+	ahead := g.Subgraph(waiting).Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+		e := s.planAhead(ctx, name, wr.Vertices[name])
+		s.mu.Lock()
+		entries[name] = e
+		s.mu.Unlock()
+		return nil
+	})
+	for name, vr := range ahead.Vertices {
+		if _, ok := entries[name]; !ok && vr.Status != dag.Succeeded {
+			return // interrupted: no change set of a part of the change
+		}
+	}
+	s.recordChange(entries)
+}
+
+// hasDependents reports whether any component of the environment depends
+// on name.
+func (s *session) hasDependents(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.graph == nil {
+		s.graph = s.env.Graph()
+	}
+	return len(s.graph.DependentsOf(name)) > 0
+}
+
+// outdateChange marks the waiting change set stale after an apply that
+// left nothing waiting: its plans were decided one by one, or planned again.
+func (s *session) outdateChange() {
+	open, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}})
+	if err != nil {
+		s.runFailed(fmt.Errorf("read the waiting change set: %w", err))
+		return
+	}
+	for _, cs := range open {
+		why := fmt.Sprintf("run %s left nothing waiting for approval", s.run.ID)
+		err := s.e.Store.DecideChangeSet(s.db, cs.ID, store.ChangeSetPending, store.ChangeSetStale, s.opts.Actor, why, s.e.now())
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			s.runFailed(fmt.Errorf("mark change set #%d stale: %w", cs.ID, err))
+		}
+	}
+}
+
+// heldEntry is a held component's part of the change set.
+func (s *session) heldEntry(name string) store.ChangeSetComponent {
+	h, _ := s.heldPlan(name)
+	e := store.ChangeSetComponent{Component: name, ApprovalID: h.id, PlanChecksum: h.checksum, Gated: true}
+	if cr := s.result.Component(name); cr != nil {
+		fillEntry(&e, cr.Plan)
+	}
+	return e
+}
+
+// planAhead plans a component waiting behind a held one, from the outputs
+// its producers' plans already know, and records it waiting with that
+// plan. An input known only after a producer is applied is marked so.
+func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResult) store.ChangeSetComponent {
+	st := s.newStep(name, Planning)
+	e := store.ChangeSetComponent{Component: name, Gated: !s.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
+	// Its status says why it waits, as for any component behind a hold;
+	// what its plan could not show is the change set's to say.
+	_, code, reason := s.defaultSettle(name, vr)
+	defer func() {
+		st.cr.Log = st.log.finish(nil)
+		s.setCode(st.cr, Waiting, code, reason)
+		_ = s.record(st.op, st.cr, nil, nil)
+	}()
+	if s.kind == KindTeardown {
+		st.op = "destroy"
+		if !live(s.state(name)) {
+			return e // nothing to destroy
+		}
+	}
+	p, err := st.prepare(ctx, false)
+	var missing *missingOutputError
+	switch {
+	case errors.As(err, &missing):
+		e.KnownAfterApply = fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
+			missing.Variable, missing.Producer, missing.Output, missing.Producer)
+		return e
+	case err != nil:
+		e.PlanError = firstLine(redact(err.Error(), st.secrets))
+		return e
+	}
+	opts := runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)}
+	if s.kind == KindTeardown {
+		opts = runner.PlanOptions{Destroy: true}
+	}
+	plan, err := p.r.Plan(ctx, p.rc, p.in, opts)
+	if err != nil {
+		e.PlanError = "plan: " + firstLine(redact(err.Error(), st.secrets))
+		return e
+	}
+	st.cr.Plan = plan
+	s.mu.Lock()
+	s.planned[name] = plan
+	s.mu.Unlock()
+	fillEntry(&e, plan)
+	return e
+}
+
+// fillEntry copies what a change set keeps of plan into e.
+func fillEntry(e *store.ChangeSetComponent, plan *runner.Plan) {
+	e.Resources = resourcesOf(plan)
+	if plan != nil {
+		e.Add, e.Change, e.Destroy, e.Destroying = plan.Add, plan.Change, plan.Destroy, plan.Destroying
+	}
+}
+
+// resourcesOf lists plan's resources and actions, by address.
+func resourcesOf(plan *runner.Plan) []store.ChangeSetResource {
+	out := []store.ChangeSetResource{}
+	if plan == nil {
+		return out
+	}
+	for _, r := range plan.Resources {
+		out = append(out, store.ChangeSetResource{Address: r.Address, Action: string(r.Action)})
+	}
+	slices.SortFunc(out, func(a, b store.ChangeSetResource) int { return strings.Compare(a.Address, b.Address) })
+	return out
+}
+
+// recordChange records the change set of entries, or keeps the open one
+// when it is the same change (a run that found the same plans waiting).
+func (s *session) recordChange(entries map[string]store.ChangeSetComponent) {
+	cs := store.ChangeSet{Env: s.env.ID(), RunID: s.run.ID, Revision: s.run.Revision, CreatedAt: s.e.now()}
+	for _, name := range s.inGraphOrder(slices.Sorted(maps.Keys(entries))) {
+		cs.Components = append(cs.Components, entries[name])
+	}
+	cs.Checksum = ChangeSetChecksum(cs)
+	open, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}, Limit: 1})
+	if err != nil {
+		s.runFailed(fmt.Errorf("read the open change set: %w", err))
+		return
+	}
+	if len(open) == 1 && open[0].Checksum == cs.Checksum {
+		cs = open[0]
+	} else if err := s.e.Store.CreateChangeSet(s.db, &cs); err != nil {
+		s.runFailed(fmt.Errorf("record the change set: %w", err))
+		return
+	}
+	s.result.ChangeSet = &cs
+}
+
+// inGraphOrder sorts names as they depend on each other: by level in the
+// environment's graph, then by name (as results are).
+func (s *session) inGraphOrder(names []string) []string {
+	level := map[string]int{}
+	if levels, err := s.env.Graph().Levels(); err == nil {
+		for i, l := range levels {
+			for _, n := range l {
+				level[n] = i
+			}
+		}
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return level[a] - level[b] })
+	return names
+}
+
+// ChangeSetChecksum is the SHA-256 of what a change set shows: its
+// environment, revision and every component's entry.
+func ChangeSetChecksum(cs store.ChangeSet) string {
+	body, _ := json.Marshal(struct {
+		Env        string                     `json:"env"`
+		Revision   int                        `json:"revision"`
+		Components []store.ChangeSetComponent `json:"components"`
+	}{cs.Env, cs.Revision, cs.Components})
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// covered reports whether the approved change set covers plan, a fresh
+// plan of a component planned ahead in it; when it does not, differs says
+// why ("" when the change set does not name the component).
+func (s *session) covered(name string, plan *runner.Plan) (ok bool, differs string) {
+	cs := s.change
+	if cs == nil {
+		return false, ""
+	}
+	i := slices.IndexFunc(cs.Components, func(c store.ChangeSetComponent) bool { return c.Component == name })
+	if i < 0 || cs.Components[i].ApprovalID != 0 {
+		return false, "" // not in it, or held: its exact plan was approved
+	}
+	e := cs.Components[i]
+	switch {
+	case e.KnownAfterApply != "":
+		return false, fmt.Sprintf("the approved change set #%d could not show the plan of %s (%s)", cs.ID, name, e.KnownAfterApply)
+	case e.PlanError != "":
+		return false, fmt.Sprintf("the approved change set #%d could not show the plan of %s (%s)", cs.ID, name, e.PlanError)
+	}
+	if d := planDiff(e, plan); d != "" {
+		return false, fmt.Sprintf("the plan of %s differs from the approved change set #%d: %s", name, cs.ID, d)
+	}
+	return true, ""
+}
+
+// planDiff says how plan differs from what e showed, by resource address
+// and action ("" when it does not).
+func planDiff(e store.ChangeSetComponent, plan *runner.Plan) string {
+	var diffs []string
+	if e.Destroying != plan.Destroying {
+		diffs = append(diffs, fmt.Sprintf("the plan is a destroy: %v, the approved change's: %v", plan.Destroying, e.Destroying))
+	}
+	shown := map[string]string{}
+	for _, r := range e.Resources {
+		shown[r.Address] = r.Action
+	}
+	now := resourcesOf(plan)
+	for _, r := range now {
+		was, ok := shown[r.Address]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("plan gained %s (%s), which the approved change did not show", r.Address, r.Action))
+		case was != r.Action:
+			diffs = append(diffs, fmt.Sprintf("plan would %s %s, where the approved change showed %s", r.Action, r.Address, was))
+		}
+		delete(shown, r.Address)
+	}
+	for _, r := range e.Resources {
+		if _, ok := shown[r.Address]; ok {
+			diffs = append(diffs, fmt.Sprintf("plan no longer has %s (%s), which the approved change showed", r.Address, r.Action))
+		}
+	}
+	if len(now) == 0 && len(e.Resources) == 0 && (e.Add != plan.Add || e.Change != plan.Change || e.Destroy != plan.Destroy) {
+		diffs = append(diffs, fmt.Sprintf("plan has +%d ~%d -%d, the approved change showed +%d ~%d -%d",
+			plan.Add, plan.Change, plan.Destroy, e.Add, e.Change, e.Destroy))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// auditCovered records in the audit trail that a component's plan goes
+// on by the approved change set, and whose approval that was.
+func (s *session) auditCovered(st *step) error {
+	cs := s.change
+	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: cs.DecidedBy, Action: "approve",
+		Component: st.c.Name, Revision: s.run.Revision, RunID: s.run.ID, Reason: cs.Reason,
+		Detail: fmt.Sprintf("change set #%d (%s): its plan matched the approved change", cs.ID, shortSum(cs.Checksum)),
+		Time:   s.e.now()}); err != nil {
+		return fmt.Errorf("record the approval by change set #%d: %w", cs.ID, err)
+	}
+	return nil
+}
+
+// openChange loads the environment's approved change set for the run; one
+// made for another revision is marked stale and not used.
+func (s *session) openChange(ctx context.Context) error {
+	sets, err := s.e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetApproved}, Limit: 1})
+	if err != nil || len(sets) == 0 {
+		return err
+	}
+	cs := sets[0]
+	if cs.Revision == s.run.Revision {
+		s.change = &cs
+		return nil
+	}
+	if s.kind != KindApply && s.kind != KindTeardown {
+		return nil
+	}
+	why := fmt.Sprintf("change set #%d was for revision %d, and the environment is now at revision %d", cs.ID, cs.Revision, s.run.Revision)
+	if err := s.e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetApproved, store.ChangeSetStale, s.opts.Actor, why, s.e.now()); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+// closeChange records the approved change set applied once every
+// component of it was applied (or found nothing to do).
+func (s *session) closeChange() {
+	cs := s.change
+	if cs == nil {
+		return
+	}
+	for _, c := range cs.Components {
+		cr := s.result.Component(c.Component)
+		if cr == nil || (cr.Status != Applied && cr.Status != NoChanges && cr.Status != UpToDate && cr.Status != Destroyed) {
+			return
+		}
+	}
+	err := s.e.Store.DecideChangeSet(s.db, cs.ID, store.ChangeSetApproved, store.ChangeSetApplied, cs.DecidedBy, cs.Reason, s.e.now())
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		s.runFailed(fmt.Errorf("record change set #%d as applied: %w", cs.ID, err))
+	}
+}
+
+// ErrChecksumRequired: a decision did not name the plan or change set it is about.
+var ErrChecksumRequired = errors.New("a decision must name the checksum of the plan or change set it is about")
+
+// DecideChange approves or rejects env's pending change set whose
+// checksum is checksum (or starts with it: at least 12 characters), as
+// actor: every held plan in it is approved (or rejected) with it, in one
+// store write, and the decision is audited. It applies nothing: the next
+// apply does. Another change set waiting is ErrChecksumMismatch; none
+// waiting is ErrStale (with why) or ErrNothingToApprove.
+func (e *Engine) DecideChange(ctx context.Context, envID, checksum string, approve bool, actor, reason string) (store.ChangeSet, error) {
+	if len(checksum) < 12 {
+		return store.ChangeSet{}, fmt.Errorf("%w: give at least 12 characters of the change set's checksum (knit approvals %s)", ErrChecksumRequired, envID)
+	}
+	sets, err := e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: envID, Limit: 1})
+	if err != nil {
+		return store.ChangeSet{}, fmt.Errorf("read the change sets of %s: %w", envID, err)
+	}
+	if len(sets) == 0 {
+		return store.ChangeSet{}, fmt.Errorf("%w: no change set of %s waits (knit approvals %s)", ErrNothingToApprove, envID, envID)
+	}
+	cs := sets[0]
+	if !strings.HasPrefix(cs.Checksum, checksum) {
+		return cs, fmt.Errorf("%w: the change set of %s waiting is %s, not %s; look at it again (knit approvals %s)",
+			ErrChecksumMismatch, envID, shortSum(cs.Checksum), shortSum(checksum), envID)
+	}
+	if cs.Status != store.ChangeSetPending {
+		return cs, fmt.Errorf("%w: change set #%d of %s is %s, so it can no longer be decided (knit approvals %s)",
+			ErrStale, cs.ID, envID, cs.Status, envID)
+	}
+	to, action := store.ChangeSetRejected, "reject"
+	if approve {
+		to, action = store.ChangeSetApproved, "approve"
+		rec, err := e.Store.Environment(ctx, envID)
+		if err != nil {
+			return cs, fmt.Errorf("read %s: %w", envID, err)
+		}
+		if rec.AppliedRevision != cs.Revision {
+			return cs, fmt.Errorf("%w: change set #%d is for revision %d, and %s is now applied at revision %d: run knit apply for a fresh plan, then approve that",
+				ErrStale, cs.ID, cs.Revision, envID, rec.AppliedRevision)
+		}
+	}
+	now := e.now()
+	if err := e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetPending, to, actor, reason, now); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return cs, fmt.Errorf("%w: %w; plan it again (knit apply %s)", ErrStale, err, envID)
+		}
+		return cs, err
+	}
+	cs.Status, cs.DecidedBy, cs.Reason, cs.DecidedAt = to, actor, reason, now
+	names := make([]string, 0, len(cs.Components))
+	for _, c := range cs.Components {
+		names = append(names, c.Component)
+	}
+	if err := e.Store.AppendAudit(ctx, store.AuditEvent{Env: envID, Actor: actor, Action: action, Revision: cs.Revision,
+		RunID: cs.RunID, Reason: reason, Time: now,
+		Detail: fmt.Sprintf("change set #%d (%s): %s", cs.ID, shortSum(cs.Checksum), strings.Join(names, ", "))}); err != nil {
+		return cs, fmt.Errorf("record the %s in the audit trail: %w", action, err)
+	}
+	return cs, nil
+}
