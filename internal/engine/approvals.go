@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
@@ -280,9 +281,32 @@ func (e *Engine) DecidePlan(ctx context.Context, env *spec.Environment, componen
 		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
 	}
 	if !approve {
+		if err := e.outdateChangesHolding(ctx, a, actor); err != nil {
+			return a, err
+		}
 		return a, e.settleRejected(ctx, env.ID(), component)
 	}
 	return a, nil
+}
+
+// outdateChangesHolding marks stale the waiting change sets that hold
+// approval a, now rejected: approving them whole is no longer possible.
+func (e *Engine) outdateChangesHolding(ctx context.Context, a store.Approval, actor string) error {
+	open, err := e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: a.Env, Statuses: []string{store.ChangeSetPending}})
+	if err != nil {
+		return fmt.Errorf("read the waiting change sets of %s: %w", a.Env, err)
+	}
+	for _, cs := range open {
+		if !slices.ContainsFunc(cs.Components, func(c store.ChangeSetComponent) bool { return c.ApprovalID == a.ID }) {
+			continue
+		}
+		why := fmt.Sprintf("approval #%d of %s in it was rejected", a.ID, a.Component)
+		err := e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetPending, store.ChangeSetStale, actor, why, e.now())
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("mark change set #%d stale: %w", cs.ID, err)
+		}
+	}
+	return nil
 }
 
 // nothingPending says why no plan of component awaits a decision: its

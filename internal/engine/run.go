@@ -604,6 +604,12 @@ func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, string, 
 	switch vr.Status {
 	case dag.Waiting:
 		held := strings.TrimPrefix(vr.Reason, "waiting on ")
+		if s.kind == KindTeardown {
+			// The walk is reversed: what holds a component back is a
+			// dependent, whose destroy awaits approval.
+			return Waiting, fmt.Sprintf("waiting: dependent %s awaiting approval", held),
+				fmt.Sprintf("waiting: dependent %s awaiting approval by an operator", held)
+		}
 		return Waiting, fmt.Sprintf("waiting: upstream %s awaiting approval", held),
 			fmt.Sprintf("waiting: %s awaiting approval by an operator", held)
 	case dag.Canceled:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
@@ -160,13 +159,6 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, string, string) {
 		if why, ok := refused[name]; ok {
 			return Refused, "refused: " + why, why
-		}
-		if vr.Status == dag.Waiting {
-			// The walk is reversed: what holds a component back is a
-			// dependent, whose destroy awaits approval.
-			held := strings.TrimPrefix(vr.Reason, "waiting on ")
-			return Waiting, fmt.Sprintf("waiting: dependent %s awaiting approval", held),
-				fmt.Sprintf("waiting: dependent %s awaiting approval by an operator", held)
 		}
 		return s.defaultSettle(name, vr)
 	})
