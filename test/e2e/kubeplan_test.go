@@ -11,8 +11,8 @@ import (
 
 // TestKubernetesDriftBehindAScriptWithoutPlan: a script without a plan
 // command cannot be checked against reality; its drift is unknown, and
-// the manifests component it feeds is checked as usual, so a Service
-// deleted out of band is reported as that component's drift. The
+// the manifests component and the chart it feeds are checked as usual, so
+// a Service deleted out of band is reported as that component's drift. The
 // kubeconfig is the test cluster's own file, outside the environment's
 // folder.
 func TestKubernetesDriftBehindAScriptWithoutPlan(t *testing.T) {
@@ -25,6 +25,14 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 `,
+		"charts/site/Chart.yaml": "apiVersion: v2\nname: site\nversion: 0.1.0\n",
+		"charts/site/templates/service.yaml": `apiVersion: v1
+kind: Service
+metadata: {name: "{{ .Values.name }}-site"}
+spec:
+  selector: {app: site}
+  ports: [{port: 80, targetPort: 8080}]
+`,
 		"env.yaml": fmt.Sprintf(`apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: kscript}
@@ -32,7 +40,7 @@ spec:
   teamName: qa
   envName: kscript
   autoApprove: true
-  kubeconfig: {path: %q}
+  kubeconfig: {path: %[1]q}
   components:
     - name: naming
       type: script
@@ -40,7 +48,11 @@ spec:
       outputs: [{name: name}]
     - name: web
       type: manifests
-      manifests: {path: ./web, namespace: %s}
+      manifests: {path: ./web, namespace: %[2]s}
+      variables: [{name: name, valueFrom: naming.name}]
+    - name: site
+      type: helm
+      chart: {path: ./charts/site, namespace: %[2]s}
       variables: [{name: name, valueFrom: naming.name}]
 `, k.c.KubeconfigPath, k.ns),
 	})
@@ -48,7 +60,9 @@ spec:
 	if r := k.knit("drift", "qa/kscript", "-o", "json"); r.code != 0 {
 		t.Fatalf("fresh environment: drift exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Out of band: the manifests' Service and the chart's Service go.
 	k.mustKubectl("delete", "service", "web")
+	k.mustKubectl("delete", "service", "web-site")
 	r := k.knit("drift", "qa/kscript", "-o", "json")
 	var rep struct {
 		Components []struct {
@@ -66,7 +80,8 @@ spec:
 			got[c.Name] += fmt.Sprintf(" %s %s", res.Action, res.Address)
 		}
 	}
-	want := map[string]string{"naming": "unknown", "web": "drifted create Service/" + k.ns + "/web"}
+	want := map[string]string{"naming": "unknown", "web": "drifted create Service/" + k.ns + "/web",
+		"site": "drifted create Service/" + k.ns + "/web-site"}
 	if r.code != 2 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("drift: exit %d, %v; want exit 2, %v\n%s", r.code, got, want, r.stdout)
 	}
