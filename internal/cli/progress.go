@@ -82,7 +82,8 @@ func (p *progress) Event(ev engine.Event) {
 	p.rows[ev.Component] = row
 	if !p.live {
 		line := fmt.Sprintf("%s %-24s %s", ev.Time.Format("15:04:05"), ev.Component, ev.Status)
-		if el := ev.Elapsed.Round(time.Millisecond); ev.Status.IsTerminal() && el > 0 {
+		// A skipped component never ran: its time is only the walk's.
+		if el := ev.Elapsed.Round(time.Millisecond); ev.Status.IsTerminal() && ev.Status != engine.Skipped && el > 0 {
 			line += fmt.Sprintf(" (%s)", el)
 		}
 		if why := reasonAfter(ev.Status, ev.Reason); why != "" {
