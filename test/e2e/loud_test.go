@@ -162,14 +162,22 @@ func TestAnInvalidCommitIsLoud(t *testing.T) {
 // htmlEscape is how html/template writes text.
 var htmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;").Replace
 
-// requiredVarModule needs storage_gb, which the environment leaves unset.
+// requiredVarModule wants at least 10 GB, which the environment does not
+// give: only the tool's own validation rule can say so (knit's validation
+// checks names and types, not a module's rules).
 const requiredVarModule = `
-variable "storage_gb" { type = number }
+variable "storage_gb" {
+  type = number
+  validation {
+    condition     = var.storage_gb >= 10
+    error_message = "The database needs storage_gb of at least 10."
+  }
+}
 resource "terraform_data" "disk" { input = var.storage_gb }
 `
 
-// causeEnv is a gated environment whose database plan fails for want of
-// a required variable.
+// causeEnv is a gated environment whose database plan fails on the
+// module's own validation rule.
 const causeEnv = `apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: causes}
@@ -181,6 +189,7 @@ spec:
     - name: database
       type: terraform
       module: {source: ./modules/db}
+      variables: [{name: storage_gb, value: 5}]
     - name: app
       type: script
       dependsOn: [database]
@@ -188,13 +197,13 @@ spec:
 `
 
 // TestAFailingPlanLeadsWithTheToolsError: the summary of a plan that fails
-// for a required variable left unset carries OpenTofu's own words, not
+// on a module's validation rule carries OpenTofu's own words, not
 // "exit status 1", in the CLI's line, the API's component code and reason,
 // and the run-failed notification; knit logs still has the whole log.
 func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
 	w := newWorld(t)
 	w.write(map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": causeEnv})
-	cause := regexp.MustCompile(`No value for required variable: The root module input variable "storage_gb" is not set`)
+	cause := regexp.MustCompile(`Invalid value for variable: The database needs storage_gb of at least 10\.`)
 	line := func(out, prefix string) string {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
@@ -237,7 +246,7 @@ func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
 		}
 	}
 	logs := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, "logs", "qa/causes2", "database")
-	if !strings.Contains(logs.stdout, "Use a -var or -var-file command line argument") {
+	if !strings.Contains(logs.stdout, "This was checked by the validation rule at") {
 		t.Errorf("knit logs lacks the tool's whole diagnostic:\n%s%s", logs.stdout, logs.stderr)
 	}
 }
