@@ -46,6 +46,10 @@ type rule struct {
 const knitWires = "TODO(issue 25): internal/knit wires the SQLite store and the runners (knit.Open); the caller should inject them"
 
 var rules = []rule{
+	{Pkg: mod + "view", Forbid: func(p string) bool {
+		return adapter(p) || (strings.HasPrefix(p, mod) && !slices.Contains([]string{mod + "store", mod + "runner"}, p))
+	}, Why: "the read models are a leaf: the store's and runner's ports at most",
+		Through: map[string]string{mod + "runner": "TODO(issue 25): internal/runner imports internal/spec for its interface; runner.Plan belongs in a leaf"}},
 	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod + "cli"), Why: "the API reaches the store and runners only through internal/knit",
 		Through: map[string]string{mod + "knit": knitWires}},
 	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit",
@@ -56,8 +60,8 @@ var rules = []rule{
 		return adapter(p) || strings.HasPrefix(p, "github.com/hashicorp/hcl")
 	}, Why: "the HTTP client must not link the store, HCL or the runners",
 		Through: map[string]string{
-			mod + "knit":   "TODO(issue 25): internal/client takes its page and view types from internal/knit; they belong in a leaf package",
 			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
+			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
 		}},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
