@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
-
-	"knit.dev/knit/internal/runner/external"
-	"knit.dev/knit/internal/runner/terraform"
 )
 
 // Set at build time with -ldflags "-X knit.dev/knit/internal/cli.version=… -X …commit=…".
@@ -41,23 +37,7 @@ func newVersionCmd(d *deps) *cobra.Command {
 				return err
 			}
 			v := versionView{Version: version, Commit: commit, Go: runtime.Version(), Tool: "not found"}
-			bin, err := terraform.Locate(d.global.tfBinary, d.getenv)
-			switch {
-			case err == nil:
-				v.ToolBin = bin.Path
-				if tv, err := bin.Version(cmd.Context()); err == nil {
-					v.Tool = tv
-				} else {
-					v.Tool = "unknown (" + err.Error() + ")"
-				}
-			case !errors.Is(err, terraform.ErrNoBinary):
-				v.ToolErr = err.Error() // the named binary is missing or not executable
-			}
-			if v.KubeRunner = d.getenv("KNIT_KUBE_RUNNER"); v.KubeRunner == "" {
-				if v.KubeRunner, err = external.Locate("knit-kube"); err != nil {
-					v.KubeRunnerErr = err.Error()
-				}
-			}
+			locateTools(cmd.Context(), d, &v)
 			if output == "json" {
 				return writeJSON(d.stdout, v)
 			}

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Environments lists environments (GET /environments), one page.
-func (c *Client) Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error) {
+func (c *Client) Environments(ctx context.Context, f view.EnvironmentFilter) (view.Page[view.EnvironmentSummary], error) {
 	q := url.Values{}
 	set(q, "team", f.Team)
 	set(q, "status", f.Status)
@@ -20,14 +20,14 @@ func (c *Client) Environments(ctx context.Context, f knit.EnvironmentFilter) (kn
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(min(f.Limit, 1000)))
 	}
-	var p knit.Page[knit.EnvironmentSummary]
+	var p view.Page[view.EnvironmentSummary]
 	err := c.do(ctx, "GET", "/environments", q, nil, &p)
 	return p, err
 }
 
 // Environment returns one environment with its components (team/env).
-func (c *Client) Environment(ctx context.Context, id string) (knit.EnvironmentView, error) {
-	var v knit.EnvironmentView
+func (c *Client) Environment(ctx context.Context, id string) (view.EnvironmentView, error) {
+	var v view.EnvironmentView
 	p, err := envPath(id)
 	if err != nil {
 		return v, err
@@ -39,7 +39,7 @@ func (c *Client) Environment(ctx context.Context, id string) (knit.EnvironmentVi
 // Outputs returns an environment's outputs by component (one component if
 // set); reveal shows sensitive values, which needs an admin token and is
 // audited on the server.
-func (c *Client) Outputs(ctx context.Context, id, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
+func (c *Client) Outputs(ctx context.Context, id, component string, reveal bool) (map[string]map[string]view.OutputView, error) {
 	p, err := envPath(id)
 	if err != nil {
 		return nil, err
@@ -49,15 +49,15 @@ func (c *Client) Outputs(ctx context.Context, id, component string, reveal bool)
 	if reveal {
 		q.Set("reveal", "true")
 	}
-	var out map[string]map[string]knit.OutputView
+	var out map[string]map[string]view.OutputView
 	err = c.do(ctx, "GET", p+"/outputs", q, nil, &out)
 	return out, err
 }
 
 // History lists an environment's runs, newest first, older than the run
 // before ("" = from the newest), at most n (GET …/runs).
-func (c *Client) History(ctx context.Context, id, before string, n int) (knit.Page[store.Run], error) {
-	var page knit.Page[store.Run]
+func (c *Client) History(ctx context.Context, id, before string, n int) (view.Page[store.Run], error) {
+	var page view.Page[store.Run]
 	p, err := envPath(id)
 	if err != nil {
 		return page, err
@@ -94,7 +94,7 @@ func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Ap
 	q.Set("limit", "1000")
 	out := []store.Approval{}
 	for { // every page
-		var p knit.Page[approvalWire]
+		var p view.Page[approvalWire]
 		if err := c.do(ctx, "GET", "/approvals", q, nil, &p); err != nil {
 			return out, err
 		}
@@ -185,7 +185,7 @@ func (c *Client) Decide(ctx context.Context, id, component string, approve bool,
 }
 
 // Audit lists the audit trail, oldest first, one page.
-func (c *Client) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error) {
+func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[store.AuditEvent], error) {
 	q := url.Values{}
 	set(q, "env", f.Env)
 	set(q, "actor", f.Actor)
@@ -199,7 +199,7 @@ func (c *Client) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(min(f.Limit, 1000)))
 	}
-	var p knit.Page[store.AuditEvent]
+	var p view.Page[store.AuditEvent]
 	err := c.do(ctx, "GET", "/audit", q, nil, &p)
 	return p, err
 }
@@ -231,13 +231,13 @@ func (c *Client) StartRun(ctx context.Context, id string, req RunRequest) (strin
 
 // Run returns a run as recorded with its component runs; a run still in
 // the queue has status "queued", one the queue refused "refused".
-func (c *Client) Run(ctx context.Context, runID string) (knit.RunView, error) {
+func (c *Client) Run(ctx context.Context, runID string) (view.RunView, error) {
 	var wire struct {
 		store.Run
 		Components []componentRunWire `json:"components"`
 	}
 	err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, nil, &wire)
-	v := knit.RunView{Run: wire.Run, Components: make([]store.ComponentRun, len(wire.Components))}
+	v := view.RunView{Run: wire.Run, Components: make([]store.ComponentRun, len(wire.Components))}
 	for i, cr := range wire.Components {
 		v.Components[i] = cr.componentRun()
 	}

@@ -104,10 +104,6 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 // that a restart sends what a shutdown cut off.
 func (k *Knit) Outbox() store.Outbox { return k.store }
 
-// Store exposes the store for what the library does not model yet (the
-// server's metrics and settings). Writes must go through the library.
-func (k *Knit) Store() store.Store { return k.store }
-
 // RecordInvalid records a file that does not validate as a revision of env
 // (the environment is created if new) with its errors, and audits it. It
 // changes nothing that runs: the applied revision stays where it is. It

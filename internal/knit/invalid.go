@@ -4,29 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
-// InvalidRevision is an environment's newest revision when its file does
-// not validate (a commit that broke it, in GitOps): nothing of it runs, and
-// the environment stays at its applied revision until a newer revision
-// replaces it. Every view of the environment shows it, loudly.
-type InvalidRevision struct {
-	Env    string `json:"env"`
-	Number int    `json:"number"`
-	// File is the environment file's path (in the repository, in GitOps).
-	File    string `json:"file"`
-	Source  string `json:"source"`
-	Commit  string `json:"commit,omitempty"`
-	Author  string `json:"author,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Errors are the file's diagnostics, each "file:line:col: field:
-	// message" with its hint lines, in the file's order: all of them.
-	Errors    []string  `json:"errors"`
-	CreatedAt time.Time `json:"createdAt"`
-}
+// InvalidRevision is view.InvalidRevision: the HTTP client decodes it without linking the library.
+type InvalidRevision = view.InvalidRevision
 
 // InvalidOf is the newest revision of e when it is invalid, else nil. It
 // reads the store only when e has a revision newer than the applied one.

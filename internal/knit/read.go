@@ -8,32 +8,23 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // ErrNotFound is returned when the environment, component or run asked for
 // does not exist; the message says what is known instead.
 var ErrNotFound = store.ErrNotFound
 
-// Page is one page of a list. Next is the cursor for the page after this
-// one, empty at the end.
-type Page[T any] struct {
-	Items []T    `json:"items"`
-	Next  string `json:"next,omitempty"`
-}
+// Page is one page of a list (view.Page).
+type Page[T any] = view.Page[T]
 
-// EnvironmentFilter selects environments: by team and status, after a
-// cursor, at most Limit (default 50, at most 1000).
-type EnvironmentFilter struct {
-	Team, Status string
-	After        string
-	Limit        int
-}
+// EnvironmentFilter is view.EnvironmentFilter: the HTTP client decodes it without linking the library.
+type EnvironmentFilter = view.EnvironmentFilter
 
 // pageOf is a page of items read with a limit of n+1 (n <= 0: every item
 // read, one page): more than n means a next page, whose cursor is that of
@@ -59,12 +50,8 @@ func limit(n int) int {
 	return n
 }
 
-// EnvironmentSummary is one row of the environments list. Invalid is the
-// newest revision when its file does not validate.
-type EnvironmentSummary struct {
-	store.EnvironmentSummary
-	Invalid *InvalidRevision `json:"invalid,omitempty"`
-}
+// EnvironmentSummary is view.EnvironmentSummary: the HTTP client decodes it without linking the library.
+type EnvironmentSummary = view.EnvironmentSummary
 
 // Environments lists environments in ID order.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
@@ -245,55 +232,14 @@ func (k *Knit) outline(ctx context.Context, e store.Environment) ([]outlineCompo
 	return o, nil
 }
 
-// ComponentView is one component as knit last saw it.
-type ComponentView struct {
-	Name string `json:"name"`
-	Type string `json:"type,omitempty"`
-	// Status is the component's state (applied, failed, awaiting-approval,
-	// drifted, destroyed) or "pending" when it was never run.
-	Status string `json:"status"`
-	// Code is the machine-readable reason of its last run ("waiting:
-	// upstream db awaiting approval"); Reason says it for people.
-	Code      string   `json:"code,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
-	DependsOn []string `json:"dependsOn,omitempty"`
-	// DestroyProtection: a teardown refuses the component (and keeps what
-	// it depends on).
-	DestroyProtection bool `json:"destroyProtection,omitempty"`
-	// Removed is set for a live component no longer in the applied file.
-	Removed   bool         `json:"removed,omitempty"`
-	Revision  int          `json:"revision,omitempty"`
-	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
-	Outputs   int          `json:"outputs"`
-	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
-	LastRun   *RunRef      `json:"lastRun,omitempty"`
-}
+// ComponentView is view.ComponentView: the HTTP client decodes it without linking the library.
+type ComponentView = view.ComponentView
 
-// RunRef is a component's last component run.
-type RunRef struct {
-	RunID      string    `json:"runId"`
-	Operation  string    `json:"operation"`
-	Status     string    `json:"status"`
-	StartedAt  time.Time `json:"startedAt"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
-}
+// RunRef is view.RunRef: the HTTP client decodes it without linking the library.
+type RunRef = view.RunRef
 
-// EnvironmentView is one environment with its components. Revision is the
-// latest revision seen, AppliedRevision the one ENV means.
-type EnvironmentView struct {
-	store.Environment
-	Lock       *store.Lock     `json:"lock,omitempty"`
-	Components []ComponentView `json:"components"`
-	LastRun    *store.Run      `json:"lastRun,omitempty"`
-	LastDrift  *DriftView      `json:"lastDrift,omitempty"`
-	// SucceededRevision, for an environment whose status is not applied
-	// (failed, awaiting-approval, …), is the revision of its last apply
-	// that succeeded (0: none did): AppliedRevision is the one it is
-	// converging to, whatever became of that.
-	SucceededRevision int `json:"succeededRevision,omitempty"`
-	// Invalid is the newest revision when its file does not validate.
-	Invalid *InvalidRevision `json:"invalid,omitempty"`
-}
+// EnvironmentView is view.EnvironmentView: the HTTP client decodes it without linking the library.
+type EnvironmentView = view.EnvironmentView
 
 // Environment returns one environment with its components, in the applied
 // spec's order then removed ones by name.
@@ -407,18 +353,8 @@ func stoppedByRejection(cs []ComponentView) {
 	}
 }
 
-// DriftView is the outcome of an environment's latest drift check.
-type DriftView struct {
-	RunID     string    `json:"runId"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Status    string    `json:"status"`
-	Drifted   []string  `json:"drifted"`
-	Affected  []string  `json:"affected,omitempty"`
-	Failed    []string  `json:"failed,omitempty"`
-	// Unknown: components whose tool cannot compare with reality (a
-	// script without a plan command).
-	Unknown []string `json:"unknown,omitempty"`
-}
+// DriftView is view.DriftView: the HTTP client decodes it without linking the library.
+type DriftView = view.DriftView
 
 // LastDrift finds the newest drift check of an environment and what it
 // found per component; nil if it was never checked.
@@ -458,11 +394,8 @@ func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
 // Masked stands for a sensitive value that was not asked for.
 const Masked = "(sensitive)"
 
-// OutputView is one output; a sensitive value is Masked unless revealed.
-type OutputView struct {
-	Value     any  `json:"value"`
-	Sensitive bool `json:"sensitive,omitempty"`
-}
+// OutputView is view.OutputView: the HTTP client decodes it without linking the library.
+type OutputView = view.OutputView
 
 // Outputs returns an environment's outputs by component (one component if
 // component is set), sensitive values masked unless reveal.
@@ -546,11 +479,8 @@ func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[sto
 	return pageOf(runs, n, func(r store.Run) string { return r.ID }), nil
 }
 
-// RunView is one run with what it did to each component.
-type RunView struct {
-	store.Run
-	Components []store.ComponentRun `json:"components"`
-}
+// RunView is view.RunView: the HTTP client decodes it without linking the library.
+type RunView = view.RunView
 
 // RunRecord returns a run as the store recorded it.
 func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
@@ -586,14 +516,8 @@ func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[s
 	return pageOf(revs, n, func(r store.Revision) string { return strconv.Itoa(r.Number) }), nil
 }
 
-// AuditFilter selects audit events: by environment (team/env or name),
-// actor and time, after a cursor (an event ID), at most Limit.
-type AuditFilter struct {
-	Env, Actor   string
-	Since, Until time.Time
-	After        string
-	Limit        int
-}
+// AuditFilter is view.AuditFilter: the HTTP client decodes it without linking the library.
+type AuditFilter = view.AuditFilter
 
 // Audit lists the audit trail, oldest first.
 func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent], error) {

@@ -2,14 +2,12 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 
-	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/store"
 )
 
 // errForbidden: the token's role or teams do not allow the call (the
@@ -17,7 +15,7 @@ import (
 var errForbidden = knit.ErrForbidden
 
 // errNotConfigured: the feature asked for is switched off on this server.
-var errNotConfigured = errors.New("not configured")
+var errNotConfigured = httperr.ErrNotConfigured
 
 // unauthenticated is a 401 that says what was missing in its own words
 // (a webhook has a signature, not a token).
@@ -30,6 +28,7 @@ func (u *unauthenticated) Unwrap() error { return knit.ErrUnauthenticated }
 type badRequest struct{ msg string }
 
 func (b *badRequest) Error() string { return b.msg }
+func (b *badRequest) Unwrap() error { return httperr.ErrBadRequest }
 
 func badReq(msg string) error { return &badRequest{msg} }
 
@@ -41,30 +40,10 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// status maps an error to its HTTP status and code: the one place that does.
-func status(err error) (int, string) {
-	var br *badRequest
-	switch {
-	case errors.As(err, &br), errors.Is(err, knit.ErrChecksumRequired):
-		return http.StatusBadRequest, "bad_request"
-	case errors.Is(err, knit.ErrUnauthenticated):
-		return http.StatusUnauthorized, "unauthenticated"
-	case errors.Is(err, errForbidden), errors.Is(err, knit.ErrSelfApproval):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, engine.ErrNoRun), errors.Is(err, errNotConfigured):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, engine.ErrStale):
-		return http.StatusConflict, "stale_plan"
-	case errors.Is(err, engine.ErrLocked):
-		return http.StatusConflict, "locked"
-	case errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, store.ErrConflict):
-		return http.StatusConflict, "conflict"
-	}
-	return http.StatusInternalServerError, "internal"
-}
-
+// fail answers err with the status and code httperr maps it to (the one
+// mapping the dashboard shares).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code, name := status(err)
+	code, name := httperr.Status(err)
 	if code == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

@@ -108,7 +108,11 @@ const webhookSecret = "hook-secret"
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, server.Config{}) }
 
 // newHarnessWith starts the server with cfg, on a loopback port.
-func newHarnessWith(t *testing.T, cfg server.Config) *harness {
+func newHarnessWith(t *testing.T, cfg server.Config) *harness { return newHarnessOn(t, cfg, nil) }
+
+// newHarnessOn is newHarnessWith over st (nil: the SQLite store in the
+// data dir, which knit opens itself).
+func newHarnessOn(t *testing.T, cfg server.Config, st store.Store) *harness {
 	t.Helper()
 	h := &harness{t: t, fixture: &fixture{tokens: map[string]string{}}}
 	h.runner = &fake.Runner{
@@ -122,7 +126,7 @@ func newHarnessWith(t *testing.T, cfg server.Config) *harness {
 	}
 	ctx := context.Background()
 	h.dir = t.TempDir()
-	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
+	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
 	if err != nil {
 		t.Fatal(err)
 	}

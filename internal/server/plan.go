@@ -113,7 +113,10 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		}
 	}
 	for id, tf := range declared {
-		want, ok := s.wantFor(ctx, c, id, tf, wants[id], changed)
+		want, ok, err := s.wantFor(ctx, c, id, tf, wants[id], changed)
+		if err != nil {
+			return err // nothing of the commit is recorded: the next poll tries again
+		}
 		if ok {
 			kv[settingWant+id] = want
 		}
@@ -137,8 +140,9 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 // wantFor is the want of environment id, declared by the files tf at c,
 // when it differs from prev (ok false: leave prev alone). Two files
 // declaring one environment are a conflict: the one followed so far wins,
-// else the first by path, and a warning says so.
-func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool) {
+// else the first by path, and a warning says so. A store that cannot be
+// read is an error: never "nothing changed".
+func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool, error) {
 	pick := tf[0]
 	for _, f := range tf {
 		if f.path == prev.Path {
@@ -164,21 +168,21 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 	if unchanged {
 		inv, err := s.k.NewestInvalid(ctx, id)
 		if err != nil {
-			s.log.Error("git: read the newest revision", "env", id, "err", err)
+			return "", false, fmt.Errorf("read the newest revision of %s: %w", id, err)
 		}
 		unchanged = inv == nil
 	}
 	switch {
 	case unchanged && prev.Path == pick.path:
-		return "", false // nothing it reads changed
+		return "", false, nil // nothing it reads changed
 	case unchanged:
 		// Moved, not changed: the same spec and files from another path.
 		prev.Commit, prev.Path = c.Hash, pick.path
-		return encodeWant(prev), true
+		return encodeWant(prev), true, nil
 	}
 	s.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
 	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true,
-		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true
+		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true, nil
 }
 
 // gitState reads the wants, the files' environments and the invalid files' records.

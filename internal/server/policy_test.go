@@ -122,8 +122,13 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 		fr.Drift(c) // changed out of band
 	}
 	state := func(c string) string {
-		st, _ := k.Store().ComponentStates(ctx, "ops/p")
-		return st[c].Status
+		v, _ := k.Environment(ctx, "ops/p")
+		for _, cv := range v.Components {
+			if cv.Name == c {
+				return cv.Status
+			}
+		}
+		return ""
 	}
 	waitUntil(t, "reconcile fixes fix, approve holds ask, alert reports tell", func() bool {
 		return fr.Applied("fix") && state("ask") == "awaiting-approval" && state("tell") == "drifted"

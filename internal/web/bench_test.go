@@ -18,14 +18,14 @@ import (
 	"knit.dev/knit/internal/runner/fake"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/sqlite"
 )
 
 // seedEnvironments puts n environments into the store through its API,
 // spread over 20 teams and a few states, each with one recorded run.
-func seedEnvironments(tb testing.TB, k *knit.Knit, n int) {
+func seedEnvironments(tb testing.TB, st store.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	st := k.Store()
 	statuses := []string{"provisioned", "provisioned", "provisioned", "failed", "awaiting-approval", "drifted", "torn-down"}
 	spec := []byte(`{"apiVersion":"knit.dev/v1","kind":"Environment","metadata":{"name":"x"},"spec":{"components":[]}}`)
 	start := time.Now()
@@ -47,8 +47,14 @@ func seedEnvironments(tb testing.TB, k *knit.Knit, n int) {
 // 10,000 environments in the SQLite store: the first page by name, a late
 // page sorted by last change, and a page filtered by team and state.
 func BenchmarkEnvironmentsPage(b *testing.B) {
-	w := newWorld(b, knit.Config{})
-	seedEnvironments(b, w.k, 10000)
+	// The benchmark wires the store itself, as `knit serve` does, to seed it.
+	st, err := sqlite.Open(context.Background(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	w := newWorld(b, knit.Config{Store: st})
+	seedEnvironments(b, st, 10000)
 	h := w.srv.Handler()
 	for _, c := range []struct{ name, url string }{
 		{"first-page", "/"},

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 
@@ -27,21 +28,25 @@ func newCommit(rev store.Revision) *commit {
 }
 
 // commitOf is the commit of revision n of env, looked up in revs (the
-// revisions a page already read) before the store; nil when unknown.
-func (w *Web) commitOf(ctx context.Context, env string, revs []store.Revision, n int) *commit {
+// revisions a page already read) before the store; nil when unknown. A
+// store that fails is an error, not an unknown commit.
+func (w *Web) commitOf(ctx context.Context, env string, revs []store.Revision, n int) (*commit, error) {
 	if n <= 0 {
-		return nil
+		return nil, nil
 	}
 	for _, r := range revs {
 		if r.Number == n {
-			return newCommit(r)
+			return newCommit(r), nil
 		}
 	}
-	rev, err := w.k.Store().Revision(ctx, env, n)
-	if err != nil {
-		return nil
+	rev, err := w.k.Revision(ctx, env, n)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	}
-	return newCommit(rev)
+	if err != nil {
+		return nil, err
+	}
+	return newCommit(rev), nil
 }
 
 // repoOf takes the repository's URL out of a revision's source, which

@@ -106,11 +106,11 @@ func (w *Web) componentPage(r *http.Request, s *session, id, name string) (compo
 		return p, err
 	}
 	for _, run := range runs.Items {
-		crs, err := w.k.Store().ComponentRuns(ctx, run.ID)
+		rec, err := w.k.RunRecord(ctx, run.ID)
 		if err != nil {
 			return p, err
 		}
-		for _, cr := range crs {
+		for _, cr := range rec.Components {
 			if cr.Component != name {
 				continue
 			}

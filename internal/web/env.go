@@ -123,7 +123,11 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 		return p, err
 	}
 	for _, r := range runs.Items {
-		p.Runs = append(p.Runs, runItem{Run: r, Tone: toneOf(r.Status), Commit: w.commitOf(ctx, v.ID, p.Revisions, r.Revision)})
+		c, err := w.commitOf(ctx, v.ID, p.Revisions, r.Revision)
+		if err != nil {
+			return p, err
+		}
+		p.Runs = append(p.Runs, runItem{Run: r, Tone: toneOf(r.Status), Commit: c})
 	}
 	return p, nil
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -134,21 +135,9 @@ func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, aft
 	} else {
 		p.Prev = link(nil)
 	}
-	var rows []store.Environment
-	for cursor := after; len(rows) <= pageSize; {
-		batch, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State, After: cursor, Limit: pageSize + 1})
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range batch {
-			if knit.CanSee(s.Token, e.Team) {
-				rows = append(rows, e)
-			}
-		}
-		if len(batch) < pageSize+1 {
-			break
-		}
-		cursor = batch[len(batch)-1].ID
+	rows, err := w.k.EnvironmentRecords(ctx, knit.EnvironmentFilter{Team: p.Team, Status: p.State, After: after, Limit: pageSize + 1})
+	if err != nil {
+		return nil, err
 	}
 	if len(rows) > pageSize {
 		rows = rows[:pageSize]
@@ -162,15 +151,9 @@ func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, aft
 
 // envPageSorted sorts every matching environment and cuts out one numbered page.
 func (w *Web) envPageSorted(ctx context.Context, s *session, p *envListPage, page string, link func(url.Values) string) ([]store.Environment, error) {
-	all, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{Team: p.Team, Status: p.State})
+	visible, err := w.k.EnvironmentRecords(ctx, knit.EnvironmentFilter{Team: p.Team, Status: p.State})
 	if err != nil {
 		return nil, err
-	}
-	visible := all[:0]
-	for _, e := range all {
-		if knit.CanSee(s.Token, e.Team) {
-			visible = append(visible, e)
-		}
 	}
 	sortEnvs(visible, p.Sort)
 	p.Total = len(visible)
@@ -220,27 +203,19 @@ func (w *Web) teams(ctx context.Context, s *session) []string {
 	if w.teamsCache != nil && w.opts.Now().Before(w.teamsAt.Add(teamsTTL)) {
 		return w.teamsCache
 	}
-	envs, err := w.k.Store().Environments(ctx, store.EnvironmentFilter{})
+	teams, err := w.k.Teams(ctx)
 	if err != nil {
 		return nil
 	}
-	var teams []string
-	for _, e := range envs {
-		if len(teams) == 0 || teams[len(teams)-1] != e.Team {
-			teams = append(teams, e.Team)
-		}
-	}
-	slices.Sort(teams)
-	w.teamsCache, w.teamsAt = slices.Compact(teams), w.opts.Now()
+	w.teamsCache, w.teamsAt = teams, w.opts.Now()
 	return w.teamsCache
 }
 
 // envRow reads what one row shows: last run, drift, component counts, the
 // applied revision's commit.
 func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
-	st := w.k.Store()
 	row := envRow{ID: e.ID, Team: e.Team, Name: e.Name, AppliedRevision: e.AppliedRevision, UpdatedAt: e.UpdatedAt}
-	runs, err := st.Runs(ctx, e.ID, store.RunFilter{Limit: 1})
+	last, err := w.k.LastRun(ctx, e.ID)
 	if err != nil {
 		return row, err
 	}
@@ -248,10 +223,10 @@ func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
 		return row, err
 	}
 	locked := false
-	if len(runs) > 0 {
-		row.LastRun = &runs[0]
-		row.LastRunTone = toneOf(runs[0].Status)
-		locked = runs[0].Status == store.StatusRunning
+	if last != nil {
+		row.LastRun = last
+		row.LastRunTone = toneOf(last.Status)
+		locked = last.Status == store.StatusRunning
 	}
 	row.State = envState(e.Status, locked)
 	row.Tone = toneOf(row.State)
@@ -261,22 +236,20 @@ func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
 	if row.Drift, err = w.k.LastDrift(ctx, e.ID); err != nil {
 		return row, err
 	}
-	states, err := st.ComponentStates(ctx, e.ID)
+	counts, err := w.k.ComponentCounts(ctx, e.ID)
 	if err != nil {
 		return row, err
-	}
-	counts := map[string]int{}
-	for _, cs := range states {
-		counts[cs.Status]++
 	}
 	for name, n := range counts {
 		row.Counts = append(row.Counts, stateCount{State: name, Tone: toneOf(name), N: n})
 	}
 	slices.SortFunc(row.Counts, func(a, b stateCount) int { return cmp.Compare(a.State, b.State) })
 	if e.AppliedRevision > 0 {
-		if rev, err := st.Revision(ctx, e.ID, e.AppliedRevision); err == nil {
-			row.Commit = rev.Commit
+		rev, err := w.k.Revision(ctx, e.ID, e.AppliedRevision)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return row, err
 		}
+		row.Commit = rev.Commit
 	}
 	return row, nil
 }

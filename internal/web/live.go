@@ -37,9 +37,9 @@ func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
-		runID := ""
-		if l, err := w.k.Store().Lock(ctx, id); err == nil {
-			runID = l.RunID
+		runID, err := w.k.LockHolder(ctx, id)
+		if err != nil {
+			return "", "?" // unreadable now: the next look tells
 		}
 		return runID, w.envMark(ctx, id)
 	})
@@ -124,17 +124,24 @@ func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
 
 // envMark changes whenever the environment's record, lock or newest run does.
 func (w *Web) envMark(ctx context.Context, id string) string {
-	st := w.k.Store()
-	e, err := st.Environment(ctx, id)
+	e, err := w.k.EnvironmentRecord(ctx, id)
 	if err != nil {
 		return "?"
 	}
 	mark := fmt.Sprintf("%s|%d|%d|%s", e.Status, e.Revision, e.AppliedRevision, e.UpdatedAt)
-	if runs, err := st.Runs(ctx, id, store.RunFilter{Limit: 1}); err == nil && len(runs) > 0 {
-		mark += "|" + runs[0].ID + "|" + runs[0].Status
+	last, err := w.k.LastRun(ctx, id)
+	if err != nil {
+		return "?"
 	}
-	if l, err := st.Lock(ctx, id); err == nil {
-		mark += "|locked by " + l.RunID
+	if last != nil {
+		mark += "|" + last.ID + "|" + last.Status
+	}
+	holder, err := w.k.LockHolder(ctx, id)
+	if err != nil {
+		return "?"
+	}
+	if holder != "" {
+		mark += "|locked by " + holder
 	}
 	return digest(mark)
 }
@@ -147,13 +154,17 @@ func digest(s string) string {
 
 // allMark changes whenever any run starts or ends.
 func (w *Web) allMark(ctx context.Context) string {
-	st := w.k.Store()
+	last, err := w.k.LastRun(ctx, "")
+	if err != nil {
+		return "?"
+	}
 	mark := ""
-	if runs, err := st.Runs(ctx, "", store.RunFilter{Limit: 1}); err == nil && len(runs) > 0 {
-		mark = runs[0].ID + "|" + runs[0].Status
+	if last != nil {
+		mark = last.ID + "|" + last.Status
 	}
-	if running, err := st.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning}); err == nil {
-		mark += fmt.Sprintf("|%d", len(running))
+	running, err := w.k.CountRuns(ctx, store.StatusRunning)
+	if err != nil {
+		return "?"
 	}
-	return digest(mark)
+	return digest(mark + fmt.Sprintf("|%d", running))
 }

@@ -73,7 +73,10 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	p.Status = runStatus(p.Run.Status, p.Run.Error)
-	p.Commit = w.commitOf(r.Context(), p.Run.Env, nil, p.Run.Revision)
+	if p.Commit, err = w.commitOf(r.Context(), p.Run.Env, nil, p.Run.Revision); err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
 	title := "Run " + id
 	w.render(rw, r, s, http.StatusOK, "run", title, "", p)
 }

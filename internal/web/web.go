@@ -20,7 +20,7 @@ import (
 	"time"
 	"unicode"
 
-	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -258,22 +258,10 @@ func (w *Web) errorPage(rw http.ResponseWriter, r *http.Request, s *session, cod
 	w.render(rw, r, s, code, "error", http.StatusText(code), "", map[string]any{"Code": code, "Message": err.Error()})
 }
 
-// statusOf maps library errors to HTTP statuses: the one place that does.
+// statusOf is err's HTTP status, as the API answers it (httperr).
 func statusOf(err error) int {
-	switch {
-	case errors.Is(err, knit.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, knit.ErrUnauthenticated):
-		return http.StatusUnauthorized
-	case errors.Is(err, knit.ErrSelfApproval), errors.Is(err, knit.ErrForbidden):
-		return http.StatusForbidden
-	case errors.Is(err, knit.ErrChecksumRequired):
-		return http.StatusBadRequest
-	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, store.ErrConflict), errors.Is(err, engine.ErrStale),
-		errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, engine.ErrLocked):
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
+	code, _ := httperr.Status(err)
+	return code
 }
 
 func (w *Web) loginPage(rw http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,215 @@
+// Package archtest holds the import rules of docs/architecture.md as a
+// test: an arrow that must never exist fails `make test` the day someone
+// draws it.
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const mod = "knit.dev/knit/internal/"
+
+// adapter reports whether p is a concrete adapter: a store or runner
+// implementation (internal/store and internal/runner themselves are the
+// ports: interfaces and the types that cross them).
+func adapter(p string) bool {
+	return strings.HasPrefix(p, mod+"store/") || strings.HasPrefix(p, mod+"runner/")
+}
+
+// rule forbids the imports of one package (its non-test files): directly,
+// and through any package it imports, except through the packages in
+// Through (the known exceptions, each with its reason).
+type rule struct {
+	Pkg    string
+	Forbid func(imp string) bool
+	Why    string
+	// File is the one file of Pkg allowed to import what Forbid names
+	// directly ("": none).
+	File string
+	// Through are packages whose own imports are not followed: today's
+	// exceptions, each to be removed when its TODO is done.
+	Through map[string]string
+}
+
+// knitWires is the known exception for every adapter package: internal/knit
+// opens the SQLite store and builds the runners itself.
+const knitWires = "TODO(issue 25): internal/knit wires the SQLite store and the runners (knit.Open); the caller should inject them"
+
+var rules = []rule{
+	{Pkg: mod + "view", Forbid: func(p string) bool {
+		return adapter(p) || (strings.HasPrefix(p, mod) && !slices.Contains([]string{mod + "store", mod + "runner"}, p))
+	}, Why: "the read models are a leaf: the store's and runner's ports at most",
+		Through: map[string]string{mod + "runner": "TODO(issue 25): internal/runner imports internal/spec for its interface; runner.Plan belongs in a leaf"}},
+	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod + "cli"), Why: "the API reaches the store and runners only through internal/knit",
+		Through: map[string]string{mod + "knit": knitWires}},
+	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit",
+		Through: map[string]string{mod + "knit": knitWires}},
+	{Pkg: mod + "cli", Forbid: forbidAdapterOr(), File: "adapters.go", Why: "the CLI names concrete adapters in one file only",
+		Through: map[string]string{mod + "knit": knitWires}},
+	{Pkg: mod + "client", Forbid: func(p string) bool {
+		return adapter(p) || strings.HasPrefix(p, "github.com/hashicorp/hcl")
+	}, Why: "the HTTP client must not link the store, HCL or the runners",
+		Through: map[string]string{
+			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
+			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
+		}},
+	{Pkg: mod + "engine", Forbid: func(p string) bool {
+		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
+	}, Why: "the engine knows nothing of the adapters above it"},
+}
+
+// storeRule: the store's packages import nothing internal but their own
+// and internal/keyfile (a leaf: the data dir's key, which the store seals
+// secrets with).
+func storeRule(pkg string) rule {
+	return rule{Pkg: pkg, Why: "the store imports nothing internal but its own packages and keyfile", Forbid: func(p string) bool {
+		return strings.HasPrefix(p, mod) && p != mod+"store" && !strings.HasPrefix(p, mod+"store/") && p != mod+"keyfile"
+	}}
+}
+
+func forbidAdapterOr(pkgs ...string) func(string) bool {
+	return func(p string) bool { return adapter(p) || slices.Contains(pkgs, p) }
+}
+
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Standard   bool
+}
+
+// load lists every package of the module and their dependencies.
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,GoFiles,Imports,Standard", "knit.dev/knit/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Standard {
+			pkgs[p.ImportPath] = &p
+		}
+	}
+	return pkgs
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := load(t)
+	all := rules
+	for path := range pkgs {
+		if path == mod+"store" || strings.HasPrefix(path, mod+"store/") {
+			all = append(all, storeRule(path))
+		}
+	}
+	for _, r := range all {
+		for _, v := range violations(t, pkgs, r) {
+			t.Errorf("%s (%s)", v, r.Why)
+		}
+	}
+}
+
+// violations lists the forbidden arrows of r: a file importing a forbidden
+// package, or an import that leads to one (the path named).
+func violations(t *testing.T, pkgs map[string]*pkg, r rule) []string {
+	p, ok := pkgs[r.Pkg]
+	if !ok {
+		t.Fatalf("rule for %s: no such package (renamed? update the rule and docs/architecture.md)", r.Pkg)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range p.GoFiles {
+		for _, imp := range fileImports(t, filepath.Join(p.Dir, f)) {
+			if r.Forbid(imp) {
+				if f != r.File {
+					out = append(out, r.Pkg+"/"+f+" imports "+imp)
+				}
+				continue
+			}
+			if _, ok := r.Through[imp]; ok {
+				continue
+			}
+			if path := reach(pkgs, imp, r, seen); path != nil {
+				out = append(out, r.Pkg+"/"+f+" imports "+strings.Join(path, " → "))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// reach finds a path from imp to a package r forbids, not following the
+// packages r lets through; nil when there is none.
+func reach(pkgs map[string]*pkg, imp string, r rule, seen map[string]bool) []string {
+	if r.Forbid(imp) {
+		return []string{imp}
+	}
+	if _, ok := r.Through[imp]; ok || seen[imp] {
+		return nil
+	}
+	seen[imp] = true
+	p, ok := pkgs[imp]
+	if !ok {
+		return nil // the standard library
+	}
+	for _, next := range p.Imports {
+		if path := reach(pkgs, next, r, seen); path != nil {
+			return append([]string{imp}, path...)
+		}
+	}
+	return nil
+}
+
+func fileImports(t *testing.T, file string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range f.Imports {
+		p, _ := strconv.Unquote(s.Path.Value)
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestKnownExceptionsStillNeeded fails once an exception's TODO is done,
+// so that the rule tightens with the code.
+func TestKnownExceptionsStillNeeded(t *testing.T) {
+	pkgs := load(t)
+	for _, r := range rules {
+		for through, why := range r.Through {
+			strict := r
+			strict.Through = map[string]string{}
+			for k, v := range r.Through {
+				if k != through {
+					strict.Through[k] = v
+				}
+			}
+			if len(violations(t, pkgs, strict)) == 0 {
+				t.Errorf("%s no longer needs the exception for %s (%s): remove it from the rule and from docs/architecture.md", r.Pkg, through, why)
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+// Package httperr maps the library's errors to HTTP statuses: the one
+// mapping the API (internal/server) and the dashboard (internal/web) share,
+// so that an error answers the same status on both.
+package httperr
+
+import (
+	"errors"
+	"net/http"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+var (
+	// ErrBadRequest marks a client's mistake in the request itself.
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotConfigured: the feature asked for is switched off on this server.
+	ErrNotConfigured = errors.New("not configured")
+)
+
+// Status is err's HTTP status and the API's machine-readable code for it;
+// an error it does not know is a 500 ("internal").
+func Status(err error) (int, string) {
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, knit.ErrChecksumRequired):
+		return http.StatusBadRequest, "bad_request"
+	case errors.Is(err, knit.ErrUnauthenticated):
+		return http.StatusUnauthorized, "unauthenticated"
+	case errors.Is(err, knit.ErrForbidden), errors.Is(err, knit.ErrSelfApproval):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, engine.ErrNoRun), errors.Is(err, ErrNotConfigured):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, knit.ErrChecksumMismatch), errors.Is(err, engine.ErrStale):
+		return http.StatusConflict, "stale_plan"
+	case errors.Is(err, engine.ErrLocked):
+		return http.StatusConflict, "locked"
+	case errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, "conflict"
+	}
+	return http.StatusInternalServerError, "internal"
+}

@@ -1,0 +1,131 @@
+package knit
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/store"
+)
+
+// The small reads the dashboard's list and live views are made of. Each
+// answers the store's own error: a failed read is never "none". Those
+// that take an environment ID (team/env) refuse one of a team ctx's
+// caller may not see, without reading it.
+
+// mayRead checks that ctx's caller may see the environment id names.
+func mayRead(ctx context.Context, id string) error {
+	return mayAct(ctx, id, store.Environment{ID: id, Team: teamOf(id)})
+}
+
+// EnvironmentRecords lists the environments f selects that ctx's caller
+// (WithCaller) may see, in ID order, after f.After: at most f.Limit of
+// them (<= 0: every one). The caller's teams filter before the list is
+// cut, so a full answer holds f.Limit environments it may see.
+func (k *Knit) EnvironmentRecords(ctx context.Context, f EnvironmentFilter) ([]store.Environment, error) {
+	q := store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After}
+	if f.Limit > 0 {
+		q.Limit = f.Limit
+	}
+	var out []store.Environment
+	for {
+		batch, err := k.store.Environments(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range batch {
+			if visibleTo(ctx, e.Team) {
+				out = append(out, e)
+			}
+		}
+		if q.Limit <= 0 || len(batch) < q.Limit || len(out) >= f.Limit {
+			break
+		}
+		q.After = batch[len(batch)-1].ID
+	}
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// Teams lists the teams that have environments ctx's caller may see, sorted.
+func (k *Knit) Teams(ctx context.Context) ([]string, error) {
+	envs, err := k.EnvironmentRecords(ctx, EnvironmentFilter{})
+	if err != nil {
+		return nil, err
+	}
+	var teams []string
+	for _, e := range envs {
+		teams = append(teams, e.Team)
+	}
+	slices.Sort(teams)
+	return slices.Compact(teams), nil
+}
+
+// LockHolder is the ID of the run holding environment id's lock, "" when
+// it is free.
+func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
+	if err := mayRead(ctx, id); err != nil {
+		return "", err
+	}
+	l, err := k.store.Lock(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	return l.RunID, err
+}
+
+// CountRuns counts the runs in status, over every environment.
+func (k *Knit) CountRuns(ctx context.Context, status string) (int, error) {
+	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status})
+	return len(runs), err
+}
+
+// ComponentCounts counts environment id's components by status.
+func (k *Knit) ComponentCounts(ctx context.Context, id string) (map[string]int, error) {
+	if err := mayRead(ctx, id); err != nil {
+		return nil, err
+	}
+	states, err := k.store.ComponentStates(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, cs := range states {
+		counts[cs.Status]++
+	}
+	return counts, nil
+}
+
+// Revision is revision n of environment id; store.ErrNotFound when it has
+// none such.
+func (k *Knit) Revision(ctx context.Context, id string, n int) (store.Revision, error) {
+	if err := mayRead(ctx, id); err != nil {
+		return store.Revision{}, err
+	}
+	return k.store.Revision(ctx, id, n)
+}
+
+// LastRun is the newest run of environment id ("": of any), nil when none.
+func (k *Knit) LastRun(ctx context.Context, id string) (*store.Run, error) {
+	if id != "" {
+		if err := mayRead(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	runs, err := k.store.Runs(ctx, id, store.RunFilter{Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+// EnvironmentRecord is environment id as the store records it.
+func (k *Knit) EnvironmentRecord(ctx context.Context, id string) (store.Environment, error) {
+	if err := mayRead(ctx, id); err != nil {
+		return store.Environment{}, err
+	}
+	return k.store.Environment(ctx, id)
+}

@@ -1,0 +1,137 @@
+// Package view holds the read models and pages the library
+// (internal/knit) answers and the HTTP client (internal/client) decodes. It
+// is a leaf: importing it links neither the store's implementation nor the
+// runners, so the client does not either.
+package view
+
+import (
+	"time"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+// Page is one page of a list. Next is the cursor for the page after this
+// one, empty at the end.
+type Page[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next,omitempty"`
+}
+
+// EnvironmentFilter selects environments: by team and status, after a
+// cursor, at most Limit (default 50, at most 1000).
+type EnvironmentFilter struct {
+	Team, Status string
+	After        string
+	Limit        int
+}
+
+// EnvironmentSummary is one row of the environments list. Invalid is the
+// newest revision when its file does not validate.
+type EnvironmentSummary struct {
+	store.EnvironmentSummary
+	Invalid *InvalidRevision `json:"invalid,omitempty"`
+}
+
+// ComponentView is one component as knit last saw it.
+type ComponentView struct {
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	// Status is the component's state (applied, failed, awaiting-approval,
+	// drifted, destroyed) or "pending" when it was never run.
+	Status string `json:"status"`
+	// Code is the machine-readable reason of its last run ("waiting:
+	// upstream db awaiting approval"); Reason says it for people.
+	Code      string   `json:"code,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// DestroyProtection: a teardown refuses the component (and keeps what
+	// it depends on).
+	DestroyProtection bool `json:"destroyProtection,omitempty"`
+	// Removed is set for a live component no longer in the applied file.
+	Removed   bool         `json:"removed,omitempty"`
+	Revision  int          `json:"revision,omitempty"`
+	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
+	Outputs   int          `json:"outputs"`
+	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
+	LastRun   *RunRef      `json:"lastRun,omitempty"`
+}
+
+// RunRef is a component's last component run.
+type RunRef struct {
+	RunID      string    `json:"runId"`
+	Operation  string    `json:"operation"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+// EnvironmentView is one environment with its components. Revision is the
+// latest revision seen, AppliedRevision the one ENV means.
+type EnvironmentView struct {
+	store.Environment
+	Lock       *store.Lock     `json:"lock,omitempty"`
+	Components []ComponentView `json:"components"`
+	LastRun    *store.Run      `json:"lastRun,omitempty"`
+	LastDrift  *DriftView      `json:"lastDrift,omitempty"`
+	// SucceededRevision, for an environment whose status is not applied
+	// (failed, awaiting-approval, …), is the revision of its last apply
+	// that succeeded (0: none did): AppliedRevision is the one it is
+	// converging to, whatever became of that.
+	SucceededRevision int `json:"succeededRevision,omitempty"`
+	// Invalid is the newest revision when its file does not validate.
+	Invalid *InvalidRevision `json:"invalid,omitempty"`
+}
+
+// DriftView is the outcome of an environment's latest drift check.
+type DriftView struct {
+	RunID     string    `json:"runId"`
+	CheckedAt time.Time `json:"checkedAt"`
+	Status    string    `json:"status"`
+	Drifted   []string  `json:"drifted"`
+	Affected  []string  `json:"affected,omitempty"`
+	Failed    []string  `json:"failed,omitempty"`
+	// Unknown: components whose tool cannot compare with reality (a
+	// script without a plan command).
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// OutputView is one output; a sensitive value is Masked unless revealed.
+type OutputView struct {
+	Value     any  `json:"value"`
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// RunView is one run with what it did to each component.
+type RunView struct {
+	store.Run
+	Components []store.ComponentRun `json:"components"`
+}
+
+// AuditFilter selects audit events: by environment (team/env or name),
+// actor and time, after a cursor (an event ID), at most Limit.
+type AuditFilter struct {
+	Env, Actor   string
+	Since, Until time.Time
+	After        string
+	Limit        int
+}
+
+// InvalidRevision is an environment's newest revision when its file does
+// not validate (a commit that broke it, in GitOps): nothing of it runs, and
+// the environment stays at its applied revision until a newer revision
+// replaces it. Every view of the environment shows it, loudly.
+type InvalidRevision struct {
+	Env    string `json:"env"`
+	Number int    `json:"number"`
+	// File is the environment file's path (in the repository, in GitOps).
+	File    string `json:"file"`
+	Source  string `json:"source"`
+	Commit  string `json:"commit,omitempty"`
+	Author  string `json:"author,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Errors are the file's diagnostics, each "file:line:col: field:
+	// message" with its hint lines, in the file's order: all of them.
+	Errors    []string  `json:"errors"`
+	CreatedAt time.Time `json:"createdAt"`
+}
