@@ -184,18 +184,18 @@ func (s *session) planPlaceholders(ctx context.Context, st *step, p *prepared, o
 	why = strings.Join(parts, "; ")
 	pp, ok := p.r.(runner.PlaceholderPlanner)
 	if !ok || s.kind == KindTeardown {
-		return nil, why + fmt.Sprintf(" (a %s component is not planned with placeholders)", st.c.Type)
+		return nil, why + fmt.Sprintf("; a %s component is not planned with placeholders", st.c.Type)
 	}
 	fmt.Fprintf(&st.log, "knit: planning %s ahead with placeholders for %s (known only after apply); this plan is shown, never applied\n",
 		st.c.Name, strings.Join(names, ", "))
 	plan, err := pp.PlanPlaceholders(ctx, p.rc, p.in, names, opts)
 	switch {
 	case err == runner.ErrUnsupported:
-		return nil, why + fmt.Sprintf(" (a %s component is not planned with placeholders)", st.c.Type)
+		return nil, why + fmt.Sprintf("; a %s component is not planned with placeholders", st.c.Type)
 	case errors.Is(err, runner.ErrUnsupported):
-		return nil, why + " (no placeholder for it: " + firstLine(strings.TrimPrefix(err.Error(), runner.ErrUnsupported.Error()+": ")) + ")"
+		return nil, why + "; not planned with a placeholder: " + firstLine(strings.TrimPrefix(err.Error(), runner.ErrUnsupported.Error()+": "))
 	case err != nil:
-		return nil, why + " (planned with a placeholder, the plan failed: " + firstLine(redact(err.Error(), st.secrets)) + ")"
+		return nil, why + "; planned with a placeholder, the plan failed: " + firstLine(redact(err.Error(), st.secrets))
 	}
 	plan.File, plan.Checksum, plan.PlannedOutputs = "", "", nil
 	for i := range plan.Resources {
