@@ -19,10 +19,17 @@ terraform {
   }
 }
 variable "path" { type = string }
+variable "rev" {
+  type    = string
+  default = "1"
+}
 variable "upstream" {
   type = string
 VALIDATION}
-resource "terraform_data" "d" { input = var.upstream }
+resource "terraform_data" "d" {
+  input            = var.upstream
+  triggers_replace = var.rev
+}
 resource "local_file" "f" {
   filename = var.path
   content  = var.upstream
@@ -127,8 +134,12 @@ func (w *world) noPlaceholderIn(dirs ...string) {
 func TestANewEnvironmentOfUnknownIdsAppliesAfterOneApproval(t *testing.T) {
 	w := newWorld(t)
 	w.threeLevels(idModuleWith("", ""))
-	if r := w.knit("apply", "-f", "env.yaml"); r.code != 3 {
+	r := w.knit("apply", "-f", "env.yaml", "-o", "json")
+	if r.code != 3 {
 		t.Fatalf("gated apply: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "knit-known-after-apply") {
+		t.Errorf("the plans ahead show a placeholder as a value:\n%s", r.stdout)
 	}
 	sum, entries, raw := w.pendingEntries("qa/ids")
 	for _, name := range []string{"net", "app", "web"} {
@@ -150,7 +161,7 @@ func TestANewEnvironmentOfUnknownIdsAppliesAfterOneApproval(t *testing.T) {
 		t.Fatal("applied before any approval")
 	}
 
-	r := w.knit("approve", "qa/ids", "--change", sum[:12], "--reason", "one review")
+	r = w.knit("approve", "qa/ids", "--change", sum[:12], "--reason", "one review")
 	if r.code != 0 {
 		t.Fatalf("approve the change set: exit %d, want 0 (no further prompt)\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -252,6 +263,38 @@ func TestAModuleThatRejectsThePlaceholderStopsForItsOwnApproval(t *testing.T) {
 	w.ok("approve", "qa/ids", "web")
 	if got, app := w.read("files/web.txt"), w.read("files/app.txt"); got == "" || got == app {
 		t.Errorf("web.txt = %q", got)
+	}
+	w.noPlaceholderIn("files", ".knit")
+}
+
+// An environment already applied whose first component is replaced (a new
+// id): the component behind it is planned with a placeholder, and what
+// its plan changes from the placeholder is shown as known after apply,
+// never as the placeholder. One approval applies both, from the new id.
+func TestAValueFromAPlaceholderIsShownAsKnownAfterApply(t *testing.T) {
+	w := newWorld(t)
+	w.threeLevels(idModuleWith("", ""))
+	w.ok("apply", "-f", "env.yaml", "--auto-approve")
+	oldID := strings.TrimSpace(w.ok("output", "qa/ids", "net", "id").stdout)
+	doc := strings.Replace(w.read("env.yaml"), "net.txt}\n", "net.txt}\n        - {name: rev, value: \"2\"}\n", 1)
+	w.write(map[string]string{"env.yaml": doc})
+	r := w.knit("apply", "-f", "env.yaml", "-o", "json")
+	if r.code != 3 {
+		t.Fatalf("gated apply: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "knit-known-after-apply") || !strings.Contains(r.stdout, `"new": "(known after apply)"`) {
+		t.Errorf("app's plan shows a placeholder as a value, or no value known after apply:\n%s", r.stdout)
+	}
+	sum, entries, _ := w.pendingEntries("qa/ids")
+	if e := entries["app"]; strings.Join(e.Placeholders, ",") != "upstream" || len(e.Resources) != 2 {
+		t.Fatalf("app is not planned with a placeholder: %+v", e)
+	}
+	if r := w.knit("approve", "qa/ids", "--change", sum); r.code != 0 {
+		t.Fatalf("approve: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	newID := strings.TrimSpace(w.ok("output", "qa/ids", "net", "id").stdout)
+	if got := w.read("files/app.txt"); got != newID || newID == oldID {
+		t.Errorf("app.txt = %q, want net's new id %q (was %q)", got, newID, oldID)
 	}
 	w.noPlaceholderIn("files", ".knit")
 }
