@@ -28,7 +28,7 @@ const aheadPlanFile = "placeholder.tfplan"
 // init reads variables (a backend or module source made of them) takes
 // none, since init would then act on the placeholder. The plan is read and
 // its file removed: it is never applied, and plan changes no state.
-func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in runner.Inputs, unknown []string, opts runner.PlanOptions) (*runner.Plan, error) {
+func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in runner.Inputs, unknown []string, opts runner.PlanOptions) (plan *runner.Plan, err error) {
 	if opts.Destroy || opts.RefreshOnly {
 		return nil, fmt.Errorf("%w: only a plan of changes takes placeholders", runner.ErrUnsupported)
 	}
@@ -60,6 +60,25 @@ func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in ru
 			return nil, fmt.Errorf("%w: variable %s is of type %s, for which no placeholder is safe", runner.ErrUnsupported, name, v.TypeSrc)
 		}
 	}
+	// The placeholders go into the inputs file the tool loads by itself:
+	// it is put back as it was afterwards, or a saved plan awaiting
+	// approval would be refused for variables that differ from its own.
+	wd, err := workDir(c)
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	inputs := filepath.Join(runFolder(wd, l.sub), inputsFile)
+	before, readErr := os.ReadFile(inputs)
+	if readErr != nil && !os.IsNotExist(readErr) {
+		return nil, wrap("plan", c, readErr)
+	}
+	defer func() {
+		if readErr != nil {
+			_ = os.Remove(inputs)
+		} else if werr := os.WriteFile(inputs, before, 0o644); werr != nil && err == nil {
+			plan, err = nil, wrap("plan", c, werr)
+		}
+	}()
 	p, err := r.prepare(ctx, c, values)
 	if err != nil {
 		return nil, wrap("plan", c, err)
