@@ -125,7 +125,11 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	e := store.ChangeSetComponent{Component: name, Gated: !s.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
 	// Its status says why it waits, as for any component behind a hold;
 	// what its plan could not show is the change set's to say.
-	_, code, reason := s.defaultSettle(name, vr)
+	settle := s.defaultSettle
+	if s.kind == KindTeardown {
+		settle = s.teardownSettle
+	}
+	_, code, reason := settle(name, vr)
 	defer func() {
 		st.cr.Log = st.log.finish(nil)
 		s.setCode(st.cr, Waiting, code, reason)

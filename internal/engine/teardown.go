@@ -161,14 +161,7 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 		if why, ok := refused[name]; ok {
 			return Refused, "refused: " + why, why
 		}
-		if vr.Status == dag.Waiting {
-			// The walk is reversed: what holds a component back is a
-			// dependent, whose destroy awaits approval.
-			held := strings.TrimPrefix(vr.Reason, "waiting on ")
-			return Waiting, fmt.Sprintf("waiting: dependent %s awaiting approval", held),
-				fmt.Sprintf("waiting: dependent %s awaiting approval by an operator", held)
-		}
-		return s.defaultSettle(name, vr)
+		return s.teardownSettle(name, vr)
 	})
 }
 
@@ -262,4 +255,15 @@ func (s *session) destroyed(st *step) error {
 	st.cr.Log = st.log.finish(nil)
 	s.set(st.cr, Destroyed, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
+}
+
+// teardownSettle is defaultSettle for a teardown: the walk is reversed, so
+// what holds a component back is a dependent, whose destroy awaits approval.
+func (s *session) teardownSettle(name string, vr dag.VertexResult) (Status, string, string) {
+	if vr.Status != dag.Waiting {
+		return s.defaultSettle(name, vr)
+	}
+	held := strings.TrimPrefix(vr.Reason, "waiting on ")
+	return Waiting, fmt.Sprintf("waiting: dependent %s awaiting approval", held),
+		fmt.Sprintf("waiting: dependent %s awaiting approval by an operator", held)
 }
