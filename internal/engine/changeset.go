@@ -186,12 +186,16 @@ func (s *session) planPlaceholders(ctx context.Context, st *step, p *prepared, o
 		names = append(names, m.Variable)
 	}
 	why = strings.Join(parts, "; ")
+	if s.kind == KindTeardown {
+		return nil, why // a destroy plan takes no inputs it lacks
+	}
 	pp, ok := p.r.(runner.PlaceholderPlanner)
-	if !ok || s.kind == KindTeardown {
+	if !ok {
 		return nil, why + fmt.Sprintf("; a %s component is not planned with placeholders", st.c.Type)
 	}
 	fmt.Fprintf(&st.log, "knit: planning %s ahead with placeholders for %s (known only after apply); this plan is shown, never applied\n",
 		st.c.Name, strings.Join(names, ", "))
+	opts.KnownOutputs = false // none is passed on: it may derive from a placeholder
 	plan, err := pp.PlanPlaceholders(ctx, p.rc, p.in, names, opts)
 	switch {
 	case err == runner.ErrUnsupported:
