@@ -44,7 +44,9 @@ func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in ru
 		return nil, wrap("plan", c, err)
 	}
 	mod, err := l.module()
-	if err != nil {
+	if errors.Is(err, runner.ErrUnsupported) {
+		return nil, err
+	} else if err != nil {
 		return nil, wrap("plan", c, err)
 	}
 	values := maps.Clone(in)
