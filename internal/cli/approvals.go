@@ -76,6 +76,8 @@ func printChangeSets(w io.Writer, sets []store.ChangeSet) {
 				what = "known after apply: " + c.KnownAfterApply
 			case c.PlanError != "":
 				what = "not planned: " + c.PlanError
+			case len(c.Placeholders) > 0:
+				what += " (planned with " + strings.Join(c.Placeholders, ", ") + " known after apply)"
 			}
 			gate := "planned ahead"
 			if c.ApprovalID != 0 {

@@ -170,20 +170,36 @@ type prepared struct {
 	rc runner.Component
 	in runner.Inputs
 	fp string
+	// unknown are the inputs whose producers' outputs are not known yet
+	// (prepareAhead only; they are not in in).
+	unknown []*missingOutputError
 }
 
 // prepare resolves the runner and inputs of a step's component and, when
 // asked, its fingerprint (destroying needs none, and it may cost a git fetch).
 func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error) {
+	return st.prepareInputs(ctx, fingerprint, false)
+}
+
+// prepareAhead is prepare for a plan ahead of the component's turn: an
+// input whose producer's output is not known yet is listed in unknown.
+func (st *step) prepareAhead(ctx context.Context) (*prepared, error) {
+	return st.prepareInputs(ctx, false, true)
+}
+
+func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*prepared, error) {
 	r, err := st.s.e.runnerFor(st.c)
 	if err != nil {
 		return nil, err
 	}
-	in, secrets, sensitive, err := resolveInputs(st.c, st.s.producerState)
+	in, secrets, sensitive, unknown, err := resolveKnown(st.c, st.s.producerState)
 	// What the component output as sensitive before is masked in its log too.
 	st.secrets = append(secrets, storedSecrets(st.s.state(st.c.Name).Outputs)...)
 	if err != nil {
 		return nil, err
+	}
+	if len(unknown) > 0 && !ahead {
+		return nil, unknown[0]
 	}
 	st.log.begin(st.secrets, st.op != "destroy" && mayRevealSecrets(st.c, st.s.state(st.c.Name)), func(line string) {
 		st.s.publish(Event{Kind: LogLine, Component: st.c.Name, Line: line})
@@ -196,7 +212,7 @@ func (st *step) prepare(ctx context.Context, fingerprint bool) (*prepared, error
 		return nil, err
 	}
 	rc.Sensitive = sensitive
-	p := &prepared{r: r, rc: rc, in: in}
+	p := &prepared{r: r, rc: rc, in: in, unknown: unknown}
 	if fingerprint {
 		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {
 			return nil, err

@@ -137,14 +137,8 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 			return e // nothing to destroy
 		}
 	}
-	p, err := st.prepare(ctx, false)
-	var missing *missingOutputError
-	switch {
-	case errors.As(err, &missing):
-		e.KnownAfterApply = fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
-			missing.Variable, missing.Producer, missing.Output, missing.Producer)
-		return e
-	case err != nil:
+	p, err := st.prepareAhead(ctx)
+	if err != nil {
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
@@ -152,8 +146,15 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	if s.kind == KindTeardown {
 		opts = runner.PlanOptions{Destroy: true}
 	}
-	plan, err := p.r.Plan(ctx, p.rc, p.in, opts)
-	if err != nil {
+	var plan *runner.Plan
+	if len(p.unknown) > 0 {
+		if plan, e.KnownAfterApply = s.planPlaceholders(ctx, st, p, opts); plan == nil {
+			return e
+		}
+		for _, m := range p.unknown {
+			e.Placeholders = append(e.Placeholders, m.Variable)
+		}
+	} else if plan, err = p.r.Plan(ctx, p.rc, p.in, opts); err != nil {
 		e.PlanError = "plan: " + firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
@@ -163,6 +164,52 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	s.mu.Unlock()
 	fillEntry(&e, plan)
 	return e
+}
+
+// planPlaceholders plans a component ahead whose inputs p.unknown are
+// known only after their producers are applied, with a placeholder for
+// each (runner.PlaceholderPlanner). The plan shows resources and actions
+// only: every value it would set is shown as known after apply, and it
+// tells components behind it no output, so nothing derived from a
+// placeholder is ever shown or passed on as real. It is never applied:
+// in its turn the component is planned again from the real outputs, and
+// that plan must do what this one shows (covered). Without such a plan,
+// why says what is known only after apply and why no placeholder served.
+func (s *session) planPlaceholders(ctx context.Context, st *step, p *prepared, opts runner.PlanOptions) (plan *runner.Plan, why string) {
+	var parts, names []string
+	for _, m := range p.unknown {
+		parts = append(parts, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied", m.Variable, m.Producer, m.Output, m.Producer))
+		names = append(names, m.Variable)
+	}
+	why = strings.Join(parts, "; ")
+	if s.kind == KindTeardown {
+		return nil, why // a destroy plan takes no inputs it lacks
+	}
+	pp, ok := p.r.(runner.PlaceholderPlanner)
+	if !ok {
+		return nil, why + fmt.Sprintf("; a %s component is not planned with placeholders", st.c.Type)
+	}
+	fmt.Fprintf(&st.log, "knit: planning %s ahead with placeholders for %s (known only after apply); this plan is shown, never applied\n",
+		st.c.Name, strings.Join(names, ", "))
+	opts.KnownOutputs = false // none is passed on: it may derive from a placeholder
+	plan, err := pp.PlanPlaceholders(ctx, p.rc, p.in, names, opts)
+	switch {
+	case err == runner.ErrUnsupported:
+		return nil, why + fmt.Sprintf("; a %s component is not planned with placeholders", st.c.Type)
+	case errors.Is(err, runner.ErrUnsupported):
+		return nil, why + "; not planned with a placeholder: " + firstLine(strings.TrimPrefix(err.Error(), runner.ErrUnsupported.Error()+": "))
+	case err != nil:
+		return nil, why + "; planned with a placeholder, the plan failed: " + firstLine(redact(err.Error(), st.secrets))
+	}
+	plan.File, plan.Checksum, plan.PlannedOutputs = "", "", nil
+	for i := range plan.Resources {
+		for j := range plan.Resources[i].Changes {
+			if c := &plan.Resources[i].Changes[j]; c.New != runner.MaskedValue {
+				c.New = runner.UnknownValue
+			}
+		}
+	}
+	return plan, ""
 }
 
 // fillEntry copies what a change set keeps of plan into e.

@@ -53,11 +53,12 @@ func TestChangeSetChecksumCoversEveryEntry(t *testing.T) {
 		t.Fatalf("checksum %q is not a stable SHA-256", sum)
 	}
 	for name, edit := range map[string]func(cs *store.ChangeSet){
-		"env":       func(cs *store.ChangeSet) { cs.Env = "qa/other" },
-		"revision":  func(cs *store.ChangeSet) { cs.Revision = 2 },
-		"plan file": func(cs *store.ChangeSet) { cs.Components[0].PlanChecksum = "abd" },
-		"action":    func(cs *store.ChangeSet) { cs.Components[1].Resources[0].Action = "replace" },
-		"unknown":   func(cs *store.ChangeSet) { cs.Components[1].KnownAfterApply = "input x" },
+		"env":          func(cs *store.ChangeSet) { cs.Env = "qa/other" },
+		"revision":     func(cs *store.ChangeSet) { cs.Revision = 2 },
+		"plan file":    func(cs *store.ChangeSet) { cs.Components[0].PlanChecksum = "abd" },
+		"action":       func(cs *store.ChangeSet) { cs.Components[1].Resources[0].Action = "replace" },
+		"unknown":      func(cs *store.ChangeSet) { cs.Components[1].KnownAfterApply = "input x" },
+		"placeholders": func(cs *store.ChangeSet) { cs.Components[1].Placeholders = []string{"x"} },
 	} {
 		cs := base
 		cs.Components = []store.ChangeSetComponent{base.Components[0], base.Components[1]}

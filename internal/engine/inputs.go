@@ -25,7 +25,18 @@ func (e *missingOutputError) Error() string {
 // for redaction, and the names of the inputs that hold them, so the runner
 // never writes them in clear.
 func resolveInputs(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, map[string]bool, error) {
+	in, secrets, sensitive, missing, err := resolveKnown(c, state)
+	if err == nil && len(missing) > 0 {
+		err = missing[0]
+	}
+	return in, secrets, sensitive, err
+}
+
+// resolveKnown is resolveInputs that goes on past an output the producer
+// does not have (yet): it lists those instead, and leaves their inputs out.
+func resolveKnown(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, map[string]bool, []*missingOutputError, error) {
 	in := runner.Inputs{}
+	var missing []*missingOutputError
 	var secrets []string
 	var sensitive map[string]bool
 	// InputVariables: the variables, and a kubeconfig's valueFrom parts.
@@ -36,23 +47,24 @@ func resolveInputs(c *spec.Component, state func(name string) store.ComponentSta
 		}
 		ref, ok := spec.ParseValueFrom(v.ValueFrom)
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
+			return nil, nil, nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
 		}
 		out, ok := state(ref.Component).Outputs[ref.Output]
 		if !ok {
-			return nil, nil, nil, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output}
+			missing = append(missing, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output})
+			continue
 		}
 		var val any
 		if err := json.Unmarshal(out.Value, &val); err != nil {
-			return nil, nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
+			return nil, nil, nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
 		}
 		if ref.Index != nil {
 			list, ok := val.([]any)
 			if !ok {
-				return nil, nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
+				return nil, nil, nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
 			}
 			if *ref.Index >= len(list) {
-				return nil, nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
+				return nil, nil, nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
 			}
 			val = list[*ref.Index]
 		}
@@ -65,7 +77,7 @@ func resolveInputs(c *spec.Component, state func(name string) store.ComponentSta
 			sensitive[v.Name] = true
 		}
 	}
-	return in, secrets, sensitive, nil
+	return in, secrets, sensitive, missing, nil
 }
 
 // storedSecrets lists the string forms of a component's stored sensitive

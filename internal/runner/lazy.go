@@ -56,3 +56,10 @@ func (l *lazy) PrepareAhead(ctx context.Context, c Component) error {
 	}
 	return nil
 }
+
+func (l *lazy) PlanPlaceholders(ctx context.Context, c Component, in Inputs, unknown []string, opts PlanOptions) (*Plan, error) {
+	if pp, ok := l.get().(PlaceholderPlanner); ok {
+		return pp.PlanPlaceholders(ctx, c, in, unknown, opts)
+	}
+	return nil, ErrUnsupported
+}

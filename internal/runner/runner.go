@@ -179,6 +179,27 @@ type Preparer interface {
 	PrepareAhead(ctx context.Context, c Component) error
 }
 
+// PlaceholderPlanner is a Runner that can plan a component some of whose
+// inputs are known only after an upstream component is applied (a new
+// network's id), so that a change set shows its resources before that
+// upstream exists. It stands a placeholder the module accepts in for each
+// input named in unknown (in holds the others), and returns the plan's
+// resources and actions only: the plan is never saved for apply (File and
+// Checksum are empty, the saved plan in the work dir is left as it is), and
+// nothing of it reaches state. An error wrapping ErrUnsupported says no
+// safe placeholder exists (a variable's type, an init that reads the
+// inputs), with the reason.
+//
+// A placeholder is PlaceholderText(input): recognisable in any log, and
+// never to be shown as a value.
+type PlaceholderPlanner interface {
+	PlanPlaceholders(ctx context.Context, c Component, in Inputs, unknown []string, opts PlanOptions) (*Plan, error)
+}
+
+// PlaceholderText is the placeholder a PlaceholderPlanner gives a string
+// input known only after apply.
+func PlaceholderText(input string) string { return "knit-known-after-apply-" + input }
+
 // ErrStalePlan is wrapped by Apply's error when the saved plan can no
 // longer be applied because what it was made from changed (the state, the
 // inputs, the plan file itself): the tool refused it and changed nothing.

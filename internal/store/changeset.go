@@ -52,6 +52,10 @@ type ChangeSetComponent struct {
 	// KnownAfterApply, when set, says why the plan could not be shown:
 	// an input known only after an upstream component is applied.
 	KnownAfterApply string `json:"knownAfterApply,omitempty"`
+	// Placeholders, when set, name the inputs known only after an
+	// upstream apply that the plan was made with placeholders for: its
+	// resources and actions are shown, its values are not.
+	Placeholders []string `json:"placeholders,omitempty"`
 	// PlanError, when set, says why planning it ahead failed.
 	PlanError string `json:"planError,omitempty"`
 	// Gated is true when the component waits for a person's decision

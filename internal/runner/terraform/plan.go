@@ -32,19 +32,14 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	}
 	wd, _ := workDir(c)
 	file := filepath.Join(wd, planFile)
-	var st *stream
-	err = r.withInit(ctx, p, func() (err error) {
-		st, err = p.s.stream(ctx, planArgs(file, opts))
-		return err
-	})
+	plan, err := r.planIn(ctx, c, p, file, opts)
 	if err != nil {
-		return nil, wrap("plan", c, err)
+		return nil, err
 	}
-	plan := st.plan(opts.RefreshOnly)
 	if opts.Unsaved {
-		if !needsShow(&plan, opts) {
+		if !needsShow(plan, opts) {
 			plan.Destroying = opts.Destroy
-			return &plan, nil
+			return plan, nil
 		}
 		// The detail asked for is only in a saved plan: a component with
 		// changes is planned again, saving it (an unsaved plan spares a
@@ -52,18 +47,34 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		opts.Unsaved = false
 		return r.Plan(ctx, c, in, opts)
 	}
-	if needsShow(&plan, opts) {
+	sum, err := hashFile(file)
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	plan.File, plan.Checksum, plan.Destroying = file, sum, opts.Destroy
+	return plan, nil
+}
+
+// planIn runs the plan in p's folder, saving it to file (unless
+// opts.Unsaved), and reads it: from the stream, and from show -json of the
+// saved file when the caller asked for what only that gives.
+func (r *Runner) planIn(ctx context.Context, c runner.Component, p *prepared, file string, opts runner.PlanOptions) (*runner.Plan, error) {
+	var st *stream
+	err := r.withInit(ctx, p, func() (err error) {
+		st, err = p.s.stream(ctx, planArgs(file, opts))
+		return err
+	})
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
+	plan := st.plan(opts.RefreshOnly)
+	if !opts.Unsaved && needsShow(&plan, opts) {
 		var raw tfjson.Plan
 		if err := p.s.json(ctx, showPlanArgs(file), &raw); err != nil {
 			return nil, wrap("show plan", c, err)
 		}
 		plan = summarize(&raw, opts.RefreshOnly)
 	}
-	sum, err := hashFile(file)
-	if err != nil {
-		return nil, wrap("plan", c, err)
-	}
-	plan.File, plan.Checksum, plan.Destroying = file, sum, opts.Destroy
 	return &plan, nil
 }
 

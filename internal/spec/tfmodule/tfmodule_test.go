@@ -183,3 +183,23 @@ func TestNamedPipeIsNotOpened(t *testing.T) {
 		t.Fatal("Read blocked on a named pipe")
 	}
 }
+
+// Only a string, or a variable of no type, takes a placeholder: a number,
+// bool or collection could decide how many resources the module declares.
+func TestPlaceholderOnlyForAString(t *testing.T) {
+	m := Parse("main.tf", []byte(`
+variable "s" { type = string }
+variable "a" {}
+variable "y" { type = any }
+variable "n" { type = number }
+variable "b" { type = bool }
+variable "l" { type = list(string) }
+variable "o" { type = object({ id = string }) }
+`))
+	for name, want := range map[string]bool{"s": true, "a": true, "y": true, "n": false, "b": false, "l": false, "o": false} {
+		v, ok := m.Variables[name].Placeholder("p")
+		if ok != want || (ok && v != "p") {
+			t.Errorf("%s: Placeholder = %v, %v; want ok %v", name, v, ok, want)
+		}
+	}
+}

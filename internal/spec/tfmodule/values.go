@@ -113,3 +113,16 @@ func describe(err error) string {
 	}
 	return b.String() + ": " + err.Error()
 }
+
+// Placeholder returns the value that stands in for v's value while it is
+// known only after another component is applied, or false when v's type
+// has no placeholder that is safe: one the tool accepts as given and that
+// cannot change how many resources the module declares. A string (or a
+// variable of no declared type) takes text; a number, a bool or a
+// collection could decide a count or a for_each, so they take none.
+func (v *Variable) Placeholder(text string) (any, bool) {
+	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
+		return text, true
+	}
+	return nil, false
+}
