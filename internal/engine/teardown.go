@@ -255,4 +255,3 @@ func (s *session) destroyed(st *step) error {
 	s.set(st.cr, Destroyed, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
 }
-
