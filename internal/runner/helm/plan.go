@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
@@ -26,6 +27,38 @@ func objects(manifest, ns string, cl *kube.Client) (refs []kube.Ref, objs []*uns
 		refs = append(refs, kube.RefOf(o))
 	}
 	return refs, decoded, nil
+}
+
+// served checks, before the server's dry run (whose error for a kind it
+// does not serve names no alternative), that the cluster serves every kind
+// the chart renders, hooks included, at its version (or that its CRDs
+// define it): a removed API version
+// fails the plan naming the object and the version served instead. The
+// render is Helm's client-side one, so nothing reaches the cluster.
+func (rel *helmRelease) served(ctx context.Context, ch *chart.Chart, vals map[string]any) error {
+	// A client-only install swaps the configuration's client and release
+	// storage for stand-ins: give it a copy, not the release's own.
+	cfg := *rel.cfg
+	inst := action.NewInstall(&cfg)
+	inst.ReleaseName, inst.Namespace = rel.name, rel.ns
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	out, err := inst.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return nil // the server's dry run that follows says what is wrong
+	}
+	manifest := out.Manifest
+	for _, h := range out.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	// The CRDs of its crds/ folder define kinds its templates may use.
+	for _, crd := range ch.CRDObjects() {
+		manifest += "\n---\n" + string(crd.File.Data)
+	}
+	objs, err := kube.Decode([]byte(manifest), "release manifest")
+	if err != nil {
+		return nil
+	}
+	return rel.cl.Served(objs)
 }
 
 // Plan computes what applying would do. An upgrade is planned from Helm's
@@ -63,6 +96,9 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			return nil, err
 		}
 		saved.Chart = digest(ch)
+		if err := rel.served(ctx, ch, saved.Values); err != nil {
+			return nil, err
+		}
 		if cur == nil {
 			next, err := rel.render(ctx, ch, saved.Values)
 			if err != nil {

@@ -285,3 +285,27 @@ func TestTeardownTimeoutNamesWhatIsStillTerminating(t *testing.T) {
 		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 }
+
+// A chart with a kind at an API version the cluster no longer serves fails
+// the plan, for an install and an upgrade alike, naming the object and the
+// version the cluster serves, and nothing is created.
+func TestARemovedAPIVersionInAChartFailsThePlan(t *testing.T) {
+	f := newFixture(t)
+	f.apply(f.inputs("hi"))
+	testtools.WriteFiles(t, f.c.Spec.Dir, map[string]string{"charts/web/templates/role.yaml": `apiVersion: rbac.authorization.k8s.io/v1beta1
+kind: ClusterRole
+metadata: {name: {{ .Release.Name }}-{{ .Release.Namespace }}-reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+`})
+	want := "ClusterRole rbac.authorization.k8s.io/v1beta1 is not served by this cluster; it serves rbac.authorization.k8s.io/v1"
+	if _, err := f.r.Plan(context.Background(), f.c, f.inputs("hi"), runner.PlanOptions{}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("upgrade plan: err = %v, want %q", err, want)
+	}
+	f.c.Def.Chart.Release, f.c.WorkDir = "fresh", t.TempDir()
+	if _, err := f.r.Plan(context.Background(), f.c, f.inputs("hi"), runner.PlanOptions{}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ClusterRole/fresh-") {
+		t.Fatalf("install plan: err = %v, want the object and %q", err, want)
+	}
+	if _, err := f.cl.Client.CoreV1().ConfigMaps(f.ns).Get(context.Background(), "fresh-settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a failed plan created fresh-settings: %v", err)
+	}
+}
