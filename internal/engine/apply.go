@@ -485,40 +485,40 @@ func sensitiveOutputs(outs runner.Outputs) []string {
 	return out
 }
 
-// auditRun records the run in the audit trail and sets the environment's
-// status. A plan is not audited: it changes nothing.
-func (s *session) auditRun(status string) error {
+// recordOutcome records the run's end with status and err, its audit
+// event and the environment's new status, in one store write. A plan is
+// not audited and leaves the status alone: it changes nothing.
+func (s *session) recordOutcome(status string, err error) error {
+	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
+	if err != nil {
+		o.Error = err.Error()
+	}
 	action := s.kind
 	switch {
-	case s.kind == KindPlan:
-		return nil
 	case s.kind == KindDrift && s.opts.Reconcile:
 		action = "reconcile"
 	case s.kind == KindDrift:
 		action = "drift-check"
 	}
-	detail := status
-	if s.result.Error != "" {
-		detail = s.result.Error
+	if s.kind != KindPlan {
+		detail := status
+		if s.result.Error != "" {
+			detail = s.result.Error
+		}
+		o.Audit = &store.AuditEvent{
+			Env: s.env.ID(), Actor: s.opts.Actor, Action: action, Revision: s.run.Revision,
+			RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: o.At,
+		}
+		o.EnvStatus = envStatuses[status]
+		switch {
+		case s.kind == KindTeardown && status == store.StatusSucceeded:
+			o.EnvStatus = EnvTornDown
+		case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
+			o.EnvStatus = EnvDrifted
+		}
 	}
-	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{
-		Env: s.env.ID(), Actor: s.opts.Actor, Action: action, Revision: s.run.Revision,
-		RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: s.e.now(),
-	}); err != nil {
-		return fmt.Errorf("record %s in the audit trail: %w", action, err)
-	}
-	envStatus := envStatuses[status]
-	switch {
-	case s.kind == KindTeardown && status == store.StatusSucceeded:
-		envStatus = EnvTornDown
-	case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
-		envStatus = EnvDrifted
-	}
-	if envStatus == "" {
-		return nil
-	}
-	if err := s.e.Store.SetEnvironmentStatus(s.db, s.env.ID(), envStatus); err != nil {
-		return fmt.Errorf("set the status of %s: %w", s.env.ID(), err)
+	if err := s.e.Store.RecordOutcome(s.db, o); err != nil {
+		return fmt.Errorf("record the outcome of run %s (%s): %w", s.run.ID, action, err)
 	}
 	return nil
 }

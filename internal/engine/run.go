@@ -325,22 +325,19 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	s.mu.Unlock()
 	status := s.outcome(ctx, joinErrs(errs))
 	s.result.SortByGraph(s.env.Graph())
-	// Audit and status first: if they fail, the run is recorded failed.
-	if err := s.auditRun(status); err != nil {
+	// The run's record, audit event and environment status are one write:
+	// they commit together or not at all. If that write fails, the run is
+	// recorded failed (with why), unless the store refused it for a lost
+	// lock, which it would refuse again.
+	if err := s.recordOutcome(status, joinErrs(errs)); err != nil {
 		errs = append(errs, err)
-		status = store.StatusFailed
-	}
-	err := joinErrs(errs)
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if ferr := s.e.Store.FinishRun(s.db, s.run.ID, status, msg, s.e.now()); ferr != nil {
-		errs = append(errs, fmt.Errorf("record the end of run %s: %w", s.run.ID, ferr))
+		if !errors.Is(err, store.ErrLockLost) {
+			errs = append(errs, s.recordOutcome(store.StatusFailed, joinErrs(errs)))
+		}
 		status = store.StatusFailed
 	}
 	errs = append(errs, s.release())
-	err = joinErrs(errs)
+	err := joinErrs(errs)
 	s.result.Status = status
 	if err != nil {
 		s.result.Error = err.Error()

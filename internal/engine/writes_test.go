@@ -70,6 +70,12 @@ func (f *failingStore) FinishRun(ctx context.Context, id, status, msg string, at
 	}
 	return f.Store.FinishRun(ctx, id, status, msg, at)
 }
+func (f *failingStore) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
+	if err := f.write("RecordOutcome"); err != nil {
+		return err
+	}
+	return f.Store.RecordOutcome(ctx, o)
+}
 func (f *failingStore) InterruptRuns(ctx context.Context, env string, alive func(int) bool, at time.Time) ([]string, error) {
 	if err := f.write("InterruptRuns"); err != nil {
 		return nil, err
@@ -206,6 +212,17 @@ func TestARunThatLosesItsLeaseStopsAndCannotOverwriteTheNewHolder(t *testing.T) 
 	rec, _ := h.st.Run(context.Background(), a.ID)
 	if rec.Status != store.StatusInterrupted {
 		t.Fatalf("run A recorded %s: the old holder overwrote what the new one recorded", rec.Status)
+	}
+	// A's outcome was refused whole: neither its audit event nor its
+	// status for the environment overwrote what B recorded.
+	if e, _ := h.st.Environment(context.Background(), "t/diamond"); e.Status != engine.EnvApplied {
+		t.Errorf("environment %s after the new holder applied it: the old holder's outcome overwrote it", e.Status)
+	}
+	events, _ := h.st.Audit(context.Background(), store.AuditFilter{Env: "t/diamond"})
+	for _, ev := range events {
+		if ev.RunID == a.ID {
+			t.Errorf("audit event %s (%s) of the old holder, whose outcome the store refused", ev.Action, ev.Detail)
+		}
 	}
 	last, _ := h.st.LastComponentRun(context.Background(), "t/diamond", "b")
 	if last.RunID != b.RunID {

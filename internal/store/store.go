@@ -140,6 +140,18 @@ type ComponentState struct {
 	UpdatedAt   time.Time              `json:"updatedAt"`
 }
 
+// RunOutcome is how a run ended, as RecordOutcome writes it.
+type RunOutcome struct {
+	RunID  string
+	Status string // the run's final status
+	Error  string
+	At     time.Time // when it finished
+	// Audit, when non-nil, is appended to the audit trail.
+	Audit *AuditEvent
+	// EnvStatus, when set, becomes the status of the run's environment.
+	EnvStatus string
+}
+
 // EnvironmentSummary is one row of a list of environments.
 type EnvironmentSummary struct {
 	Environment
@@ -282,6 +294,12 @@ type Store interface {
 	// finish: runs release their lock before recording their end. An
 	// unknown run is ErrNotFound.
 	FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error
+	// RecordOutcome records how a run ended in one transaction: its end
+	// (as FinishRun, refusing as it does), o.Audit when set, and o.EnvStatus
+	// when set as the status of the run's environment. All of it commits or
+	// none does, so the run, the audit trail and the environment never
+	// disagree about the outcome.
+	RecordOutcome(ctx context.Context, o RunOutcome) error
 	Run(ctx context.Context, id string) (Run, error)
 	// Runs lists env's runs ("" = all environments), newest first (by
 	// StartedAt, then creation): those older than the run f.Before when set

@@ -12,22 +12,25 @@ import (
 // AppendAudit implements store.Store. e.ID is ignored (the store numbers
 // events in the order they are appended); a zero e.Time becomes now.
 func (s *Store) AppendAudit(ctx context.Context, e store.AuditEvent) error {
+	return s.write(ctx, func(tx *txn) error { return s.appendAudit(ctx, tx, e) })
+}
+
+// appendAudit is AppendAudit inside tx.
+func (s *Store) appendAudit(ctx context.Context, tx *txn, e store.AuditEvent) error {
 	if e.Action == "" {
 		return errors.New("append audit event: Action is required")
 	}
 	if e.Time.IsZero() {
 		e.Time = s.now()
 	}
-	return s.write(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_events
-			(env, actor, action, component, revision, run_id, reason, detail, time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.Env, e.Actor, e.Action, e.Component, e.Revision, e.RunID, e.Reason, e.Detail, ts(e.Time))
-		if err != nil {
-			return fmt.Errorf("append audit event %s on %s: %w", e.Action, e.Env, err)
-		}
-		return nil
-	})
+	_, err := tx.ExecContext(ctx, `INSERT INTO audit_events
+		(env, actor, action, component, revision, run_id, reason, detail, time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.Env, e.Actor, e.Action, e.Component, e.Revision, e.RunID, e.Reason, e.Detail, ts(e.Time))
+	if err != nil {
+		return fmt.Errorf("append audit event %s on %s: %w", e.Action, e.Env, err)
+	}
+	return nil
 }
 
 // Audit implements store.Store, in the order the events were appended.

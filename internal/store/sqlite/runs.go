@@ -39,27 +39,54 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 // no one holds was not taken over.
 func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
 	return s.write(ctx, func(tx *txn) error {
-		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+		_, err := finishRun(ctx, tx, id, status, errMsg, at)
+		return err
+	})
+}
+
+// RecordOutcome implements store.Store: FinishRun, AppendAudit and
+// SetEnvironmentStatus in one transaction, so a failure of any part (or a
+// crash) leaves all three as they were.
+func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
+	return s.write(ctx, func(tx *txn) error {
+		r, err := finishRun(ctx, tx, o.RunID, o.Status, o.Error, o.At)
 		if err != nil {
-			return notFound(err, "finish run %s", id)
+			return err
 		}
-		if r.Status != store.StatusRunning {
-			return fmt.Errorf("finish run %s: %w (it was already recorded %s)", id, store.ErrLockLost, r.Status)
-		}
-		h, err := lock(ctx, tx, r.Env)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("finish run %s: %w", id, err)
-		default:
-			if err := notHeldByOther(h, r.Env, id); err != nil {
-				return fmt.Errorf("finish run %s: %w", id, err)
+		if o.Audit != nil {
+			if err := s.appendAudit(ctx, tx, *o.Audit); err != nil {
+				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
-			status, errMsg, ts(at), id)
-		return affected(res, err, "finish run %s", id)
+		if o.EnvStatus != "" {
+			return s.setEnvironmentStatus(ctx, tx, r.Env, o.EnvStatus)
+		}
+		return nil
 	})
+}
+
+// finishRun is FinishRun inside tx; it returns the run as it was.
+func finishRun(ctx context.Context, tx *txn, id, status, errMsg string, at time.Time) (store.Run, error) {
+	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if err != nil {
+		return r, notFound(err, "finish run %s", id)
+	}
+	if r.Status != store.StatusRunning {
+		return r, fmt.Errorf("finish run %s: %w (it was already recorded %s)", id, store.ErrLockLost, r.Status)
+	}
+	h, err := lock(ctx, tx, r.Env)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return r, fmt.Errorf("finish run %s: %w", id, err)
+	default:
+		if err := notHeldByOther(h, r.Env, id); err != nil {
+			return r, fmt.Errorf("finish run %s: %w", id, err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
+		status, errMsg, ts(at), id)
+	return r, affected(res, err, "finish run %s", id)
 }
 
 const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by`

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Fencing", testFencing},
 		{"FencingLiveRun", testFencingLiveRun},
 		{"FencingNoLock", testFencingNoLock},
+		{"RecordOutcome", testRecordOutcome},
 		{"AppliedRevision", plain(testAppliedRevision)},
 		{"DeleteUnappliedEnvironment", plain(testDeleteUnappliedEnvironment)},
 		{"Paging", plain(testPaging)},

@@ -71,6 +71,10 @@ func testEnvironmentVersions(t *testing.T, s store.Store) {
 			d.Kind = "drift"
 			return s.CreateRun(ctx, d)
 		}},
+		{"drift run's outcome recorded", func() error {
+			return s.RecordOutcome(ctx, store.RunOutcome{RunID: "d1", Status: "succeeded", At: at(2 * time.Hour),
+				Audit: &store.AuditEvent{Env: "team/web", Action: "drift-check"}, EnvStatus: "drifted"})
+		}},
 	}
 	before, v, other := read()
 	for _, st := range steps {
