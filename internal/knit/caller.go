@@ -49,3 +49,14 @@ func visibleTo(ctx context.Context, team string) bool {
 	t, ok := caller(ctx)
 	return !ok || CanSee(t, team)
 }
+
+// callerTeams is the teams ctx's caller is limited to, nil when it sees
+// every team: the Teams filter of every list it reads, so the store
+// leaves out what it may not see before the page is cut.
+func callerTeams(ctx context.Context) []string {
+	t, ok := caller(ctx)
+	if !ok || len(t.Teams) == 0 {
+		return nil
+	}
+	return t.Teams
+}

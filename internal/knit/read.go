@@ -53,10 +53,18 @@ func limit(n int) int {
 // EnvironmentSummary is view.EnvironmentSummary: the HTTP client decodes it without linking the library.
 type EnvironmentSummary = view.EnvironmentSummary
 
-// Environments lists environments in ID order.
+// storeEnvFilter is the store's filter for f as ctx's caller sees it, at
+// most limit environments (<= 0: all).
+func storeEnvFilter(ctx context.Context, f EnvironmentFilter, limit int) store.EnvironmentFilter {
+	return store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), Teams: callerTeams(ctx),
+		After: f.After, Limit: limit}
+}
+
+// Environments lists the environments ctx's caller may see, in ID order:
+// a full page holds f.Limit of them.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {
 	n := limit(f.Limit)
-	envs, err := k.store.EnvironmentSummaries(ctx, store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After, Limit: n + 1})
+	envs, err := k.store.EnvironmentSummaries(ctx, storeEnvFilter(ctx, f, n+1))
 	if err != nil {
 		return Page[EnvironmentSummary]{}, err
 	}
@@ -77,7 +85,7 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 // its version is still right while the version is unchanged.
 func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[store.EnvironmentVersion], error) {
 	n := limit(f.Limit)
-	vs, err := k.store.EnvironmentVersions(ctx, store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After, Limit: n + 1})
+	vs, err := k.store.EnvironmentVersions(ctx, storeEnvFilter(ctx, f, n+1))
 	if err != nil {
 		return Page[store.EnvironmentVersion]{}, err
 	}
@@ -441,7 +449,7 @@ func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([
 // ApprovalsPage is a page of Approvals: those with an ID above after, at
 // most n (0: the default page; < 0: all); the cursor is an approval ID.
 func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string, after int64, n int) (Page[store.Approval], error) {
-	f := store.ApprovalFilter{Statuses: statuses, After: after}
+	f := store.ApprovalFilter{Statuses: statuses, Teams: callerTeams(ctx), After: after}
 	if ref != "" {
 		e, err := k.ResolveEnv(ctx, ref)
 		if err != nil {
@@ -472,7 +480,7 @@ func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[sto
 		id = e.ID
 	}
 	n = limit(n)
-	runs, err := k.store.Runs(ctx, id, store.RunFilter{Before: before, Limit: n + 1})
+	runs, err := k.store.Runs(ctx, id, store.RunFilter{Before: before, Limit: n + 1, Teams: callerTeams(ctx)})
 	if err != nil {
 		return Page[store.Run]{}, err
 	}
@@ -519,9 +527,10 @@ func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[s
 // AuditFilter is view.AuditFilter: the HTTP client decodes it without linking the library.
 type AuditFilter = view.AuditFilter
 
-// Audit lists the audit trail, oldest first.
+// Audit lists the audit trail, oldest first: of a team-limited caller,
+// only its teams' environments' events.
 func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent], error) {
-	q := store.AuditFilter{Actor: f.Actor, Since: f.Since, Until: f.Until}
+	q := store.AuditFilter{Actor: f.Actor, Since: f.Since, Until: f.Until, Teams: callerTeams(ctx)}
 	if f.Env != "" {
 		e, err := k.ResolveEnv(ctx, f.Env)
 		if err != nil {

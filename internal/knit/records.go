@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 
-	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/store"
 )
 
@@ -21,33 +20,10 @@ func mayRead(ctx context.Context, id string) error {
 
 // EnvironmentRecords lists the environments f selects that ctx's caller
 // (WithCaller) may see, in ID order, after f.After: at most f.Limit of
-// them (<= 0: every one). The caller's teams filter before the list is
-// cut, so a full answer holds f.Limit environments it may see.
+// them (<= 0: every one). The store filters by the caller's teams before
+// it cuts the list, so a full answer holds f.Limit environments it may see.
 func (k *Knit) EnvironmentRecords(ctx context.Context, f EnvironmentFilter) ([]store.Environment, error) {
-	q := store.EnvironmentFilter{Team: f.Team, Status: engine.EnvStatusOf(f.Status), After: f.After}
-	if f.Limit > 0 {
-		q.Limit = f.Limit
-	}
-	var out []store.Environment
-	for {
-		batch, err := k.store.Environments(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range batch {
-			if visibleTo(ctx, e.Team) {
-				out = append(out, e)
-			}
-		}
-		if q.Limit <= 0 || len(batch) < q.Limit || len(out) >= f.Limit {
-			break
-		}
-		q.After = batch[len(batch)-1].ID
-	}
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
-	}
-	return out, nil
+	return k.store.Environments(ctx, storeEnvFilter(ctx, f, f.Limit))
 }
 
 // Teams lists the teams that have environments ctx's caller may see, sorted.
@@ -77,9 +53,10 @@ func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
 	return l.RunID, err
 }
 
-// CountRuns counts the runs in status, over every environment.
+// CountRuns counts the runs in status, over every environment ctx's
+// caller may see.
 func (k *Knit) CountRuns(ctx context.Context, status string) (int, error) {
-	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status})
+	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status, Teams: callerTeams(ctx)})
 	return len(runs), err
 }
 
@@ -108,14 +85,15 @@ func (k *Knit) Revision(ctx context.Context, id string, n int) (store.Revision, 
 	return k.store.Revision(ctx, id, n)
 }
 
-// LastRun is the newest run of environment id ("": of any), nil when none.
+// LastRun is the newest run of environment id ("": of any ctx's caller
+// may see), nil when none.
 func (k *Knit) LastRun(ctx context.Context, id string) (*store.Run, error) {
 	if id != "" {
 		if err := mayRead(ctx, id); err != nil {
 			return nil, err
 		}
 	}
-	runs, err := k.store.Runs(ctx, id, store.RunFilter{Limit: 1})
+	runs, err := k.store.Runs(ctx, id, store.RunFilter{Limit: 1, Teams: callerTeams(ctx)})
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}

@@ -240,7 +240,7 @@ func (k *Knit) checkApprover(ctx context.Context, env *spec.Environment, rec sto
 // the caller sees), newest first, with a status among statuses (none:
 // any), at most n (<= 0: all).
 func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]store.ChangeSet, error) {
-	f := store.ChangeSetFilter{Statuses: statuses, Limit: n}
+	f := store.ChangeSetFilter{Statuses: statuses, Teams: callerTeams(ctx), Limit: n}
 	if ref != "" {
 		e, err := k.ResolveEnv(ctx, ref)
 		if err != nil {
@@ -248,17 +248,7 @@ func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...st
 		}
 		f.Env = e.ID
 	}
-	sets, err := k.store.ListChangeSets(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	out := sets[:0]
-	for _, cs := range sets {
-		if visibleTo(ctx, teamOf(cs.Env)) {
-			out = append(out, cs)
-		}
-	}
-	return out, nil
+	return k.store.ListChangeSets(ctx, f)
 }
 
 // teamOf is the team of an environment ID (team/env).

@@ -81,9 +81,9 @@ func (c *viewCache) get(kind viewKind, id string, version int64) ([]byte, bool) 
 	return v.body, true
 }
 
-// getPage returns the summaries cached for every one of vs that see
-// allows, in order, or false if any is missing or older.
-func (c *viewCache) getPage(vs []store.EnvironmentVersion, see func(team string) bool) ([][]byte, bool) {
+// getPage returns the summaries cached for every one of vs, in order, or
+// false if any is missing or older.
+func (c *viewCache) getPage(vs []store.EnvironmentVersion) ([][]byte, bool) {
 	if c.max <= 0 {
 		return nil, false
 	}
@@ -91,9 +91,6 @@ func (c *viewCache) getPage(vs []store.EnvironmentVersion, see func(team string)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, v := range vs {
-		if !see(v.Team) {
-			continue
-		}
 		e, ok := c.entries[viewKey{summaryView, v.ID}]
 		if !ok || e.version != v.Version {
 			return nil, c.counted(summaryView, false)

@@ -45,6 +45,7 @@ type ApprovalFilter struct {
 	Env         string
 	Component   string
 	Statuses    []string
+	Teams       []string // set: only approvals of these teams' environments
 	After       int64
 	Limit       int
 	NewestFirst bool

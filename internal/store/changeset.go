@@ -75,6 +75,7 @@ type ChangeSetResource struct {
 type ChangeSetFilter struct {
 	Env      string
 	Statuses []string
+	Teams    []string // set: only change sets of these teams' environments
 	Limit    int
 }
 

@@ -219,8 +219,11 @@ type AuditEvent struct {
 // after After, at most Limit (<= 0: all).
 type EnvironmentFilter struct {
 	Team, Status string
-	After        string
-	Limit        int
+	// Teams, when set, keeps only environments of these teams: a caller's
+	// teams, applied before the page is cut so every full page is full.
+	Teams []string
+	After string
+	Limit int
 }
 
 // RunFilter selects runs older than the run Before (a run ID; "" = from the
@@ -230,6 +233,8 @@ type RunFilter struct {
 	Limit  int
 	// Status and Kind, when set, keep only runs with that status or kind.
 	Status, Kind string
+	// Teams, when set, keeps only runs of these teams' environments.
+	Teams []string
 }
 
 // RevisionFilter selects revisions numbered below Before (0 = from the
@@ -243,7 +248,10 @@ type RevisionFilter struct {
 // Since and before Until (zero: unbounded), with IDs after After, at most
 // Limit (<= 0: all).
 type AuditFilter struct {
-	Env, Actor   string
+	Env, Actor string
+	// Teams, when set, keeps only events of these teams' environments
+	// (events of no environment are left out).
+	Teams        []string
 	Since, Until time.Time
 	After        int64
 	Limit        int

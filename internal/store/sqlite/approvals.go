@@ -105,6 +105,10 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]st
 			args = append(args, st)
 		}
 	}
+	if len(f.Teams) > 0 {
+		cond, targs := envOfTeams("env", f.Teams)
+		where, args = append(where, cond), append(args, targs...)
+	}
 	if f.After > 0 {
 		where = append(where, `id > ?`)
 		args = append(args, f.After)

@@ -71,6 +71,10 @@ func auditQuery(f store.AuditFilter) (string, []any) {
 	if f.Actor != "" {
 		add("actor = ?", f.Actor)
 	}
+	if len(f.Teams) > 0 {
+		cond, targs := envOfTeams("env", f.Teams)
+		where, args = append(where, cond), append(args, targs...)
+	}
 	if !f.Since.IsZero() {
 		add("time >= ?", ts(f.Since))
 	}

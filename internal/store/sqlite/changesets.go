@@ -78,6 +78,10 @@ func (s *Store) ListChangeSets(ctx context.Context, f store.ChangeSetFilter) ([]
 			args = append(args, st)
 		}
 	}
+	if len(f.Teams) > 0 {
+		cond, targs := envOfTeams("env", f.Teams)
+		where, args = append(where, cond), append(args, targs...)
+	}
 	query := `SELECT ` + changeSetColumns + ` FROM change_sets`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)

@@ -251,6 +251,10 @@ func environmentsWhere(f store.EnvironmentFilter, p string) (string, []any) {
 	if f.Status != "" {
 		add("status = ?", f.Status)
 	}
+	if len(f.Teams) > 0 {
+		cond, targs := teamsIn(p+"team", f.Teams)
+		where, args = append(where, cond), append(args, targs...)
+	}
 	if f.After != "" {
 		add("id > ?", f.After)
 	}

@@ -161,6 +161,10 @@ func runsQuery(ctx context.Context, tx *txn, env string, f store.RunFilter) (str
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
 	}
+	if len(f.Teams) > 0 {
+		cond, targs := envOfTeams("env", f.Teams)
+		where, args = append(where, cond), append(args, targs...)
+	}
 	if f.Before != "" {
 		var started sql.NullString
 		var rowid int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -163,4 +164,28 @@ func (c *stmts) close() {
 		st.Close()
 	}
 	c.m = nil
+}
+
+// teamsIn is the condition that keeps rows whose team column is one of
+// teams (at least one).
+func teamsIn(col string, teams []string) (string, []any) {
+	args := make([]any, len(teams))
+	for i, t := range teams {
+		args[i] = t
+	}
+	return col + " IN (?" + strings.Repeat(", ?", len(teams)-1) + ")", args
+}
+
+// envOfTeams is the condition that keeps rows whose environment ID column
+// (team/env) names an environment of one of teams (at least one). An ID
+// of team t sorts in [t+"/", t+"0"), '0' following '/', so each is a
+// range an index on the column serves.
+func envOfTeams(col string, teams []string) (string, []any) {
+	conds := make([]string, len(teams))
+	args := make([]any, 0, 2*len(teams))
+	for i, t := range teams {
+		conds[i] = "(" + col + " >= ? AND " + col + " < ?)"
+		args = append(args, t+"/", t+"0")
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", args
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"DeleteUnappliedEnvironment", plain(testDeleteUnappliedEnvironment)},
 		{"Paging", plain(testPaging)},
 		{"PagingEnvironments", plain(testPagingEnvironments)},
+		{"TeamsFilter", plain(testTeamsFilter)},
 		{"LatestComponentRuns", plain(testLatestComponentRuns)},
 		{"LastRuns", plain(testLastRuns)},
 		{"EnvironmentDetail", plain(testEnvironmentDetail)},
