@@ -316,7 +316,7 @@ func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs stream
 // componentResult is one component run as the engine reports it.
 func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult {
 	c := &engine.ComponentResult{Name: cr.Component, Status: engine.Status(cr.Status), Code: cr.Code, Reason: cr.Reason,
-		StartedAt: cr.StartedAt}
+		Cause: cr.Cause, StartedAt: cr.StartedAt}
 	if !cr.FinishedAt.IsZero() {
 		c.Elapsed = cr.FinishedAt.Sub(cr.StartedAt)
 	}
@@ -335,15 +335,16 @@ func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult
 
 // driftFound is what a drift check found, as far as a component run's
 // record tells: its status, or, once reconciliation moved it on, whether
-// its plan had changes; the upstream outputs come from the reason.
+// its plan had changes; the upstream outputs come from its cause.
 func driftFound(c *engine.ComponentResult) (engine.Status, []string) {
 	switch c.Status {
 	case engine.InSync, engine.Drifted, engine.Unknown:
 		return c.Status, nil
 	case engine.Affected:
-		ups, _ := strings.CutPrefix(c.Reason, "takes ")
-		ups, _, _ = strings.Cut(ups, ", which drift changes")
-		return c.Status, strings.Split(ups, ", ")
+		if c.ReasonCode != string(engine.ReasonUpstreamDrifted) {
+			return c.Status, nil // recorded before causes were
+		}
+		return c.Status, c.Upstream
 	}
 	if c.Plan.HasChanges() {
 		return engine.Drifted, nil

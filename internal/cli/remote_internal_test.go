@@ -16,7 +16,9 @@ import (
 func TestRemoteRecordsBecomeALocalResult(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	crs := []store.ComponentRun{
-		{Component: "web", Status: "affected by upstream drift", Reason: "takes net.id, net.ip, which drift changes", StartedAt: t0, FinishedAt: t0.Add(time.Second)},
+		// The upstream outputs come from the cause, not from the words.
+		{Component: "web", Status: "affected by upstream drift", Reason: "takes something drift changes",
+			Cause: engine.ReasonUpstreamDrifted.Cause("net.id", "net.ip"), StartedAt: t0, FinishedAt: t0.Add(time.Second)},
 		{Component: "net", Status: "drifted", PlanSummary: []byte(`{"add":1,"change":0,"destroy":0,"file":"/data/plan"}`), StartedAt: t0, FinishedAt: t0.Add(2 * time.Second)},
 		{Component: "db", Status: "applied", PlanSummary: []byte(`{"change":1}`), StartedAt: t0},
 	}

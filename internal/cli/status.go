@@ -158,7 +158,7 @@ func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
 			updated = ago(c.UpdatedAt) + " ago"
 		}
 		why := "-"
-		if strings.Contains(c.Code, ":") { // a reason, not a bare status
+		if c.LastRun != nil && c.Code != "" && c.Code != c.LastRun.Status { // a reason, not a bare status
 			why = c.Code
 		}
 		if c.Removed {

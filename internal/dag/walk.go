@@ -41,8 +41,13 @@ type VertexResult struct {
 	// Err is the error fn returned (Failed, Held), the recovered panic
 	// (Failed) or the context's error (Canceled); nil otherwise.
 	Err error
-	// Reason explains why fn was not called (Skipped, Waiting, Canceled).
+	// Reason explains why fn was not called (Skipped, Waiting, Canceled),
+	// in words for people.
 	Reason string
+	// Blocker is, as data, the vertex that kept this one from running: the
+	// failed ancestor of a Skipped vertex, the held ancestor of a Waiting
+	// one; "" otherwise (a cycle, cancellation). Callers read it, never Reason.
+	Blocker string
 }
 
 // WalkResult is the outcome of a whole walk.
@@ -92,11 +97,11 @@ func (r *WalkResult) OK() bool {
 // The walker owns failure semantics:
 //   - fn returns nil: the vertex Succeeded and may unlock its dependents.
 //   - fn returns an error wrapping ErrHold: the vertex is Held; descendants
-//     are not run and become Waiting, Reason "waiting on <h>" where h is the
-//     nearest held ancestor (ties broken alphabetically).
+//     are not run and become Waiting, Reason "waiting on <h>" and Blocker h,
+//     where h is the nearest held ancestor (ties broken alphabetically).
 //   - fn returns any other error or panics: the vertex Failed; descendants
-//     are not run and become Skipped, Reason "upstream failed: <f>" where f
-//     is the alphabetically first failed ancestor. Skipped beats Waiting.
+//     are not run and become Skipped, Reason "upstream failed: <f>" and
+//     Blocker f, where f is the alphabetically first failed ancestor. Skipped beats Waiting.
 //     Unrelated branches keep running to completion.
 //   - ctx is done: running calls finish (fn sees ctx and decides); vertices
 //     not yet started and not already blocked by a failure or hold become
@@ -380,10 +385,10 @@ func (w *walker) settle(ctx context.Context, order []int, res *WalkResult) {
 		switch {
 		case failedSrc[v] != "":
 			w.status[v] = Skipped
-			res.Vertices[name] = VertexResult{Status: Skipped, Reason: "upstream failed: " + failedSrc[v]}
+			res.Vertices[name] = VertexResult{Status: Skipped, Reason: "upstream failed: " + failedSrc[v], Blocker: failedSrc[v]}
 		case holdName[v] != "":
 			w.status[v] = Waiting
-			res.Vertices[name] = VertexResult{Status: Waiting, Reason: "waiting on " + holdName[v]}
+			res.Vertices[name] = VertexResult{Status: Waiting, Reason: "waiting on " + holdName[v], Blocker: holdName[v]}
 		default:
 			// Nothing upstream blocked it, so only cancellation can have
 			// kept it from running.

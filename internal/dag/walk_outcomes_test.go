@@ -122,6 +122,14 @@ func TestWalkOutcomes(t *testing.T) {
 						if r.Status != w.status || r.Reason != w.reason {
 							t.Errorf("%s = {%s %q}, want {%s %q}", v, r.Status, r.Reason, w.status, w.reason)
 						}
+						// The blocking vertex is data: the one the sentence names.
+						blocker := strings.TrimPrefix(strings.TrimPrefix(w.reason, "upstream failed: "), "waiting on ")
+						if blocker == w.reason {
+							blocker = ""
+						}
+						if r.Blocker != blocker {
+							t.Errorf("%s: Blocker = %q, want %q", v, r.Blocker, blocker)
+						}
 						ran := r.Status == Succeeded || r.Status == Failed || r.Status == Held
 						if called[v] != ran {
 							t.Errorf("%s: fn called = %v, status %s", v, called[v], r.Status)

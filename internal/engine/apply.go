@@ -151,11 +151,11 @@ func (st *step) fail(ctx context.Context, err error) error {
 		changing = false
 	}
 	st.cr.Log = st.log.finish(nil)
-	code := string(status)
+	code, cause := string(status), ReasonInterrupted.Cause()
 	if status == Failed {
-		code = "failed: " + firstLine(redact(err.Error(), st.secrets))
+		code, cause = "failed: "+firstLine(redact(err.Error(), st.secrets)), ReasonToolFailed.Cause()
 	}
-	st.s.setCode(st.cr, status, code, redact(err.Error(), st.secrets))
+	st.s.setCode(st.cr, status, cause, code, redact(err.Error(), st.secrets))
 	var state *store.ComponentState
 	if changing {
 		state = &store.ComponentState{Status: stateFailed, Outputs: st.s.state(st.c.Name).Outputs}
@@ -435,7 +435,9 @@ func (s *session) waitFor(st *step, plan *runner.Plan, id int64, staleWhy, diffe
 			staleWhy, s.env.ID(), st.c.Name, id)
 	}
 	st.cr.Log = st.log.finish(nil)
-	s.setCode(st.cr, Awaiting, code, reason)
+	cause := ReasonAwaitingApproval.Cause()
+	cause.ApprovalID = id
+	s.setCode(st.cr, Awaiting, cause, code, reason)
 	prev := s.state(st.c.Name)
 	err := s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	if err != nil {

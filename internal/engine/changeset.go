@@ -125,10 +125,10 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 	e := store.ChangeSetComponent{Component: name, Gated: !s.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
 	// Its status says why it waits, as for any component behind a hold;
 	// what its plan could not show is the change set's to say.
-	_, code, reason := s.defaultSettle(name, vr)
+	_, cause, code, reason := s.defaultSettle(name, vr)
 	defer func() {
 		st.cr.Log = st.log.finish(nil)
-		s.setCode(st.cr, Waiting, code, reason)
+		s.setCode(st.cr, Waiting, cause, code, reason)
 		_ = s.record(st.op, st.cr, nil, nil)
 	}()
 	if s.kind == KindTeardown {

@@ -74,8 +74,8 @@ func (s *session) drift(ctx context.Context) error {
 		if c == nil || (vr.Status != dag.Skipped && vr.Status != dag.Waiting && vr.Status != dag.Canceled) {
 			continue
 		}
-		st, code, reason := s.defaultSettle(name, vr)
-		s.setCode(c.step.cr, st, code, reason)
+		st, cause, code, reason := s.defaultSettle(name, vr)
+		s.setCode(c.step.cr, st, cause, code, reason)
 		c.step.cr.Log = c.step.log.finish(nil)
 		_ = s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
 	}
@@ -166,7 +166,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 	if c == nil {
 		st := s.newStep(name, Checking)
 		st.op = "drift"
-		s.set(st.cr, NotApplied, "never applied: knit apply creates it")
+		s.setCode(st.cr, NotApplied, ReasonNeverApplied.Cause(), string(NotApplied), "never applied: knit apply creates it")
 		return s.record(st.op, st.cr, nil, nil)
 	}
 	st, prev := c.step, s.state(name)
@@ -178,7 +178,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 			return s.converge(ctx, st, nil, nil)
 		}
 		st.cr.Log = st.log.finish(nil)
-		s.set(st.cr, Affected, "takes "+strings.Join(ups, ", ")+", which drift changes")
+		s.setCode(st.cr, Affected, ReasonUpstreamDrifted.Cause(ups...), string(Affected), "takes "+strings.Join(ups, ", ")+", which drift changes")
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
 	if c.err != nil {
@@ -194,7 +194,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 			// Nothing to compare with reality: its dependents are
 			// checked against theirs as usual.
 			st.cr.Drift = Unknown
-			s.set(st.cr, Unknown, "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
+			s.setCode(st.cr, Unknown, ReasonUnchecked.Cause(), string(Unknown), "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
 		}
 		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
@@ -202,7 +202,7 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 	if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
 		return s.converge(ctx, st, p, plan)
 	}
-	s.set(st.cr, Drifted, driftSummary(plan))
+	s.setCode(st.cr, Drifted, ReasonDrifted.Cause(), string(Drifted), driftSummary(plan))
 	if err := s.auditFinding(st.cr); err != nil {
 		return st.fail(ctx, err)
 	}

@@ -37,6 +37,8 @@ func TestDriftFindsDriftedAndAffectedComponents(t *testing.T) {
 	if got := strings.Join(res.Component("d").AffectedBy, ","); got != "c.token,c.zones" {
 		t.Errorf("d affected by %q", got)
 	}
+	wantCause(t, res, "d", engine.ReasonUpstreamDrifted.Cause("c.token", "c.zones"))
+	wantCause(t, res, "c", engine.ReasonDrifted.Cause())
 	if !strings.Contains(res.Component("c").Reason, "fake.c") {
 		t.Errorf("c's reason does not name the resource: %q", res.Component("c").Reason)
 	}
@@ -396,6 +398,7 @@ func TestADriftCheckThatFailsSkipsWhatDependsOnItAndLeavesNothingRunning(t *test
 	if d := res.Component("d"); d.Code != "skipped: upstream c failed" {
 		t.Errorf("d code %q", d.Code)
 	}
+	wantCause(t, res, "d", engine.ReasonUpstreamFailed.Cause("c"))
 	// d was checked (all checks run at once) but never judged: its
 	// component run is finished as skipped, not left running.
 	crs, err := h.st.ComponentRuns(ctx, res.RunID)

@@ -114,11 +114,13 @@ type Options struct {
 type ComponentResult struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
-	// Code is the machine-readable reason ("waiting: upstream db awaiting
-	// approval"); Reason says it for people.
-	Code   string       `json:"code,omitempty"`
-	Reason string       `json:"reason,omitempty"`
-	Plan   *runner.Plan `json:"plan,omitempty"`
+	// Code says why in short text ("waiting: upstream db awaiting
+	// approval"), Reason says it at length, both for people; Cause says it
+	// for machines (ReasonCode, Upstream, ApprovalID).
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	store.Cause
+	Plan *runner.Plan `json:"plan,omitempty"`
 	// Drift is what a drift check found (in sync, drifted, affected), kept
 	// when reconciliation then moves Status on.
 	Drift Status `json:"drift,omitempty"`

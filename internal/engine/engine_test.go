@@ -134,6 +134,15 @@ func wantStatuses(t *testing.T, res *engine.Result, want map[string]engine.Statu
 	}
 }
 
+// wantCause checks a component's cause: the reason for machines and what it
+// names, never read from its words.
+func wantCause(t *testing.T, res *engine.Result, name string, want store.Cause) {
+	t.Helper()
+	if got := res.Component(name).Cause; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: cause %+v, want %+v", name, got, want)
+	}
+}
+
 func TestApplyDiamondRunsInOrderWithInputs(t *testing.T) {
 	h := newHarness(t)
 	// b and c each wait until the other has started: the test only passes
@@ -203,6 +212,9 @@ func TestFailureSkipsDependentsAndRerunFinishesTheRest(t *testing.T) {
 	if d := res.Component("d"); d.Reason != "skipped: b failed" || d.Code != "skipped: upstream b failed" {
 		t.Errorf("d reason %q, code %q", d.Reason, d.Code)
 	}
+	wantCause(t, res, "d", engine.ReasonUpstreamFailed.Cause("b"))
+	wantCause(t, res, "b", engine.ReasonToolFailed.Cause())
+	wantCause(t, res, "a", store.Cause{})
 	// The store shows exactly that.
 	crs, _ := h.st.ComponentRuns(context.Background(), res.RunID)
 	got := map[string]string{}
@@ -507,6 +519,9 @@ func TestPlanOfNewEnvironmentUsesUpstreamPlannedOutputs(t *testing.T) {
 	wantStatuses(t, res, map[string]engine.Status{"a": engine.Planned, "b": engine.Planned, "c": engine.Planned, "d": engine.Deferred})
 	if r := res.Component("d").Reason; !strings.Contains(r, "known only after c is applied") {
 		t.Errorf("d: %q", r)
+	}
+	if d := res.Component("d"); d.ReasonCode != string(engine.ReasonKnownAfterApply) || len(d.Upstream) != 1 || !strings.HasPrefix(d.Upstream[0], "c.") {
+		t.Errorf("d's cause %+v, want KnownAfterApply of an output of c", d.Cause)
 	}
 	// b was planned with the value a's plan knows.
 	for _, c := range h.r.Calls("plan") {

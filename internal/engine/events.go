@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"knit.dev/knit/internal/store"
 )
 
 // EventKind says what an Event reports.
@@ -44,10 +46,11 @@ type Event struct {
 	RunKind   string `json:"runKind,omitempty"`
 	Component string `json:"component,omitempty"`
 	Status    Status `json:"status,omitempty"`
-	// Code is the machine-readable reason, e.g.
-	// "waiting: upstream db awaiting approval"; Reason says it for people.
-	Code    string        `json:"code,omitempty"`
-	Reason  string        `json:"reason,omitempty"`
+	// Code ("waiting: upstream db awaiting approval") and Reason say why
+	// for people; Cause says it for machines (a component event's).
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	store.Cause
 	Plan    *PlanCounts   `json:"plan,omitempty"`
 	Elapsed time.Duration `json:"elapsedNs,omitempty"`
 	// Line is a LogLine's text (masked).

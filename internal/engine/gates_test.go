@@ -37,6 +37,7 @@ func TestTeardownTrueOnAGatedComponentWaitsForApprovalThenDestroys(t *testing.T)
 			got.Reason != "waiting: dependent d awaiting approval by an operator" {
 			t.Fatalf("%s: %s %q %q, want waiting on its dependent d", c, got.Status, got.Code, got.Reason)
 		}
+		wantCause(t, res, c, engine.ReasonDependentAwaitingApproval.Cause("d"))
 	}
 	if why := res.Component("d").Reason; !strings.HasPrefix(why, "teardown (decommission): will be destroyed") {
 		t.Fatalf("d's reason %q, want the teardown and its reason", why)

@@ -46,7 +46,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	p, err := st.prepare(ctx, s.hasOpen(name))
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
-		s.setCode(st.cr, Deferred, fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
+		s.setCode(st.cr, Deferred, ReasonKnownAfterApply.Cause(missing.Producer+"."+missing.Output), fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
 			fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
 				missing.Variable, missing.Producer, missing.Output, missing.Producer))
 		return s.record(st.op, st.cr, nil, nil)
@@ -79,7 +79,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	st.cr.Log = st.log.finish(sensitiveOutputs(plan.PlannedOutputs))
 	switch {
 	case destroying && plan.HasChanges():
-		s.setCode(st.cr, Planned, "planned: destroy", s.destroyReason(name))
+		s.setCode(st.cr, Planned, store.Cause{}, "planned: destroy", s.destroyReason(name))
 	case plan.HasChanges():
 		s.set(st.cr, Planned, "")
 	default:

@@ -445,18 +445,19 @@ func (s *session) add(name string, st Status) *ComponentResult {
 	return cr
 }
 
-// set moves a component to a new status and announces it; its
-// machine-readable code is the status itself.
+// set moves a component to a new status that says it all (no Cause) and
+// announces it; its code is the status itself.
 func (s *session) set(cr *ComponentResult, st Status, reason string) {
-	s.setCode(cr, st, string(st), reason)
+	s.setCode(cr, st, store.Cause{}, string(st), reason)
 }
 
-// setCode moves a component to a new status with a machine-readable code
-// ("waiting: upstream db awaiting approval") and a reason for people.
-func (s *session) setCode(cr *ComponentResult, st Status, code, reason string) {
+// setCode moves a component to a new status with its cause for machines,
+// and a short code ("waiting: upstream db awaiting approval") and a
+// reason for people.
+func (s *session) setCode(cr *ComponentResult, st Status, cause store.Cause, code, reason string) {
 	now := s.e.now()
 	s.mu.Lock()
-	cr.Status, cr.Code, cr.Reason = st, code, reason
+	cr.Status, cr.Code, cr.Reason, cr.Cause = st, code, reason, cause
 	if st.IsTerminal() {
 		cr.Elapsed = now.Sub(cr.StartedAt)
 	}
@@ -466,7 +467,7 @@ func (s *session) setCode(cr *ComponentResult, st Status, code, reason string) {
 	}
 	s.mu.Unlock()
 	s.publish(Event{Kind: ComponentStatus, Time: now, Component: cr.Name, Status: st, Code: code,
-		Reason: reason, Plan: counts, Elapsed: cr.Elapsed})
+		Reason: reason, Cause: cause, Plan: counts, Elapsed: cr.Elapsed})
 }
 
 // record writes a finished component run and, if state is set, the
@@ -480,7 +481,7 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 	}
 	if storeRun == nil && state == nil {
 		done := s.runRecord(op, cr)
-		done.Status, done.Code, done.Reason, done.PlanSummary = string(cr.Status), cr.Code, cr.Reason, planJSON
+		done.Status, done.Code, done.Reason, done.Cause, done.PlanSummary = string(cr.Status), cr.Code, cr.Reason, cr.Cause, planJSON
 		done.Log, done.FinishedAt = cr.Log, s.e.now()
 		if err := s.e.Store.StartComponentRun(s.db, done); err != nil {
 			return s.writeFailed(cr, err)
@@ -493,7 +494,7 @@ func (s *session) record(op string, cr *ComponentResult, storeRun *store.Compone
 			return s.writeFailed(cr, err)
 		}
 	}
-	storeRun.Status, storeRun.Code, storeRun.Reason, storeRun.PlanSummary = string(cr.Status), cr.Code, cr.Reason, planJSON
+	storeRun.Status, storeRun.Code, storeRun.Reason, storeRun.Cause, storeRun.PlanSummary = string(cr.Status), cr.Code, cr.Reason, cr.Cause, planJSON
 	storeRun.Log, storeRun.FinishedAt = cr.Log, s.e.now()
 	if state != nil {
 		state.Env, state.Component, state.UpdatedAt = s.env.ID(), cr.Name, storeRun.FinishedAt
@@ -562,22 +563,22 @@ func (s *session) writeFailed(cr *ComponentResult, err error) error {
 	err = fmt.Errorf("record %s: %w", cr.Name, err)
 	s.runFailed(err)
 	if cr.Status != Failed {
-		s.set(cr, Failed, err.Error())
+		s.setCode(cr, Failed, ReasonRecordFailed.Cause(), string(Failed), err.Error())
 	}
 	return err
 }
 
 // settle records the components the walk never ran (skipped behind a
 // failure, waiting behind an approval, interrupted) so the store shows them.
-func (s *session) settle(op string, wr *dag.WalkResult, reasonFor func(name string, vr dag.VertexResult) (Status, string, string)) {
+func (s *session) settle(op string, wr *dag.WalkResult, reasonFor func(name string, vr dag.VertexResult) (Status, store.Cause, string, string)) {
 	for name, vr := range wr.Vertices {
 		if cr := s.result.Component(name); cr != nil {
 			s.settleBroken(op, cr, vr)
 			continue
 		}
-		st, code, reason := reasonFor(name, vr)
+		st, cause, code, reason := reasonFor(name, vr)
 		cr := s.add(name, st)
-		s.setCode(cr, st, code, reason)
+		s.setCode(cr, st, cause, code, reason)
 		_ = s.record(op, cr, nil, nil)
 	}
 }
@@ -592,31 +593,32 @@ func (s *session) settleBroken(op string, cr *ComponentResult, vr dag.VertexResu
 		return
 	}
 	s.runFailed(fmt.Errorf("%s: %w", cr.Name, vr.Err))
-	s.setCode(cr, Failed, "failed: "+firstLine(vr.Err.Error()), vr.Err.Error())
+	s.setCode(cr, Failed, ReasonRecordFailed.Cause(), "failed: "+firstLine(vr.Err.Error()), vr.Err.Error())
 	_ = s.record(op, cr, nil, nil)
 }
 
-// defaultSettle says, for people and machines, why a component never ran.
-func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, string, string) {
+// defaultSettle says, for machines and people, why a component never ran:
+// from the walk's blocking vertex, never from its sentence.
+func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, store.Cause, string, string) {
 	switch vr.Status {
 	case dag.Waiting:
-		held := strings.TrimPrefix(vr.Reason, "waiting on ")
+		held := vr.Blocker
 		if s.kind == KindTeardown {
 			// The walk is reversed: what holds a component back is a
 			// dependent, whose destroy awaits approval.
-			return Waiting, fmt.Sprintf("waiting: dependent %s awaiting approval", held),
+			return Waiting, ReasonDependentAwaitingApproval.Cause(held), fmt.Sprintf("waiting: dependent %s awaiting approval", held),
 				fmt.Sprintf("waiting: dependent %s awaiting approval by an operator", held)
 		}
-		return Waiting, fmt.Sprintf("waiting: upstream %s awaiting approval", held),
+		return Waiting, ReasonUpstreamAwaitingApproval.Cause(held), fmt.Sprintf("waiting: upstream %s awaiting approval", held),
 			fmt.Sprintf("waiting: %s awaiting approval by an operator", held)
 	case dag.Canceled:
-		return Canceled, "interrupted: before it started", "interrupted before it started"
+		return Canceled, ReasonInterrupted.Cause(), "interrupted: before it started", "interrupted before it started"
 	default:
-		failed := strings.TrimPrefix(vr.Reason, "upstream failed: ")
-		if failed == vr.Reason { // a cycle or another walk-level reason
-			return Skipped, "skipped: " + vr.Reason, "skipped: " + vr.Reason
+		failed := vr.Blocker
+		if failed == "" { // a cycle: the walk ran nothing
+			return Skipped, ReasonDependencyCycle.Cause(), "skipped: " + vr.Reason, "skipped: " + vr.Reason
 		}
-		return Skipped, fmt.Sprintf("skipped: upstream %s failed", failed), fmt.Sprintf("skipped: %s failed", failed)
+		return Skipped, ReasonUpstreamFailed.Cause(failed), fmt.Sprintf("skipped: upstream %s failed", failed), fmt.Sprintf("skipped: %s failed", failed)
 	}
 }
 

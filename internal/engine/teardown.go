@@ -147,7 +147,7 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 	wr := rg.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
 		if why, ok := refused[name]; ok {
 			cr := s.add(name, Refused)
-			s.setCode(cr, Refused, "refused: "+why, why)
+			s.setCode(cr, Refused, ReasonRefused.Cause(), "refused: "+why, why)
 			_ = s.record("destroy", cr, nil, nil)
 			return errRefused
 		}
@@ -156,9 +156,9 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 	if propose {
 		s.proposeChange(ctx, rg, wr)
 	}
-	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, string, string) {
+	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, store.Cause, string, string) {
 		if why, ok := refused[name]; ok {
-			return Refused, "refused: " + why, why
+			return Refused, ReasonRefused.Cause(), "refused: " + why, why
 		}
 		return s.defaultSettle(name, vr)
 	})
@@ -172,7 +172,7 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	st := s.newStep(name, Destroying)
 	st.op = "destroy"
 	if !live(s.state(name)) {
-		s.set(st.cr, Destroyed, "nothing to destroy: never applied")
+		s.setCode(st.cr, Destroyed, ReasonNeverApplied.Cause(), string(Destroyed), "nothing to destroy: never applied")
 		return s.record(st.op, st.cr, nil, nil)
 	}
 	var err error

@@ -326,7 +326,7 @@ func componentView(name string, d *store.ComponentDetail) ComponentView {
 		cv.Status = st.Status
 	}
 	if cr.RunID != "" {
-		cv.Code, cv.Reason = cr.Code, cr.Reason
+		cv.Code, cv.Reason, cv.Cause = cr.Code, cr.Reason, cr.Cause
 		cv.LastRun = &RunRef{RunID: cr.RunID, Operation: cr.Operation, Status: cr.Status, StartedAt: cr.StartedAt, FinishedAt: cr.FinishedAt}
 		if len(cr.PlanSummary) > 0 {
 			p := &runner.Plan{}
@@ -337,6 +337,7 @@ func componentView(name string, d *store.ComponentDetail) ComponentView {
 		}
 		if cv.Status == string(engine.Rejected) && cr.Status == string(engine.Awaiting) {
 			cv.Code, cv.Reason = "rejected: the plan was rejected", "the plan waiting for approval was rejected: nothing was applied; the next apply plans again"
+			cv.Cause = engine.ReasonRejected.Cause()
 		}
 	}
 	return cv
@@ -356,6 +357,7 @@ func stoppedByRejection(cs []ComponentView) {
 			continue
 		}
 		names := strings.Join(rejected[c.LastRun.RunID], ", ")
+		cs[i].Cause = engine.ReasonUpstreamRejected.Cause(rejected[c.LastRun.RunID]...)
 		cs[i].Code = "stopped: rejected " + names
 		cs[i].Reason = "not run: the plan of " + names + " was rejected; the next apply plans again"
 	}

@@ -108,18 +108,32 @@ type Run struct {
 
 // ComponentRun is what one run did to one component.
 type ComponentRun struct {
-	ID          int64     `json:"id"`
-	RunID       string    `json:"runId"`
-	Env         string    `json:"env"`
-	Component   string    `json:"component"`
-	Operation   string    `json:"operation"`      // plan, apply, destroy, drift
-	Status      string    `json:"status"`         // running, succeeded, up-to-date, failed, skipped, …
-	Code        string    `json:"code,omitempty"` // machine-readable reason: "waiting: upstream db awaiting approval"
-	Reason      string    `json:"reason,omitempty"`
+	ID        int64  `json:"id"`
+	RunID     string `json:"runId"`
+	Env       string `json:"env"`
+	Component string `json:"component"`
+	Operation string `json:"operation"`      // plan, apply, destroy, drift
+	Status    string `json:"status"`         // running, succeeded, up-to-date, failed, skipped, …
+	Code      string `json:"code,omitempty"` // short text: "waiting: upstream db awaiting approval"
+	Reason    string `json:"reason,omitempty"`
+	Cause
 	PlanSummary []byte    `json:"plan,omitempty"` // JSON of runner.Plan
 	Log         string    `json:"-"`
 	StartedAt   time.Time `json:"startedAt"`
 	FinishedAt  time.Time `json:"finishedAt,omitzero"`
+}
+
+// Cause is why a component is where it is, for machines: a reason from
+// the engine's closed set (engine.Reason: "UpstreamAwaitingApproval") with
+// the components it names and the approval it waits on. The prose beside
+// it (Reason, Code) is for people and never parsed back.
+type Cause struct {
+	ReasonCode string `json:"reasonCode,omitempty"`
+	// Upstream names what the reason is about: components
+	// (UpstreamFailed, UpstreamAwaitingApproval) or, for reasons about
+	// outputs (KnownAfterApply, UpstreamDrifted), component.output.
+	Upstream   []string `json:"upstream,omitempty"`
+	ApprovalID int64    `json:"approvalId,omitempty"`
 }
 
 // OutputValue is one stored output. Value is JSON; sensitive values are

@@ -40,10 +40,12 @@ type ComponentView struct {
 	// Status is the component's state (applied, failed, awaiting-approval,
 	// drifted, destroyed) or "pending" when it was never run.
 	Status string `json:"status"`
-	// Code is the machine-readable reason of its last run ("waiting:
-	// upstream db awaiting approval"); Reason says it for people.
-	Code      string   `json:"code,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
+	// Code ("waiting: upstream db awaiting approval") and Reason say why,
+	// as of its last run, for people; Cause says it for machines
+	// (reasonCode, upstream, approvalId).
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	store.Cause
 	DependsOn []string `json:"dependsOn,omitempty"`
 	// DestroyProtection: a teardown refuses the component (and keeps what
 	// it depends on).

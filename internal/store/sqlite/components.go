@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -27,8 +28,8 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 		// in one, and the statement (its trigger included) would
 		// otherwise be parsed for each.
 		insert, err := tx.prepare(ctx, `INSERT INTO component_runs
-			(run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(run_id, env, component, operation, status, code, reason, cause, plan_summary, log, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -42,7 +43,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 				held[k] = true
 			}
 			res, err := insert.ExecContext(ctx,
-				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, cr.PlanSummary, cr.Log,
+				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log,
 				ts(cr.StartedAt), ts(cr.FinishedAt))
 			if err == nil {
 				ids[i], err = res.LastInsertId()
@@ -97,9 +98,9 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 		// lock: the fence and the write in one statement. Which of the
 		// two failed is asked only when one did.
 		res, err := tx.ExecContext(ctx, `UPDATE component_runs
-			SET status = ?, code = ?, reason = ?, plan_summary = ?, log = ?, finished_at = ?
+			SET status = ?, code = ?, reason = ?, cause = ?, plan_summary = ?, log = ?, finished_at = ?
 			WHERE id = ? AND run_id = (SELECT run_id FROM locks WHERE locks.env = component_runs.env)`,
-			cr.Status, cr.Code, cr.Reason, cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
+			cr.Status, cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
 		if err := affected(res, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -128,12 +129,12 @@ func whyUnchanged(ctx context.Context, tx *txn, cr store.ComponentRun) error {
 	return fmt.Errorf("finish component run %d (%s): no row changed", cr.ID, cr.Component)
 }
 
-const componentRunColumns = `id, run_id, env, component, operation, status, code, reason, plan_summary, log, started_at, finished_at`
+const componentRunColumns = `id, run_id, env, component, operation, status, code, reason, cause, plan_summary, log, started_at, finished_at`
 
 func scanComponentRun(sc interface{ Scan(...any) error }) (store.ComponentRun, error) {
 	var cr store.ComponentRun
 	err := sc.Scan(&cr.ID, &cr.RunID, &cr.Env, &cr.Component, &cr.Operation, &cr.Status, &cr.Code, &cr.Reason,
-		&cr.PlanSummary, &cr.Log, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
+		causeCol{&cr.Cause}, &cr.PlanSummary, &cr.Log, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
 	return cr, err
 }
 
@@ -170,7 +171,7 @@ func (s *Store) CountComponents(ctx context.Context, status string) (int, error)
 
 // latestComponentRunsQuery finds each component's newest run (the highest
 // id) on the covering index (env, component, id), then reads those rows.
-const latestComponentRunsQuery = `SELECT id, run_id, env, component, operation, status, code, reason, plan_summary, '', started_at, finished_at
+const latestComponentRunsQuery = `SELECT id, run_id, env, component, operation, status, code, reason, cause, plan_summary, '', started_at, finished_at
 	FROM component_runs WHERE id IN (SELECT MAX(id) FROM component_runs WHERE env = ? GROUP BY component)
 	ORDER BY component`
 
@@ -301,4 +302,33 @@ func (s *Store) putState(ctx context.Context, tx *txn, st store.ComponentState) 
 		}
 	}
 	return nil
+}
+
+// causeValue is c as stored: its JSON, or NULL when it says nothing.
+func causeValue(c store.Cause) any {
+	if c.ReasonCode == "" && len(c.Upstream) == 0 && c.ApprovalID == 0 {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil // a struct of strings and an int always encodes
+	}
+	return string(b)
+}
+
+// causeCol scans a column written by causeValue into c.
+type causeCol struct{ c *store.Cause }
+
+// Scan implements sql.Scanner.
+func (col causeCol) Scan(src any) error {
+	*col.c = store.Cause{}
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		return json.Unmarshal([]byte(v), col.c)
+	case []byte:
+		return json.Unmarshal(v, col.c)
+	}
+	return fmt.Errorf("cause column holds %T", src)
 }

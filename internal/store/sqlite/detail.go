@@ -24,7 +24,7 @@ const detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.appl
 // component run (on the covering index (env, component, id)).
 const detailComponentsQuery = `SELECT c.component, s.component, s.status, s.fingerprint, s.revision, s.updated_at,
 	(SELECT COUNT(*) FROM outputs o WHERE o.env = ?1 AND o.component = c.component),
-	r.id, r.run_id, r.operation, r.status, r.code, r.reason, r.plan_summary, r.started_at, r.finished_at
+	r.id, r.run_id, r.operation, r.status, r.code, r.reason, r.cause, r.plan_summary, r.started_at, r.finished_at
 	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1) c
 	LEFT JOIN component_states s ON s.env = ?1 AND s.component = c.component
 	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = ?1 AND component = c.component)
@@ -77,7 +77,7 @@ func (s *Store) componentDetails(ctx context.Context, env string) ([]store.Compo
 		err := rows.Scan(&c.Name, nullStr{&st.Component}, nullStr{&st.Status}, nullStr{&st.Fingerprint}, nullInt{&st.Revision},
 			timeCol{&st.UpdatedAt}, &c.Outputs,
 			nullInt64{&cr.ID}, nullStr{&cr.RunID}, nullStr{&cr.Operation}, nullStr{&cr.Status}, nullStr{&cr.Code},
-			nullStr{&cr.Reason}, &cr.PlanSummary, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
+			nullStr{&cr.Reason}, causeCol{&cr.Cause}, &cr.PlanSummary, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})
 		if err != nil {
 			return nil, err
 		}

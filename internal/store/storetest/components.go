@@ -29,6 +29,7 @@ func testComponentRuns(t *testing.T, s store.Store) {
 		}}
 	must(t, s.FinishComponentRun(ctx, *db, state))
 	app.Status, app.FinishedAt = store.StatusFailed, at(2*time.Minute)
+	app.Cause = store.Cause{ReasonCode: "UpstreamAwaitingApproval", Upstream: []string{"db"}, ApprovalID: 7}
 	must(t, s.FinishComponentRun(ctx, *app, nil))
 	wantNotFound(t, s.FinishComponentRun(ctx, store.ComponentRun{ID: 999999, Status: store.StatusFailed}, nil), "finish unknown component run")
 
@@ -41,6 +42,14 @@ func testComponentRuns(t *testing.T, s store.Store) {
 	equal(t, "first component run plan", crs[0].PlanSummary, db.PlanSummary)
 	equal(t, "first component run finish", crs[0].FinishedAt, at(time.Minute))
 	equal(t, "second component run", crs[1].Status, store.StatusFailed)
+	equal(t, "second component run's cause", crs[1].Cause, app.Cause)
+	equal(t, "first component run's cause (none)", crs[0].Cause, store.Cause{})
+	last, err := s.LastComponentRun(ctx, "team/web", "app")
+	must(t, err)
+	equal(t, "last component run's cause", last.Cause, app.Cause)
+	latest, err := s.LatestComponentRuns(ctx, "team/web")
+	must(t, err)
+	equal(t, "latest component runs' causes", []store.Cause{latest[0].Cause, latest[1].Cause}, []store.Cause{app.Cause, {}})
 
 	states, err := s.ComponentStates(ctx, "team/web")
 	must(t, err)
@@ -65,7 +74,7 @@ func testComponentRuns(t *testing.T, s store.Store) {
 
 	// A component run that never ran a tool is recorded finished in one call.
 	skipped := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "cache", Operation: "apply", Status: "up to date",
-		Reason: "unchanged", Log: "nothing ran\n", StartedAt: at(3 * time.Minute), FinishedAt: at(3 * time.Minute)}
+		Reason: "unchanged", Cause: store.Cause{ReasonCode: "KnownAfterApply", Upstream: []string{"db.host"}}, Log: "nothing ran\n", StartedAt: at(3 * time.Minute), FinishedAt: at(3 * time.Minute)}
 	must(t, s.StartComponentRun(ctx, skipped))
 	crs, err = s.ComponentRuns(ctx, "r1")
 	must(t, err)
