@@ -2,16 +2,14 @@ package spec
 
 import (
 	"fmt"
-	"knit.dev/knit/internal/schedule"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/schedule"
+
 	"knit.dev/knit/internal/diag"
 )
 
@@ -381,109 +379,6 @@ func (v *validator) files(p string, c *Component) {
 	}
 }
 
-var valueFromRe = regexp.MustCompile(`^([a-z]([-a-z0-9]*[a-z0-9])?)\.([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$`)
-
-// oldValueFrom is CloudKnit's earlier valueFrom form, a Terraform expression
-// reading another component's remote state.
-var oldValueFrom = regexp.MustCompile(`^data\.terraform_remote_state\.([^.]+)\.outputs\.(.+)$`)
-
-// ValueRef is a parsed valueFrom: Component.Output, or Component.Output[Index].
-type ValueRef struct {
-	Component string
-	Output    string
-	Index     *int
-}
-
-// ParseValueFrom parses "component.output" or "component.output[N]".
-func ParseValueFrom(s string) (ValueRef, bool) {
-	m := valueFromRe.FindStringSubmatch(s)
-	if m == nil {
-		return ValueRef{}, false
-	}
-	r := ValueRef{Component: m[1], Output: m[3]}
-	if m[5] != "" {
-		n, err := strconv.Atoi(m[5])
-		if err != nil {
-			return ValueRef{}, false
-		}
-		r.Index = &n
-	}
-	return r, true
-}
-
-func (v *validator) variables(p string, c *Component) {
-	seen := map[string]bool{}
-	for i, vr := range c.Variables {
-		vp := fmt.Sprintf("%s.variables[%d]", p, i)
-		if vr.Name == "" {
-			v.missing(vp, "name", "")
-		} else if seen[vr.Name] {
-			v.err(vp+".name", "", fmt.Sprintf("variable %q is set twice", vr.Name), "remove one of them")
-		}
-		seen[vr.Name] = true
-		if vr.ValueFrom == "" {
-			continue
-		}
-		if vr.Value != nil {
-			v.err(vp, "", "set value or valueFrom, not both", "")
-		}
-		v.valueFrom(vp+".valueFrom", vr.ValueFrom, c)
-	}
-}
-
-// valueFrom checks a reference to another component's output, written at
-// fp; c is the component that takes it (nil at the environment's level).
-func (v *validator) valueFrom(fp, value string, c *Component) {
-	ref, ok := ParseValueFrom(value)
-	if !ok {
-		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
-		if m := oldValueFrom.FindStringSubmatch(value); m != nil {
-			hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
-			if !v.known(m[1]) {
-				hint += fmt.Sprintf(" (no component is named %q yet)", m[1])
-			}
-		}
-		v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", value), hint)
-		return
-	}
-	switch producer := v.env.Component(ref.Component); {
-	case c != nil && ref.Component == c.Name:
-		v.err(fp, "", fmt.Sprintf("component %q cannot take a value from itself", c.Name), "")
-	case producer == nil:
-		v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
-	case producer.Output(ref.Output) == nil:
-		v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
-			hintOutputs(producer, ref.Output))
-	default:
-		v.moduleOutput(fp, producer, ref.Output)
-	}
-}
-
-func hintOutputs(producer *Component, name string) string {
-	var names []string
-	for _, o := range producer.Outputs {
-		names = append(names, o.Name)
-	}
-	if s := suggest(name, names); s != "" {
-		return s
-	}
-	return fmt.Sprintf("add {name: %s} to the outputs of %q", name, producer.Name)
-}
-
-func (v *validator) outputs(p string, c *Component) {
-	seen := map[string]bool{}
-	for i, o := range c.Outputs {
-		op := fmt.Sprintf("%s.outputs[%d]", p, i)
-		switch {
-		case o.Name == "":
-			v.missing(op, "name", "")
-		case seen[o.Name]:
-			v.err(op+".name", "", fmt.Sprintf("output %q is declared twice", o.Name), "")
-		}
-		seen[o.Name] = true
-	}
-}
-
 func (v *validator) notYetSupported(p string, c *Component) {
 	const hint = "knit keeps this field but does not act on it yet"
 	if len(c.Secrets) > 0 {
@@ -511,46 +406,6 @@ func (v *validator) cycles() {
 		p := fmt.Sprintf("spec.components[%d].dependsOn", v.names[cyc[0]])
 		v.err(p, "", "cycle: "+strings.Join(path, " → "), "break the cycle by removing one dependsOn or valueFrom")
 	}
-}
-
-// Graph returns the dependency graph: an edge from each dependsOn target and
-// each valueFrom producer to the component that needs it. Names that do not
-// exist are left out (validation reports them).
-func (e *Environment) Graph() *dag.Graph {
-	g := dag.New()
-	for _, c := range e.Spec.Components {
-		if c.Name != "" {
-			g.Add(c.Name)
-		}
-	}
-	for _, c := range e.Spec.Components {
-		for _, dep := range e.Dependencies(c) {
-			if g.Has(dep) && c.Name != "" && dep != c.Name { // a self-dependency is reported on its own
-				g.Connect(dep, c.Name)
-			}
-		}
-	}
-	return g
-}
-
-// Dependencies returns a component's direct dependencies: dependsOn plus
-// every valueFrom producer, deduplicated and sorted.
-func (e *Environment) Dependencies(c *Component) []string {
-	set := map[string]bool{}
-	for _, d := range c.DependsOn {
-		set[d] = true
-	}
-	for _, vr := range c.InputVariables() {
-		if ref, ok := ParseValueFrom(vr.ValueFrom); ok {
-			set[ref.Component] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for d := range set {
-		out = append(out, d)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // escapes reports whether p, a path inside some root (a repository, a
