@@ -3,12 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 
-	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -393,90 +391,6 @@ func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runn
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: stored})
 }
 
-// hold stops a component at the approval gate: its plan is kept for a
-// person to approve, and its dependents wait.
-// staleWhy says why an approved plan was not applied; differs how the
-// plan differs from the approved change set.
-func (s *session) hold(st *step, p *prepared, plan *runner.Plan, staleWhy, differs string) error {
-	id, err := s.requestApproval(st.c.Name, p.fp, plan)
-	if err != nil {
-		return st.fail(context.Background(), err)
-	}
-	return s.waitFor(st, plan, id, staleWhy, differs)
-}
-
-// holdAgain stops a component at the gate with the approval it already
-// waits with: the plan a person may be reading stays the one to decide.
-func (s *session) holdAgain(st *step, a *store.Approval) error {
-	plan := &runner.Plan{}
-	if err := json.Unmarshal(a.Plan, plan); err != nil {
-		return st.fail(context.Background(), fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err))
-	}
-	s.mu.Lock()
-	s.holds[st.c.Name] = heldPlan{id: a.ID, checksum: a.PlanChecksum}
-	s.mu.Unlock()
-	return s.waitFor(st, plan, a.ID, "", "")
-}
-
-// waitFor records a component waiting with approval #id of plan.
-func (s *session) waitFor(st *step, plan *runner.Plan, id int64, staleWhy, differs string) error {
-	st.cr.Plan = plan
-	what, code := "plan has changes", "awaiting-approval: plan has changes"
-	if plan.Destroying {
-		what, code = s.destroyReason(st.c.Name)+"; the destroy plan", "awaiting-approval: destroy plan"
-	}
-	reason := fmt.Sprintf("%s: approve it with knit approve %s %s (approval #%d)", what, s.env.ID(), st.c.Name, id)
-	switch {
-	case differs != "":
-		reason = fmt.Sprintf("%s; it needs a new approval: knit approve %s %s (approval #%d)", differs, s.env.ID(), st.c.Name, id)
-		code = "awaiting-approval: plan differs from the approved change"
-	case staleWhy != "":
-		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
-			staleWhy, s.env.ID(), st.c.Name, id)
-	}
-	st.cr.Log = st.log.finish(nil)
-	cause := ReasonAwaitingApproval.Cause()
-	cause.ApprovalID = id
-	s.setCode(st.cr, Awaiting, cause, code, reason)
-	prev := s.state(st.c.Name)
-	err := s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateAwaiting, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%s: %w", st.c.Name, dag.ErrHold)
-}
-
-// approved decides whether a plan with changes may be applied now.
-// autoApproved reports whether c's changes are applied without asking
-// anyone, whatever its plan says.
-func (s *session) autoApproved(c *spec.Component) bool {
-	switch s.opts.Policies[c.Name] {
-	case spec.DriftReconcile:
-		return true
-	case spec.DriftApprove:
-		return false
-	}
-	return s.opts.AutoApprove || s.env.EffectiveAutoApprove(c)
-}
-
-func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
-	switch s.opts.Policies[c.Name] {
-	case spec.DriftReconcile:
-		return true // the drift policy says: fix it at once
-	case spec.DriftApprove:
-		return false // the drift policy says: a person decides
-	}
-	if s.opts.AutoApprove || s.env.EffectiveAutoApprove(c) {
-		return true
-	}
-	if s.opts.Confirm == nil {
-		return false
-	}
-	s.confirm.Lock()
-	defer s.confirm.Unlock()
-	return s.opts.Confirm(c.Name, p)
-}
-
 func sensitiveOutputs(outs runner.Outputs) []string {
 	var out []string
 	for _, o := range outs {
@@ -485,48 +399,4 @@ func sensitiveOutputs(outs runner.Outputs) []string {
 		}
 	}
 	return out
-}
-
-// recordOutcome records the run's end with status and err, its audit
-// event and the environment's new status, in one store write. A plan is
-// not audited and leaves the status alone: it changes nothing.
-func (s *session) recordOutcome(status string, err error) error {
-	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
-	if err != nil {
-		o.Error = err.Error()
-	}
-	action := s.kind
-	switch {
-	case s.kind == KindDrift && s.opts.Reconcile:
-		action = "reconcile"
-	case s.kind == KindDrift:
-		action = "drift-check"
-	}
-	if s.kind != KindPlan {
-		detail := status
-		if s.result.Error != "" {
-			detail = s.result.Error
-		}
-		o.Audit = &store.AuditEvent{
-			Env: s.env.ID(), Actor: s.opts.Actor, Action: action, Revision: s.run.Revision,
-			RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: o.At,
-		}
-		o.EnvStatus = envStatuses[status]
-		switch {
-		case s.kind == KindTeardown && status == store.StatusSucceeded:
-			o.EnvStatus = EnvTornDown
-		case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
-			o.EnvStatus = EnvDrifted
-		}
-	}
-	if err := s.e.Store.RecordOutcome(s.db, o); err != nil {
-		return fmt.Errorf("record the outcome of run %s (%s): %w", s.run.ID, action, err)
-	}
-	return nil
-}
-
-// envStatuses maps a run's outcome to the environment's status.
-var envStatuses = map[string]string{
-	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
-	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
 }

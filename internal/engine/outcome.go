@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// recordOutcome records the run's end with status and err, its audit
+// event and the environment's new status, in one store write. A plan is
+// not audited and leaves the status alone: it changes nothing.
+func (s *session) recordOutcome(status string, err error) error {
+	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	action := s.kind
+	switch {
+	case s.kind == KindDrift && s.opts.Reconcile:
+		action = "reconcile"
+	case s.kind == KindDrift:
+		action = "drift-check"
+	}
+	if s.kind != KindPlan {
+		detail := status
+		if s.result.Error != "" {
+			detail = s.result.Error
+		}
+		o.Audit = &store.AuditEvent{
+			Env: s.env.ID(), Actor: s.opts.Actor, Action: action, Revision: s.run.Revision,
+			RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: o.At,
+		}
+		o.EnvStatus = envStatuses[status]
+		switch {
+		case s.kind == KindTeardown && status == store.StatusSucceeded:
+			o.EnvStatus = EnvTornDown
+		case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
+			o.EnvStatus = EnvDrifted
+		}
+	}
+	if err := s.e.Store.RecordOutcome(s.db, o); err != nil {
+		return fmt.Errorf("record the outcome of run %s (%s): %w", s.run.ID, action, err)
+	}
+	return nil
+}
+
+// envStatuses maps a run's outcome to the environment's status.
+var envStatuses = map[string]string{
+	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
+	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
+}
