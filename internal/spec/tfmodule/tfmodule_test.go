@@ -167,7 +167,7 @@ func TestExtraFilesReplaceTheModules(t *testing.T) {
 func TestNamedPipeIsNotOpened(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.tf"), 0o644); err != nil {
-		t.Skip("no named pipes here:", err)
+		t.Fatal("make a named pipe:", err) // every Unix can; no tool to install
 	}
 	done := make(chan *Module, 1)
 	go func() {
