@@ -56,7 +56,7 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 const approvalColumns = `id, env, component, run_id, revision, fingerprint, plan_file, plan_checksum, plan,
 	status, created_at, decided_by, reason, decided_at`
 
-func scanApproval(sc interface{ Scan(...any) error }) (store.Approval, error) {
+func scanApproval(sc rowScanner) (store.Approval, error) {
 	var a store.Approval
 	err := sc.Scan(&a.ID, &a.Env, &a.Component, &a.RunID, &a.Revision, &a.Fingerprint, &a.PlanFile,
 		&a.PlanChecksum, &a.Plan, &a.Status, timeCol{&a.CreatedAt}, &a.DecidedBy, &a.Reason, timeCol{&a.DecidedAt})
@@ -121,23 +121,7 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]st
 	if f.NewestFirst {
 		order += ` DESC`
 	}
-	rows, err := s.q.QueryContext(ctx, query+order+limitClause(f.Limit), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	defer rows.Close()
-	var as []store.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: %w", err)
-		}
-		as = append(as, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	return as, nil
+	return queryAll(ctx, s.q, "list approvals", scanApproval, query+order+limitClause(f.Limit), args...)
 }
 
 // DecideApproval implements store.Store. The status is compared and set in

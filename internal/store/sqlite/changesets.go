@@ -50,7 +50,7 @@ func (s *Store) CreateChangeSet(ctx context.Context, cs *store.ChangeSet) error 
 
 const changeSetColumns = `id, env, run_id, revision, checksum, components, status, created_at, decided_by, reason, decided_at`
 
-func scanChangeSet(sc interface{ Scan(...any) error }) (store.ChangeSet, error) {
+func scanChangeSet(sc rowScanner) (store.ChangeSet, error) {
 	var cs store.ChangeSet
 	var body []byte
 	err := sc.Scan(&cs.ID, &cs.Env, &cs.RunID, &cs.Revision, &cs.Checksum, &body, &cs.Status,
@@ -86,23 +86,7 @@ func (s *Store) ListChangeSets(ctx context.Context, f store.ChangeSetFilter) ([]
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	rows, err := s.q.QueryContext(ctx, query+` ORDER BY id DESC`+limitClause(f.Limit), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list change sets: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ChangeSet
-	for rows.Next() {
-		cs, err := scanChangeSet(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list change sets: %w", err)
-		}
-		out = append(out, cs)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list change sets: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.q, "list change sets", scanChangeSet, query+` ORDER BY id DESC`+limitClause(f.Limit), args...)
 }
 
 // DecideChangeSet implements store.Store. Like DecideApproval, of two

@@ -131,7 +131,7 @@ func whyUnchanged(ctx context.Context, tx *txn, cr store.ComponentRun) error {
 
 const componentRunColumns = `id, run_id, env, component, operation, status, code, reason, cause, plan_summary, log, started_at, finished_at`
 
-func scanComponentRun(sc interface{ Scan(...any) error }) (store.ComponentRun, error) {
+func scanComponentRun(sc rowScanner) (store.ComponentRun, error) {
 	var cr store.ComponentRun
 	err := sc.Scan(&cr.ID, &cr.RunID, &cr.Env, &cr.Component, &cr.Operation, &cr.Status, &cr.Code, &cr.Reason,
 		causeCol{&cr.Cause}, &cr.PlanSummary, &cr.Log, timeCol{&cr.StartedAt}, timeCol{&cr.FinishedAt})

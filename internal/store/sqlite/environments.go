@@ -112,7 +112,7 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 
 const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file`
 
-func scanRevision(sc interface{ Scan(...any) error }) (store.Revision, error) {
+func scanRevision(sc rowScanner) (store.Revision, error) {
 	var r store.Revision
 	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File)
 	return r, err
@@ -120,7 +120,7 @@ func scanRevision(sc interface{ Scan(...any) error }) (store.Revision, error) {
 
 const environmentColumns = `id, team, name, metadata, revision, applied_revision, status, created_at, updated_at`
 
-func scanEnvironment(sc interface{ Scan(...any) error }) (store.Environment, error) {
+func scanEnvironment(sc rowScanner) (store.Environment, error) {
 	var e store.Environment
 	err := sc.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt})
 	return e, err
@@ -139,23 +139,7 @@ func (s *Store) Environment(ctx context.Context, id string) (store.Environment, 
 // Environments implements store.Store, ordered by ID.
 func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]store.Environment, error) {
 	query, args := environmentsQuery(f)
-	rows, err := s.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list environments: %w", err)
-	}
-	defer rows.Close()
-	var envs []store.Environment
-	for rows.Next() {
-		e, err := scanEnvironment(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list environments: %w", err)
-		}
-		envs = append(envs, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list environments: %w", err)
-	}
-	return envs, nil
+	return queryAll(ctx, s.q, "list environments", scanEnvironment, query, args...)
 }
 
 // EnvironmentSummaries implements store.Store: the page of Environments,
@@ -356,4 +340,31 @@ func orEmpty(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// rowScanner is what *sql.Row and *sql.Rows have in common.
+type rowScanner interface{ Scan(...any) error }
+
+// queryAll runs query and scans every row with scan; what names the list
+// in errors ("list approvals: …").
+func queryAll[T any](ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }

@@ -91,7 +91,7 @@ func finishRun(ctx context.Context, tx *txn, id, status, errMsg string, at time.
 
 const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by`
 
-func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
+func scanRun(sc rowScanner) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
 		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy)

@@ -13,7 +13,7 @@ import (
 
 const tokenColumns = `name, hash, role, teams, created_by, created_at, revoked_at`
 
-func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
+func scanToken(sc rowScanner) (store.Token, error) {
 	var t store.Token
 	var teams string
 	err := sc.Scan(&t.Name, &t.Hash, &t.Role, &teams, &t.CreatedBy, timeCol{&t.CreatedAt}, timeCol{&t.RevokedAt})
