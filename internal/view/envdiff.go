@@ -23,8 +23,8 @@ type DiffSide struct {
 	Revision int    `json:"revision"`
 	// Applied is true when Revision is the revision the environment is
 	// applied at; Latest is the newest revision knit has seen of it.
-	Applied bool `json:"applied"`
-	Latest  int  `json:"latest"`
+	Applied bool   `json:"applied"`
+	Latest  int    `json:"latest"`
 	Status  string `json:"status"`
 }
 
