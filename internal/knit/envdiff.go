@@ -52,6 +52,22 @@ func ParseDiffSide(s string) (string, int, error) {
 	return ref, n, nil
 }
 
+// ParseDiffID is ParseDiffSide for adapters that serve other people (the
+// API, the dashboard): the environment must be named team/env, never by
+// metadata name, so that what a caller is refused never depends on what
+// other teams have named their environments.
+func ParseDiffID(s string) (string, int, error) {
+	ref, rev, err := ParseDiffSide(s)
+	if err != nil {
+		return "", 0, err
+	}
+	team, env, ok := strings.Cut(ref, "/")
+	if !ok || team == "" || env == "" || strings.Contains(env, "/") {
+		return "", 0, fmt.Errorf("%q: name an environment as team/env, with @REV for one revision (shop/prod, shop/dev@3)", s)
+	}
+	return ref, rev, nil
+}
+
 // DiffEnvironments compares req.A with req.B as ctx's caller sees them:
 // an environment of a team the caller is not limited to is refused
 // (ErrForbidden) whether it exists or not.
@@ -333,7 +349,7 @@ func (k *Knit) componentFacts(e *spec.Environment, c *spec.Component) []fact {
 		if val == nil {
 			val = map[string]any{"value": nil}
 		}
-		f.put("variables."+v.Name, val, declared[v.Name] || secretName(v.Name))
+		f.put("variables."+v.Name, val, declared[v.Name] || secretName(v.Name) || secretKeyIn(v.Value))
 	}
 	for _, s := range c.Secrets {
 		f.add("secrets."+s.Name, s.Scope+"/"+s.Key) // a reference, not the secret
@@ -399,6 +415,22 @@ func secretName(name string) bool {
 		if strings.Contains(n, w) {
 			return true
 		}
+	}
+	return false
+}
+
+// secretKeyIn reports whether a map inside v has a key named like a
+// credential: a variable holding {db: {password: …}} is masked whole.
+func secretKeyIn(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if secretName(k) || secretKeyIn(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, secretKeyIn)
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -233,5 +234,73 @@ func TestDiffOfAnUnknownOrForeignEnvironmentIsRefusedAlike(t *testing.T) {
 	if !errors.Is(errExists, knit.ErrForbidden) || !errors.Is(errMissing, knit.ErrForbidden) ||
 		strings.Replace(errMissing.Error(), "ghost", "dev", 1) != errExists.Error() {
 		t.Errorf("foreign envs: %v / %v", errExists, errMissing)
+	}
+}
+
+// helmStage is a helm component whose values hold a password, with a
+// cluster token, and a script component whose map variable hides one.
+const helmStage = `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: NAME}
+spec:
+  teamName: shop
+  envName: NAME
+  autoApprove: true
+  components:
+    - name: web
+      type: helm
+      chart: {repo: "https://charts.example.com", name: web, version: VERSION, values: {image: {tag: "TAG"}, auth: {adminPassword: PASS}}}
+      kubeconfig: {server: {value: "https://k8s.example.com"}, token: {value: TOKEN}}
+    - name: job
+      type: script
+      script: {apply: "true"}
+      variables:
+        - {name: config, value: {db: {host: h, password: PASS}}}
+`
+
+func TestDiffMasksChartValuesTokensAndNestedSecrets(t *testing.T) {
+	ctx := context.Background()
+	r := &fake.Runner{}
+	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(),
+		Runners: map[string]runner.Runner{spec.TypeHelm: r, spec.TypeScript: r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	for _, s := range [][5]string{{"dev", "1.0.0", "v1", "dev-Pa55-x1", "dev-Tok-x1"}, {"prod", "1.2.0", "v2", "prod-Pa55-y2", "prod-Tok-y2"}} {
+		doc := strings.NewReplacer("NAME", s[0], "VERSION", s[1], "TAG", s[2], "PASS", s[3], "TOKEN", s[4]).Replace(helmStage)
+		apply(t, k, parse(t, doc), "alice", true)
+	}
+	d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Components {
+		for _, f := range c.Fields {
+			got = append(got, c.Name+"."+f.Field+"="+string(mustJSON(f.A))+">"+string(mustJSON(f.B)))
+		}
+	}
+	want := `web.chart.version="1.0.0">"1.2.0" web.chart.values.auth.adminPassword="(sensitive)">"(sensitive)" ` +
+		`web.chart.values.image.tag="v1">"v2" web.kubeconfig.token="(sensitive)">"(sensitive)" job.variables.config="(sensitive)">"(sensitive)"`
+	if strings.Join(got, " ") != want {
+		t.Errorf("fields:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if b := string(mustJSON(d)); strings.Contains(b, "Pa55") || strings.Contains(b, "Tok-") {
+		t.Fatalf("a secret leaked:\n%s", b)
+	}
+}
+
+func TestParseDiffIDTakesTeamSlashEnvOnly(t *testing.T) {
+	for in, want := range map[string]string{"shop/dev": "shop/dev 0", "shop/dev@3": "shop/dev 3", "dev": "error", "shop/dev@0": "error",
+		"shop/": "error", "/dev": "error", "a/b/c": "error", "shop/dev@x": "error"} {
+		ref, rev, err := knit.ParseDiffID(in)
+		got := ref + " " + strconv.Itoa(rev)
+		if err != nil {
+			got = "error"
+		}
+		if got != want {
+			t.Errorf("ParseDiffID(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

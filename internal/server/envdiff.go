@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 
 	"knit.dev/knit/internal/knit"
 )
@@ -34,14 +33,9 @@ func diffQuery(r *http.Request) (knit.EnvDiffRequest, error) {
 		ref  *string
 		rev  *int
 	}{{"a", &req.A, &req.ARev}, {"b", &req.B, &req.BRev}} {
-		v := q.Get(p.name)
-		ref, rev, err := knit.ParseDiffSide(v)
+		ref, rev, err := knit.ParseDiffID(q.Get(p.name))
 		if err != nil {
-			return req, badReq(p.name + ": " + err.Error())
-		}
-		team, env, ok := strings.Cut(ref, "/")
-		if !ok || team == "" || env == "" || strings.Contains(env, "/") {
-			return req, badReq(p.name + " must name an environment as team/env, with @REV for one revision: ?a=shop/prod&b=shop/staging or ?a=shop/dev@3&b=shop/dev@5")
+			return req, badReq(p.name + ": " + err.Error() + ": ?a=shop/prod&b=shop/staging")
 		}
 		*p.ref, *p.rev = ref, rev
 	}

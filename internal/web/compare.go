@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/view"
 )
@@ -68,11 +69,11 @@ func (w *Web) compare(rw http.ResponseWriter, r *http.Request, s *session) {
 func (w *Web) diffOf(r *http.Request, a, b string) (knit.EnvDiff, error) {
 	var req knit.EnvDiffRequest
 	var err error
-	if req.A, req.ARev, err = knit.ParseDiffSide(a); err != nil {
-		return knit.EnvDiff{}, err
+	if req.A, req.ARev, err = knit.ParseDiffID(a); err != nil {
+		return knit.EnvDiff{}, badSide{err}
 	}
-	if req.B, req.BRev, err = knit.ParseDiffSide(b); err != nil {
-		return knit.EnvDiff{}, err
+	if req.B, req.BRev, err = knit.ParseDiffID(b); err != nil {
+		return knit.EnvDiff{}, badSide{err}
 	}
 	return w.k.DiffEnvironments(r.Context(), req)
 }
@@ -114,6 +115,11 @@ func fieldRows(fs []view.FieldDiff) []compareRow {
 	}
 	return rows
 }
+
+// badSide is a side the request names wrongly: a 400, in its own words.
+type badSide struct{ error }
+
+func (badSide) Is(target error) bool { return target == httperr.ErrBadRequest }
 
 func outputsDiffer(os []view.OutputDiff) bool {
 	for _, o := range os {

@@ -90,3 +90,31 @@ func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 		t.Errorf("another team's diff: %d / %d, pages differ or leak", codeA, codeB)
 	}
 }
+
+// TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike: the page
+// takes team/env only (a metadata name another team chose must not tell a
+// refusal from an unknown name), and a team token's refusal reads the same
+// for an existing and a missing environment.
+func TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike(t *testing.T) {
+	w := newWorld(t, knit.Config{})
+	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
+	secret, _, err := w.k.CreateToken(context.Background(), "pay-1", "viewer", []string{"pay"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.tokens["pay"] = secret
+	pay := w.client("pay")
+	for q, want := range map[string]string{"a=prod&b=prod": "name an environment as team/env", "a=shop/prod@x&b=shop/prod": "must be a number"} {
+		if code, page := get(t, pay, w.url+"/compare?"+q); code != http.StatusBadRequest || !strings.Contains(page, want) {
+			t.Errorf("%s: %d, want 400 saying %q", q, code, want)
+		}
+	}
+	codeA, exists := get(t, pay, w.url+"/compare?a=shop/prod&b=shop/prod")
+	codeB, ghost := get(t, pay, w.url+"/compare?a=shop/ghost&b=shop/ghost")
+	if codeA != http.StatusForbidden || codeB != codeA || strings.Replace(ghost, "ghost", "prod", -1) != exists {
+		t.Errorf("another team's diff: %d / %d, or the pages differ", codeA, codeB)
+	}
+	if code, page := get(t, w.client("viewer"), w.url+"/compare?a=shop/prod&b=shop/nope"); code != http.StatusNotFound || !strings.Contains(page, "shop/nope") {
+		t.Errorf("an unknown environment: %d", code)
+	}
+}
