@@ -67,6 +67,7 @@ func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 		t.Fatal("a password reached the page")
 	}
 	checkAxe(t, ctx, "compare (a diff)")
+	screenshot(t, ctx, "compare", "section.envdiff")
 
 	// A token of another team sees neither in the list, and a diff of
 	// shop's environments is refused in the same words, existing or not.
