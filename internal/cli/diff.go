@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -131,7 +130,7 @@ func printEnvDiff(w io.Writer, d knit.EnvDiff) {
 			fmt.Fprintf(w, "\n~ component %s\n", c.Name)
 			printFields(w, c.Fields)
 		default:
-			if !outputsDiffer(c.Outputs) {
+			if !c.OutputsDiffer() {
 				same = append(same, c.Name)
 				continue
 			}
@@ -144,7 +143,7 @@ func printEnvDiff(w io.Writer, d knit.EnvDiff) {
 				if o.Same {
 					mark = "="
 				}
-				fmt.Fprintf(w, "    %s %s: %s | %s\n", mark, o.Name, shownValue(o.A, o.Missing == "a", o.Sensitive), shownValue(o.B, o.Missing == "b", o.Sensitive))
+				fmt.Fprintf(w, "    %s %s: %s | %s\n", mark, o.Name, view.Shown(o.A, o.Missing == "a", o.Sensitive), view.Shown(o.B, o.Missing == "b", o.Sensitive))
 			}
 		}
 	}
@@ -155,34 +154,9 @@ func printEnvDiff(w io.Writer, d knit.EnvDiff) {
 
 func printFields(w io.Writer, fs []view.FieldDiff) {
 	for _, f := range fs {
-		fmt.Fprintf(w, "    %s: %s → %s\n", f.Field, shownValue(f.A, f.Missing == "a", f.Sensitive),
-			shownValue(f.B, f.Missing == "b", f.Sensitive))
+		fmt.Fprintf(w, "    %s: %s → %s\n", f.Field, view.Shown(f.A, f.Missing == "a", f.Sensitive),
+			view.Shown(f.B, f.Missing == "b", f.Sensitive))
 	}
-}
-
-func outputsDiffer(os []view.OutputDiff) bool {
-	for _, o := range os {
-		if !o.Same {
-			return true
-		}
-	}
-	return false
-}
-
-// shownValue is one side's value as a person reads it: JSON, "(unset)"
-// when the side lacks it, the mask as is.
-func shownValue(v any, missing, sensitive bool) string {
-	switch {
-	case missing:
-		return "(unset)"
-	case sensitive:
-		return knit.Masked
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 func sideName(s view.DiffSide) string {

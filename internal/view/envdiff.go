@@ -1,5 +1,12 @@
 package view
 
+import (
+	"encoding/json"
+	"fmt"
+
+	"knit.dev/knit/internal/runner"
+)
+
 // EnvDiff answers "what would making A look like B change?": the resolved
 // specs of two environments (or two revisions of one) compared component
 // by component, and, where a component is applied on both sides, its live
@@ -67,4 +74,30 @@ type OutputDiff struct {
 	Missing   string `json:"missing,omitempty"`
 	Sensitive bool   `json:"sensitive,omitempty"`
 	Same      bool   `json:"same"`
+}
+
+// OutputsDiffer reports whether any live output differs between the sides.
+func (c ComponentDiff) OutputsDiffer() bool {
+	for _, o := range c.Outputs {
+		if !o.Same {
+			return true
+		}
+	}
+	return false
+}
+
+// Shown is one side's value as a person reads it: JSON, "(unset)" when
+// the side lacks it (missing), the mask as is when sensitive.
+func Shown(v any, missing, sensitive bool) string {
+	switch {
+	case missing:
+		return "(unset)"
+	case sensitive:
+		return runner.MaskedValue
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

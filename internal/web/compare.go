@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -86,7 +85,7 @@ func compareSections(d knit.EnvDiff) ([]compareSection, []string) {
 		out = append(out, compareSection{Title: "environment", Change: "changed", Fields: fieldRows(d.Environment)})
 	}
 	for _, c := range d.Components {
-		if c.Change == view.ComponentSame && !outputsDiffer(c.Outputs) {
+		if c.Change == view.ComponentSame && !c.OutputsDiffer() {
 			same = append(same, c.Name)
 			continue
 		}
@@ -101,7 +100,7 @@ func compareSections(d knit.EnvDiff) ([]compareSection, []string) {
 		}
 		for _, o := range c.Outputs {
 			sec.Outputs = append(sec.Outputs, compareRow{Name: o.Name, Same: o.Same,
-				A: diffValue(o.A, o.Missing == "a", o.Sensitive), B: diffValue(o.B, o.Missing == "b", o.Sensitive)})
+				A: view.Shown(o.A, o.Missing == "a", o.Sensitive), B: view.Shown(o.B, o.Missing == "b", o.Sensitive)})
 		}
 		out = append(out, sec)
 	}
@@ -111,7 +110,7 @@ func compareSections(d knit.EnvDiff) ([]compareSection, []string) {
 func fieldRows(fs []view.FieldDiff) []compareRow {
 	rows := make([]compareRow, 0, len(fs))
 	for _, f := range fs {
-		rows = append(rows, compareRow{Name: f.Field, A: diffValue(f.A, f.Missing == "a", f.Sensitive), B: diffValue(f.B, f.Missing == "b", f.Sensitive)})
+		rows = append(rows, compareRow{Name: f.Field, A: view.Shown(f.A, f.Missing == "a", f.Sensitive), B: view.Shown(f.B, f.Missing == "b", f.Sensitive)})
 	}
 	return rows
 }
@@ -120,27 +119,3 @@ func fieldRows(fs []view.FieldDiff) []compareRow {
 type badSide struct{ error }
 
 func (badSide) Is(target error) bool { return target == httperr.ErrBadRequest }
-
-func outputsDiffer(os []view.OutputDiff) bool {
-	for _, o := range os {
-		if !o.Same {
-			return true
-		}
-	}
-	return false
-}
-
-// diffValue is one side of a field or output as the page shows it.
-func diffValue(v any, missing, sensitive bool) string {
-	switch {
-	case missing:
-		return "(unset)"
-	case sensitive:
-		return knit.Masked
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
