@@ -143,7 +143,7 @@ func printEnvDiff(w io.Writer, d knit.EnvDiff) {
 				if o.Same {
 					mark = "="
 				}
-				fmt.Fprintf(w, "    %s %s: %s | %s\n", mark, o.Name, view.Shown(o.A, o.Missing == "a", o.Sensitive), view.Shown(o.B, o.Missing == "b", o.Sensitive))
+				fmt.Fprintf(w, "    %s %s: %s | %s\n", mark, o.Name, o.ShownA(), o.ShownB())
 			}
 		}
 	}
@@ -154,8 +154,7 @@ func printEnvDiff(w io.Writer, d knit.EnvDiff) {
 
 func printFields(w io.Writer, fs []view.FieldDiff) {
 	for _, f := range fs {
-		fmt.Fprintf(w, "    %s: %s → %s\n", f.Field, view.Shown(f.A, f.Missing == "a", f.Sensitive),
-			view.Shown(f.B, f.Missing == "b", f.Sensitive))
+		fmt.Fprintf(w, "    %s: %s → %s\n", f.Field, f.ShownA(), f.ShownB())
 	}
 }
 

@@ -462,27 +462,31 @@ func diffFacts(a, b []fact) []view.FieldDiff {
 		if inA && inB && equalJSON(x.value, y.value) {
 			continue
 		}
-		d := view.FieldDiff{Field: field, A: x.value, B: y.value, Sensitive: x.sensitive || y.sensitive}
-		switch {
-		case !inA:
-			d.Missing = "a"
-		case !inB:
-			d.Missing = "b"
-		}
-		if d.Sensitive {
-			d.A, d.B = maskUnless(inA), maskUnless(inB)
-		}
-		out = append(out, d)
+		out = append(out, view.FieldDiff{Field: field, Sides: sides(x.value, y.value, inA, inB, x.sensitive || y.sensitive)})
 	}
 	return out
 }
 
-// maskUnless is Masked for a side that has the value, nil for one that lacks it.
-func maskUnless(has bool) any {
-	if has {
-		return Masked
+// sides shows a and b, naming the side that lacks the value, both
+// Masked when sensitive.
+func sides(a, b any, inA, inB, sensitive bool) view.Sides {
+	s := view.Sides{A: a, B: b, Sensitive: sensitive}
+	switch {
+	case !inA:
+		s.Missing = "a"
+	case !inB:
+		s.Missing = "b"
 	}
-	return nil
+	if sensitive {
+		s.A, s.B = nil, nil
+		if inA {
+			s.A = Masked
+		}
+		if inB {
+			s.B = Masked
+		}
+	}
+	return s
 }
 
 // diffOutputs puts the live outputs of one component on both sides side
@@ -505,19 +509,8 @@ func diffOutputs(a, b store.ComponentState) []view.OutputDiff {
 	for _, n := range slices.Sorted(maps.Keys(names)) {
 		x, inA := a.Outputs[n]
 		y, inB := b.Outputs[n]
-		d := view.OutputDiff{Name: n, Sensitive: x.Sensitive || y.Sensitive, Same: inA && inB && bytes.Equal(x.Value, y.Value)}
-		switch {
-		case !inA:
-			d.Missing = "a"
-		case !inB:
-			d.Missing = "b"
-		}
-		if d.Sensitive {
-			d.A, d.B = maskUnless(inA), maskUnless(inB)
-		} else {
-			d.A, d.B = rawValue(x.Value), rawValue(y.Value)
-		}
-		out = append(out, d)
+		out = append(out, view.OutputDiff{Name: n, Same: inA && inB && bytes.Equal(x.Value, y.Value),
+			Sides: sides(rawValue(x.Value), rawValue(y.Value), inA, inB, x.Sensitive || y.Sensitive)})
 	}
 	return out
 }

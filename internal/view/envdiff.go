@@ -53,28 +53,35 @@ type ComponentDiff struct {
 }
 
 // FieldDiff is one field whose value differs: A's value and B's. Field is
-// a path such as "module.version", "variables.size" or "dependsOn". A
-// side that does not set the field is named by Missing ("a" or "b") and its
-// value is null. A sensitive field shows Masked on both sides.
+// a path such as "module.version", "variables.size" or "dependsOn".
 type FieldDiff struct {
-	Field     string `json:"field"`
+	Field string `json:"field"`
+	Sides
+}
+
+// OutputDiff is one live output of a component applied on both sides,
+// side by side; Same says whether the values are equal (a sensitive one's
+// too, though neither is shown).
+type OutputDiff struct {
+	Name string `json:"name"`
+	Sides
+	Same bool `json:"same"`
+}
+
+// Sides is a value on each side. A side that lacks it is named by Missing
+// ("a" or "b") and its value is null; a sensitive value is Masked on both
+// sides.
+type Sides struct {
 	A         any    `json:"a"`
 	B         any    `json:"b"`
 	Missing   string `json:"missing,omitempty"`
 	Sensitive bool   `json:"sensitive,omitempty"`
 }
 
-// OutputDiff is one live output of a component applied on both sides,
-// side by side. A side without the output is named by Missing; a sensitive
-// one shows Masked (Same still says whether the values are equal).
-type OutputDiff struct {
-	Name      string `json:"name"`
-	A         any    `json:"a"`
-	B         any    `json:"b"`
-	Missing   string `json:"missing,omitempty"`
-	Sensitive bool   `json:"sensitive,omitempty"`
-	Same      bool   `json:"same"`
-}
+// ShownA and ShownB are each side as a person reads it: JSON, "(unset)"
+// when the side lacks it, the mask as is.
+func (s Sides) ShownA() string { return shown(s.A, s.Missing == "a", s.Sensitive) }
+func (s Sides) ShownB() string { return shown(s.B, s.Missing == "b", s.Sensitive) }
 
 // OutputsDiffer reports whether any live output differs between the sides.
 func (c ComponentDiff) OutputsDiffer() bool {
@@ -86,9 +93,7 @@ func (c ComponentDiff) OutputsDiffer() bool {
 	return false
 }
 
-// Shown is one side's value as a person reads it: JSON, "(unset)" when
-// the side lacks it (missing), the mask as is when sensitive.
-func Shown(v any, missing, sensitive bool) string {
+func shown(v any, missing, sensitive bool) string {
 	switch {
 	case missing:
 		return "(unset)"

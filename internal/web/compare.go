@@ -100,7 +100,7 @@ func compareSections(d knit.EnvDiff) ([]compareSection, []string) {
 		}
 		for _, o := range c.Outputs {
 			sec.Outputs = append(sec.Outputs, compareRow{Name: o.Name, Same: o.Same,
-				A: view.Shown(o.A, o.Missing == "a", o.Sensitive), B: view.Shown(o.B, o.Missing == "b", o.Sensitive)})
+				A: o.ShownA(), B: o.ShownB()})
 		}
 		out = append(out, sec)
 	}
@@ -110,7 +110,7 @@ func compareSections(d knit.EnvDiff) ([]compareSection, []string) {
 func fieldRows(fs []view.FieldDiff) []compareRow {
 	rows := make([]compareRow, 0, len(fs))
 	for _, f := range fs {
-		rows = append(rows, compareRow{Name: f.Field, A: view.Shown(f.A, f.Missing == "a", f.Sensitive), B: view.Shown(f.B, f.Missing == "b", f.Sensitive)})
+		rows = append(rows, compareRow{Name: f.Field, A: f.ShownA(), B: f.ShownB()})
 	}
 	return rows
 }
