@@ -304,3 +304,25 @@ func TestParseDiffIDTakesTeamSlashEnvOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestDiffOfAnInvalidRevisionSaysSoAndTheAppliedOneStillServes(t *testing.T) {
+	ctx := context.Background()
+	k := openDiff(t)
+	applyStages(t, k)
+	rec, err := k.EnvironmentRecord(ctx, "shop/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.RecordInvalid(ctx, rec, store.Revision{Source: "env.yaml", Hash: "bad", Spec: []byte("spec: [\n"),
+		Errors: "env.yaml:3:1: spec: not a mapping\nenv.yaml:4:1: more"}, "git"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 2, B: "shop/prod"})
+	if err == nil || !strings.Contains(err.Error(), "shop/dev revision 2 does not validate (env.yaml:3:1: spec: not a mapping)") {
+		t.Errorf("invalid revision: %v", err)
+	}
+	// Without a revision, a side is the applied one, not the newest.
+	if d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"}); err != nil || d.A.Revision != 1 || d.A.Latest != 2 {
+		t.Errorf("dev side %+v, %v: want the applied revision 1 (latest 2)", d.A, err)
+	}
+}
