@@ -119,3 +119,16 @@ func TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike(t *testing.T
 		t.Errorf("an unknown environment: %d", code)
 	}
 }
+
+// TestComparePageOfTwoRevisionsLinksTheFileDiff: two revisions of one
+// environment compare field by field, and link the file's diff as written.
+func TestComparePageOfTwoRevisionsLinksTheFileDiff(t *testing.T) {
+	w := newWorld(t, knit.Config{})
+	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
+	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "4", "prod-Hunter2-pw", "")})
+	code, page := get(t, w.client("viewer"), w.url+"/compare?a=shop/prod@1&b=shop/prod@2")
+	if code != http.StatusOK || !strings.Contains(page, `href="/env/shop/prod/diff?a=1&amp;b=2"`) ||
+		!strings.Contains(page, "variables.replicas") || strings.Contains(page, "Hunter2") {
+		t.Errorf("revisions 1 → 2: %d\n%s", code, page)
+	}
+}
