@@ -24,6 +24,7 @@ type backend interface {
 	History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error)
 	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
 	Logs(ctx context.Context, ref, component string) (store.ComponentRun, error)
+	DiffEnvironments(ctx context.Context, req knit.EnvDiffRequest) (knit.EnvDiff, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.
