@@ -48,7 +48,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 // decided answers a decision, queueing the apply that carries out an approval.
 func (s *Server) decided(w http.ResponseWriter, r *http.Request, env string, resp map[string]any, d knit.Decision) {
 	if d.Apply != nil {
-		runID, err := s.queue.enqueue(*d.Apply, env)
+		runID, err := s.queue.Enqueue(*d.Apply, env)
 		if err != nil {
 			s.fail(w, r, err)
 			return
