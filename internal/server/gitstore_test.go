@@ -66,7 +66,7 @@ func calledBy(fn string) bool {
 }
 
 func (f *gitFailStore) Environment(ctx context.Context, id string) (store.Environment, error) {
-	if f.armed.Load() && calledBy("(*Server).wantFor") {
+	if f.armed.Load() && calledBy("gitops.(*Reconciler).wantFor") {
 		f.note("read failed")
 		return store.Environment{}, errDisk
 	}

@@ -90,7 +90,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() }) // after the server and its controllers stop
 	env, diags := spec.Parse("p.yaml", t.TempDir(), []byte(policyEnv))
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -55,7 +55,7 @@ func TestServesHTTPSWhenGivenACertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() }) // after the server and its controllers stop
 	tok, _, err := k.CreateToken(ctx, "tls", "viewer", nil, "test")
 	if err != nil {
 		t.Fatal(err)
