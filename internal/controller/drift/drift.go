@@ -94,8 +94,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case now := <-t.C():
-			s.runDue(now)
+		case <-t.C():
+			s.runDue(s.clock.Now()) // now, not the tick's time: a tick may wait in its channel
+
 		}
 	}
 }
