@@ -155,7 +155,7 @@ func (q *Queue) EnqueueWith(req knit.RunRequest, env string, onStart func(error)
 	j := &Job{ID: knit.NewRunID(), Env: env, Req: req, Queued: q.clock.Now(), started: make(chan struct{}), onStart: onStart}
 	j.Req.RunID = j.ID
 	q.mu.Lock()
-	if q.stopped {
+	if q.stopping() {
 		q.mu.Unlock()
 		return "", ErrStopped
 	}
@@ -191,7 +191,7 @@ func (q *Queue) Queued(id string) (env string, ok bool) {
 func (q *Queue) dispatch() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.ctx != nil && !q.stopped && q.active < q.max {
+	for q.ctx != nil && !q.stopping() && q.active < q.max {
 		j := q.next()
 		if j == nil {
 			return
@@ -201,6 +201,12 @@ func (q *Queue) dispatch() {
 		q.done.Add(1)
 		go q.execute(q.ctx, j)
 	}
+}
+
+// stopping reports whether Run's context has ended: nothing more is
+// taken or started (q.mu is held).
+func (q *Queue) stopping() bool {
+	return q.stopped || (q.ctx != nil && q.ctx.Err() != nil)
 }
 
 // next pops the first job of the first environment in turn that is not
