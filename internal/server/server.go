@@ -132,7 +132,8 @@ type Server struct {
 	queue Queue
 	met   *metrics
 
-	// ctx lives as long as the server: runs it starts are cancelled by Close.
+	// ctx lives as long as the server: Close cancels it, ending the
+	// requests that wait (event streams).
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
