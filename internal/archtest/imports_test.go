@@ -50,7 +50,8 @@ var rules = []rule{
 		return adapter(p) || (strings.HasPrefix(p, mod) && !slices.Contains([]string{mod + "store", mod + "runner"}, p))
 	}, Why: "the read models are a leaf: the store's and runner's ports at most",
 		Through: map[string]string{mod + "runner": "TODO(issue 25): internal/runner imports internal/spec for its interface; runner.Plan belongs in a leaf"}},
-	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod + "cli"), Why: "the API reaches the store and runners only through internal/knit",
+	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod+"cli", mod+"controller", mod+"controller/gitops", mod+"controller/drift"),
+		Why:     "the API reaches the store and runners only through internal/knit, and the controllers only through interfaces (the run queue's Job and Outcome types at most)",
 		Through: map[string]string{mod + "knit": knitWires}},
 	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit",
 		Through: map[string]string{mod + "knit": knitWires}},
@@ -63,9 +64,24 @@ var rules = []rule{
 			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
 			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
 		}},
+	controllerRule(mod + "controller"),
+	controllerRule(mod + "controller/runqueue"),
+	controllerRule(mod + "controller/gitops"),
+	controllerRule(mod + "controller/drift"),
+	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "the controllers' clock is a leaf"},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
+}
+
+// controllerRule: knit serve's controllers act through the library; they
+// know nothing of the HTTP server, the dashboard or the CLI that wires
+// them, nor of a store or runner implementation.
+func controllerRule(pkg string) rule {
+	return rule{Pkg: pkg, Forbid: forbidAdapterOr(mod+"server", mod+"web", mod+"cli"),
+		Why:     "controllers act through internal/knit and know nothing of the adapters that wire them",
+		Through: map[string]string{mod + "knit": knitWires}}
 }
 
 // storeRule: the store's packages import nothing internal but their own

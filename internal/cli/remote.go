@@ -141,8 +141,9 @@ func (r *remoteBackend) Target(ctx context.Context, ref string) (*spec.Environme
 }
 
 // Decide sends the decision with the checksum of the plan or change set
-// it is about.
-func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (knit.Decision, string, error) {
+// it is about; the server carries out an approval through its own queue
+// (submit is not used).
+func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest, _ knit.Submitter) (knit.Decision, string, error) {
 	id, err := r.resolve(ctx, req.EnvRef)
 	if err != nil {
 		return knit.Decision{}, "", err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
@@ -289,7 +290,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := principal(r.Context())
-	runID, err := s.queue.enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
+	runID, err := s.queue.Enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
 		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -305,21 +306,21 @@ type runView struct {
 }
 
 // lookupRun finds a run and checks the token may see its environment.
-func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
-	j, queued := s.queue.job(id)
+func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, error) {
+	j, queued := s.queue.Job(id)
 	if queued {
-		if err := team(r, teamOf(j.env)); err != nil {
+		if err := team(r, teamOf(j.Env)); err != nil {
 			return runView{}, nil, err
 		}
 		select {
-		case <-j.started:
+		case <-j.Started():
 		default:
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "queued", Actor: j.req.Actor,
-				Reason: j.req.Reason, Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: "queued", Actor: j.Req.Actor,
+				Reason: j.Req.Reason, Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
-		if j.err != nil {
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "refused", Actor: j.req.Actor,
-				Error: j.err.Error(), Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
+		if err := j.Err(); err != nil {
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: "refused", Actor: j.Req.Actor,
+				Error: err.Error(), Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 	}
 	rec, err := s.k.RunRecord(r.Context(), id)
@@ -352,7 +353,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.queue.cancel(id); err != nil {
+	if err := s.queue.Cancel(id); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -35,24 +35,20 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
-			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"})
+		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
+			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"}, s.queue)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.decided(w, r, id, map[string]any{"approval": approvalView(d.Approval)}, d)
+		decided(w, map[string]any{"approval": approvalView(d.Approval)}, runID)
 	}
 }
 
-// decided answers a decision, queueing the apply that carries out an approval.
-func (s *Server) decided(w http.ResponseWriter, r *http.Request, env string, resp map[string]any, d knit.Decision) {
-	if d.Apply != nil {
-		runID, err := s.queue.enqueue(*d.Apply, env)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
+// decided answers a decision, with the run of the apply that carries out
+// an approval.
+func decided(w http.ResponseWriter, resp map[string]any, runID string) {
+	if runID != "" {
 		resp["runId"] = runID
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -83,13 +79,13 @@ func (s *Server) decideChange(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
-			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"})
+		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
+			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"}, s.queue)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.decided(w, r, id, map[string]any{"changeSet": d.ChangeSet}, d)
+		decided(w, map[string]any{"changeSet": d.ChangeSet}, runID)
 	}
 }
 

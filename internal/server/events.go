@@ -42,7 +42,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	if j != nil { // queued: wait for it to start
 		for waiting := true; waiting; {
 			select {
-			case <-j.started:
+			case <-j.Started():
 				waiting = false
 			case <-tick.C:
 				if st.Comment("queued") != nil {

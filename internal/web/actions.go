@@ -52,11 +52,21 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (w *Web) enqueue(req knit.RunRequest, env string) (string, error) {
-	if w.opts.Runs == nil {
-		return "", errNoQueue
-	}
-	return w.opts.Runs.Enqueue(req, env)
+	return w.submitter().Enqueue(req, env)
 }
+
+// submitter is where the dashboard's runs go: the server's queue.
+func (w *Web) submitter() knit.Submitter {
+	if w.opts.Runs == nil {
+		return noQueue{}
+	}
+	return w.opts.Runs
+}
+
+// noQueue refuses every run: the dashboard has no queue.
+type noQueue struct{}
+
+func (noQueue) Enqueue(knit.RunRequest, string) (string, error) { return "", errNoQueue }
 
 // doomed is a component a teardown would destroy.
 type doomed struct {
@@ -189,9 +199,9 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	d, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
+	d, runID, err := w.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
 		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum"),
-		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"})
+		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"}, w.submitter())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -201,16 +211,11 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 		env, what = d.ChangeSet.Env, fmt.Sprintf("change set #%d", d.ChangeSet.ID)
 	}
 	back := safeNext(r.PostFormValue("back"))
-	if d.Apply == nil {
+	if !approve {
 		if back == "/" {
 			back = "/approvals"
 		}
 		http.Redirect(rw, r, back+"?flash="+url.QueryEscape("rejected "+what+" in "+env), http.StatusSeeOther)
-		return
-	}
-	runID, err := w.enqueue(*d.Apply, env)
-	if err != nil {
-		w.errorPage(rw, r, s, 0, err)
 		return
 	}
 	if back == "/" {
