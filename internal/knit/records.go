@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 
 // mayRead checks that ctx's caller may see the environment id names.
 func mayRead(ctx context.Context, id string) error {
-	return mayAct(ctx, id, store.Environment{ID: id, Team: teamOf(id)})
+	return mayAct(ctx, id, store.Environment{ID: id, Team: spec.TeamOf(id)})
 }
 
 // EnvironmentRecords lists the environments f selects that ctx's caller
