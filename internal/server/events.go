@@ -62,7 +62,7 @@ func (a *apiEvents) Find(ctx context.Context) sse.Found[engine.Event] {
 		}
 	}
 	if run, live := a.s.k.Lookup(a.id); live {
-		return sse.Found[engine.Event]{Events: run.Subscribe(a.after)}
+		return sse.Found[engine.Event]{Events: run.Subscribe(a.after).Channel(ctx)}
 	}
 	// Finished long ago, refused, or another process's: its record (or
 	// the queue's) says how it ended.

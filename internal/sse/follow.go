@@ -16,19 +16,16 @@ type Message struct {
 	Data  string
 }
 
-// Events is one run's events in order, from where the client's stream
-// starts (engine.Subscription is one). Next waits for the next event; ok is
-// false once the run's last event was returned, or when ctx ends.
-type Events[E any] interface {
-	Next(ctx context.Context) (ev E, ok bool)
-}
-
 // Found is what a Source found of its run: exactly one of Queued (not
 // started yet: Follow looks again), Events (live: Follow streams them) or
 // neither (over, and not live here: Follow sends Record and stops).
 type Found[E any] struct {
 	Queued bool
-	Events Events[E]
+	// Events are the run's events in order from where the client's stream
+	// starts (engine.Subscription.Channel), closed after the run's last
+	// event or when the ctx given to Find ends (Follow's: it ends when
+	// Follow returns).
+	Events <-chan E
 	// Record is how a run that is over ended, from its record: the
 	// stream's last messages.
 	Record []Message
@@ -38,7 +35,8 @@ type Found[E any] struct {
 // it: Follow asks it where the run is and hands it each event to encode.
 type Source[E any] interface {
 	// Find looks the run up (and checks the client may see it: a run it
-	// may not see is "over", with the Record the client may read).
+	// may not see is "over", with the Record the client may read). ctx
+	// ends when Follow returns.
 	Find(ctx context.Context) Found[E]
 	// Encode is one event as the client reads it; last ends the stream
 	// after msgs.
@@ -83,7 +81,7 @@ func Follow[E any](ctx context.Context, st *Stream, src Source[E], o Options) {
 		o.Ticker = realTicker
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the pump below
+	defer cancel() // ends the reader of Found.Events
 	idle, stop := o.Ticker(o.KeepAlive)
 	defer stop()
 	found, ok := waitStart(ctx, st, src, o, idle)
@@ -94,10 +92,9 @@ func Follow[E any](ctx context.Context, st *Stream, src Source[E], o Options) {
 		_ = sendAll(st, found.Record)
 		return
 	}
-	events := pump(ctx, found.Events)
 	for {
 		select {
-		case ev, ok := <-events:
+		case ev, ok := <-found.Events:
 			if !ok {
 				return
 			}
@@ -148,27 +145,6 @@ func waitStart[E any](ctx context.Context, st *Stream, src Source[E], o Options,
 			return found, false
 		}
 	}
-}
-
-// pump delivers events on a channel, so Follow can wait for them and its
-// tickers at once, until they end or ctx does.
-func pump[E any](ctx context.Context, events Events[E]) <-chan E {
-	ch := make(chan E, 64)
-	go func() {
-		defer close(ch)
-		for {
-			ev, ok := events.Next(ctx)
-			if !ok {
-				return
-			}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return ch
 }
 
 // sendAll writes msgs in order, stopping at the first failed write.

@@ -66,24 +66,36 @@ type event struct {
 	last bool
 }
 
-// events is a fake subscription: what the test sends on it. ended is
-// closed when a Next returns because its ctx ended (the reader gave up).
+// events is a fake run's events: what the test sends on ch. ended is
+// closed when the stream's reader of them stops (its ctx ended).
 type events struct {
 	ch    chan event
 	ended chan struct{}
-	once  sync.Once
 }
 
 func newEvents() *events { return &events{ch: make(chan event), ended: make(chan struct{})} }
 
-func (e *events) Next(ctx context.Context) (event, bool) {
-	select {
-	case ev := <-e.ch:
-		return ev, true
-	case <-ctx.Done():
-		e.once.Do(func() { close(e.ended) })
-		return event{}, false
-	}
+// channel delivers the test's events until ctx ends, as
+// engine.Subscription.Channel does.
+func (e *events) channel(ctx context.Context) <-chan event {
+	out := make(chan event)
+	go func() {
+		defer close(e.ended)
+		defer close(out)
+		for {
+			select {
+			case ev := <-e.ch:
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // source is a fake run: queued until start is closed (nil: at once), then
@@ -95,7 +107,7 @@ type source struct {
 	finds  chan struct{} // one token per Find, when set
 }
 
-func (s *source) Find(context.Context) sse.Found[event] {
+func (s *source) Find(ctx context.Context) sse.Found[event] {
 	if s.finds != nil {
 		s.finds <- struct{}{}
 	}
@@ -109,7 +121,7 @@ func (s *source) Find(context.Context) sse.Found[event] {
 	if s.evs == nil {
 		return sse.Found[event]{Record: s.record}
 	}
-	return sse.Found[event]{Events: s.evs}
+	return sse.Found[event]{Events: s.evs.channel(ctx)}
 }
 
 func (s *source) Encode(ev event) ([]sse.Message, bool) {

@@ -138,7 +138,7 @@ func (f *runFragments) Find(ctx context.Context) sse.Found[engine.Event] {
 		if canSee(f.s, spec.TeamOf(f.run.Env)) != nil {
 			return sse.Found[engine.Event]{Record: []sse.Message{done}}
 		}
-		return sse.Found[engine.Event]{Events: f.run.Subscribe(f.after)}
+		return sse.Found[engine.Event]{Events: f.run.Subscribe(f.after).Channel(ctx)}
 	case f.rec != nil && f.rec.Status != store.StatusRunning:
 		// Finished and forgotten (or another process's): say how it ended.
 		end := sse.Message{ID: f.after + 2, Event: "done", Data: "done"}
