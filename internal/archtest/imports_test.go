@@ -63,6 +63,8 @@ var rules = []rule{
 			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
 			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
 		}},
+	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "the event-stream loop is a leaf: the API and the dashboard supply the run and its encoding"},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
