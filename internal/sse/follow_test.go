@@ -203,20 +203,25 @@ func TestFollowWaitsForAQueuedRun(t *testing.T) {
 	close(src.start)
 	c.poll <- time.Time{}
 	<-src.finds
-	evs.ch <- event{seq: 1, last: true}
-	if got := p.next(t); got != "id: 1\nevent: ev\ndata: event 1\n\n" {
-		t.Fatalf("after the start: %q", got)
-	}
-	waitDone(t, "the stream did not end", done)
+	followedToItsEnd(t, p, evs, done)
 }
 
 // TestFollowLooksAgainWhenStarted: Started closing is enough to find the
 // run, without a poll or a keep-alive.
 func TestFollowLooksAgainWhenStarted(t *testing.T) {
 	p, c, evs := newPipe(), newClock(), newEvents()
-	src := &source{start: make(chan struct{}), evs: evs}
+	src := &source{start: make(chan struct{}), evs: evs, finds: make(chan struct{}, 10)}
 	done := follow(t, context.Background(), p, src, sse.Options{Ticker: c.ticker, Started: src.start})
+	<-src.finds // queued
 	close(src.start)
+	<-src.finds
+	followedToItsEnd(t, p, evs, done)
+}
+
+// followedToItsEnd checks that a started run's stream sends its events:
+// its last one, then the end.
+func followedToItsEnd(t *testing.T, p *pipe, evs *events, done <-chan struct{}) {
+	t.Helper()
 	evs.ch <- event{seq: 1, last: true}
 	if got := p.next(t); got != "id: 1\nevent: ev\ndata: event 1\n\n" {
 		t.Fatalf("after the start: %q", got)
