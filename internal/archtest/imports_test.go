@@ -70,6 +70,8 @@ var rules = []rule{
 	controllerRule(mod + "controller/drift"),
 	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "the controllers' clock is a leaf"},
+	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "the event-stream loop is a leaf: the API and the dashboard supply the run and its encoding"},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},

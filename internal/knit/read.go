@@ -377,25 +377,36 @@ func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
 
 // driftView is what the drift run r found per component.
 func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
-	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
 	crs, err := k.store.ComponentRuns(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
+	statuses := make(map[string]string, len(crs))
 	for _, cr := range crs {
-		switch cr.Status {
+		statuses[cr.Component] = cr.Status
+	}
+	return driftOf(r, statuses), nil
+}
+
+// driftOf is what the drift run r found, from its component runs'
+// statuses by component.
+func driftOf(r store.Run, statuses map[string]string) *DriftView {
+	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
+	for comp, status := range statuses {
+		switch status {
 		case "drifted":
-			d.Drifted = append(d.Drifted, cr.Component)
+			d.Drifted = append(d.Drifted, comp)
 		case "affected by upstream drift":
-			d.Affected = append(d.Affected, cr.Component)
+			d.Affected = append(d.Affected, comp)
 		case "failed":
-			d.Failed = append(d.Failed, cr.Component)
+			d.Failed = append(d.Failed, comp)
 		case "unknown":
-			d.Unknown = append(d.Unknown, cr.Component)
+			d.Unknown = append(d.Unknown, comp)
 		}
 	}
 	sort.Strings(d.Drifted)
 	sort.Strings(d.Affected)
 	sort.Strings(d.Failed)
-	return d, nil
+	sort.Strings(d.Unknown)
+	return d
 }

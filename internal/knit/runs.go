@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"knit.dev/knit/internal/engine"
@@ -271,10 +270,4 @@ func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...st
 		f.Env = e.ID
 	}
 	return k.store.ListChangeSets(ctx, f)
-}
-
-// teamOf is the team of an environment ID (team/env).
-func teamOf(id string) string {
-	team, _, _ := strings.Cut(id, "/")
-	return team
 }

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -37,12 +37,6 @@ func limitParam(r *http.Request) (int, error) {
 		return 0, badReq("limit must be a number from 1 to 1000")
 	}
 	return n, nil
-}
-
-// page is every list response: the items and the cursor of the next page.
-type page[T any] struct {
-	Items []T    `json:"items"`
-	Next  string `json:"next,omitempty"`
 }
 
 // listEnvironments is GET /environments: a page of the environments the
@@ -191,7 +185,7 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
+	writeJSON(w, http.StatusOK, knit.Page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
 }
 
 // diffRevisions answers what changed in the file between revisions a and b.
@@ -309,7 +303,7 @@ type runView struct {
 func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, error) {
 	j, queued := s.queue.Job(id)
 	if queued {
-		if err := team(r, teamOf(j.Env)); err != nil {
+		if err := team(r, spec.TeamOf(j.Env)); err != nil {
 			return runView{}, nil, err
 		}
 		select {
@@ -327,15 +321,10 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, 
 	if err != nil {
 		return runView{}, j, err
 	}
-	if err := team(r, teamOf(rec.Env)); err != nil {
+	if err := team(r, spec.TeamOf(rec.Env)); err != nil {
 		return runView{}, nil, err
 	}
 	return runView{Run: rec.Run, Components: componentRunViews(rec.Components)}, j, nil
-}
-
-func teamOf(env string) string {
-	t, _, _ := strings.Cut(env, "/")
-	return t
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -386,7 +375,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.Env != "" {
-		if err := team(r, teamOf(f.Env)); err != nil {
+		if err := team(r, spec.TeamOf(f.Env)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -396,7 +385,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page[store.AuditEvent]{Items: p.Items, Next: p.Next})
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -118,7 +119,7 @@ func pendingFilter(r *http.Request) (ref string, statuses []string, n int, err e
 	q := r.URL.Query()
 	ref = q.Get("env")
 	if ref != "" {
-		if err := team(r, teamOf(ref)); err != nil {
+		if err := team(r, spec.TeamOf(ref)); err != nil {
 			return "", nil, 0, err
 		}
 	}
@@ -151,7 +152,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := page[approvalJSON]{Items: make([]approvalJSON, len(p.Items)), Next: p.Next}
+	out := knit.Page[approvalJSON]{Items: make([]approvalJSON, len(p.Items)), Next: p.Next}
 	for i, a := range p.Items {
 		out.Items[i] = approvalView(a)
 	}

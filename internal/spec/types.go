@@ -1,6 +1,10 @@
 package spec
 
-import "knit.dev/knit/internal/diag"
+import (
+	"strings"
+
+	"knit.dev/knit/internal/diag"
+)
 
 // API versions knit reads. Both share one shape; knit's adds component types
 // and blocks that CloudKnit never had.
@@ -298,6 +302,13 @@ type Output struct {
 
 // ID returns the environment's identity, team/env.
 func (e *Environment) ID() string { return e.Spec.TeamName + "/" + e.Spec.EnvName }
+
+// TeamOf is the team of an environment ID (team/env): the part before the
+// slash, or the whole ID when it has none.
+func TeamOf(id string) string {
+	team, _, _ := strings.Cut(id, "/")
+	return team
+}
 
 // Component returns the named component, or nil.
 func (e *Environment) Component(name string) *Component {

@@ -172,6 +172,46 @@ type EnvironmentSummary struct {
 	LastRun *Run `json:"lastRun,omitempty"` // the newest run, nil when none
 }
 
+// EnvironmentOrder is an order of the environments list.
+type EnvironmentOrder string
+
+// The orders of EnvironmentRows; each ends with ID order, so it is total.
+const (
+	ByID      EnvironmentOrder = ""        // ID order
+	ByStatus  EnvironmentOrder = "status"  // status, then ID
+	ByUpdated EnvironmentOrder = "updated" // newest change (UpdatedAt) first, then ID
+)
+
+// EnvironmentRowFilter selects one page of the environments list: the
+// environments Filter selects (After only in ID order), in Order, the
+// first Offset of them skipped, at most Filter.Limit.
+type EnvironmentRowFilter struct {
+	Filter EnvironmentFilter
+	Order  EnvironmentOrder
+	Offset int
+}
+
+// EnvironmentRow is one row of the environments list: an environment with
+// everything its row shows.
+type EnvironmentRow struct {
+	Environment
+	LastRun   *Run // the newest run, nil when none
+	LastDrift *Run // the newest run of kind drift, nil when none
+	// DriftStatuses is each component's status in LastDrift's component
+	// runs, by name.
+	DriftStatuses map[string]string
+	// LockHolder is the run holding the environment's lock ("" when free).
+	LockHolder string
+	// Components counts the environment's component states by status.
+	Components map[string]int
+	// AppliedCommit is the git commit of the applied revision ("": none).
+	AppliedCommit string
+	// Pending is the newest revision when the environment is not applied
+	// at it (a file not applied yet, or one that does not validate), its
+	// Spec and File left out; nil otherwise.
+	Pending *Revision
+}
+
 // EnvironmentVersion says how far an environment has changed: Version
 // grows with every write to anything its views (EnvironmentSummary,
 // EnvironmentDetail) show, whichever process made it, so a view read at a
@@ -333,6 +373,11 @@ type Store interface {
 	// EnvironmentSummaries is Environments, each with its newest run, in
 	// one read.
 	EnvironmentSummaries(ctx context.Context, f EnvironmentFilter) ([]EnvironmentSummary, error)
+	// EnvironmentRows reads one page of the environments list, each row
+	// with what it shows, and how many environments f.Filter selects in
+	// all (After, Offset and Limit aside), in one query: its cost grows
+	// with the page and its offset, not with every environment's runs.
+	EnvironmentRows(ctx context.Context, f EnvironmentRowFilter) (rows []EnvironmentRow, total int, err error)
 	// EnvironmentDetail reads what an environment's page shows: the
 	// environment, its lock, its newest run and newest drift run, and its
 	// components. It is two reads, not one snapshot. An unknown environment

@@ -33,6 +33,36 @@ type EnvironmentSummary struct {
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
 }
 
+// EnvironmentListFilter selects one page of the dashboard's environments
+// list: Filter's environments (Filter.After in ID order only) in Order
+// (store.ByID, ByStatus or ByUpdated), the first Offset skipped, at most
+// Filter.Limit (<= 0: all).
+type EnvironmentListFilter struct {
+	Filter EnvironmentFilter
+	Order  store.EnvironmentOrder
+	Offset int
+}
+
+// EnvironmentRow is one row of the environments list: an environment with
+// its newest run and drift check, lock holder, components counted by
+// status, applied revision's commit and invalid newest revision.
+type EnvironmentRow struct {
+	store.Environment
+	LastRun       *store.Run
+	Drift         *DriftView // nil: never checked
+	LockHolder    string     // "": free
+	Components    map[string]int
+	AppliedCommit string
+	Invalid       *InvalidRevision
+}
+
+// EnvironmentList is one page of the environments list and how many
+// environments its filter selects in all.
+type EnvironmentList struct {
+	Rows  []EnvironmentRow
+	Total int
+}
+
 // ComponentView is one component as knit last saw it.
 type ComponentView struct {
 	Name string `json:"name"`

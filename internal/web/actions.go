@@ -13,6 +13,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -235,7 +236,7 @@ func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := auditPage{Env: q.Get("env"), Actor: q.Get("actor"), Action: q.Get("action")}
 	if p.Env != "" {
-		if err := canSee(s, teamOf(p.Env)); err != nil {
+		if err := canSee(s, spec.TeamOf(p.Env)); err != nil {
 			w.errorPage(rw, r, s, 0, err)
 			return
 		}
@@ -256,13 +257,4 @@ func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	w.render(rw, r, s, http.StatusOK, "audit", "Audit trail", "audit", p)
-}
-
-func teamOf(env string) string {
-	for i := range len(env) {
-		if env[i] == '/' {
-			return env[:i]
-		}
-	}
-	return env
 }

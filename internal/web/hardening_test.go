@@ -286,3 +286,45 @@ func TestChromiumRefusesADecisionOnAnotherTeamsPlan(t *testing.T) {
 		t.Fatal("a refused decision applied app")
 	}
 }
+
+// TestDashboardRunStreamShowsNothingToAnotherTeam: a run's event stream
+// gives a token of its team the run's fragments and its end, and a token
+// limited to another team only the end: not a component, not a status.
+func TestDashboardRunStreamShowsNothingToAnotherTeam(t *testing.T) {
+	w := newWorld(t, knit.Config{})
+	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
+	last, err := w.k.LastRun(context.Background(), "ops/web")
+	if err != nil || last == nil {
+		t.Fatalf("last run of ops/web: %v %v", last, err)
+	}
+	for name, team := range map[string]string{"ops-viewer": "ops", "shop-viewer": "shop"} {
+		secret, _, err := w.k.CreateToken(context.Background(), name, store.RoleViewer, []string{team}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.tokens[name] = secret
+	}
+	stream := func(role string) string {
+		t.Helper()
+		c := w.client(role)
+		c.Timeout = 30 * time.Second // hang guard, not a timing assertion
+		req, _ := http.NewRequest("GET", w.url+"/runs/"+last.ID+"/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %v", role, resp.Status, err)
+		}
+		return string(body)
+	}
+	if own := stream("ops-viewer"); !strings.Contains(own, "site") || !strings.Contains(own, "succeeded") || !strings.HasSuffix(own, "event: done\ndata: done\n\n") {
+		t.Errorf("the run's own team's stream:\n%s", own)
+	}
+	if other := stream("shop-viewer"); other != "event: done\ndata: done\n\n" {
+		t.Errorf("another team's stream:\n%s", other)
+	}
+}

@@ -13,9 +13,6 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// keepAlive is how often an idle stream gets a comment.
-const keepAlive = 15 * time.Second
-
 // openStream starts a live view's event stream.
 func (w *Web) openStream(rw http.ResponseWriter) (*sse.Stream, error) {
 	return sse.Open(rw, w.opts.WriteTimeout)
@@ -65,7 +62,7 @@ func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
 func (w *Web) watch(ctx context.Context, st *sse.Stream, since string, look func(ctx context.Context) (runID, mark string)) {
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
-	idle := time.NewTicker(keepAlive)
+	idle := time.NewTicker(sse.KeepAlive)
 	defer idle.Stop()
 	last := since
 	if last == "" {

@@ -17,11 +17,19 @@ import (
 	"knit.dev/knit/internal/testtools"
 )
 
-// revisionFailStore is the SQLite store whose single-revision reads fail
-// while armed.
+// revisionFailStore is the SQLite store whose revision reads fail while
+// armed: single revisions, and the environments list's rows (which read
+// the applied revision's commit in the same query).
 type revisionFailStore struct {
 	store.Store
 	armed atomic.Bool
+}
+
+func (f *revisionFailStore) EnvironmentRows(ctx context.Context, rf store.EnvironmentRowFilter) ([]store.EnvironmentRow, int, error) {
+	if f.armed.Load() {
+		return nil, 0, errors.New("disk I/O error")
+	}
+	return f.Store.EnvironmentRows(ctx, rf)
 }
 
 func (f *revisionFailStore) Revision(ctx context.Context, env string, n int) (store.Revision, error) {

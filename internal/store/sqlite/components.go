@@ -322,13 +322,5 @@ type causeCol struct{ c *store.Cause }
 // Scan implements sql.Scanner.
 func (col causeCol) Scan(src any) error {
 	*col.c = store.Cause{}
-	switch v := src.(type) {
-	case nil:
-		return nil
-	case string:
-		return json.Unmarshal([]byte(v), col.c)
-	case []byte:
-		return json.Unmarshal(v, col.c)
-	}
-	return fmt.Errorf("cause column holds %T", src)
+	return jsonCol{col.c}.Scan(src)
 }

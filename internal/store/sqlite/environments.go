@@ -156,14 +156,12 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 		var es store.EnvironmentSummary
 		var r store.Run
 		e := &es.Environment
-		err := rows.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
-			nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
-			nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+		err := rows.Scan(append([]any{&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status,
+			timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}}, joinedRunInto(&r)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("list environments: %w", err)
 		}
 		if r.ID != "" {
-			r.Env = e.ID
 			es.LastRun = &r
 		}
 		out = append(out, es)
@@ -178,7 +176,7 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 func environmentSummariesQuery(f store.EnvironmentFilter) (string, []any) {
 	where, args := environmentsWhere(f, "e.")
 	return `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
-		r.id, r.kind, r.revision, r.status, r.actor, r.reason, r.source, r.error, r.pid, r.started_at, r.finished_at
+		` + joinedRun("r") + `
 		FROM environments e
 		LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)` +
 		where + ` ORDER BY e.id` + limitClause(f.Limit), args

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"LastRuns", plain(testLastRuns)},
 		{"EnvironmentDetail", plain(testEnvironmentDetail)},
 		{"EnvironmentSummaries", plain(testEnvironmentSummaries)},
+		{"EnvironmentRows", testEnvironmentRows},
 		{"EnvironmentVersions", plain(testEnvironmentVersions)},
 		{"Tokens", plain(testTokens)},
 		{"CreateApproval", plain(testCreateApproval)},
