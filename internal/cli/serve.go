@@ -15,7 +15,6 @@ import (
 
 	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/gitwatch"
-	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/spec"
@@ -227,7 +226,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv})
+	k, err := d.openKnit(ctx, dir, c.ToolEnv)
 	if err != nil {
 		return err
 	}

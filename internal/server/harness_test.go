@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
@@ -126,7 +127,7 @@ func newHarnessOn(t *testing.T, cfg server.Config, st store.Store) *harness {
 	}
 	ctx := context.Background()
 	h.dir = t.TempDir()
-	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}}})
 	if err != nil {
 		t.Fatal(err)
 	}
