@@ -42,21 +42,17 @@ type rule struct {
 }
 
 var rules = []rule{
-	{Pkg: mod + "view", Forbid: func(p string) bool {
-		return adapter(p) || (strings.HasPrefix(p, mod) && !slices.Contains([]string{mod + "store", mod + "runner"}, p))
-	}, Why: "the read models are a leaf: the store's and runner's ports at most",
-		Through: map[string]string{mod + "runner": "TODO(issue 25): internal/runner imports internal/spec for its interface; runner.Plan belongs in a leaf"}},
+	{Pkg: mod + "view", Forbid: leafOf(mod+"store", mod+"plan", mod+"progress"),
+		Why: "the read models are a leaf: the store's port, plans and progress at most"},
+	{Pkg: mod + "plan", Forbid: leafOf(), Why: "plans and outputs are plain data: a leaf"},
+	{Pkg: mod + "progress", Forbid: leafOf(mod + "store"), Why: "statuses and events are a leaf: the store's port at most"},
 	{Pkg: mod + "knit", Forbid: forbidAdapterOr(mod + "adapters"), Why: "the library takes its store and runners from its caller"},
 	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod + "cli"), Why: "the API reaches the store and runners only through internal/knit"},
 	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit"},
 	{Pkg: mod + "cli", Forbid: forbidAdapterOr(), File: "adapters.go", Why: "the CLI names concrete adapters in one file only (itself or through internal/adapters)"},
 	{Pkg: mod + "client", Forbid: func(p string) bool {
 		return adapter(p) || strings.HasPrefix(p, "github.com/hashicorp/hcl")
-	}, Why: "the HTTP client must not link the store, HCL or the runners",
-		Through: map[string]string{
-			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
-			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
-		}},
+	}, Why: "the HTTP client must not link the store, HCL or the runners"},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
@@ -69,6 +65,11 @@ func storeRule(pkg string) rule {
 	return rule{Pkg: pkg, Why: "the store imports nothing internal but its own packages and keyfile", Forbid: func(p string) bool {
 		return strings.HasPrefix(p, mod) && p != mod+"store" && !strings.HasPrefix(p, mod+"store/") && p != mod+"keyfile"
 	}}
+}
+
+// leafOf forbids every internal package but allowed (and adapters).
+func leafOf(allowed ...string) func(string) bool {
+	return func(p string) bool { return strings.HasPrefix(p, mod) && !slices.Contains(allowed, p) }
 }
 
 func forbidAdapterOr(pkgs ...string) func(string) bool {

@@ -7,7 +7,7 @@ package view
 import (
 	"time"
 
-	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/plan"
 	"knit.dev/knit/internal/store"
 )
 
@@ -51,12 +51,12 @@ type ComponentView struct {
 	// it depends on).
 	DestroyProtection bool `json:"destroyProtection,omitempty"`
 	// Removed is set for a live component no longer in the applied file.
-	Removed   bool         `json:"removed,omitempty"`
-	Revision  int          `json:"revision,omitempty"`
-	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
-	Outputs   int          `json:"outputs"`
-	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
-	LastRun   *RunRef      `json:"lastRun,omitempty"`
+	Removed   bool       `json:"removed,omitempty"`
+	Revision  int        `json:"revision,omitempty"`
+	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
+	Outputs   int        `json:"outputs"`
+	LastPlan  *plan.Plan `json:"lastPlan,omitempty"`
+	LastRun   *RunRef    `json:"lastRun,omitempty"`
 }
 
 // RunRef is a component's last component run.
