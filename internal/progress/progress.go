@@ -107,9 +107,9 @@ type Event struct {
 	Env   string    `json:"env"`
 	RunID string    `json:"runId"`
 	// RunKind is the run's kind (plan, apply, drift, teardown).
-	RunKind   string `json:"runKind,omitempty"`
-	Component string `json:"component,omitempty"`
-	Status    Status `json:"status,omitempty"`
+	RunKind   store.RunKind `json:"runKind,omitempty"`
+	Component string        `json:"component,omitempty"`
+	Status    Status        `json:"status,omitempty"`
 	// Code ("waiting: upstream db awaiting approval") and Reason say why
 	// for people; Cause says it for machines (a component event's).
 	Code   string `json:"code,omitempty"`
@@ -120,8 +120,8 @@ type Event struct {
 	// Line is a LogLine's text (masked).
 	Line string `json:"line,omitempty"`
 	// RunStatus and Error close the run (RunFinished).
-	RunStatus string `json:"runStatus,omitempty"`
-	Error     string `json:"error,omitempty"`
+	RunStatus store.RunStatus `json:"runStatus,omitempty"`
+	Error     string          `json:"error,omitempty"`
 	// Missed is how many events a Dropped marker stands for.
 	Missed int64 `json:"missed,omitempty"`
 }

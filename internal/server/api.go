@@ -233,9 +233,9 @@ func revisionViews(revs []store.Revision) []revisionView {
 
 // runRequest is the body of POST …/runs.
 type runRequest struct {
-	Kind       string   `json:"kind"`
-	Components []string `json:"components"`
-	Reason     string   `json:"reason"`
+	Kind       store.RunKind `json:"kind"`
+	Components []string      `json:"components"`
+	Reason     string        `json:"reason"`
 	// Reconcile, for a drift run, brings drifted components back (as
 	// their autoApprove says, like knit drift --reconcile).
 	Reconcile bool `json:"reconcile,omitempty"`
@@ -295,7 +295,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"runId": runID, "status": "queued"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "status": store.StatusQueued})
 }
 
 // runView is GET /runs/{id}: the run as recorded, or its place in the queue.
@@ -314,11 +314,11 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
 		select {
 		case <-j.started:
 		default:
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "queued", Actor: j.req.Actor,
+			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: store.StatusQueued, Actor: j.req.Actor,
 				Reason: j.req.Reason, Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 		if j.err != nil {
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "refused", Actor: j.req.Actor,
+			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: store.StatusRefused, Actor: j.req.Actor,
 				Error: j.err.Error(), Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 	}

@@ -259,7 +259,7 @@ func (h *harness) waitRun(id, token string) map[string]any {
 		var run map[string]any
 		h.do(call{method: "GET", path: "/api/v1/runs/" + id, token: token}, 200).decode(h.t, &run)
 		switch run["status"] {
-		case "queued", store.StatusRunning:
+		case string(store.StatusQueued), string(store.StatusRunning):
 		default:
 			return run
 		}

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // metrics are what /metrics exposes, in the Prometheus format.
@@ -41,9 +43,9 @@ func newMetrics(k *knit.Knit, views *viewCache) *metrics {
 		}
 	}
 	drifted := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_drifted_components",
-		Help: "Components whose last drift check found them drifted."}, count("drifted"))
+		Help: "Components whose last drift check found them drifted."}, count(string(engine.Drifted)))
 	awaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_awaiting_approval_components",
-		Help: "Components waiting for a person to approve their plan."}, count("awaiting-approval"))
+		Help: "Components waiting for a person to approve their plan."}, count(string(engine.Awaiting)))
 	pollAge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_git_poll_age_seconds",
 		Help: "Seconds since the last successful git poll (-1: GitOps off or never polled)."}, func() float64 {
 		last := m.lastPoll.Load()
@@ -64,10 +66,10 @@ func newMetrics(k *knit.Knit, views *viewCache) *metrics {
 	return m
 }
 
-func (m *metrics) runFinished(kind, result string, took time.Duration) {
-	m.runs.WithLabelValues(kind, result).Inc()
+func (m *metrics) runFinished(kind store.RunKind, result string, took time.Duration) {
+	m.runs.WithLabelValues(string(kind), result).Inc()
 	if took > 0 {
-		m.duration.WithLabelValues(kind).Observe(took.Seconds())
+		m.duration.WithLabelValues(string(kind)).Observe(took.Seconds())
 	}
 }
 

@@ -149,13 +149,13 @@ func (q *queue) execute(j *job) {
 	}
 	if err != nil {
 		q.log.Warn("run could not start", "run", j.id, "env", j.env, "kind", j.req.Kind, "err", err)
-		q.met.runFinished(j.req.Kind, "refused", 0)
+		q.met.runFinished(j.req.Kind, string(store.StatusRefused), 0)
 		return
 	}
 	res, err := r.Wait(context.Background())
 	result := "error"
 	if res != nil {
-		result = res.Status
+		result = string(res.Status)
 	}
 	q.met.runFinished(j.req.Kind, result, time.Since(start))
 	if err != nil {

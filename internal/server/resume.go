@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // resume queues again, as the kind of run they were, the runs a crash left
 // running and those a shutdown interrupted: after a graceful stop as after
 // kill -9.
 func (s *Server) resume(ctx context.Context) error {
-	kinds := map[string]string{}
+	kinds := map[string]store.RunKind{}
 	crashed, err := s.k.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted runs: %w", err)
@@ -33,7 +34,7 @@ func (s *Server) resume(ctx context.Context) error {
 	for key, kind := range stopped {
 		env := strings.TrimPrefix(key, settingResume)
 		if _, ok := kinds[env]; !ok {
-			kinds[env] = kind
+			kinds[env] = store.RunKind(kind)
 		}
 		done[key] = ""
 	}
@@ -55,7 +56,7 @@ func (s *Server) resume(ctx context.Context) error {
 func (s *Server) interruptedByShutdown(j *job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.k.SetSettings(ctx, map[string]string{settingResume + j.env: j.req.Kind}); err != nil {
+	if err := s.k.SetSettings(ctx, map[string]string{settingResume + j.env: string(j.req.Kind)}); err != nil {
 		s.log.Error("remember a run to resume", "env", j.env, "err", err)
 	}
 }

@@ -87,12 +87,12 @@ type EnvironmentView struct {
 
 // DriftView is the outcome of an environment's latest drift check.
 type DriftView struct {
-	RunID     string    `json:"runId"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Status    string    `json:"status"`
-	Drifted   []string  `json:"drifted"`
-	Affected  []string  `json:"affected,omitempty"`
-	Failed    []string  `json:"failed,omitempty"`
+	RunID     string          `json:"runId"`
+	CheckedAt time.Time       `json:"checkedAt"`
+	Status    store.RunStatus `json:"status"`
+	Drifted   []string        `json:"drifted"`
+	Affected  []string        `json:"affected,omitempty"`
+	Failed    []string        `json:"failed,omitempty"`
 	// Unknown: components whose tool cannot compare with reality (a
 	// script without a plan command).
 	Unknown []string `json:"unknown,omitempty"`

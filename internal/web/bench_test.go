@@ -27,7 +27,7 @@ import (
 func seedEnvironments(tb testing.TB, st store.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	statuses := []string{"provisioned", "provisioned", "provisioned", "failed", "awaiting-approval", "drifted", "torn-down"}
+	statuses := []store.EnvStatus{store.EnvApplied, store.EnvApplied, store.EnvApplied, store.EnvFailed, store.EnvAwaiting, store.EnvDrifted, store.EnvTornDown}
 	spec := []byte(`{"apiVersion":"knit.dev/v1","kind":"Environment","metadata":{"name":"x"},"spec":{"components":[]}}`)
 	start := time.Now()
 	for i := range n {

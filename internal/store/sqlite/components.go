@@ -73,7 +73,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 // unless the caller records it whole.
 func startStatus(cr *store.ComponentRun) string {
 	if cr.Status == "" {
-		return store.StatusRunning
+		return string(store.StatusRunning)
 	}
 	return cr.Status
 }

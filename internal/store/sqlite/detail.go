@@ -39,9 +39,9 @@ func (s *Store) EnvironmentDetail(ctx context.Context, id string) (store.Environ
 	err := s.q.QueryRowContext(ctx, detailQuery, id).Scan(
 		&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
 		nullStr{&l.RunID}, nullStr{&l.Owner}, nullInt{&l.PID}, nullStr{&l.Host}, timeCol{&l.Acquired}, timeCol{&l.Expires},
-		nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
+		nullStr{&r.ID}, nullStr{(*string)(&r.Kind)}, nullInt{&r.Revision}, nullStr{(*string)(&r.Status)}, nullStr{&r.Actor}, nullStr{&r.Reason},
 		nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
-		nullStr{&dr.ID}, nullStr{&dr.Kind}, nullInt{&dr.Revision}, nullStr{&dr.Status}, nullStr{&dr.Actor}, nullStr{&dr.Reason},
+		nullStr{&dr.ID}, nullStr{(*string)(&dr.Kind)}, nullInt{&dr.Revision}, nullStr{(*string)(&dr.Status)}, nullStr{&dr.Actor}, nullStr{&dr.Reason},
 		nullStr{&dr.Source}, nullStr{&dr.Error}, nullInt{&dr.PID}, timeCol{&dr.StartedAt}, timeCol{&dr.FinishedAt})
 	if err != nil {
 		return d, notFound(err, "environment %s", id)

@@ -157,7 +157,7 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 		var r store.Run
 		e := &es.Environment
 		err := rows.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
-			nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
+			nullStr{&r.ID}, nullStr{(*string)(&r.Kind)}, nullInt{&r.Revision}, nullStr{(*string)(&r.Status)}, nullStr{&r.Actor}, nullStr{&r.Reason},
 			nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
 		if err != nil {
 			return nil, fmt.Errorf("list environments: %w", err)
@@ -287,12 +287,12 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
 // now. A missing environment is store.ErrNotFound.
-func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+func (s *Store) SetEnvironmentStatus(ctx context.Context, id string, status store.EnvStatus) error {
 	return s.write(ctx, func(tx *txn) error { return s.setEnvironmentStatus(ctx, tx, id, status) })
 }
 
 // setEnvironmentStatus is SetEnvironmentStatus inside tx.
-func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id, status string) error {
+func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id string, status store.EnvStatus) error {
 	res, err := tx.ExecContext(ctx, `UPDATE environments SET status = ?, updated_at = ? WHERE id = ?`, status, ts(s.now()), id)
 	return affected(res, err, "set status of environment %s", id)
 }
