@@ -1,17 +1,40 @@
 package cli
 
 // This is the one file of the CLI that names concrete adapters (runner and
-// store implementations): internal/archtest allows them here and nowhere
-// else in the package. knit.Open still wires the store and the runners
-// itself (issue 25: the caller should inject them, from here).
+// store implementations, and internal/adapters which wires them):
+// internal/archtest allows them here and nowhere else in the package. The
+// library takes its store and runners from here.
 
 import (
 	"context"
 	"errors"
 
+	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/store"
 )
+
+// openKnit builds the library on dataDir from the global flags and knit's
+// environment: the store openStore chooses, the real runners (tools may
+// also see the variables toolEnv names). Close closes the store.
+func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv []string) (*knit.Knit, error) {
+	st, err := openStore(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return adapters.Open(ctx, adapters.Config{
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true},
+		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
+	})
+}
+
+// openStore opens the store knit keeps its records in: the SQLite file in
+// dataDir.
+func openStore(ctx context.Context, dataDir string) (store.Store, error) {
+	return adapters.OpenStore(ctx, dataDir)
+}
 
 // locateTools fills in the tools knit's runners would use: the OpenTofu or
 // Terraform binary and its version, and the knit-kube that runs helm and

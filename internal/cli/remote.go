@@ -209,7 +209,7 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 	if err != nil {
 		return nil, err
 	}
-	if rv.Status == "refused" {
+	if rv.Status == store.StatusRefused {
 		return nil, fmt.Errorf("the server refused run %s: %s", id, rv.Error)
 	}
 	res := r.result(wctx, rv, logs)
@@ -238,7 +238,7 @@ func (r *remoteBackend) attachChange(ctx context.Context, res *engine.Result) {
 func (r *remoteBackend) waitRun(ctx context.Context, id string) (knit.RunView, error) {
 	for {
 		rv, err := r.c.Run(ctx, id)
-		if err != nil || (rv.Status != "queued" && rv.Status != store.StatusRunning) {
+		if err != nil || (rv.Status != store.StatusQueued && rv.Status != store.StatusRunning) {
 			return rv, err
 		}
 		select {
@@ -315,7 +315,7 @@ func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs stream
 }
 
 // componentResult is one component run as the engine reports it.
-func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult {
+func componentResult(kind store.RunKind, cr store.ComponentRun) *engine.ComponentResult {
 	c := &engine.ComponentResult{Name: cr.Component, Status: engine.Status(cr.Status), Code: cr.Code, Reason: cr.Reason,
 		Cause: cr.Cause, StartedAt: cr.StartedAt}
 	if !cr.FinishedAt.IsZero() {

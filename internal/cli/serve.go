@@ -230,7 +230,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv})
+	k, err := d.openKnit(ctx, dir, c.ToolEnv)
 	if err != nil {
 		return err
 	}

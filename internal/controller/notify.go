@@ -65,7 +65,7 @@ func firstFailure(res *engine.Result) string {
 			return c.Name + ": " + firstLine(c.Reason)
 		}
 	}
-	return res.Status
+	return string(res.Status)
 }
 
 func firstLine(s string) string {

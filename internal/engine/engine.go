@@ -59,12 +59,12 @@ type Engine struct {
 	done []string        // finished run IDs, oldest first, for eviction
 }
 
-// Run kinds.
+// Run kinds: the engine's names for the store's (store.RunKind).
 const (
-	KindPlan     = "plan"
-	KindApply    = "apply"
-	KindDrift    = "drift"
-	KindTeardown = "teardown"
+	KindPlan     = store.KindPlan
+	KindApply    = store.KindApply
+	KindDrift    = store.KindDrift
+	KindTeardown = store.KindTeardown
 )
 
 // Options are the knobs of one run.
@@ -136,9 +136,9 @@ type ComponentResult struct {
 type Result struct {
 	RunID      string             `json:"runId"`
 	Env        string             `json:"env"`
-	Kind       string             `json:"kind"`
+	Kind       store.RunKind      `json:"kind"`
 	Revision   int                `json:"revision"`
-	Status     string             `json:"status"`
+	Status     store.RunStatus    `json:"status"`
 	Error      string             `json:"error,omitempty"`
 	Components []*ComponentResult `json:"components"`
 	// ChangeSet is the change a gated apply stopped at, to approve at once

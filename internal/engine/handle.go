@@ -21,7 +21,7 @@ var ErrCanceled = errors.New("cancelled")
 type Run struct {
 	ID   string
 	Env  string
-	Kind string
+	Kind store.RunKind
 
 	log    *eventLog
 	ctx    context.Context // the run's own: cancelled by Cancel, a panic, a lost lock

@@ -298,7 +298,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 	// d.Components is by name, so removed ones are too.
 	for i := range d.Components {
 		c := &d.Components[i]
-		if byName[c.Name] != nil && c.State.Component != "" && c.State.Status != "destroyed" {
+		if byName[c.Name] != nil && c.State.Component != "" && c.State.Status != string(engine.Destroyed) {
 			cv := componentView(c.Name, c)
 			cv.Removed = true
 			v.Components = append(v.Components, cv)
@@ -315,7 +315,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 
 // componentView shows one component; d is nil for one never run.
 func componentView(name string, d *store.ComponentDetail) ComponentView {
-	cv := ComponentView{Name: name, Status: "pending"}
+	cv := ComponentView{Name: name, Status: string(engine.Pending)}
 	if d == nil {
 		return cv
 	}
@@ -368,7 +368,7 @@ type DriftView = view.DriftView
 // LastDrift finds the newest drift check of an environment and what it
 // found per component; nil if it was never checked.
 func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
-	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: "drift", Limit: 1})
+	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: store.KindDrift, Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
@@ -393,14 +393,14 @@ func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
 func driftOf(r store.Run, statuses map[string]string) *DriftView {
 	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
 	for comp, status := range statuses {
-		switch status {
-		case "drifted":
+		switch engine.Status(status) {
+		case engine.Drifted:
 			d.Drifted = append(d.Drifted, comp)
-		case "affected by upstream drift":
+		case engine.Affected:
 			d.Affected = append(d.Affected, comp)
-		case "failed":
+		case engine.Failed:
 			d.Failed = append(d.Failed, comp)
-		case "unknown":
+		case engine.Unknown:
 			d.Unknown = append(d.Unknown, comp)
 		}
 	}

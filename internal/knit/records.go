@@ -56,7 +56,7 @@ func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
 
 // CountRuns counts the runs in status, over every environment ctx's
 // caller may see.
-func (k *Knit) CountRuns(ctx context.Context, status string) (int, error) {
+func (k *Knit) CountRuns(ctx context.Context, status store.RunStatus) (int, error) {
 	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status, Teams: callerTeams(ctx)})
 	return len(runs), err
 }

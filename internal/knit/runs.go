@@ -15,7 +15,7 @@ import (
 // RunRequest asks for one run.
 type RunRequest struct {
 	// Kind is engine.KindPlan, KindApply, KindDrift or KindTeardown.
-	Kind string
+	Kind store.RunKind
 	// Env is the environment to run, as loaded from a file or a commit.
 	// When nil, EnvRef names a known environment (team/env or its
 	// metadata name) and the run uses its applied revision.

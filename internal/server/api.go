@@ -228,9 +228,9 @@ func revisionViews(revs []store.Revision) []revisionView {
 
 // runRequest is the body of POST …/runs.
 type runRequest struct {
-	Kind       string   `json:"kind"`
-	Components []string `json:"components"`
-	Reason     string   `json:"reason"`
+	Kind       store.RunKind `json:"kind"`
+	Components []string      `json:"components"`
+	Reason     string        `json:"reason"`
 	// Reconcile, for a drift run, brings drifted components back (as
 	// their autoApprove says, like knit drift --reconcile).
 	Reconcile bool `json:"reconcile,omitempty"`
@@ -290,7 +290,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"runId": runID, "status": "queued"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "status": store.StatusQueued})
 }
 
 // runView is GET /runs/{id}: the run as recorded, or its place in the queue.
@@ -309,11 +309,11 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, 
 		select {
 		case <-j.Started():
 		default:
-			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: "queued", Actor: j.Req.Actor,
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusQueued, Actor: j.Req.Actor,
 				Reason: j.Req.Reason, Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 		if err := j.Err(); err != nil {
-			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: "refused", Actor: j.Req.Actor,
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusRefused, Actor: j.Req.Actor,
 				Error: err.Error(), Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 	}

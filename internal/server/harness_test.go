@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
@@ -129,7 +130,7 @@ func newHarnessOn(t *testing.T, cfg server.Config, st store.Store, ctl controlle
 	}
 	ctx := context.Background()
 	h.dir = t.TempDir()
-	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func (h *harness) waitRun(id, token string) map[string]any {
 		var run map[string]any
 		h.do(call{method: "GET", path: "/api/v1/runs/" + id, token: token}, 200).decode(h.t, &run)
 		switch run["status"] {
-		case "queued", store.StatusRunning:
+		case string(store.StatusQueued), string(store.StatusRunning):
 		default:
 			return run
 		}

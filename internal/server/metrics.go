@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"knit.dev/knit/internal/controller/runqueue"
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // metrics are what /metrics exposes, in the Prometheus format.
@@ -45,9 +47,9 @@ func newMetrics(k *knit.Knit, views *viewCache, q Queue, git GitOps) *metrics {
 		}
 	}
 	drifted := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_drifted_components",
-		Help: "Components whose last drift check found them drifted."}, count("drifted"))
+		Help: "Components whose last drift check found them drifted."}, count(string(engine.Drifted)))
 	awaiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_awaiting_approval_components",
-		Help: "Components waiting for a person to approve their plan."}, count("awaiting-approval"))
+		Help: "Components waiting for a person to approve their plan."}, count(string(engine.Awaiting)))
 	pollAge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "knit_git_poll_age_seconds",
 		Help: "Seconds since the last successful git poll (-1: GitOps off or never polled)."}, func() float64 {
 		if git == nil {
@@ -76,16 +78,16 @@ func newMetrics(k *knit.Knit, views *viewCache, q Queue, git GitOps) *metrics {
 func (m *metrics) runFinished(o runqueue.Outcome) {
 	kind := o.Job.Req.Kind
 	if o.Refused != nil {
-		m.runs.WithLabelValues(kind, "refused").Inc()
+		m.runs.WithLabelValues(string(kind), string(store.StatusRefused)).Inc()
 		return
 	}
 	result := "error"
 	if o.Result != nil {
-		result = o.Result.Status
+		result = string(o.Result.Status)
 	}
-	m.runs.WithLabelValues(kind, result).Inc()
+	m.runs.WithLabelValues(string(kind), result).Inc()
 	if o.Took > 0 {
-		m.duration.WithLabelValues(kind).Observe(o.Took.Seconds())
+		m.duration.WithLabelValues(string(kind)).Observe(o.Took.Seconds())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/runqueue"
@@ -86,7 +87,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	ctx := context.Background()
 	fr := &fake.Runner{}
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: fr}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: fr}}})
 	if err != nil {
 		t.Fatal(err)
 	}

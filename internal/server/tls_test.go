@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
@@ -51,7 +52,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 
 func TestServesHTTPSWhenGivenACertificate(t *testing.T) {
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir()})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

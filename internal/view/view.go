@@ -7,7 +7,7 @@ package view
 import (
 	"time"
 
-	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/plan"
 	"knit.dev/knit/internal/store"
 )
 
@@ -81,12 +81,12 @@ type ComponentView struct {
 	// it depends on).
 	DestroyProtection bool `json:"destroyProtection,omitempty"`
 	// Removed is set for a live component no longer in the applied file.
-	Removed   bool         `json:"removed,omitempty"`
-	Revision  int          `json:"revision,omitempty"`
-	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
-	Outputs   int          `json:"outputs"`
-	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
-	LastRun   *RunRef      `json:"lastRun,omitempty"`
+	Removed   bool       `json:"removed,omitempty"`
+	Revision  int        `json:"revision,omitempty"`
+	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
+	Outputs   int        `json:"outputs"`
+	LastPlan  *plan.Plan `json:"lastPlan,omitempty"`
+	LastRun   *RunRef    `json:"lastRun,omitempty"`
 }
 
 // RunRef is a component's last component run.
@@ -117,12 +117,12 @@ type EnvironmentView struct {
 
 // DriftView is the outcome of an environment's latest drift check.
 type DriftView struct {
-	RunID     string    `json:"runId"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Status    string    `json:"status"`
-	Drifted   []string  `json:"drifted"`
-	Affected  []string  `json:"affected,omitempty"`
-	Failed    []string  `json:"failed,omitempty"`
+	RunID     string          `json:"runId"`
+	CheckedAt time.Time       `json:"checkedAt"`
+	Status    store.RunStatus `json:"status"`
+	Drifted   []string        `json:"drifted"`
+	Affected  []string        `json:"affected,omitempty"`
+	Failed    []string        `json:"failed,omitempty"`
 	// Unknown: components whose tool cannot compare with reality (a
 	// script without a plan command).
 	Unknown []string `json:"unknown,omitempty"`

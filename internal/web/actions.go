@@ -28,7 +28,7 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	kind := r.PostFormValue("kind")
+	kind := store.RunKind(r.PostFormValue("kind"))
 	switch kind {
 	case engine.KindPlan, engine.KindApply, engine.KindDrift:
 	case engine.KindTeardown:
@@ -97,7 +97,7 @@ func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *sessio
 	env, _, _ := w.k.AppliedSpec(r.Context(), id)
 	p := teardownPage{ID: v.ID}
 	for _, c := range slices.Backward(v.Components) {
-		if c.Status == "destroyed" || c.Status == "pending" {
+		if c.Status == string(engine.Destroyed) || c.Status == string(engine.Pending) {
 			continue
 		}
 		d := doomed{Name: c.Name, Type: c.Type, State: c.Status}

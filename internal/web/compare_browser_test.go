@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 )
 
 // stage is one stage of a shop on script components: the stages differ
@@ -39,7 +38,7 @@ EXTRA`)
 // alike whether the environment exists or not.
 func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
 	w.apply("shop-staging", map[string]string{"env.yaml": stage("staging", "1", "staging-Hunter2-pw",
 		"    - {name: cache, type: script, script: {apply: \"echo '{}'\"}}\n")})
@@ -97,7 +96,7 @@ func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 // refusal from an unknown name), and a team token's refusal reads the same
 // for an existing and a missing environment.
 func TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
 	secret, _, err := w.k.CreateToken(context.Background(), "pay-1", "viewer", []string{"pay"}, "test")
 	if err != nil {
@@ -123,7 +122,7 @@ func TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike(t *testing.T
 // TestComparePageOfTwoRevisionsLinksTheFileDiff: two revisions of one
 // environment compare field by field, and link the file's diff as written.
 func TestComparePageOfTwoRevisionsLinksTheFileDiff(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
 	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "4", "prod-Hunter2-pw", "")})
 	code, page := get(t, w.client("viewer"), w.url+"/compare?a=shop/prod@1&b=shop/prod@2")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
@@ -32,12 +33,12 @@ type world struct {
 	tokens map[string]string // role → secret
 }
 
-func newWorld(t testing.TB, cfg knit.Config) *world {
+func newWorld(t testing.TB, cfg adapters.Config) *world {
 	t.Helper()
 	w := &world{t: t, dir: t.TempDir(), tokens: map[string]string{}}
-	cfg.DataDir = filepath.Join(w.dir, "data")
+	cfg.Config.DataDir = filepath.Join(w.dir, "data")
 	ctx := context.Background()
-	k, err := knit.Open(ctx, cfg)
+	k, err := adapters.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

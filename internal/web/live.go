@@ -131,7 +131,7 @@ func (w *Web) envMark(ctx context.Context, id string) string {
 		return "?"
 	}
 	if last != nil {
-		mark += "|" + last.ID + "|" + last.Status
+		mark += "|" + last.ID + "|" + string(last.Status)
 	}
 	holder, err := w.k.LockHolder(ctx, id)
 	if err != nil {
@@ -157,7 +157,7 @@ func (w *Web) allMark(ctx context.Context) string {
 	}
 	mark := ""
 	if last != nil {
-		mark = last.ID + "|" + last.Status
+		mark = last.ID + "|" + string(last.Status)
 	}
 	running, err := w.k.CountRuns(ctx, store.StatusRunning)
 	if err != nil {

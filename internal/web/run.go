@@ -60,7 +60,7 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 			w.errorPage(rw, r, s, http.StatusNotFound, unknownRun(id))
 			return
 		}
-		p.Run = store.Run{ID: id, Env: env, Status: "queued"}
+		p.Run = store.Run{ID: id, Env: env, Status: store.StatusQueued}
 	}
 	if err := canSee(s, spec.TeamOf(p.Run.Env)); err != nil {
 		w.errorPage(rw, r, s, 0, err)
@@ -198,8 +198,8 @@ type statusFrag struct {
 	Busy bool
 }
 
-func runStatus(status, errText string) statusFrag {
-	text := "run " + status
+func runStatus(status store.RunStatus, errText string) statusFrag {
+	text := "run " + string(status)
 	if errText != "" {
 		text += ": " + errText
 	}
@@ -213,7 +213,7 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 	if ev.Component != "" && !seen[ev.Component] {
 		seen[ev.Component] = true
 		if !resumed {
-			b.WriteString(w.fragment("newsection", compSection{Name: ev.Component, Status: "pending", Tone: ToneNeutral}))
+			b.WriteString(w.fragment("newsection", compSection{Name: ev.Component, Status: string(engine.Pending), Tone: ToneNeutral}))
 		}
 	}
 	switch ev.Kind {

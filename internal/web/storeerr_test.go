@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -49,7 +50,7 @@ func TestDashboardStoreErrorIsNotNoCommit(t *testing.T) {
 	}
 	t.Cleanup(func() { sq.Close() })
 	st := &revisionFailStore{Store: sq}
-	w := newWorld(t, knit.Config{Store: st})
+	w := newWorld(t, adapters.Config{Config: knit.Config{Store: st}})
 	dir := filepath.Join(w.dir, "ops")
 	testtools.WriteFiles(t, dir, map[string]string{"env.yaml": opsWeb})
 	env, diags := spec.Load(filepath.Join(dir, "env.yaml"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // SettingResume prefixes the setting that remembers, by environment ID,
@@ -17,7 +18,7 @@ const SettingResume = "resume:"
 // running and those a shutdown interrupted: after a graceful stop as after
 // kill -9. Call it before Run, once, at start.
 func (q *Queue) Resume(ctx context.Context) error {
-	kinds := map[string]string{}
+	kinds := map[string]store.RunKind{}
 	crashed, err := q.k.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted runs: %w", err)
@@ -37,7 +38,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 	for key, kind := range stopped {
 		env := strings.TrimPrefix(key, SettingResume)
 		if _, ok := kinds[env]; !ok {
-			kinds[env] = kind
+			kinds[env] = store.RunKind(kind)
 		}
 		done[key] = ""
 	}
@@ -59,7 +60,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 func (q *Queue) interruptedByShutdown(j *Job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: j.Req.Kind}); err != nil {
+	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(j.Req.Kind)}); err != nil {
 		q.log.Error("remember a run to resume", "env", j.Env, "err", err)
 	}
 }

@@ -285,12 +285,12 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
 // now. A missing environment is store.ErrNotFound.
-func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+func (s *Store) SetEnvironmentStatus(ctx context.Context, id string, status store.EnvStatus) error {
 	return s.write(ctx, func(tx *txn) error { return s.setEnvironmentStatus(ctx, tx, id, status) })
 }
 
 // setEnvironmentStatus is SetEnvironmentStatus inside tx.
-func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id, status string) error {
+func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id string, status store.EnvStatus) error {
 	res, err := tx.ExecContext(ctx, `UPDATE environments SET status = ?, updated_at = ? WHERE id = ?`, status, ts(s.now()), id)
 	return affected(res, err, "set status of environment %s", id)
 }

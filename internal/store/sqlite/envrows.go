@@ -100,7 +100,7 @@ func scanEnvironmentRow(sc rowScanner, total *int) (store.EnvironmentRow, error)
 	var pending store.Revision
 	e := &row.Environment
 	cols := append([]any{total, nullStr{&e.ID}, nullStr{&e.Team}, nullStr{&e.Name}, nullStr{&e.Metadata}, nullInt{&e.Revision},
-		nullInt{&e.AppliedRevision}, nullStr{&e.Status}, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}, nullStr{&row.LockHolder}},
+		nullInt{&e.AppliedRevision}, nullStr{(*string)(&e.Status)}, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}, nullStr{&row.LockHolder}},
 		joinedRunInto(&last)...)
 	cols = append(cols, joinedRunInto(&drift)...)
 	cols = append(cols, jsonCol{&row.Components}, jsonCol{&row.DriftStatuses}, nullStr{&row.AppliedCommit},
@@ -140,7 +140,7 @@ func joinedRun(p string) string {
 // joinedRunInto scans the columns of joinedRun into r, a missing run as
 // the zero Run.
 func joinedRunInto(r *store.Run) []any {
-	return []any{nullStr{&r.ID}, nullStr{&r.Env}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor},
+	return []any{nullStr{&r.ID}, nullStr{&r.Env}, nullStr{(*string)(&r.Kind)}, nullInt{&r.Revision}, nullStr{(*string)(&r.Status)}, nullStr{&r.Actor},
 		nullStr{&r.Reason}, nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
 		nullStr{&r.SupersededBy}}
 }

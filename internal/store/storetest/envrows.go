@@ -54,7 +54,7 @@ func testEnvironmentRows(t *testing.T, s store.Store, c *clock) {
 	// Statuses and last changes, with ties that ID order breaks.
 	for i, id := range ids {
 		c.set(at(time.Duration([]int{3, 1, 4, 1, 5}[i]) * time.Hour))
-		must(t, s.SetEnvironmentStatus(ctx, id, []string{"provisioned", "failed", "provisioned", "failed", "drifted"}[i]))
+		must(t, s.SetEnvironmentStatus(ctx, id, []store.EnvStatus{"provisioned", "failed", "provisioned", "failed", "drifted"}[i]))
 	}
 	c.set(at(0))
 

@@ -198,7 +198,7 @@ func testEnvironments(t *testing.T, s store.Store) {
 	slices.SortFunc(envs, func(a, b store.Environment) int { return strings.Compare(a.ID, b.ID) })
 	var ids, statuses []string
 	for _, e := range envs {
-		ids, statuses = append(ids, e.ID), append(statuses, e.Status)
+		ids, statuses = append(ids, e.ID), append(statuses, string(e.Status))
 	}
 	equal(t, "environment IDs", ids, []string{"team/a", "team/b"})
 	equal(t, "environment statuses", statuses, []string{"provisioned", ""})
