@@ -82,6 +82,13 @@ func ParseWith(name, dir, root string, data []byte, opts Options) (*Environment,
 		diags.Sort()
 		return env, diags
 	}
+	built, ok := build(env, nil)
+	diags = append(diags, built...)
+	if !ok {
+		// No components to check: validating would only add noise.
+		diags.Sort()
+		return env, diags
+	}
 	diags = append(diags, substituteZLocals(env)...)
 	inheritKubeconfig(env)
 	diags = append(diags, validate(env)...)

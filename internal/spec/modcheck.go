@@ -29,6 +29,14 @@ type Options struct {
 	// the repository or ref was never fetched. Nil: git modules are not
 	// checked.
 	Fetched func(url, ref string) (dir string, fixed, ok bool)
+	// Checkout fetches the files of git repository url at ref (a git
+	// template) and returns their folder and the commit. Nil: git
+	// templates cannot be read.
+	Checkout func(url, ref string) (dir, commit string, err error)
+	// RepoRoot lets templates and extended files come from anywhere in
+	// the git work tree that holds the environment file (the CLI), not
+	// only from its folder or the root the caller names.
+	RepoRoot bool
 }
 
 // moduleView is a terraform component's module as validation sees it.
