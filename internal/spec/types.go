@@ -73,7 +73,7 @@ type EnvSpec struct {
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
 	// Kubeconfig is the cluster access of every helm and manifests
 	// component that sets none of its own (knit.dev/v1 only).
-	Kubeconfig *Kubeconfig  `json:"kubeconfig,omitempty"`
+	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
 	// Template, Extends, Parameters and Overrides say how the components
 	// are built from other files (knit.dev/v1 only; see template.go). A
 	// loaded environment has them resolved into Components and cleared:
