@@ -13,12 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
-	"knit.dev/knit/internal/spec"
 )
 
 // serveConfig is knit serve's config file (--config knit.yaml); flags
@@ -239,7 +237,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	cfg := server.Config{Listen: c.Listen, PublicURL: c.PublicURL, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
 		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB),
 		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
-	cfg.Spec = spec.Options{Fetched: gitsource.InDataDir(dir).Fetched}
+	cfg.Spec = gitOptions(ctx, dir)
 	if cfg.HTTP, err = c.httpLimits(); err != nil {
 		return err
 	}

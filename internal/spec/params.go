@@ -206,7 +206,10 @@ func orNone(names []string) string {
 // tree is decoded: a value that is only the reference becomes the
 // parameter's value with its type, at the reference's position.
 // Parameters in failed were reported already: their references stay quiet.
-func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, failed map[string]bool) diag.Diagnostics {
+//
+// Each line that uses a parameter is noted in via ("file:line" → where
+// the parameter's value was written).
+func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, failed map[string]bool, via func(line int, name string)) diag.Diagnostics {
 	var ds diag.Diagnostics
 	seen := map[*yaml.Node]bool{}
 	var walk func(n *yaml.Node)
@@ -232,6 +235,7 @@ func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, 
 			v, ok := values[name]
 			switch {
 			case ok:
+				via(n.Line, name)
 				return v, true
 			case failed[name]:
 			case declared[name]:

@@ -237,10 +237,30 @@ func parseTemplate(env *Environment, name string, data []byte) (*templateFile, d
 	for _, p := range t.params {
 		declared[p.Name] = true
 	}
+	via := func(line int, name string) {
+		from := "default"
+		if _, given := env.Spec.Parameters[name]; given {
+			from = env.origin("spec.parameters." + name)
+		} else {
+			for _, p := range t.params {
+				if p.Name == name {
+					from = "default at " + posLine(nearestIn(t.pos, p.path+".default", t.name))
+				}
+			}
+		}
+		key, note := fmt.Sprintf("%s:%d", t.name, line), "${param."+name+"} from "+from
+		if env.via == nil {
+			env.via = map[string]string{}
+		}
+		if have := env.via[key]; have != "" && !strings.Contains(have, note) {
+			note = have + "; " + note
+		}
+		env.via[key] = note
+	}
 	if spec, _ := mapValue(root, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(spec.Content); i += 2 {
 			if spec.Content[i].Value != "parameters" {
-				ds = append(ds, substitute(t, spec.Content[i+1], values, declared, failed)...)
+				ds = append(ds, substitute(t, spec.Content[i+1], values, declared, failed, via)...)
 			}
 		}
 	}
@@ -333,6 +353,12 @@ func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
 		return nil, ds
 	}
 	inherit(env, base)
+	for k, v := range base.via {
+		if env.via == nil {
+			env.via = map[string]string{}
+		}
+		env.via[k] = v
+	}
 	env.Sources = append(env.Sources, SourceFile{Kind: "extends", Path: abs, SHA256: sum})
 	env.Sources = append(env.Sources, base.Sources...)
 	layers := []*layer{}

@@ -46,6 +46,9 @@ type Environment struct {
 
 	pos  map[string]diag.Pos
 	bad  map[string]bool // field paths whose values could not be decoded
+	// via says, by "file:line" of a template, which parameters that line
+	// uses and where their values were written (for render --explain).
+	via map[string]string
 	opts Options
 }
 
