@@ -44,11 +44,11 @@ type Environment struct {
 	// own: its template and the files it extends, with their identity.
 	Sources []SourceFile `json:"-"`
 
-	pos  map[string]diag.Pos
-	bad  map[string]bool // field paths whose values could not be decoded
+	pos map[string]diag.Pos
+	bad map[string]bool // field paths whose values could not be decoded
 	// via says, by "file:line" of a template, which parameters that line
 	// uses and where their values were written (for render --explain).
-	via map[string]string
+	via  map[string]string
 	opts Options
 }
 
