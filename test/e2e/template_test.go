@@ -141,3 +141,64 @@ func TestTemplateMistakesFailWithTheirFileAndLine(t *testing.T) {
 		t.Error("a tool ran for an invalid file")
 	}
 }
+
+// opsEnv builds on apps.yaml with two overrides: its own files.
+const opsEnv = `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: ops}
+spec:
+  envName: ops
+  extends: {path: ./apps.yaml}
+  overrides:
+    components:
+      - name: net
+        variables: [{name: path, value: FILES/ops-net.txt}]
+      - name: web
+        variables: [{name: path, value: FILES/ops-web.txt}]
+`
+
+func TestGitOpsCommitToTheBaseFileAppliesEveryEnvironmentBuiltOnIt(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	apps := func(net string) string {
+		return strings.Replace(gitEnv("apps", files, "v1", "", false), `value: "v1"`, `value: "`+net+`"`, 1)
+	}
+	repo := newGitRepo(t, map[string]string{
+		"envs/team/modules/file/main.tf": fileModule,
+		"envs/team/apps.yaml":            apps("v1"),
+		"envs/team/ops.yaml":             strings.ReplaceAll(opsEnv, "FILES", files),
+	})
+	first := git(t, repo.work, "rev-parse", "HEAD")
+	w.loggingTofu()
+	s := w.startServer(gitServerArgs(repo)...)
+	for _, env := range []string{"shop/apps", "shop/ops"} {
+		s.eventually(env+" applied from the first commit", func() bool { return s.appliedFrom(env, first) })
+	}
+	if got := w.read("files/ops-web.txt"); got != "v1" {
+		t.Fatalf("ops-web.txt = %q, want v1 (the base's content at ops' path)", got)
+	}
+	w.toolRuns() // forget the first applies
+
+	// A commit that changes only the base file, and only net in it.
+	second := repo.commit("apps: net v2", map[string]string{"envs/team/apps.yaml": apps("v2")})
+	for _, env := range []string{"shop/apps", "shop/ops"} {
+		s.eventually(env+" applied from the base's commit", func() bool { return s.appliedFrom(env, second) })
+	}
+	for file, want := range map[string]string{"files/apps-net.txt": "v2", "files/ops-net.txt": "v2", "files/ops-web.txt": "v1"} {
+		if got := w.read(file); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	applies := map[string]int{}
+	for _, run := range w.toolRuns() {
+		if f := strings.Fields(run); f[1] == "apply" {
+			applies[f[0]]++
+		}
+	}
+	if applies["net"] != 2 || applies["web"] != 0 {
+		t.Errorf("tool applies after the base's commit: %v; want net twice (once per environment), web never", applies)
+	}
+	if revs := s.revisions("shop/ops"); len(revs) != 2 || revs[0].Commit != second {
+		t.Errorf("shop/ops revisions %+v: want a second one, from %s", revs, second)
+	}
+}
