@@ -37,7 +37,7 @@ spec:
 
 // repo writes files into a git work tree (a .git folder marks it) and
 // returns its folder.
-func repo(t *testing.T, files map[string]string) string {
+func repo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files[".git/HEAD"] = "ref: refs/heads/main\n"
