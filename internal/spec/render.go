@@ -96,11 +96,21 @@ func (e *Environment) origins() map[string]string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k != "" {
+		if k != "" && !resolvedAway(k) {
 			out[k] = e.explained(k)
 		}
 	}
 	return out
+}
+
+// resolvedAway reports whether path is a field loading resolves away.
+func resolvedAway(path string) bool {
+	for _, p := range []string{"spec.template", "spec.extends", "spec.parameters", "spec.overrides"} {
+		if _, ok := below(path, p); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // explain comments every scalar of the tree at n (the value at path) with
