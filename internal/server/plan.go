@@ -74,7 +74,7 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		if err != nil {
 			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
 		}
-		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, s.cfg.Spec)
+		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, s.cfg.Spec.InRepo(c.Dir))
 		if diags.HasErrors() {
 			if prev := files[p]; prev != "" {
 				kept[prev] = true // a broken file still declares what it declared

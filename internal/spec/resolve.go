@@ -123,9 +123,13 @@ func build(env *Environment, chain []string) (diag.Diagnostics, bool) {
 			"change or add components under spec.overrides.components"))
 	}
 	if env.Root == "" {
-		env.Root = env.Dir
-		if env.opts.RepoRoot {
+		switch {
+		case env.opts.Repo != "":
+			env.Root = env.opts.Repo
+		case env.opts.RepoRoot:
 			env.Root = repoRoot(env.Dir)
+		default:
+			env.Root = env.Dir
 		}
 	}
 	var layers []*layer

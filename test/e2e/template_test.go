@@ -202,3 +202,41 @@ func TestGitOpsCommitToTheBaseFileAppliesEveryEnvironmentBuiltOnIt(t *testing.T)
 		t.Errorf("shop/ops revisions %+v: want a second one, from %s", revs, second)
 	}
 }
+
+func TestGitOpsCommitToATemplateAloneAppliesTheEnvironmentsUsingIt(t *testing.T) {
+	w := newWorld(t)
+	files := w.path("files")
+	tmpl := strings.ReplaceAll(webTemplate, "FILES", files)
+	repo := newGitRepo(t, map[string]string{
+		"modules/file/main.tf": fileModule,
+		"templates/web.yaml":   tmpl,
+		"envs/dev.yaml":        templatedEnv("dev", "{tier: dev, size: 2}", ""),
+		"envs/prod.yaml":       templatedEnv("prod", "{tier: prod, size: 5}", ""),
+	})
+	first := git(t, repo.work, "rev-parse", "HEAD")
+	w.loggingTofu()
+	s := w.startServer(gitServerArgs(repo)...)
+	for _, env := range []string{"shop/dev", "shop/prod"} {
+		s.eventually(env+" applied from the first commit", func() bool { return s.appliedFrom(env, first) })
+	}
+	w.toolRuns()
+
+	// Only the template changes, outside the watched envs/ folder.
+	second := repo.commit("template: app says count", map[string]string{
+		"templates/web.yaml": strings.Replace(tmpl, `"size ${param.size}"`, `"count ${param.size}"`, 1)})
+	for _, env := range []string{"shop/dev", "shop/prod"} {
+		s.eventually(env+" applied from the template's commit", func() bool { return s.appliedFrom(env, second) })
+	}
+	if got := w.read("files/prod-app.txt"); got != "count 5" {
+		t.Errorf("prod-app.txt = %q, want count 5", got)
+	}
+	applies := map[string]int{}
+	for _, run := range w.toolRuns() {
+		if f := strings.Fields(run); f[1] == "apply" {
+			applies[f[0]]++
+		}
+	}
+	if applies["app"] != 2 || applies["web"] != 0 {
+		t.Errorf("tool applies after the template's commit: %v; want app twice (once per environment), web never", applies)
+	}
+}
