@@ -28,6 +28,9 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 	case KindEnvironment:
 	case "":
 		d.errorf(at(""), "kind", "add kind: Environment", "missing required field")
+	case KindTemplate:
+		d.errorf(at("kind"), "kind", "a template is checked through an environment that uses it (spec.template: {path: ...}): validate that file",
+			"this is an %s, not an Environment", KindTemplate)
 	default:
 		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",
 			"unsupported kind %s", quote(env.Kind))

@@ -320,3 +320,23 @@ func TestHostileTemplatePaths(t *testing.T) {
 func filepathf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
 func jsonOf(env *Environment) ([]byte, error) { return json.Marshal(env) }
+
+func TestATemplatesOwnMistakesAreReportedInTheTemplate(t *testing.T) {
+	bad := strings.Replace(webStack, "      module: {source: ../modules/app}\n      variables:", "      module: {source: ../modules/app}\n      dependsOn: [nope]\n      colour: red\n      variables:", 1)
+	bad = strings.Replace(bad, `"app-${param.tier}"`, `"app-${param.teir}"`, 1)
+	dir := repo(t, map[string]string{
+		"templates/web-stack.yaml": bad,
+		"modules/app/main.tf":      modApp,
+		"envs/dev.yaml":            devEnv("{tier: dev}", ""),
+	})
+	_, ds := loadIn(t, dir, "envs/dev.yaml")
+	for _, want := range []string{
+		`templates/web-stack.yaml:14:7: spec.components[0].colour: unknown field "colour"`,
+		`templates/web-stack.yaml:13:19: spec.components[0].dependsOn[0]: component "nope" does not exist`,
+		`templates/web-stack.yaml:17:32: ${param.teir}: the template declares no parameter "teir"`,
+	} {
+		if !strings.Contains(ds.String(), want) {
+			t.Errorf("want %q in:\n%s", want, ds)
+		}
+	}
+}
