@@ -340,3 +340,23 @@ func TestATemplatesOwnMistakesAreReportedInTheTemplate(t *testing.T) {
 		}
 	}
 }
+
+// A template names no template and extends nothing, so no chain of
+// templates (through git or not) can loop.
+func TestATemplateCannotUseATemplateOrExtend(t *testing.T) {
+	looping := strings.Replace(webStack, "spec:\n", "spec:\n  template: {path: ./web-stack.yaml}\n  extends: {path: ../envs/dev.yaml}\n", 1)
+	dir := repo(t, map[string]string{
+		"templates/web-stack.yaml": looping,
+		"modules/app/main.tf":      modApp,
+		"envs/dev.yaml":            devEnv("{tier: dev}", ""),
+	})
+	_, ds := loadIn(t, dir, "envs/dev.yaml")
+	for _, want := range []string{
+		`templates/web-stack.yaml:5:3: spec.template: unknown field "template"`,
+		`templates/web-stack.yaml:6:3: spec.extends: unknown field "extends"`,
+	} {
+		if !strings.Contains(ds.String(), want) {
+			t.Errorf("want %q in:\n%s", want, ds)
+		}
+	}
+}
