@@ -22,6 +22,8 @@ spec:
     - {name: size, type: number, default: 1}
     - {name: tier, type: string, required: true, enum: [dev, prod]}
     - {name: zones, type: list, default: [a, b]}
+    - {name: owner, type: string, pattern: "[a-z]+", default: team}
+    - {name: public, type: bool, default: false}
   components:
     - name: app
       type: terraform
@@ -114,8 +116,8 @@ func TestTemplateParametersKeepTheirTypesAndModulesResolveFromTheTemplate(t *tes
 	if got := env.Pos("spec.components[0].variables[1].value"); got.File != "envs/dev.yaml" || got.Line != 12 {
 		t.Errorf("the override's label is at %s, want envs/dev.yaml:12", got)
 	}
-	if got := env.Pos("spec.components[0].variables[0].value"); got.File != "templates/web-stack.yaml" || got.Line != 14 {
-		t.Errorf("size is at %s, want templates/web-stack.yaml:14", got)
+	if got := env.Pos("spec.components[0].variables[0].value"); got.File != "templates/web-stack.yaml" || got.Line != 16 {
+		t.Errorf("size is at %s, want templates/web-stack.yaml:16", got)
 	}
 	a := env.Metadata.Annotations[AnnotationTemplate]
 	if !strings.HasPrefix(a, "../templates/web-stack.yaml@sha256:") {
@@ -142,6 +144,8 @@ func TestTemplateParameterMistakesAreReportedWhereWritten(t *testing.T) {
 		{"unknown", "{tier: dev, sise: 2}", `envs/dev.yaml:8:27: spec.parameters.sise: unknown parameter "sise"`},
 		{"missing required", "{size: 2}", `envs/dev.yaml:8:3: spec.parameters: missing required parameter "tier"`},
 		{"wrong type", "{tier: dev, size: big}", `envs/dev.yaml:8:27: spec.parameters.size: parameter "size" is a number, found a string`},
+		{"pattern", "{tier: dev, owner: Bob1}", `envs/dev.yaml:8:27: spec.parameters.owner: parameter "owner" must match "[a-z]+", found "Bob1"`},
+		{"bool", "{tier: dev, public: 1}", `envs/dev.yaml:8:27: spec.parameters.public: parameter "public" is a bool, found a number (1)`},
 		{"enum", "{tier: qa}", `envs/dev.yaml:8:16: spec.parameters.tier: parameter "tier" must be one of "dev", "prod", found "qa"`},
 	}
 	for _, tc := range cases {
@@ -331,9 +335,9 @@ func TestATemplatesOwnMistakesAreReportedInTheTemplate(t *testing.T) {
 	})
 	_, ds := loadIn(t, dir, "envs/dev.yaml")
 	for _, want := range []string{
-		`templates/web-stack.yaml:14:7: spec.components[0].colour: unknown field "colour"`,
-		`templates/web-stack.yaml:13:19: spec.components[0].dependsOn[0]: component "nope" does not exist`,
-		`templates/web-stack.yaml:17:32: ${param.teir}: the template declares no parameter "teir"`,
+		`templates/web-stack.yaml:16:7: spec.components[0].colour: unknown field "colour"`,
+		`templates/web-stack.yaml:15:19: spec.components[0].dependsOn[0]: component "nope" does not exist`,
+		`templates/web-stack.yaml:19:32: ${param.teir}: the template declares no parameter "teir"`,
 	} {
 		if !strings.Contains(ds.String(), want) {
 			t.Errorf("want %q in:\n%s", want, ds)
