@@ -140,25 +140,25 @@ func jsonName(f reflect.StructField) string {
 // to to: a template's or an extended file's components keep reading the
 // files next to where they were written.
 func rebase(c *Component, from, to string) {
+	forLocalPaths(c, func(_ string, p *string) { *p = relocate(*p, from, to) })
+}
+
+// relocate makes p, relative to folder from, relative to folder to.
+// Absolute and home (~) paths stay as they are.
+func relocate(p, from, to string) string {
 	from, to = absDir(from), absDir(to)
-	if from == to {
-		return
+	if p == "" || from == to || filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
+		return p
 	}
-	mv := func(p string) string {
-		if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
-			return p
-		}
-		rel, err := filepath.Rel(to, filepath.Join(from, p))
-		if err != nil {
-			return p
-		}
-		rel = filepath.ToSlash(rel)
-		if rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
-			rel = "./" + rel
-		}
-		return rel
+	rel, err := filepath.Rel(to, filepath.Join(from, p))
+	if err != nil {
+		return p
 	}
-	forLocalPaths(c, func(_ string, p *string) { *p = mv(*p) })
+	rel = filepath.ToSlash(rel)
+	if rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+		rel = "./" + rel
+	}
+	return rel
 }
 
 // forLocalPaths calls f with every path of c that is read from the

@@ -212,6 +212,7 @@ func orNone(names []string) string {
 func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, failed map[string]bool, via func(line int, name string)) diag.Diagnostics {
 	var ds diag.Diagnostics
 	seen := map[*yaml.Node]bool{}
+	budget, overspent := aliasAllowance, false
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n == nil || seen[n] || n.Kind == yaml.AliasNode {
@@ -246,9 +247,19 @@ func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, 
 			return nil, false
 		}
 		if m := wholeParamRef.FindStringSubmatch(n.Value); m != nil {
-			if v, ok := lookup(m[1]); ok {
-				*n = *valueNode(v, n.Line, n.Column)
+			v, ok := lookup(m[1])
+			if !ok {
+				return
 			}
+			// Like aliases, references copy a value many times over: bounded.
+			if budget -= countValue(v); budget < 0 {
+				if !overspent {
+					overspent = true
+					fail("the template's parameter references expand to too many values", "reference large list or map parameters fewer times")
+				}
+				return
+			}
+			*n = *valueNode(v, n.Line, n.Column)
 			return
 		}
 		n.Value = paramRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
@@ -273,6 +284,22 @@ func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, 
 	}
 	walk(n)
 	return ds
+}
+
+// countValue counts the nodes valueNode would build for v.
+func countValue(v any) int {
+	n := 1
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			n += countValue(e)
+		}
+	case map[string]any:
+		for _, e := range x {
+			n += 1 + countValue(e)
+		}
+	}
+	return n
 }
 
 // valueNode builds the YAML node of a decoded value, every node at line:col.

@@ -356,7 +356,13 @@ func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
 	if !ok {
 		return nil, ds
 	}
+	_, ownKube := env.pos["spec.kubeconfig"]
 	inherit(env, base)
+	if !ownKube && env.Spec.Kubeconfig != nil {
+		k := *env.Spec.Kubeconfig // the base's, read from its folder
+		k.Path = relocate(k.Path, base.Dir, env.Dir)
+		env.Spec.Kubeconfig = &k
+	}
 	for k, v := range base.via {
 		if env.via == nil {
 			env.via = map[string]string{}

@@ -218,6 +218,7 @@ spec:
   teamName: k8s
   envName: apps
   autoApprove: true
+  kubeconfig: {path: ./kube/config, context: apps}
   components:
     - {name: net, type: terraform, module: {source: ./modules/app}, variables: [{name: label, value: apps}]}
     - {name: app, type: terraform, module: {source: ./modules/app}, dependsOn: [net]}
@@ -252,11 +253,14 @@ spec:
 	if got := env.Component("app").Module.Source; got != "../modules/app" {
 		t.Errorf("app's module %q, want it rebased to ../modules/app", got)
 	}
-	if got := env.Pos("spec.components[1].dependsOn[0]"); got.File != "envs/apps.yaml" || got.Line != 10 {
-		t.Errorf("app's dependsOn is at %s, want envs/apps.yaml:10", got)
+	if got := env.Pos("spec.components[1].dependsOn[0]"); got.File != "envs/apps.yaml" || got.Line != 11 {
+		t.Errorf("app's dependsOn is at %s, want envs/apps.yaml:11", got)
 	}
 	if !strings.HasPrefix(env.Metadata.Annotations[AnnotationExtends], "../apps.yaml@sha256:") {
 		t.Errorf("extends annotation %q", env.Metadata.Annotations[AnnotationExtends])
+	}
+	if env.Spec.Kubeconfig == nil || env.Spec.Kubeconfig.Path != "../kube/config" {
+		t.Errorf("kubeconfig %+v, want apps' ./kube/config read from ops' folder", env.Spec.Kubeconfig)
 	}
 	if len(env.Sources) != 1 || env.Sources[0].Path != filepath.Join(dir, "envs/apps.yaml") {
 		t.Errorf("sources %+v", env.Sources)
@@ -362,5 +366,24 @@ func TestATemplateCannotUseATemplateOrExtend(t *testing.T) {
 		if !strings.Contains(ds.String(), want) {
 			t.Errorf("want %q in:\n%s", want, ds)
 		}
+	}
+}
+
+// A list parameter referenced many times cannot blow up like an alias bomb.
+func TestParameterReferencesAreBounded(t *testing.T) {
+	var refs strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&refs, "        - {name: v%d, value: \"${param.zones}\"}\n", i)
+	}
+	tmpl := strings.Replace(webStack, "      variables:\n", "      variables:\n"+refs.String(), 1)
+	zones := "[" + strings.Repeat("a, ", 2000) + "a]"
+	dir := repo(t, map[string]string{
+		"templates/web-stack.yaml": tmpl,
+		"modules/app/main.tf":      modApp,
+		"envs/dev.yaml":            devEnv("{tier: dev, zones: "+zones+"}", ""),
+	})
+	_, ds := loadIn(t, dir, "envs/dev.yaml")
+	if !strings.Contains(ds.String(), "the template's parameter references expand to too many values") {
+		t.Fatalf("200 references to a 2,001-element list:\n%s", ds)
 	}
 }
