@@ -172,6 +172,8 @@ func bindParameters(env *Environment, t *templateFile) (values map[string]any, f
 			continue // reported above
 		}
 		switch {
+		case prm.Required && env.selfCheck:
+			values[prm.Name] = placeholder(prm)
 		case prm.Required:
 			failed[prm.Name] = true
 			hint := "add " + prm.Name + ": VALUE under spec.parameters"
@@ -184,6 +186,24 @@ func bindParameters(env *Environment, t *templateFile) (values map[string]any, f
 		}
 	}
 	return values, failed, ds
+}
+
+// placeholder is a value of prm's type for checking a template on its own.
+func placeholder(prm *Parameter) any {
+	if len(prm.Enum) > 0 {
+		return prm.Enum[0]
+	}
+	switch prm.Type {
+	case ParamNumber:
+		return int64(0)
+	case ParamBool:
+		return false
+	case ParamList:
+		return []any{}
+	case ParamMap:
+		return map[string]any{}
+	}
+	return "x"
 }
 
 func known(t string) bool {

@@ -29,7 +29,7 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 	case "":
 		d.errorf(at(""), "kind", "add kind: Environment", "missing required field")
 	case KindTemplate:
-		d.errorf(at("kind"), "kind", "a template is checked through an environment that uses it (spec.template: {path: ...}): validate that file",
+		d.errorf(at("kind"), "kind", "a template runs through an environment that uses it (spec.template: {path: ...}); knit validate -f TEMPLATE checks it on its own",
 			"this is an %s, not an Environment", KindTemplate)
 	default:
 		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",

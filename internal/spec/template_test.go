@@ -387,3 +387,20 @@ func TestParameterReferencesAreBounded(t *testing.T) {
 		t.Fatalf("200 references to a 2,001-element list:\n%s", ds)
 	}
 }
+
+// A template validates on its own: its defaults, a placeholder for each
+// required parameter, its mistakes at their lines.
+func TestCheckTemplateOnItsOwn(t *testing.T) {
+	dir := repo(t, map[string]string{"templates/web-stack.yaml": webStack, "modules/app/main.tf": modApp})
+	t.Chdir(dir)
+	env, ds := CheckTemplate("templates/web-stack.yaml", Options{RepoRoot: true})
+	if ds.HasErrors() || len(env.Spec.Components) != 2 {
+		t.Fatalf("a good template: %d components,\n%s", len(env.Spec.Components), ds)
+	}
+	bad := strings.Replace(webStack, "      type: terraform\n", "      type: terraform\n      dependsOn: [nope]\n", 1)
+	os.WriteFile("templates/web-stack.yaml", []byte(bad), 0o644)
+	_, ds = CheckTemplate("templates/web-stack.yaml", Options{RepoRoot: true})
+	if want := `templates/web-stack.yaml:14:19: spec.components[0].dependsOn[0]: component "nope" does not exist`; ds.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", ds, want)
+	}
+}

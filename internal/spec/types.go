@@ -48,8 +48,11 @@ type Environment struct {
 	bad map[string]bool // field paths whose values could not be decoded
 	// via says, by "file:line" of a template, which parameters that line
 	// uses and where their values were written (for render --explain).
-	via  map[string]string
-	opts Options
+	via map[string]string
+	// selfCheck: the environment stands in for a template checked on its
+	// own (CheckTemplate); required parameters get placeholders.
+	selfCheck bool
+	opts      Options
 }
 
 // Metadata is Kubernetes-style object metadata; unknown fields are allowed here.

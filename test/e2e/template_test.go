@@ -137,6 +137,11 @@ func TestTemplateMistakesFailWithTheirFileAndLine(t *testing.T) {
 			t.Errorf("the errors lack %q:\n%s", want, r.stderr)
 		}
 	}
+	// A template validates on its own, and is never applied as an environment.
+	w.ok("validate", "-f", "templates/web.yaml")
+	if r := w.knit("apply", "-f", "templates/web.yaml"); r.code != 1 || !strings.Contains(r.stderr, "this is an EnvironmentTemplate, not an Environment") {
+		t.Errorf("apply of a template exits %d:\n%s", r.code, r.stderr)
+	}
 	if w.exists("files") {
 		t.Error("a tool ran for an invalid file")
 	}
