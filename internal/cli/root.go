@@ -109,6 +109,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 	root.PersistentFlags().StringVar(&d.global.tokenFile, "token-file", "", "file holding the server's API token (default: env KNIT_TOKEN)")
 	root.AddCommand(
 		newValidateCmd(d),
+		newRenderCmd(d),
 		newGraphCmd(d),
 		newPlanCmd(d),
 		newApplyCmd(d),

@@ -16,12 +16,10 @@ import (
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
-	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
-	"knit.dev/knit/internal/spec"
 )
 
 // serveConfig is knit serve's config file (--config knit.yaml); flags
@@ -244,7 +242,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if cfg.HTTP, err = c.httpLimits(); err != nil {
 		return err
 	}
-	ctl, err := c.controllers(dir, log)
+	ctl, err := c.controllers(ctx, dir, log)
 	if err != nil {
 		return err
 	}
@@ -253,7 +251,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 
 // controllers is the controllers' config: the run queue's bound, drift
 // schedules, GitOps and notifications.
-func (c serveConfig) controllers(dir string, log *slog.Logger) (controller.Config, error) {
+func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logger) (controller.Config, error) {
 	ctl := controller.Config{MaxConcurrentRuns: c.MaxConcurrentRuns, Logger: log,
 		Drift: drift.Config{MinEvery: c.minDriftEvery, Tick: c.driftTick}}
 	var err error
@@ -267,7 +265,7 @@ func (c serveConfig) controllers(dir string, log *slog.Logger) (controller.Confi
 		if err != nil {
 			return ctl, fmt.Errorf("--git-poll: %w", err)
 		}
-		ctl.Git = &gitops.Config{Poll: poll, Spec: spec.Options{Fetched: gitsource.InDataDir(dir).Fetched},
+		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir),
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}

@@ -74,7 +74,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 		if err != nil {
 			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
 		}
-		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, g.cfg.Spec)
+		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, g.cfg.Spec.InRepo(c.Dir))
 		if diags.HasErrors() {
 			if prev := files[p]; prev != "" {
 				kept[prev] = true // a broken file still declares what it declared
@@ -319,11 +319,15 @@ type contentSums map[string]string
 
 func newContentSums() contentSums { return contentSums{} }
 
-// env hashes an environment file's content and every local input of its
+// env hashes an environment file's content, the files it was built from
+// (its template, the files it extends) and every local input of its
 // components, named relative to the file's folder.
 func (cs contentSums) env(env *spec.Environment, content []byte) (string, error) {
 	h := sha256.New()
 	h.Write(content)
+	for _, f := range env.Sources {
+		fmt.Fprintf(h, "\x00from\x00%s", f.ID())
+	}
 	for _, c := range env.Spec.Components {
 		for _, p := range env.LocalInputs(c) {
 			sum, err := cs.path(p)

@@ -122,7 +122,7 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 		}
 		// Relative paths resolve from the file's folder, as in the CLI.
 		folder := filepath.Join(dir, filepath.FromSlash(path.Dir(want.Path)))
-		env, diags := spec.ParseWith(want.Path, folder, "", content, g.cfg.Spec)
+		env, diags := spec.ParseWith(want.Path, folder, "", content, g.cfg.Spec.InRepo(dir))
 		if diags.HasErrors() {
 			return errors.New(diags.String())
 		}
