@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/fake"
@@ -83,8 +84,8 @@ func openDiff(t *testing.T) *knit.Knit {
 		}
 		return nil
 	}}
-	k, err := knit.Open(context.Background(), knit.Config{DataDir: t.TempDir(),
-		Runners: map[string]runner.Runner{spec.TypeTerraform: r, spec.TypeScript: r}})
+	k, err := adapters.Open(context.Background(), adapters.Config{Config: knit.Config{DataDir: t.TempDir(),
+		Runners: map[string]runner.Runner{spec.TypeTerraform: r, spec.TypeScript: r}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +262,8 @@ spec:
 func TestDiffMasksChartValuesTokensAndNestedSecrets(t *testing.T) {
 	ctx := context.Background()
 	r := &fake.Runner{}
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(),
-		Runners: map[string]runner.Runner{spec.TypeHelm: r, spec.TypeScript: r}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir(),
+		Runners: map[string]runner.Runner{spec.TypeHelm: r, spec.TypeScript: r}}})
 	if err != nil {
 		t.Fatal(err)
 	}

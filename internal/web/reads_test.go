@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
@@ -173,7 +174,7 @@ func TestEnvironmentsPageReadsAreConstant(t *testing.T) {
 	seedRows(t, cs, "big", 55)
 	seedRows(t, cs, "small", 3)
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Store: cs})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir(), Store: cs}})
 	if err != nil {
 		t.Fatal(err)
 	}

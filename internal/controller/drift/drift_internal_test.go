@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
@@ -75,7 +76,7 @@ func (q *queue) take() []knit.RunRequest {
 func applied(t *testing.T) *knit.Knit {
 	t.Helper()
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/engine"
@@ -74,7 +75,7 @@ func TestPollsOnTheClockAndRetriesALockedRun(t *testing.T) {
 	testtools.RunGit(t, repo, "commit", "-q", "-m", "add one")
 
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir()})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
@@ -43,8 +44,8 @@ spec:
 
 func openKnit(t *testing.T) *knit.Knit {
 	t.Helper()
-	k, err := knit.Open(context.Background(), knit.Config{DataDir: t.TempDir(),
-		Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}})
+	k, err := adapters.Open(context.Background(), adapters.Config{Config: knit.Config{DataDir: t.TempDir(),
+		Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
