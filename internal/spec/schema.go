@@ -80,6 +80,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})
 			},
 			"kubeconfig": d.kubeconfig(&s.Kubeconfig),
+			"health":     d.healthPolicy(&s.Health),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -122,6 +123,7 @@ func (d *decoder) component(c *Component) field {
 			"secrets":           d.secrets(&c.Secrets),
 			"outputs":           d.outputs(&c.Outputs),
 			"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
+			"health":            d.healthChecks(&c.Health),
 		}, componentHints)
 	}
 }

@@ -66,8 +66,11 @@ type EnvSpec struct {
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
 	// Kubeconfig is the cluster access of every helm and manifests
 	// component that sets none of its own (knit.dev/v1 only).
-	Kubeconfig *Kubeconfig  `json:"kubeconfig,omitempty"`
-	Components []*Component `json:"components"`
+	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Health is the environment's own health checks and when the server
+	// re-checks health (knit.dev/v1 only).
+	Health     *HealthPolicy `json:"health,omitempty"`
+	Components []*Component  `json:"components"`
 }
 
 // Drift policies: what a scheduled drift check does with what it finds.
@@ -131,6 +134,9 @@ type Component struct {
 	// Kubeconfig is how a helm or manifests component reaches its cluster
 	// (knit.dev/v1 only); unset, the environment's applies.
 	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Health are the checks that tell whether the component works once
+	// applied (knit.dev/v1 only).
+	Health []HealthCheck `json:"health,omitempty"`
 }
 
 // Module says where a Terraform/OpenTofu module comes from.
