@@ -58,7 +58,9 @@ func (c Condition) Holds(x float64) bool {
 	return false
 }
 
-func (c Condition) String() string { return "result " + c.Op + " " + strconv.FormatFloat(c.Number, 'g', -1, 64) }
+func (c Condition) String() string {
+	return "result " + c.Op + " " + strconv.FormatFloat(c.Number, 'g', -1, 64)
+}
 
 // Measure runs the query once: the condition holding is Successful, not
 // holding Failed, NaN Inconclusive; no answer, an API error or a result
