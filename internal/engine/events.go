@@ -19,6 +19,11 @@ const (
 	RunFinished EventKind = "run-finished"
 	// ComponentStatus is a component moving to a new status.
 	ComponentStatus EventKind = "component"
+	// Verifying: an apply's components are applied and its health checks
+	// run; HealthChecked is one check's verdict (Component, Code: verdict
+	// and check, Reason: what it saw; Cause when not Successful).
+	Verifying     EventKind = "verifying"
+	HealthChecked EventKind = "health"
 	// LogLine is one line of a tool's output, secrets masked.
 	LogLine EventKind = "log"
 	// Dropped tells a subscriber that events it had not read yet fell out

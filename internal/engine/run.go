@@ -308,6 +308,9 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
 		err = body(s, ctx)
 	}
+	if err == nil {
+		err = s.verify(ctx)
+	}
 }
 
 // finish records the run's outcome, audits it, sets the environment's

@@ -50,6 +50,7 @@ const (
 	ReasonInconclusiveLimit Reason = "InconclusiveLimitExceeded"
 	ReasonErrorLimit        Reason = "ConsecutiveErrorLimitExceeded"
 	ReasonCancelled         Reason = "Cancelled"
+	ReasonBroken            Reason = "CheckNotReady" // its URL's output could not be read
 )
 
 // Measurement is one measurement and its evidence.

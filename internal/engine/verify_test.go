@@ -1,0 +1,149 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/health"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+// instantClock runs a check's intervals without waiting.
+type instantClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *instantClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+// healthy is an app whose url output points at a loopback endpoint the
+// test controls, checked three times; the environment also runs a command.
+const healthy = `
+apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: t
+  envName: verified
+  autoApprove: true
+  components:
+    - name: app
+      type: script
+      script: {apply: "true"}
+      variables: [{name: version, value: VERSION}]
+      outputs: [{name: url}]
+      health:
+        - name: http-ok
+          http: {url: {valueFrom: app.url}, expectStatus: 200, bodyRegex: ok}
+          interval: 1s
+          count: 3
+  health:
+    checks:
+      - {name: shell, command: "test -n \"$PATH\""}
+`
+
+func TestApplySucceedsOnlyWhenVerificationSucceeds(t *testing.T) {
+	var status atomic.Int32
+	status.Store(200)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(status.Load()))
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	h := newHarness(t)
+	h.r.OutputsFor = func(name string, in runner.Inputs) runner.Outputs {
+		return runner.Outputs{"url": {Value: srv.URL + "/healthz"}}
+	}
+	h.e.Verifier = health.Runner{Clock: &instantClock{}}
+	ctx := context.Background()
+
+	var kinds []engine.EventKind
+	var mu sync.Mutex
+	res, err := h.e.Apply(ctx, parse(t, strings.Replace(healthy, "VERSION", "1", 1)), engine.Options{Actor: "tester", OnEvent: func(ev engine.Event) {
+		mu.Lock()
+		kinds = append(kinds, ev.Kind)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.StatusSucceeded || res.Verification == nil || res.Verification.Verdict != health.Successful || len(res.Verification.Results) != 2 {
+		t.Fatalf("healthy apply: %s %s %+v", res.Status, res.Error, res.Verification)
+	}
+	if got := res.Verification.Results[0]; got.Component != "app" || len(got.Measurements) != 3 || got.Last().StatusCode != 200 {
+		t.Errorf("app's check: %+v", got)
+	}
+	mu.Lock()
+	if !containsKind(kinds, engine.Verifying) || !containsKind(kinds, engine.HealthChecked) {
+		t.Errorf("events %v, want verifying and health", kinds)
+	}
+	mu.Unlock()
+
+	// A change after which the endpoint fails: the apply fails, naming
+	// the check and the status it saw.
+	status.Store(503)
+	res, err = h.e.Apply(ctx, parse(t, strings.Replace(healthy, "VERSION", "2", 1)), engine.Options{Actor: "tester"})
+	if err == nil || res.Status != store.StatusFailed || res.Verification.Verdict != health.Failed {
+		t.Fatalf("failing apply: %v %s %+v", err, res.Status, res.Verification)
+	}
+	const want = "verification Failed: health check app/http-ok: failed (1) > failureLimit (0): status 503, want 200"
+	if !strings.Contains(res.Error, want) {
+		t.Errorf("error %q, want it to say %q", res.Error, want)
+	}
+	runs, _ := h.st.Runs(ctx, "t/verified", store.RunFilter{})
+	if len(runs) != 2 || runs[0].Status != store.StatusFailed || !strings.Contains(runs[0].Error, want) {
+		t.Errorf("recorded runs: %+v", runs)
+	}
+	env, _ := h.st.Environment(ctx, "t/verified")
+	if env.Status != engine.EnvFailed {
+		t.Errorf("environment status %q, want %q", env.Status, engine.EnvFailed)
+	}
+}
+
+// An apply without health checks runs none; a check whose URL's output
+// is missing fails without measuring.
+func TestVerificationNeedsChecksAndTheirOutputs(t *testing.T) {
+	h := newHarness(t)
+	h.e.Verifier = health.Runner{Clock: &instantClock{}}
+	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester"})
+	if err != nil || res.Verification != nil {
+		t.Fatalf("no checks: %v %+v", err, res.Verification)
+	}
+	h.r.OutputsFor = func(string, runner.Inputs) runner.Outputs { return runner.Outputs{} }
+	res, err = h.e.Apply(context.Background(), parse(t, strings.Replace(healthy, "VERSION", "1", 1)), engine.Options{Actor: "tester"})
+	if err == nil || res.Verification == nil || res.Verification.Results[0].Reason != health.ReasonBroken {
+		t.Fatalf("missing output: %v %+v", err, res.Verification)
+	}
+	var ve *engine.VerificationError
+	if !asVerification(err, &ve) || ve.Reason() != engine.ReasonVerificationFailed {
+		t.Errorf("error %v is not a VerificationError", err)
+	}
+}
+
+func containsKind(kinds []engine.EventKind, k engine.EventKind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func asVerification(err error, target **engine.VerificationError) bool { return errors.As(err, target) }
