@@ -120,6 +120,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newAuditCmd(d),
 		newStatusCmd(d),
 		newOutputCmd(d),
+		newHealthCmd(d),
 		newHistoryCmd(d),
 		newLogsCmd(d),
 		newServeCmd(d),

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
 )
 
 // Verifier runs an applied environment's health checks (health.Runner
@@ -46,11 +48,7 @@ func (s *session) verify(ctx context.Context) error {
 		return nil
 	}
 	s.publish(Event{Kind: Verifying, RunKind: s.kind})
-	verifier := s.e.Verifier
-	if verifier == nil {
-		verifier = health.Runner{Clock: health.SystemClock{}}
-	}
-	rep := verifier.Verify(ctx, targets)
+	rep := s.e.verifier().Verify(ctx, targets)
 	s.result.Verification = &rep
 	for _, r := range rep.Results {
 		ev := Event{Kind: HealthChecked, Component: r.Component, Code: string(r.Verdict) + ": " + r.Check, Reason: r.Message}
@@ -72,25 +70,77 @@ func (s *session) verify(ctx context.Context) error {
 	return nil
 }
 
-// healthTargets are the checks to run: each applied component's (in
-// graph order), then the environment's.
+// healthTargets are the checks to run after this run's apply: each
+// component's it applied or found up to date (in graph order), then the
+// environment's.
 func (s *session) healthTargets() []health.Target {
-	secrets := s.secrets()
-	var targets []health.Target
+	var names []string
 	for _, cr := range s.result.Components {
-		c := s.env.Component(cr.Name)
-		if c == nil || len(c.Health) == 0 || cr.Status == Destroyed || cr.Status.IsError() {
-			continue
-		}
-		env := health.Env{Resolve: s.output, Dir: s.e.workDir(s.env, c), Vars: procexec.ToolEnv(nil, nil), Secrets: secrets}
-		for _, h := range c.Health {
-			targets = append(targets, target(c.Name, h, env))
+		if cr.Status != Destroyed && !cr.Status.IsError() {
+			names = append(names, cr.Name)
 		}
 	}
-	if h := s.env.Spec.Health; h != nil {
-		env := health.Env{Resolve: s.output, Dir: s.env.Dir, Vars: procexec.ToolEnv(nil, nil), Secrets: secrets}
+	s.mu.Lock()
+	states := maps.Clone(s.states)
+	s.mu.Unlock()
+	return s.e.healthTargets(s.env, names, states)
+}
+
+// CheckHealth runs env's health checks now, against what is applied: the
+// checks of every component whose stored state is applied (in graph
+// order), then the environment's. It takes no lock and changes nothing.
+func (e *Engine) CheckHealth(ctx context.Context, env *spec.Environment) (health.Report, error) {
+	states, err := e.Store.ComponentStates(ctx, env.ID())
+	if err != nil {
+		return health.Report{}, fmt.Errorf("read component states: %w", err)
+	}
+	levels, err := env.Graph().Levels()
+	if err != nil {
+		return health.Report{}, err
+	}
+	var names []string
+	for _, level := range levels {
+		for _, n := range level {
+			if states[n].Status == stateApplied {
+				names = append(names, n)
+			}
+		}
+	}
+	return e.verifier().Verify(ctx, e.healthTargets(env, names, states)), nil
+}
+
+func (e *Engine) verifier() Verifier {
+	if e.Verifier == nil {
+		return health.Runner{Clock: health.SystemClock{}}
+	}
+	return e.Verifier
+}
+
+// healthTargets are the checks of the named components, then env's own;
+// valueFrom reads states' outputs, and every sensitive output is kept out
+// of evidence.
+func (e *Engine) healthTargets(env *spec.Environment, names []string, states map[string]store.ComponentState) []health.Target {
+	out := outputReader(states)
+	var secrets []string
+	for _, st := range states {
+		secrets = append(secrets, storedSecrets(st.Outputs)...)
+	}
+	vars := procexec.ToolEnv(nil, nil)
+	var targets []health.Target
+	for _, name := range names {
+		c := env.Component(name)
+		if c == nil {
+			continue
+		}
+		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets}
+		for _, h := range c.Health {
+			targets = append(targets, target(c.Name, h, henv))
+		}
+	}
+	if h := env.Spec.Health; h != nil {
+		henv := health.Env{Resolve: out, Dir: env.Dir, Vars: vars, Secrets: secrets}
 		for _, c := range h.Checks {
-			targets = append(targets, target("", c, env))
+			targets = append(targets, target("", c, henv))
 		}
 	}
 	return targets
@@ -104,42 +154,33 @@ func target(component string, h spec.HealthCheck, env health.Env) health.Target 
 	return health.Target{Component: component, Check: c, Broken: err}
 }
 
-// output reads component.output from the components' states, as a
-// string (a check's URL).
-func (s *session) output(ref string) (string, error) {
-	r, ok := spec.ParseValueFrom(ref)
-	if !ok {
-		return "", fmt.Errorf("bad valueFrom %q", ref)
-	}
-	out, ok := s.state(r.Component).Outputs[r.Output]
-	if !ok {
-		return "", fmt.Errorf("%s has no output %q", r.Component, r.Output)
-	}
-	var v any
-	if err := json.Unmarshal(out.Value, &v); err != nil {
-		return "", fmt.Errorf("output %s is unreadable: %w", ref, err)
-	}
-	if r.Index != nil {
-		list, ok := v.([]any)
-		if !ok || *r.Index >= len(list) {
-			return "", fmt.Errorf("output %s: no element [%d]", ref, *r.Index)
+// outputReader reads component.output from states, as a string (a
+// check's URL).
+func outputReader(states map[string]store.ComponentState) func(ref string) (string, error) {
+	return func(ref string) (string, error) {
+		r, ok := spec.ParseValueFrom(ref)
+		if !ok {
+			return "", fmt.Errorf("bad valueFrom %q", ref)
 		}
-		v = list[*r.Index]
+		o, ok := states[r.Component].Outputs[r.Output]
+		if !ok {
+			return "", fmt.Errorf("%s has no output %q", r.Component, r.Output)
+		}
+		var v any
+		if err := json.Unmarshal(o.Value, &v); err != nil {
+			return "", fmt.Errorf("output %s is unreadable: %w", ref, err)
+		}
+		if r.Index != nil {
+			list, ok := v.([]any)
+			if !ok || *r.Index >= len(list) {
+				return "", fmt.Errorf("output %s: no element [%d]", ref, *r.Index)
+			}
+			v = list[*r.Index]
+		}
+		str, ok := v.(string)
+		if !ok {
+			return "", errors.New("output " + ref + " is not a string")
+		}
+		return str, nil
 	}
-	str, ok := v.(string)
-	if !ok {
-		return "", errors.New("output " + ref + " is not a string")
-	}
-	return str, nil
-}
-
-// secrets are every sensitive output's values: a check's evidence never shows them.
-func (s *session) secrets() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, st := range s.states {
-		out = append(out, storedSecrets(st.Outputs)...)
-	}
-	return out
 }
