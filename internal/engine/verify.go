@@ -9,6 +9,7 @@ import (
 
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/procexec"
+	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -82,8 +83,30 @@ func (s *session) healthTargets() []health.Target {
 	}
 	s.mu.Lock()
 	states := maps.Clone(s.states)
+	failures := s.checkFailures
 	s.mu.Unlock()
-	return s.e.healthTargets(s.env, names, states)
+	targets := s.e.healthTargets(s.env, names, states)
+	// A check block that failed in an apply is a failed check of its
+	// component, decided by the tool: nothing to measure again.
+	for _, name := range names {
+		for _, f := range failures[name] {
+			targets = append(targets, health.Target{Component: name, Check: health.Check{Name: "check." + f.Check},
+				Decided: &health.Result{Check: "check." + f.Check, Verdict: health.Failed, Reason: health.ReasonCheckBlock, Message: f.Message}})
+		}
+	}
+	return targets
+}
+
+// checkFailed records, for name, a check block that failed in its apply.
+func (s *session) checkFailed(name string) func(runner.CheckFailure) {
+	return func(f runner.CheckFailure) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.checkFailures == nil {
+			s.checkFailures = map[string][]runner.CheckFailure{}
+		}
+		s.checkFailures[name] = append(s.checkFailures[name], f)
+	}
 }
 
 // CheckHealth runs env's health checks now, against what is applied: the

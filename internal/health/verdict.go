@@ -50,7 +50,8 @@ const (
 	ReasonInconclusiveLimit Reason = "InconclusiveLimitExceeded"
 	ReasonErrorLimit        Reason = "ConsecutiveErrorLimitExceeded"
 	ReasonCancelled         Reason = "Cancelled"
-	ReasonBroken            Reason = "CheckNotReady" // its URL's output could not be read
+	ReasonBroken            Reason = "CheckNotReady"    // its URL's output could not be read
+	ReasonCheckBlock        Reason = "CheckBlockFailed" // an OpenTofu check block's assertion failed in the apply
 )
 
 // Measurement is one measurement and its evidence.

@@ -14,6 +14,9 @@ type Target struct {
 	// Broken, when set, is why the check could not be set up (an output
 	// its URL reads is missing): the target is Failed without measuring.
 	Broken error
+	// Decided, when set, is a result known without measuring (a tool's
+	// own check that failed during the apply).
+	Decided *Result
 }
 
 // TargetResult is one target's result.
@@ -80,6 +83,10 @@ func (r Runner) Verify(ctx context.Context, targets []Target) Report {
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		rep.Results[i].Component = t.Component
+		if t.Decided != nil {
+			rep.Results[i].Result = *t.Decided
+			continue
+		}
 		if t.Broken != nil {
 			rep.Results[i].Result = Result{Check: t.Check.Name, Verdict: Failed, Reason: ReasonBroken, Message: t.Broken.Error()}
 			continue
