@@ -193,12 +193,9 @@ func outputReader(states map[string]store.ComponentState) func(ref string) (stri
 		if err := json.Unmarshal(o.Value, &v); err != nil {
 			return "", fmt.Errorf("output %s is unreadable: %w", ref, err)
 		}
-		if r.Index != nil {
-			list, ok := v.([]any)
-			if !ok || *r.Index >= len(list) {
-				return "", fmt.Errorf("output %s: no element [%d]", ref, *r.Index)
-			}
-			v = list[*r.Index]
+		v, err := element(v, r)
+		if err != nil {
+			return "", err
 		}
 		str, ok := v.(string)
 		if !ok {
