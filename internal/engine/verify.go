@@ -48,6 +48,8 @@ func (s *session) verify(ctx context.Context) error {
 	if len(targets) == 0 {
 		return nil
 	}
+	s.handle.verifying.Store(true)
+	defer s.handle.verifying.Store(false)
 	s.publish(Event{Kind: Verifying, RunKind: s.kind})
 	rep := s.e.verifier().Verify(ctx, targets)
 	s.result.Verification = &rep

@@ -147,3 +147,42 @@ func containsKind(kinds []engine.EventKind, k engine.EventKind) bool {
 }
 
 func asVerification(err error, target **engine.VerificationError) bool { return errors.As(err, target) }
+
+// gatedVerifier holds a verification until the test lets it go.
+type gatedVerifier struct {
+	started, release chan struct{}
+	health.Runner
+}
+
+func (g gatedVerifier) Verify(ctx context.Context, targets []health.Target) health.Report {
+	close(g.started)
+	<-g.release
+	return g.Runner.Verify(ctx, targets)
+}
+
+// While an apply runs its checks, the live run says verifying.
+func TestLiveRunSaysVerifying(t *testing.T) {
+	h := newHarness(t)
+	g := gatedVerifier{started: make(chan struct{}), release: make(chan struct{}), Runner: health.Runner{Clock: &instantClock{}}}
+	h.e.Verifier = g
+	env := parse(t, strings.Replace(strings.Replace(healthy, "VERSION", "1", 1), "http: {url: {valueFrom: app.url}, expectStatus: 200, bodyRegex: ok}", `command: "true"`, 1))
+	run, err := h.e.Start(context.Background(), engine.KindApply, env, engine.Options{Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.started:
+	case <-time.After(hangGuard):
+		t.Fatal("verification never started")
+	}
+	if got := run.Status(); got != store.StatusVerifying {
+		t.Errorf("status while verifying %q, want %q", got, store.StatusVerifying)
+	}
+	close(g.release)
+	if _, err := run.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := run.Status(); got != store.StatusSucceeded {
+		t.Errorf("status after %q, want %q", got, store.StatusSucceeded)
+	}
+}

@@ -43,6 +43,10 @@ const (
 	StatusFailed      = "failed"
 	StatusInterrupted = "interrupted"
 	StatusAwaiting    = "awaiting-approval"
+	// StatusVerifying is an apply checking health once its components
+	// are applied: a live run's status (engine.Run.Status); its record
+	// says running until the outcome.
+	StatusVerifying = "verifying"
 	// StatusSuperseded is a run that stopped at the approval gate and was
 	// replaced by a later run of its environment (Run.SupersededBy).
 	StatusSuperseded = "superseded"
