@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
+	"syscall"
 )
 
 // Bounds on what a check reads from a server it does not control.
@@ -29,13 +31,20 @@ type HTTP struct {
 	ExpectStatus       int
 	BodyRegex          *regexp.Regexp
 	InsecureSkipVerify bool
+	// Sensitive says the URL is a secret (a sensitive output): an error
+	// is then told by its kind alone, as its text may name the host.
+	Sensitive bool
 }
 
 // Measure requests the URL once.
 func (h *HTTP) Measure(ctx context.Context) Measurement {
 	body, status, err := get(ctx, h.URL, h.InsecureSkipVerify)
 	if err != nil {
-		return Measurement{Phase: PhaseError, Message: err.Error()}
+		msg := err.Error()
+		if h.Sensitive {
+			msg = errorKind(err)
+		}
+		return Measurement{Phase: PhaseError, Message: msg}
 	}
 	m := Measurement{StatusCode: status}
 	switch {
@@ -81,6 +90,28 @@ func get(ctx context.Context, u string, insecure bool) (body []byte, status int,
 		return nil, resp.StatusCode, plain(ctx, err)
 	}
 	return body, resp.StatusCode, nil
+}
+
+// errorKind names what kind of error err is, without its text.
+func errorKind(err error) string {
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var op *net.OpError
+	switch {
+	case err.Error() == "timed out":
+		return "timed out"
+	case errors.Is(err, errTooManyRedirects):
+		return errTooManyRedirects.Error()
+	case errors.As(err, &dns):
+		return "the host name did not resolve"
+	case errors.As(err, &cert):
+		return "the TLS certificate was not accepted"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &op):
+		return "the connection failed (" + op.Op + ")"
+	}
+	return "the request failed"
 }
 
 var errTooManyRedirects = fmt.Errorf("more than %d redirects", MaxRedirects)

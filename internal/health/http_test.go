@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"knit.dev/knit/internal/spec"
 )
 
 func measure(t *testing.T, p Probe, timeout time.Duration) Measurement {
@@ -145,5 +147,30 @@ func TestHTTPCheckVerifiesTLS(t *testing.T) {
 	}
 	if m := measure(t, &HTTP{URL: srv.URL, ExpectStatus: 200, InsecureSkipVerify: true}, time.Minute); m.Phase != PhaseSuccessful {
 		t.Errorf("insecureSkipVerify: %+v", m)
+	}
+}
+
+// A URL that is a secret (a sensitive output) shows no part of itself,
+// host and port included: an error is told by its kind alone.
+func TestHTTPCheckOfASecretURLTellsErrorsByKind(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	url := "http://127.0.0.1:" + port + "/private"
+	c, err := FromSpec(spec.HealthCheck{Name: "s", HTTP: &spec.HTTPCheck{URL: spec.StringValue{ValueFrom: "db.url"}}},
+		Env{Resolve: func(string) (string, error) { return url, nil }, Secrets: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := measure(t, c.Probe, time.Minute)
+	if m.Phase != PhaseError || m.Message != "connection refused" || strings.Contains(m.Message, port) {
+		t.Errorf("got %+v", m)
+	}
+	// The same URL, not secret, says what happened in full.
+	if m := measure(t, &HTTP{URL: url, ExpectStatus: 200}, time.Minute); !strings.Contains(m.Message, port) {
+		t.Errorf("not secret: %+v", m)
 	}
 }

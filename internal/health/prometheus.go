@@ -18,6 +18,8 @@ type Prometheus struct {
 	URL       string
 	Query     string
 	Condition Condition
+	// Sensitive says the URL is a secret: an error is told by its kind.
+	Sensitive bool
 }
 
 // Condition is "result OP Number".
@@ -72,7 +74,11 @@ func (p *Prometheus) Measure(ctx context.Context) Measurement {
 	}
 	body, status, err := get(ctx, u, false)
 	if err != nil {
-		return Measurement{Phase: PhaseError, Message: err.Error()}
+		msg := err.Error()
+		if p.Sensitive {
+			msg = errorKind(err)
+		}
+		return Measurement{Phase: PhaseError, Message: msg}
 	}
 	x, err := promValue(body)
 	if err != nil {

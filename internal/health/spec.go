@@ -46,6 +46,7 @@ func FromSpec(h spec.HealthCheck, env Env) (Check, error) {
 			}
 		}
 		p.URL, err = value(h.HTTP.URL, env)
+		p.Sensitive = secret(p.URL, env.Secrets)
 		c.Probe = p
 	case h.Prometheus != nil:
 		p := &Prometheus{Query: h.Prometheus.Query}
@@ -53,6 +54,7 @@ func FromSpec(h spec.HealthCheck, env Env) (Check, error) {
 			return Check{}, fmt.Errorf("health check %s: %w", h.Name, err)
 		}
 		p.URL, err = value(h.Prometheus.URL, env)
+		p.Sensitive = secret(p.URL, env.Secrets)
 		c.Probe = p
 	case h.Command != "":
 		c.Probe = &Command{Run: h.Command, Dir: env.Dir, Env: env.Vars, Secrets: env.Secrets}
@@ -73,6 +75,16 @@ func value(v spec.StringValue, env Env) (string, error) {
 		return "", fmt.Errorf("%s: outputs are not available here", v.ValueFrom)
 	}
 	return env.Resolve(v.ValueFrom)
+}
+
+// secret reports whether v is one of secrets.
+func secret(v string, secrets []string) bool {
+	for _, s := range secrets {
+		if v != "" && s == v {
+			return true
+		}
+	}
+	return false
 }
 
 func duration(s string, def time.Duration) time.Duration {
