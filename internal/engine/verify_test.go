@@ -186,3 +186,47 @@ func TestLiveRunSaysVerifying(t *testing.T) {
 		t.Errorf("status after %q, want %q", got, store.StatusSucceeded)
 	}
 }
+
+// The environment's own Prometheus check judges the apply by the value a
+// loopback query API answers.
+func TestEnvironmentPrometheusCheckJudgesTheApply(t *testing.T) {
+	var rate atomic.Value
+	rate.Store("0.001")
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" || r.URL.Query().Get("query") != "sum(rate(errors[5m]))" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"` + rate.Load().(string) + `"]}]}}`))
+	}))
+	defer prom.Close()
+	h := newHarness(t)
+	h.e.Verifier = health.Runner{Clock: &instantClock{}}
+	src := func(v string) string {
+		return `
+apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: t
+  envName: prom
+  autoApprove: true
+  components:
+    - {name: app, type: script, script: {apply: "true"}, variables: [{name: v, value: "` + v + `"}]}
+  health:
+    checks:
+      - name: error-rate
+        prometheus: {url: "` + prom.URL + `", query: "sum(rate(errors[5m]))", condition: "result < 0.01"}
+        count: 2
+`
+	}
+	res, err := h.e.Apply(context.Background(), parse(t, src("1")), engine.Options{Actor: "tester"})
+	if err != nil || res.Status != store.StatusSucceeded || *res.Verification.Results[0].Last().Value != 0.001 {
+		t.Fatalf("low error rate: %v %+v", err, res.Verification)
+	}
+	rate.Store("0.5")
+	res, _ = h.e.Apply(context.Background(), parse(t, src("2")), engine.Options{Actor: "tester"})
+	const want = "health check error-rate: failed (1) > failureLimit (0): result 0.5: result < 0.01 does not hold"
+	if res.Status != store.StatusFailed || !strings.Contains(res.Error, want) {
+		t.Errorf("high error rate: %s %q, want it to say %q", res.Status, res.Error, want)
+	}
+}
