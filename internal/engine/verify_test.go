@@ -230,3 +230,32 @@ spec:
 		t.Errorf("high error rate: %s %q, want it to say %q", res.Status, res.Error, want)
 	}
 }
+
+// An apply that stops at an approval gate, or whose component failed,
+// runs no health checks: there is nothing applied to verify.
+func TestNoVerificationUnlessEverythingApplied(t *testing.T) {
+	h := newHarness(t)
+	probe := &countingVerifier{}
+	h.e.Verifier = probe
+	src := strings.Replace(strings.Replace(healthy, "VERSION", "1", 1), "autoApprove: true", "autoApprove: false", 1)
+	res, err := h.e.Apply(context.Background(), parse(t, src), engine.Options{Actor: "tester"})
+	if err != nil || res.Status != store.StatusAwaiting || res.Verification != nil {
+		t.Errorf("gated: %v %s %+v", err, res.Status, res.Verification)
+	}
+	h.r.Fail = map[string]map[string]error{"app": {"apply": errors.New("boom")}}
+	res, err = h.e.Apply(context.Background(), parse(t, strings.Replace(healthy, "VERSION", "2", 1)), engine.Options{Actor: "tester"})
+	if err != nil || res.Status != store.StatusFailed || res.Verification != nil {
+		t.Errorf("failed: %v %s %+v", err, res.Status, res.Verification)
+	}
+	if probe.calls.Load() != 0 {
+		t.Errorf("%d verifications ran", probe.calls.Load())
+	}
+}
+
+// countingVerifier counts verifications and passes them all.
+type countingVerifier struct{ calls atomic.Int32 }
+
+func (c *countingVerifier) Verify(context.Context, []health.Target) health.Report {
+	c.calls.Add(1)
+	return health.Report{Verdict: health.Successful}
+}
