@@ -113,8 +113,12 @@ func (s *session) checkFailed(name string) func(runner.CheckFailure) {
 
 // CheckHealth runs env's health checks now, against what is applied: the
 // checks of every component whose stored state is applied (in graph
-// order), then the environment's. It takes no lock and changes nothing.
+// order), then the environment's; none for a torn-down environment. It
+// takes no lock and changes nothing.
 func (e *Engine) CheckHealth(ctx context.Context, env *spec.Environment) (health.Report, error) {
+	if env.Spec.Teardown {
+		return health.Report{Verdict: health.Successful}, nil // torn down: nothing to check
+	}
 	states, err := e.Store.ComponentStates(ctx, env.ID())
 	if err != nil {
 		return health.Report{}, fmt.Errorf("read component states: %w", err)
