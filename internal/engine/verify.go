@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/procexec"
@@ -155,19 +157,28 @@ func (e *Engine) healthTargets(env *spec.Environment, names []string, states map
 		secrets = append(secrets, storedSecrets(st.Outputs)...)
 	}
 	vars := procexec.ToolEnv(nil, nil)
+	// Evidence is masked by the engine's one rule: every secret, and every
+	// value of the tool environment a command check sees.
+	hidden := slices.Clone(secrets)
+	for _, kv := range vars {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			hidden = append(hidden, v)
+		}
+	}
+	mask := newMasker(hidden).text
 	var targets []health.Target
 	for _, name := range names {
 		c := env.Component(name)
 		if c == nil {
 			continue
 		}
-		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets}
+		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets, Mask: mask}
 		for _, h := range c.Health {
 			targets = append(targets, target(c.Name, h, henv))
 		}
 	}
 	if h := env.Spec.Health; h != nil {
-		henv := health.Env{Resolve: out, Dir: env.Dir, Vars: vars, Secrets: secrets}
+		henv := health.Env{Resolve: out, Dir: env.Dir, Vars: vars, Secrets: secrets, Mask: mask}
 		for _, c := range h.Checks {
 			targets = append(targets, target("", c, henv))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -258,4 +259,38 @@ type countingVerifier struct{ calls atomic.Int32 }
 func (c *countingVerifier) Verify(context.Context, []health.Target) health.Report {
 	c.calls.Add(1)
 	return health.Report{Verdict: health.Successful}
+}
+
+// A command check's evidence is masked by the engine's rule: sensitive
+// outputs and the tool environment's values never show.
+func TestVerificationEvidenceIsMasked(t *testing.T) {
+	h := newHarness(t)
+	h.e.Verifier = health.Runner{Clock: &instantClock{}}
+	h.r.OutputsFor = func(string, runner.Inputs) runner.Outputs {
+		return runner.Outputs{"token": {Value: "s3cr3t-token-value", Sensitive: true}}
+	}
+	src := `
+apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: t
+  envName: masked
+  autoApprove: true
+  components:
+    - name: app
+      type: script
+      script: {apply: "true"}
+      outputs: [{name: token, sensitive: true}]
+      health:
+        - {name: leaky, command: "echo token=s3cr3t-token-value path=$PATH; exit 2"}
+`
+	res, _ := h.e.Apply(context.Background(), parse(t, src), engine.Options{Actor: "tester"})
+	if res.Status != store.StatusFailed || res.Verification == nil {
+		t.Fatalf("got %s %+v", res.Status, res.Verification)
+	}
+	msg := res.Verification.Results[0].Last().Message
+	if strings.Contains(msg, "s3cr3t") || strings.Contains(res.Error, "s3cr3t") || strings.Contains(msg, os.Getenv("PATH")) ||
+		!strings.Contains(msg, "token=(sensitive value)") {
+		t.Errorf("evidence %q\nerror %q", msg, res.Error)
+	}
 }

@@ -20,6 +20,9 @@ type Command struct {
 	// Secrets are values that must never appear in evidence, besides
 	// every value of Env.
 	Secrets []string
+	// Mask, when set, masks evidence instead of Mask(s, Env's values and
+	// Secrets): the caller's one masking rule.
+	Mask func(string) string
 }
 
 // outputTail is how much of a command's output a measurement keeps, of
@@ -58,6 +61,9 @@ func (c *Command) Measure(ctx context.Context) Measurement {
 
 // mask replaces every secret, and every value of the environment, in s.
 func (c *Command) mask(s string) string {
+	if c.Mask != nil {
+		return c.Mask(s)
+	}
 	var vals []string
 	for _, kv := range c.Env {
 		if _, v, ok := strings.Cut(kv, "="); ok {

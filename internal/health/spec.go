@@ -17,6 +17,9 @@ type Env struct {
 	Dir     string
 	Vars    []string
 	Secrets []string
+	// Mask, when set, is the caller's masking rule for evidence, covering
+	// Secrets and Vars' values (the engine's); nil: Mask with both.
+	Mask func(string) string
 }
 
 // FromSpec turns a validated spec check into a Check, reading the outputs
@@ -57,7 +60,7 @@ func FromSpec(h spec.HealthCheck, env Env) (Check, error) {
 		p.Sensitive = secret(p.URL, env.Secrets)
 		c.Probe = p
 	case h.Command != "":
-		c.Probe = &Command{Run: h.Command, Dir: env.Dir, Env: env.Vars, Secrets: env.Secrets}
+		c.Probe = &Command{Run: h.Command, Dir: env.Dir, Env: env.Vars, Secrets: env.Secrets, Mask: env.Mask}
 	default:
 		return Check{}, fmt.Errorf("health check %s: no http, command or prometheus", h.Name)
 	}
