@@ -65,6 +65,9 @@ var rules = []rule{
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
+	{Pkg: mod + "health", Forbid: func(p string) bool {
+		return adapter(p) || slices.Contains([]string{mod + "engine", mod + "knit", mod + "store", mod + "runner", mod + "server", mod + "web", mod + "cli", mod + "client"}, p)
+	}, Why: "health checks are a leaf the engine calls"},
 }
 
 // controllerRule: knit serve's controllers act through the library; they

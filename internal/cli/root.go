@@ -121,6 +121,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newAuditCmd(d),
 		newStatusCmd(d),
 		newOutputCmd(d),
+		newHealthCmd(d),
 		newHistoryCmd(d),
 		newDiffCmd(d),
 		newLogsCmd(d),

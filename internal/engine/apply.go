@@ -211,6 +211,7 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 		return nil, err
 	}
 	rc.Sensitive = sensitive
+	rc.CheckFailed = st.s.checkFailed(st.c.Name)
 	p := &prepared{r: r, rc: rc, in: in, unknown: unknown}
 	if fingerprint {
 		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -53,6 +54,9 @@ type Engine struct {
 	// ToolGrace is how long a tool a dead knit left running has between
 	// SIGTERM and SIGKILL when a later run ends it (default procexec.Grace).
 	ToolGrace time.Duration
+	// Verifier runs health checks after an apply (default: health.Runner
+	// on the real clock).
+	Verifier Verifier
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones
@@ -144,6 +148,9 @@ type Result struct {
 	// ChangeSet is the change a gated apply stopped at, to approve at once
 	// (nil when nothing waits).
 	ChangeSet *store.ChangeSet `json:"changeSet,omitempty"`
+	// Verification is the health checks an apply ran once its components
+	// were applied (nil when it ran none).
+	Verification *health.Report `json:"verification,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

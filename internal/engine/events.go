@@ -25,6 +25,11 @@ const (
 	ComponentStatus = progress.ComponentStatus
 	LogLine         = progress.LogLine
 	Dropped         = progress.Dropped
+	// Verifying: an apply's components are applied and its health checks
+	// run; HealthChecked is one check's verdict (Component, Code: verdict
+	// and check, Reason: what it saw; Cause when not Successful).
+	Verifying     = progress.Verifying
+	HealthChecked = progress.HealthChecked
 )
 
 // Retention bounds what a run keeps in memory for late subscribers: the

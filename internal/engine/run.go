@@ -58,6 +58,9 @@ type session struct {
 	// their turn (prepareAhead), until the turn takes it.
 	aheadLogs map[string]string
 	result    *Result
+	// checkFailures are the tool's own checks (OpenTofu check blocks)
+	// that failed in this run's applies, by component: verify reports them.
+	checkFailures map[string][]runner.CheckFailure
 	// errs are failures of the run's own bookkeeping (store writes), which
 	// fail the run whatever its components did.
 	errs    []error
@@ -307,6 +310,9 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 	}()
 	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
 		err = body(s, ctx)
+	}
+	if err == nil {
+		err = s.verify(ctx)
 	}
 }
 

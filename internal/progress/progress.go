@@ -85,6 +85,11 @@ const (
 	ComponentStatus EventKind = "component"
 	// LogLine is one line of a tool's output, secrets masked.
 	LogLine EventKind = "log"
+	// Verifying: an apply's components are applied and its health checks
+	// run; HealthChecked is one check's verdict (Component, Code: verdict
+	// and check, Reason: what it saw; Cause when not Successful).
+	Verifying     EventKind = "verifying"
+	HealthChecked EventKind = "health"
 	// Dropped tells a subscriber that events it had not read yet fell out
 	// of the run's live buffer (Missed counts them); the next events follow.
 	Dropped EventKind = "dropped"

@@ -26,6 +26,16 @@ type Component struct {
 	// Sensitive names the inputs whose values are secret (they come from
 	// sensitive outputs): a runner must never write them to disk in clear.
 	Sensitive map[string]bool
+	// CheckFailed, when set, hears of each of the tool's own health checks
+	// that failed during an apply (OpenTofu check blocks), once each.
+	CheckFailed func(CheckFailure)
+}
+
+// CheckFailure is a tool's own check that failed during an apply: an
+// OpenTofu check block whose assertion did not hold, with its message.
+type CheckFailure struct {
+	Check   string `json:"check"`
+	Message string `json:"message"`
 }
 
 // Inputs are the component's resolved variables: literal values and values

@@ -96,6 +96,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				}
 			},
 			"overrides": d.overrides(&s.Overrides),
+			"health":    d.healthPolicy(&s.Health),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -144,6 +145,7 @@ func (d *decoder) componentFields(c *Component) map[string]field {
 		"secrets":           d.secrets(&c.Secrets),
 		"outputs":           d.outputs(&c.Outputs),
 		"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
+		"health":            d.healthChecks(&c.Health),
 	}
 }
 

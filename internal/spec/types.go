@@ -92,7 +92,10 @@ type EnvSpec struct {
 	Extends    *ExtendsRef    `json:"extends,omitempty"`
 	Parameters map[string]any `json:"parameters,omitempty"`
 	Overrides  *Overrides     `json:"overrides,omitempty"`
-	Components []*Component   `json:"components"`
+	// Health is the environment's own health checks and when the server
+	// re-checks health (knit.dev/v1 only).
+	Health     *HealthPolicy `json:"health,omitempty"`
+	Components []*Component  `json:"components"`
 }
 
 // Drift policies: what a scheduled drift check does with what it finds.
@@ -156,6 +159,9 @@ type Component struct {
 	// Kubeconfig is how a helm or manifests component reaches its cluster
 	// (knit.dev/v1 only); unset, the environment's applies.
 	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Health are the checks that tell whether the component works once
+	// applied (knit.dev/v1 only).
+	Health []HealthCheck `json:"health,omitempty"`
 }
 
 // Module says where a Terraform/OpenTofu module comes from.

@@ -51,6 +51,10 @@ const (
 	StatusFailed      RunStatus = "failed"
 	StatusInterrupted RunStatus = "interrupted"
 	StatusAwaiting    RunStatus = "awaiting-approval"
+	// StatusVerifying is an apply checking health once its components
+	// are applied: a live run's status (engine.Run.Status); its record
+	// says running until the outcome.
+	StatusVerifying RunStatus = "verifying"
 	// StatusSuperseded is a run that stopped at the approval gate and was
 	// replaced by a later run of its environment (Run.SupersededBy).
 	StatusSuperseded RunStatus = "superseded"
@@ -58,7 +62,7 @@ const (
 
 // RunStatuses is the closed set, in the order the OpenAPI document lists it.
 func RunStatuses() []RunStatus {
-	return []RunStatus{StatusQueued, StatusRefused, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusAwaiting, StatusSuperseded}
+	return []RunStatus{StatusQueued, StatusRefused, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusAwaiting, StatusVerifying, StatusSuperseded}
 }
 
 // RunKind is what a run does to its environment.
