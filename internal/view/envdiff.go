@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/plan"
 )
 
 // EnvDiff answers "what would making A look like B change?": the resolved
@@ -98,7 +98,7 @@ func shown(v any, missing, sensitive bool) string {
 	case missing:
 		return "(unset)"
 	case sensitive:
-		return runner.MaskedValue
+		return plan.MaskedValue
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
