@@ -53,6 +53,9 @@ type Engine struct {
 	// ToolGrace is how long a tool a dead knit left running has between
 	// SIGTERM and SIGKILL when a later run ends it (default procexec.Grace).
 	ToolGrace time.Duration
+	// Judge, when set, judges every run's whole plan before anything
+	// applies (policy as code; see Judge). Nil: no policy.
+	Judge Judge
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones
@@ -102,6 +105,10 @@ type Options struct {
 	// Origin says where the spec came from (a file path, a git URL@commit)
 	// for the revision; default the environment's file, made absolute.
 	Origin string
+	// OverridePolicy, when set, is why an admin lets a run a policy denies
+	// go on: the denial is recorded, audited and shown, and the run goes
+	// on. Who may set it is the caller's to check.
+	OverridePolicy string
 	// RunID, when set, is the run's ID (see NewRunID); otherwise a new one.
 	RunID string
 	// OnEvent, when set, sees every event of the run in order, from a
@@ -144,6 +151,9 @@ type Result struct {
 	// ChangeSet is the change a gated apply stopped at, to approve at once
 	// (nil when nothing waits).
 	ChangeSet *store.ChangeSet `json:"changeSet,omitempty"`
+	// Policy is what the environment's policies decided about the run's
+	// plan (nil without policies).
+	Policy *Verdict `json:"policy,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

@@ -24,6 +24,9 @@ const (
 	// Dropped tells a subscriber that events it had not read yet fell out
 	// of the run's live buffer (Missed counts them); the next events follow.
 	Dropped EventKind = "dropped"
+	// PolicyDecision is one decision of the environment's policies about
+	// the run's plan (Decision), before anything applies.
+	PolicyDecision EventKind = "policy"
 )
 
 // PlanCounts is the size of a component's plan.
@@ -60,6 +63,8 @@ type Event struct {
 	Error     string `json:"error,omitempty"`
 	// Missed is how many events a Dropped marker stands for.
 	Missed int64 `json:"missed,omitempty"`
+	// Decision is a PolicyDecision's.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // Retention bounds what a run keeps in memory for late subscribers: the

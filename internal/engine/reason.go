@@ -55,6 +55,9 @@ const (
 	// ReasonUpstreamRejected: not run, because the plan of a component it
 	// waited behind was rejected (Upstream).
 	ReasonUpstreamRejected Reason = "UpstreamRejected"
+	// ReasonPolicyDenied: not run, because a policy denied the run's plan
+	// (the run's Policy names the file and rule of each denial).
+	ReasonPolicyDenied Reason = "PolicyDenied"
 )
 
 // Reasons is the closed set, in the order the OpenAPI document lists it.
@@ -64,6 +67,7 @@ func Reasons() []Reason {
 		ReasonUpstreamFailed, ReasonDependencyCycle, ReasonKnownAfterApply, ReasonRefused,
 		ReasonToolFailed, ReasonRecordFailed, ReasonInterrupted, ReasonDrifted, ReasonUpstreamDrifted,
 		ReasonNeverApplied, ReasonUnchecked, ReasonRejected, ReasonUpstreamRejected,
+		ReasonPolicyDenied,
 	}
 }
 

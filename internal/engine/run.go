@@ -62,6 +62,9 @@ type session struct {
 	// fail the run whatever its components did.
 	errs    []error
 	confirm sync.Mutex // one interactive question at a time
+	// mustApprove names the components a policy requires a person to
+	// approve (require_approval), with the decision's text.
+	mustApprove map[string]string
 }
 
 // NewRunID returns a new run ID: sortable by time, unique by its random tail.
@@ -305,9 +308,15 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 		}
 		s.finish(ctx, err, observed)
 	}()
-	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
-		err = body(s, ctx)
+	if err = s.e.ensureDir(ctx, s.env.Dir); err != nil {
+		return
 	}
+	if s.e.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
+		if err = s.judgeFirst(ctx); err != nil {
+			return
+		}
+	}
+	err = body(s, ctx)
 }
 
 // finish records the run's outcome, audits it, sets the environment's
