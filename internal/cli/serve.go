@@ -34,6 +34,7 @@ type serveConfig struct {
 	LogFormat         string   `yaml:"logFormat"`
 	DriftInterval     string   `yaml:"driftInterval"`
 	ToolEnv           []string `yaml:"toolEnv"`
+	Policies          []string `yaml:"policies"`
 	TFBinary          string   `yaml:"tfBinary"`
 	ViewCacheMB       int      `yaml:"viewCacheMB"`
 	Git               struct {
@@ -119,6 +120,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
 	f.IntVar(&c.ViewCacheMB, "view-cache-mb", 64, "memory for encoded environment views the API serves again while unchanged (0: none)")
+	f.StringArrayVar(&c.Policies, "policies", nil, "folder of Rego policies (package knit) that judge every run's plan (repeatable)")
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
 	f.DurationVar(&c.minDriftEvery, "drift-min-every", 0, "shortest @every drift schedule accepted (default 1m)")
 	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
@@ -170,6 +172,9 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	}
 	if !cmd.Flags().Changed("view-cache-mb") && file.ViewCacheMB != 0 {
 		c.ViewCacheMB = file.ViewCacheMB
+	}
+	if !cmd.Flags().Changed("policies") {
+		c.Policies = file.Policies
 	}
 	if !cmd.Flags().Changed("tool-env") {
 		c.ToolEnv = file.ToolEnv
@@ -227,7 +232,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv})
+	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv, Policies: c.Policies})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (s *session) drift(ctx context.Context) (denied error) {
 		// check runs any more, so the two never pass the parallelism
 		// together.
 		<-checked
-		if s.e.Judge != nil && ctx.Err() == nil {
+		if s.opts.Judge != nil && ctx.Err() == nil {
 			if denied = s.judgeDrift(ctx, g, checks); denied != nil {
 				var pd *PolicyDeniedError
 				if !errors.As(denied, &pd) {
@@ -174,7 +174,7 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 		// Drift names the attributes that differ (driftSummary); an
 		// in-sync component costs one tool run all the same. Only a
 		// reconcile applies (or holds for approval) the plan it makes.
-		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile, Values: s.opts.Reconcile && s.e.Judge != nil}
+		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile, Values: s.opts.Reconcile && s.opts.Judge != nil}
 		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
 			c.err = fmt.Errorf("plan: %w", c.err)
 		}

@@ -53,9 +53,6 @@ type Engine struct {
 	// ToolGrace is how long a tool a dead knit left running has between
 	// SIGTERM and SIGKILL when a later run ends it (default procexec.Grace).
 	ToolGrace time.Duration
-	// Judge, when set, judges every run's whole plan before anything
-	// applies (policy as code; see Judge). Nil: no policy.
-	Judge Judge
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones
@@ -105,6 +102,9 @@ type Options struct {
 	// Origin says where the spec came from (a file path, a git URL@commit)
 	// for the revision; default the environment's file, made absolute.
 	Origin string
+	// Judge, when set, judges the run's whole plan before anything
+	// applies (policy as code; see Judge). Nil: no policy.
+	Judge Judge
 	// OverridePolicy, when set, is why an admin lets a run a policy denies
 	// go on: the denial is recorded, audited and shown, and the run goes
 	// on. Who may set it is the caller's to check.

@@ -151,7 +151,7 @@ func (s *session) judgeResult(ctx context.Context) error {
 // kept in the result, published and audited; require_approval gates the
 // components it names; a deny (unless overridden) stops the run.
 func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
-	v, err := s.e.Judge.Judge(ctx, &EnvPlan{Env: s.env, Components: comps, Run: RunInfo{
+	v, err := s.opts.Judge.Judge(ctx, &EnvPlan{Env: s.env, Components: comps, Run: RunInfo{
 		ID: s.run.ID, Kind: s.kind, Actor: s.opts.Actor, Reason: s.opts.Reason, Source: s.opts.Source,
 		Time: s.run.StartedAt, Revision: s.run.Revision, Commit: s.opts.Commit, Author: s.opts.Author}})
 	if err != nil {

@@ -23,7 +23,7 @@ func (s *session) plan(ctx context.Context) error {
 	if err := s.walkSelected(ctx, "plan", s.planOne); err != nil {
 		return err
 	}
-	if s.e.Judge != nil && ctx.Err() == nil {
+	if s.opts.Judge != nil && ctx.Err() == nil {
 		if err := s.judgeResult(ctx); err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.e.Judge != nil})
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}

@@ -311,7 +311,7 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 	if err = s.e.ensureDir(ctx, s.env.Dir); err != nil {
 		return
 	}
-	if s.e.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
+	if s.opts.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
 		if err = s.judgeFirst(ctx); err != nil {
 			return
 		}
