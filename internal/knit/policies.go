@@ -30,4 +30,3 @@ type brokenPolicies struct{ err error }
 func (b brokenPolicies) Judge(context.Context, *engine.EnvPlan) (*engine.Verdict, error) {
 	return nil, fmt.Errorf("the policies do not compile:\n%w", b.err)
 }
-
