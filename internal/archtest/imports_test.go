@@ -66,6 +66,12 @@ var rules = []rule{
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
+	{Pkg: mod + "engine", Forbid: func(p string) bool {
+		return strings.HasPrefix(p, "github.com/open-policy-agent/") || p == mod+"policy"
+	}, Why: "the engine judges plans through engine.Judge and links no policy language"},
+	{Pkg: mod + "policy", Forbid: func(p string) bool {
+		return adapter(p) || slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
+	}, Why: "policies judge the engine's plans: the engine's, spec's and runner's types at most"},
 }
 
 // storeRule: the store's packages import nothing internal but their own

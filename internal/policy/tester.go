@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,8 +43,23 @@ func Test(ctx context.Context, out io.Writer, timeout time.Duration, dirs ...str
 		fmt.Fprintln(out, strings.Join(located(err), "\n"))
 		return TestError
 	}
-	var pass, fail, errs int
+	var results []*tester.Result
 	for r := range ch {
+		results = append(results, r)
+	}
+	// The runner runs tests in parallel: report them in file order.
+	sort.SliceStable(results, func(i, j int) bool {
+		a, b := results[i].Location, results[j].Location
+		if a == nil || b == nil {
+			return b != nil
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Row < b.Row
+	})
+	var pass, fail, errs int
+	for _, r := range results {
 		file := ""
 		if r.Location != nil {
 			file = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
