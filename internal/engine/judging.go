@@ -131,7 +131,9 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 func (s *session) judgeResult(ctx context.Context) error {
 	var list []PlannedComponent
 	s.mu.Lock()
-	for _, cr := range s.result.Components {
+	crs := append([]*ComponentResult(nil), s.result.Components...)
+	s.mu.Unlock()
+	for _, cr := range crs {
 		c := s.env.Component(cr.Name)
 		_, removed := s.removed[cr.Name]
 		pc := PlannedComponent{Name: cr.Name, Def: c, Removed: removed, Plan: cr.Plan}
@@ -143,7 +145,6 @@ func (s *session) judgeResult(ctx context.Context) error {
 		}
 		list = append(list, pc)
 	}
-	s.mu.Unlock()
 	return s.judge(ctx, list)
 }
 

@@ -39,7 +39,7 @@ const secret = "hunter2-very-secret"
 // envPlan is a two-component plan of a prod environment: db destroys a
 // bucket, app creates a file whose content holds a secret.
 func envPlan() *engine.EnvPlan {
-	env := &spec.Environment{Metadata: spec.Metadata{Name: "shop-prod", Labels: map[string]string{"tier": "prod"}},
+	env := &spec.Environment{Metadata: spec.Metadata{Name: "shop-prod", Labels: map[string]string{"tier": "prod", "env": "prod"}},
 		Spec: spec.EnvSpec{TeamName: "shop", EnvName: "prod", Approval: &spec.ApprovalPolicy{RequireOtherApprover: false}}}
 	db := &spec.Component{Name: "db", Type: spec.TypeTerraform, Module: &spec.Module{Source: "git::https://example.com/db.git", Version: "1.2.0"}}
 	app := &spec.Component{Name: "app", Type: spec.TypeTerraform, Module: &spec.Module{Source: "./app"}}
