@@ -55,6 +55,9 @@ type RunRequest struct {
 	// run go on (audited).
 	PolicyDirs     []string
 	OverridePolicy string
+	// Tree is the git commit's tree Env was read from (GitOps): its
+	// policies/ folder, read at that same commit, judges the run too.
+	Tree string
 }
 
 // NewRunID returns a fresh run ID, for a run that is queued before it starts.
@@ -95,7 +98,7 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 			return nil, fmt.Errorf("%w: only an admin token may override a policy (--override-policy); token %s is %s", ErrForbidden, t.Name, t.Role)
 		}
 	}
-	judge, err := k.judge(ctx, req.PolicyDirs)
+	judge, err := k.judge(ctx, env, req)
 	if err != nil {
 		return nil, err
 	}

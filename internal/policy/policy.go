@@ -65,15 +65,56 @@ type ruleRef struct {
 // an error; a folder without policies is not (the set then decides
 // nothing). Errors name file:line.
 func Load(ctx context.Context, dirs ...string) (*Set, error) {
-	files, err := regoFiles(dirs, false)
+	folders := make([]Folder, len(dirs))
+	for i, d := range dirs {
+		folders[i] = Folder{Path: d}
+	}
+	return LoadFolders(ctx, folders...)
+}
+
+// Folder is a folder of policies and the name its files are shown under.
+type Folder struct {
+	Path string
+	// Shown, when set, stands for Path in the names of its files, in
+	// decisions and errors: a folder of a git commit's tree is shown by
+	// its path in the repository (policies/x.rego), not in a cache.
+	Shown string
+}
+
+// LoadFolders is Load with the names files are shown under.
+func LoadFolders(ctx context.Context, folders ...Folder) (*Set, error) {
+	var files []string
+	shown := map[string]string{}
+	for _, f := range folders {
+		fs, err := regoFiles([]string{f.Path}, false)
+		if err != nil {
+			if f.Shown != "" {
+				err = errors.New(strings.ReplaceAll(err.Error(), f.Path, f.Shown))
+			}
+			return nil, err
+		}
+		for _, file := range fs {
+			name := file
+			if f.Shown != "" {
+				if rel, err := filepath.Rel(f.Path, file); err == nil {
+					name = filepath.Join(f.Shown, rel)
+				}
+			}
+			shown[file] = name
+			files = append(files, file)
+		}
+	}
+	modules, err := parseShown(files, shown)
 	if err != nil {
 		return nil, err
 	}
-	modules, err := parse(files)
-	if err != nil {
-		return nil, err
+	names := make([]string, 0, len(files))
+	byName := make(map[string]*ast.Module, len(files))
+	for _, f := range files {
+		names = append(names, shown[f])
+		byName[shown[f]] = modules[f]
 	}
-	return compile(ctx, files, modules)
+	return compile(ctx, slices.Compact(names), byName)
 }
 
 // regoFiles lists the .rego files under dirs, sorted, with or without tests.
@@ -114,6 +155,11 @@ func regoFiles(dirs []string, tests bool) ([]string, error) {
 
 // parse parses files as Rego v1, reporting every error with file:line.
 func parse(files []string) (map[string]*ast.Module, error) {
+	return parseShown(files, nil)
+}
+
+// parseShown is parse, each file named as shown says (default: its path).
+func parseShown(files []string, shown map[string]string) (map[string]*ast.Module, error) {
 	modules := make(map[string]*ast.Module, len(files))
 	var errs []string
 	for _, f := range files {
@@ -121,7 +167,11 @@ func parse(files []string) (map[string]*ast.Module, error) {
 		if err != nil {
 			return nil, fmt.Errorf("policies: %w", err)
 		}
-		m, err := ast.ParseModuleWithOpts(f, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		name := f
+		if s, ok := shown[f]; ok {
+			name = s
+		}
+		m, err := ast.ParseModuleWithOpts(name, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
 			errs = append(errs, located(err)...)
 			continue

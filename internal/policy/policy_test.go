@@ -183,7 +183,7 @@ func TestTheInputHoldsNoSecretAndFollowsItsSchema(t *testing.T) {
 		t.Fatalf("the input holds the secret:\n%s", raw)
 	}
 	for _, want := range []string{`"content":"(sensitive)"`, `"password":"(sensitive)"`, `"actions":["delete","create"]`,
-		`"type":"aws_s3_bucket"`, `"after_unknown":{"id":true}`, `"labels":{"tier":"prod"}`, `"time":"2026-11-27T15:00:00Z"`,
+		`"type":"aws_s3_bucket"`, `"after_unknown":{"id":true}`, `"labels":{"env":"prod","tier":"prod"}`, `"time":"2026-11-27T15:00:00Z"`,
 		`"source":"git::https://example.com/db.git","version":"1.2.0"`, `"planned":false`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("the input lacks %s:\n%s", want, raw)

@@ -126,7 +126,7 @@ func (s *Server) startWant(ctx context.Context, w *gitwatch.Watcher, id string, 
 		if diags.HasErrors() {
 			return errors.New(diags.String())
 		}
-		req.Kind, req.Env, req.Root = engine.KindApply, env, folder
+		req.Kind, req.Env, req.Root, req.Tree = engine.KindApply, env, folder, dir
 		req.Origin = s.cfg.Git.URL + "@" + want.Commit + ":" + want.Path
 	}
 	run, err := s.queue.enqueueWith(req, id, func(err error) { s.wantStarted(id, want, err) })

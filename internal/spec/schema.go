@@ -80,6 +80,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})
 			},
 			"kubeconfig": d.kubeconfig(&s.Kubeconfig),
+			"policies":   d.strList(&s.Policies),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}

@@ -66,7 +66,11 @@ type EnvSpec struct {
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
 	// Kubeconfig is the cluster access of every helm and manifests
 	// component that sets none of its own (knit.dev/v1 only).
-	Kubeconfig *Kubeconfig  `json:"kubeconfig,omitempty"`
+	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Policies are folders of Rego policies, relative to the
+	// environment's folder and inside it, that judge its runs' plans
+	// beside the ones knit is given (knit.dev/v1 only).
+	Policies   []string     `json:"policies,omitempty"`
 	Components []*Component `json:"components"`
 }
 
