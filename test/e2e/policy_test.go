@@ -204,3 +204,77 @@ func TestPolicyTestOnTheShippedExamples(t *testing.T) {
 		t.Errorf("a broken example test: exit %d, want 1 naming the file\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// In GitOps mode the repository's policies/ folder, at the commit of the
+// environment file, judges the run: a commit removing a component from
+// prod is denied, tofu destroys nothing, and the API's run shows the
+// decision with its file (by repository path) and rule.
+func TestGitOpsPolicyDeniesADestroyInProd(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	rule, err := os.ReadFile(filepath.Join(repo, "policies", "examples", "no_prod_destroy.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := prodEnv(countedComp("a", ""), countedComp("b", ""))
+	repo := newGitRepo(t, map[string]string{
+		"envs/modules/counted/main.tf":  countedModule,
+		"envs/prod.yaml":                two,
+		"policies/no_prod_destroy.rego": string(rule),
+	})
+	s := w.startServer(gitServerArgs(repo)...)
+	s.eventually("prod applied", func() bool { e, _ := s.env("qa/prod"); return e.Status == "provisioned" })
+	w.calls()
+
+	repo.commit("drop b", map[string]string{"envs/prod.yaml": prodEnv(countedComp("a", ""))})
+	type run struct {
+		ID, Status, Error string
+		Policy            struct {
+			Decisions []struct{ Kind, File, Rule, Component, Resource string }
+		}
+	}
+	var denied run
+	s.eventually("the commit's run denied", func() bool {
+		var runs struct{ Items []run }
+		s.do("GET", "/api/v1/environments/qa/prod/runs", nil, &runs)
+		if len(runs.Items) == 0 || runs.Items[0].Status != "failed" {
+			return false
+		}
+		denied = runs.Items[0]
+		return true
+	})
+	if len(denied.Policy.Decisions) != 1 {
+		t.Fatalf("run %s: decisions %+v (error %q)", denied.ID, denied.Policy.Decisions, denied.Error)
+	}
+	d := denied.Policy.Decisions[0]
+	if d.Kind != "deny" || d.File != "policies/no_prod_destroy.rego" || d.Rule != "deny" || d.Component != "b" {
+		t.Errorf("decision = %+v, want deny by policies/no_prod_destroy.rego of b", d)
+	}
+	var rec struct {
+		Components []struct{ Component, ReasonCode string }
+	}
+	s.do("GET", "/api/v1/runs/"+denied.ID, nil, &rec)
+	for _, c := range rec.Components {
+		if c.ReasonCode != "PolicyDenied" {
+			t.Errorf("run record: %s has reason %q, want PolicyDenied", c.Component, c.ReasonCode)
+		}
+	}
+	var audit struct {
+		Items []struct{ Action, Detail string }
+	}
+	s.do("GET", "/api/v1/audit?env=qa/prod", nil, &audit)
+	found := false
+	for _, e := range audit.Items {
+		found = found || (e.Action == "policy-deny" && strings.Contains(e.Detail, "policies/no_prod_destroy.rego:5 deny"))
+	}
+	if !found {
+		t.Errorf("the API's audit trail lacks the denial: %+v", audit.Items)
+	}
+	for comp, cmds := range w.calls() {
+		for _, c := range cmds {
+			if c == "destroy" || c == "apply" {
+				t.Errorf("%s: tofu %s ran although the policy denied the run", comp, c)
+			}
+		}
+	}
+}

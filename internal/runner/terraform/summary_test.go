@@ -79,7 +79,7 @@ func TestSummarize(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := summarize(&p, tc.refreshOnly)
-			got.PlannedOutputs = nil // TestPlannedOutputs covers them
+			got.PlannedOutputs = nil       // TestPlannedOutputs covers them
 			for i := range got.Resources { // TestMaskedValues covers them
 				got.Resources[i].Before, got.Resources[i].After, got.Resources[i].AfterUnknown = nil, nil, nil
 			}
