@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,6 +260,19 @@ func TestGitOpsPolicyDeniesADestroyInProd(t *testing.T) {
 		if c.ReasonCode != "PolicyDenied" {
 			t.Errorf("run record: %s has reason %q, want PolicyDenied", c.Component, c.ReasonCode)
 		}
+	}
+	// The run's server-sent events carry the decision (a recent run's are
+	// replayed whole; the stream ends with the run).
+	req, _ := http.NewRequest("GET", s.url+"/api/v1/runs/"+denied.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(stream), "event: policy") || !strings.Contains(string(stream), `"file":"policies/no_prod_destroy.rego","line":5,"rule":"deny"`) {
+		t.Errorf("the run's events lack the policy decision:\n%s", stream)
 	}
 	var audit struct {
 		Items []struct{ Action, Detail string }
