@@ -132,11 +132,12 @@ func (s *session) judgeResult(ctx context.Context) error {
 	var list []PlannedComponent
 	s.mu.Lock()
 	crs := append([]*ComponentResult(nil), s.result.Components...)
+	secrets := s.secrets
 	s.mu.Unlock()
 	for _, cr := range crs {
 		c := s.env.Component(cr.Name)
 		_, removed := s.removed[cr.Name]
-		pc := PlannedComponent{Name: cr.Name, Def: c, Removed: removed, Plan: cr.Plan}
+		pc := PlannedComponent{Name: cr.Name, Def: c, Removed: removed, Plan: cr.Plan, Secrets: secrets[cr.Name]}
 		if c != nil {
 			pc.Gated = !s.autoApproved(c)
 		}

@@ -76,11 +76,17 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
 	st.cr.Plan = plan
+	s.mu.Lock()
 	if !destroying {
-		s.mu.Lock()
 		s.planned[name] = plan
-		s.mu.Unlock()
 	}
+	if s.opts.Judge != nil {
+		if s.secrets == nil {
+			s.secrets = map[string][]string{}
+		}
+		s.secrets[name] = st.secrets
+	}
+	s.mu.Unlock()
 	st.cr.Log = st.log.finish(sensitiveOutputs(plan.PlannedOutputs))
 	switch {
 	case destroying && plan.HasChanges():

@@ -65,6 +65,9 @@ type session struct {
 	// mustApprove names the components a policy requires a person to
 	// approve (require_approval), with the decision's text.
 	mustApprove map[string]string
+	// secrets are, in a judged plan run, the secrets each planned
+	// component was given, which the Judge masks in its input.
+	secrets map[string][]string
 }
 
 // NewRunID returns a new run ID: sortable by time, unique by its random tail.

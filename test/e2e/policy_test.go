@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -291,5 +292,29 @@ func TestGitOpsPolicyDeniesADestroyInProd(t *testing.T) {
 				t.Errorf("%s: tofu %s ran although the policy denied the run", comp, c)
 			}
 		}
+	}
+}
+
+// A secret a component is given (another's sensitive output, into a
+// variable its module does not declare sensitive, so the tool's plan
+// shows it) never reaches the policy input.
+func TestThePolicyInputHoldsNoSecret(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	w.write(map[string]string{"policies/p.rego": "package knit\n\nwarn contains \"seen\" if true\n"})
+	env := func(name string) string {
+		return envFile("sec",
+			strings.Replace(countedComp("a", "      outputs: [{name: id}, {name: pw, sensitive: true}]\n"), "./modules/counted", "./modules/secret", 1),
+			countedComp("s", "        - {name: extra, valueFrom: a.pw}\n"))
+	}
+	w.writeEnv(env("s"))
+	w.ok("apply", "-f", "env.yaml")
+	w.writeEnv(strings.Replace(env("s"), "{name: name, value: s}", "{name: name, value: s2}", 1))
+	r := w.ok("plan", "-f", "env.yaml", "--policies", "policies", "-o", "policy-input")
+	if !strings.Contains(r.stdout, `"(sensitive)"`) || !strings.Contains(r.stdout, `"address": "terraform_data.this"`) {
+		t.Errorf("the input should show s's change with the secret masked:\n%s", r.stdout)
+	}
+	if regexp.MustCompile(`pw-[0-9a-f]{8}-`).MatchString(r.stdout) {
+		t.Fatalf("the policy input holds the secret:\n%s", r.stdout)
 	}
 }
