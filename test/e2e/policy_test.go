@@ -42,7 +42,12 @@ func TestPolicyDeniesADestroyInProd(t *testing.T) {
 	w.calls()
 
 	w.writeEnv(prodEnv(countedComp("a", "")))
-	r := w.knit("apply", "-f", "env.yaml", "--policies", "policies", "-o", "json")
+	// knit policy eval plans and judges, applying nothing.
+	r := w.knit("policy", "eval", "-f", "env.yaml", "--policies", "policies")
+	if r.code != 1 || !strings.Contains(r.stdout, "policy DENY: "+file+":5 deny: b would destroy terraform_data.this in prod") {
+		t.Errorf("policy eval of a destroy in prod: exit %d, want 1 with the denial\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = w.knit("apply", "-f", "env.yaml", "--policies", "policies", "-o", "json")
 	if r.code != 1 {
 		t.Fatalf("apply of a destroy in prod: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
