@@ -171,7 +171,9 @@ func sourceOf(c *spec.Component) (source, version string) {
 		case ch.Repo != "":
 			return ch.Repo, ch.Version
 		case ch.Git != "":
-			return ch.Git, ch.Ref
+			// As OpenTofu writes a module from git, so that a policy never
+			// takes a git URL for a chart repository.
+			return "git::" + ch.Git, ch.Ref
 		}
 		return ch.Path, ch.Version
 	case c.Manifests != nil:
