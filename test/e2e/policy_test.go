@@ -323,3 +323,26 @@ func TestThePolicyInputHoldsNoSecret(t *testing.T) {
 		t.Fatalf("the policy input holds the secret:\n%s", r.stdout)
 	}
 }
+
+// knit serve --policies judges every run the server starts.
+func TestServePoliciesJudgeEveryRun(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"server-policies/warn.rego": "package knit\n\nwarn contains \"judged by the server\" if true\n"})
+	repo := newGitRepo(t, map[string]string{
+		"envs/modules/counted/main.tf": countedModule,
+		"envs/one.yaml":                envFile("one", countedComp("a", "")),
+	})
+	s := w.startServer(gitServerArgs(repo, "--policies", w.path("server-policies"))...)
+	s.eventually("one applied", func() bool { e, _ := s.env("qa/one"); return e.Status == "provisioned" })
+	var runs struct {
+		Items []struct {
+			Policy struct {
+				Decisions []struct{ Kind, Message, File string }
+			}
+		}
+	}
+	s.do("GET", "/api/v1/environments/qa/one/runs", nil, &runs)
+	if len(runs.Items) == 0 || len(runs.Items[0].Policy.Decisions) != 1 || runs.Items[0].Policy.Decisions[0].Message != "judged by the server" {
+		t.Fatalf("the server's run was not judged by --policies: %+v", runs.Items)
+	}
+}
