@@ -345,4 +345,9 @@ func TestServePoliciesJudgeEveryRun(t *testing.T) {
 	if len(runs.Items) == 0 || len(runs.Items[0].Policy.Decisions) != 1 || runs.Items[0].Policy.Decisions[0].Message != "judged by the server" {
 		t.Fatalf("the server's run was not judged by --policies: %+v", runs.Items)
 	}
+	// knit plan --server shows the server's decisions like a local run's.
+	r := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, "plan", "qa/one")
+	if r.code != 0 || !strings.Contains(r.stdout, "policy WARN: ") || !strings.Contains(r.stdout, "warn.rego:3 warn: judged by the server") {
+		t.Errorf("remote plan: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 }
