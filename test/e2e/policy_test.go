@@ -351,3 +351,28 @@ func TestServePoliciesJudgeEveryRun(t *testing.T) {
 		t.Errorf("remote plan: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A policy that loops is stopped by the time bound: the plan fails with a
+// clear error, and nothing of an apply runs.
+func TestALoopingPolicyIsStoppedByTheTimeBound(t *testing.T) {
+	w := newWorld(t)
+	w.countingTofu()
+	w.write(map[string]string{"policies/loop.rego": `package knit
+
+deny contains "never" if {
+	r := numbers.range(1, 10000)
+	some i in r
+	some j in r
+	some k in r
+	i + j + k < 0
+}
+`})
+	w.writeEnv(envFile("loop", countedComp("a", "")))
+	r := w.knit("apply", "-f", "env.yaml", "--policies", "policies")
+	if r.code != 1 || !strings.Contains(r.stderr, "evaluation stopped after 10s (the time bound") {
+		t.Fatalf("apply with a looping policy: exit %d, want 1 naming the time bound\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls := w.calls(); strings.Contains(strings.Join(calls["a"], " "), "apply") {
+		t.Errorf("a was applied although its policies never decided: %v", calls["a"])
+	}
+}
