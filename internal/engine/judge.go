@@ -23,6 +23,13 @@ type Judge interface {
 	Judge(ctx context.Context, p *EnvPlan) (*Verdict, error)
 }
 
+// A Checker is a Judge that can tell before a run plans anything that it
+// will not be able to judge (its policies do not compile): the run then
+// fails at once, running no tool.
+type Checker interface {
+	Check() error
+}
+
 // EnvPlan is what a Judge judges: the environment, the run and every
 // selected component's plan.
 type EnvPlan struct {

@@ -314,6 +314,12 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 	if err = s.e.ensureDir(ctx, s.env.Dir); err != nil {
 		return
 	}
+	if c, ok := s.opts.Judge.(Checker); ok {
+		if cerr := c.Check(); cerr != nil {
+			err = &PolicyError{Err: cerr}
+			return
+		}
+	}
 	if s.opts.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
 		if err = s.judgeFirst(ctx); err != nil {
 			return

@@ -57,7 +57,12 @@ func (k *Knit) judge(ctx context.Context, env *spec.Environment, req RunRequest)
 type brokenPolicies struct{ err error }
 
 func (b brokenPolicies) Judge(context.Context, *engine.EnvPlan) (*engine.Verdict, error) {
-	return nil, fmt.Errorf("the policies do not compile:\n%w", b.err)
+	return nil, b.Check()
+}
+
+// Check fails the run before it plans anything (engine.Checker).
+func (b brokenPolicies) Check() error {
+	return fmt.Errorf("the policies do not compile:\n%w", b.err)
 }
 
 func isDir(p string) bool {

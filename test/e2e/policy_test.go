@@ -157,11 +157,15 @@ func TestPolicyWarnsAndRequiresApproval(t *testing.T) {
 // changes nothing.
 func TestPolicySyntaxErrorFailsThePlanWithFileAndLine(t *testing.T) {
 	w := newWorld(t)
-	w.write(map[string]string{"policies/bad.rego": "package knit\n\ndeny contains msg if {\n\tmsg := \"x\" +\n}\n", "modules/counted/main.tf": countedModule})
+	w.countingTofu()
+	w.write(map[string]string{"policies/bad.rego": "package knit\n\ndeny contains msg if {\n\tmsg := \"x\" +\n}\n"})
 	w.writeEnv(envFile("bad", countedComp("a", "")))
 	r := w.knit("plan", "-f", "env.yaml", "--policies", "policies")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "policies/bad.rego:5") {
 		t.Fatalf("plan with a broken policy: exit %d, want 1 naming bad.rego:5\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls := w.calls(); len(calls) > 0 {
+		t.Errorf("a plan with policies that do not compile ran tofu: %v (it fails before planning)", calls)
 	}
 	r = w.knit("apply", "-f", "env.yaml", "--policies", "policies")
 	if r.code != 1 {
