@@ -68,6 +68,12 @@ var rules = []rule{
 	{Pkg: mod + "health", Forbid: func(p string) bool {
 		return adapter(p) || slices.Contains([]string{mod + "engine", mod + "knit", mod + "store", mod + "runner", mod + "server", mod + "web", mod + "cli", mod + "client"}, p)
 	}, Why: "health checks are a leaf the engine calls"},
+	{Pkg: mod + "engine", Forbid: func(p string) bool {
+		return strings.HasPrefix(p, "github.com/open-policy-agent/") || p == mod+"policy"
+	}, Why: "the engine judges plans through engine.Judge and links no policy language"},
+	{Pkg: mod + "policy", Forbid: func(p string) bool {
+		return adapter(p) || slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
+	}, Why: "policies judge the engine's plans: the engine's, spec's and runner's types at most"},
 }
 
 // controllerRule: knit serve's controllers act through the library; they

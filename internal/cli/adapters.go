@@ -19,13 +19,13 @@ import (
 // openKnit builds the library on dataDir from the global flags and knit's
 // environment: the store openStore chooses, the real runners (tools may
 // also see the variables toolEnv names). Close closes the store.
-func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv []string) (*knit.Knit, error) {
+func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies []string) (*knit.Knit, error) {
 	st, err := openStore(ctx, dataDir)
 	if err != nil {
 		return nil, err
 	}
 	return adapters.Open(ctx, adapters.Config{
-		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true},
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies},
 		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
 	})
 }

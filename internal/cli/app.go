@@ -36,7 +36,7 @@ func (d *deps) open(ctx context.Context) (*knit.Knit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.openKnit(ctx, dir, nil)
+	return d.openKnit(ctx, dir, nil, nil)
 }
 
 // withKnit checks the -o value, opens the library for fn and closes it after.

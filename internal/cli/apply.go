@@ -24,6 +24,10 @@ type runFlags struct {
 	refresh     bool
 	reason      string
 	output      string
+	// policies are folders of Rego policies that judge the run's plan;
+	// overridePolicy is why an admin lets a denied run go on.
+	policies       []string
+	overridePolicy string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, approve bool) {
@@ -32,7 +36,9 @@ func (f *runFlags) register(cmd *cobra.Command, approve bool) {
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "how many components run at once")
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, recorded in the audit trail")
 	outputFlag(cmd, &f.output)
+	cmd.Flags().StringArrayVar(&f.policies, "policies", nil, "folder of Rego policies (package knit) that judge the run's plan before anything applies (repeatable)")
 	if approve {
+		cmd.Flags().StringVar(&f.overridePolicy, "override-policy", "", "admins only: let a run a policy denies go on, for this reason (audited)")
 		cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "apply plans of components whose autoApprove is false without asking")
 	}
 }
@@ -43,6 +49,7 @@ func (f *runFlags) request(kind store.RunKind, env *spec.Environment, ref string
 	return knit.RunRequest{
 		Kind: kind, Env: env, EnvRef: ref, Components: f.components, Parallelism: f.parallelism,
 		AutoApprove: f.autoApprove, Refresh: f.refresh, Reason: f.reason,
+		PolicyDirs: f.policies, OverridePolicy: f.overridePolicy,
 	}
 }
 
@@ -124,7 +131,18 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 	if res == nil {
 		return err
 	}
-	if v.output == "json" {
+	switch v.output {
+	case "policy-input":
+		if res.Policy == nil || res.Policy.Input == nil {
+			if err != nil {
+				return fmt.Errorf("run %s: %w", res.RunID, err)
+			}
+			return fmt.Errorf("no policy input: pass --policies DIR (the input is what its policies are given)")
+		}
+		if jerr := writeJSON(d.stdout, res.Policy.Input); jerr != nil {
+			return jerr
+		}
+	case "json":
 		var doc any = res
 		if v.json != nil {
 			doc = v.json(res)
@@ -132,7 +150,7 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		if jerr := writeJSON(d.stdout, doc); jerr != nil {
 			return jerr
 		}
-	} else {
+	default:
 		printResult(d.stdout, res)
 	}
 	printFailureLogs(d.stderr, res)

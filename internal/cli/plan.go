@@ -24,8 +24,10 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 1 error, 2 changes present (with --detailed-exitcode).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(f.output); err != nil {
-				return err
+			if f.output != "policy-input" {
+				if err := checkOutput(f.output); err != nil {
+					return err
+				}
 			}
 			v := runView{output: f.output, exit: func(r *engine.Result) error { return resultExit(r, detailed) }}
 			return d.run(cmd.Context(), v, func(b backend) (knit.RunRequest, error) {
@@ -38,6 +40,7 @@ Exit codes: 0 no changes (or any outcome without --detailed-exitcode),
 		},
 	}
 	f.register(cmd, false)
+	cmd.Flags().Lookup("output").Usage = "output format: text, json, or policy-input (the document --policies judge)"
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when there are changes")
 	return cmd
 }

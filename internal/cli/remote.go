@@ -289,6 +289,13 @@ func (l streamedLogs) add(ev engine.Event) {
 func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs streamedLogs) *engine.Result {
 	res := &engine.Result{RunID: rv.ID, Env: rv.Env, Kind: rv.Kind, Revision: rv.Revision, Status: rv.Status,
 		Error: rv.Error, Components: []*engine.ComponentResult{}}
+	if len(rv.Policy) > 0 {
+		// What the server's policies decided, shown as a local run's.
+		var v engine.Verdict
+		if err := json.Unmarshal(rv.Policy, &v); err == nil {
+			res.Policy = &v
+		}
+	}
 	byName := map[string]*engine.ComponentResult{}
 	for _, cr := range rv.Components {
 		c := componentResult(rv.Kind, cr)

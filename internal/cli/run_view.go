@@ -47,6 +47,7 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		}
 	}
 	fmt.Fprintln(stdout, summary(r))
+	printVerdict(stdout, r.Policy)
 	if d := destroys(r); d > 0 && r.Kind != engine.KindTeardown {
 		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
 	}
@@ -160,4 +161,18 @@ func resultExit(r *engine.Result, detailed bool) error {
 		return &ExitError{Code: ExitChanges}
 	}
 	return nil
+}
+
+// printVerdict lists what the policies decided about the run's plan.
+func printVerdict(w io.Writer, v *engine.Verdict) {
+	if v == nil {
+		return
+	}
+	words := map[string]string{engine.DecisionDeny: "DENY", engine.DecisionWarn: "WARN", engine.DecisionRequireApproval: "REQUIRE APPROVAL"}
+	for _, d := range v.Decisions {
+		fmt.Fprintf(w, "policy %s: %s\n", words[d.Kind], d)
+	}
+	if v.Overridden != "" {
+		fmt.Fprintf(w, "policy: the denial was overridden by an admin: %s\n", v.Overridden)
+	}
 }

@@ -35,6 +35,7 @@ type serveConfig struct {
 	LogFormat         string   `yaml:"logFormat"`
 	DriftInterval     string   `yaml:"driftInterval"`
 	ToolEnv           []string `yaml:"toolEnv"`
+	Policies          []string `yaml:"policies"`
 	TFBinary          string   `yaml:"tfBinary"`
 	ViewCacheMB       int      `yaml:"viewCacheMB"`
 	Git               struct {
@@ -120,6 +121,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
 	f.IntVar(&c.ViewCacheMB, "view-cache-mb", 64, "memory for encoded environment views the API serves again while unchanged (0: none)")
+	f.StringArrayVar(&c.Policies, "policies", nil, "folder of Rego policies (package knit) that judge every run's plan (repeatable)")
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
 	f.DurationVar(&c.minDriftEvery, "drift-min-every", 0, "shortest @every drift schedule accepted (default 1m)")
 	f.DurationVar(&c.driftTick, "drift-tick", 0, "how often due drift checks are looked for (default 1s)")
@@ -171,6 +173,9 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	}
 	if !cmd.Flags().Changed("view-cache-mb") && file.ViewCacheMB != 0 {
 		c.ViewCacheMB = file.ViewCacheMB
+	}
+	if !cmd.Flags().Changed("policies") {
+		c.Policies = file.Policies
 	}
 	if !cmd.Flags().Changed("tool-env") {
 		c.ToolEnv = file.ToolEnv
@@ -228,7 +233,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	k, err := d.openKnit(ctx, dir, c.ToolEnv)
+	k, err := d.openKnit(ctx, dir, c.ToolEnv, c.Policies)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func Driftable(env *spec.Environment) error {
 	return nil
 }
 
-func (s *session) drift(ctx context.Context) error {
+func (s *session) drift(ctx context.Context) (denied error) {
 	g, err := s.selected()
 	if err != nil {
 		return err
@@ -55,6 +55,16 @@ func (s *session) drift(ctx context.Context) error {
 		// check runs any more, so the two never pass the parallelism
 		// together.
 		<-checked
+		if s.opts.Judge != nil && ctx.Err() == nil {
+			if denied = s.judgeDrift(ctx, g, checks); denied != nil {
+				var pd *PolicyDeniedError
+				if !errors.As(denied, &pd) {
+					return denied // the policies could not judge: nothing is reconciled
+				}
+				// Denied: drift is reported, nothing is reconciled.
+				s.opts.Reconcile = false
+			}
+		}
 	}
 	// Without a reconcile, judging runs no tool, so it follows the checks
 	// as they end: a component is judged once its own check and its
@@ -80,7 +90,26 @@ func (s *session) drift(ctx context.Context) error {
 		_ = s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
 	}
 	s.settle("drift", wr, s.defaultSettle)
-	return nil
+	return denied
+}
+
+// judgeDrift has the Judge judge a reconciling drift run's fixes (the
+// checks' plans) before any is applied.
+func (s *session) judgeDrift(ctx context.Context, g *dag.Graph, checks map[string]*check) error {
+	var list []PlannedComponent
+	for _, name := range g.Vertices() {
+		c := checks[name]
+		if c == nil {
+			continue
+		}
+		pc := PlannedComponent{Name: name, Def: s.env.Component(name), Plan: c.plan, Secrets: c.step.secrets}
+		pc.Gated = !s.autoApproved(pc.Def)
+		if c.err != nil {
+			pc.Unplanned = firstLine(redact(c.err.Error(), c.step.secrets))
+		}
+		list = append(list, pc)
+	}
+	return s.judge(ctx, list)
 }
 
 // check is one component's drift check: its plan against reality with the
@@ -145,7 +174,7 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 		// Drift names the attributes that differ (driftSummary); an
 		// in-sync component costs one tool run all the same. Only a
 		// reconcile applies (or holds for approval) the plan it makes.
-		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile}
+		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile, Values: s.opts.Reconcile && s.opts.Judge != nil}
 		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
 			c.err = fmt.Errorf("plan: %w", c.err)
 		}

@@ -106,6 +106,13 @@ type Options struct {
 	// Origin says where the spec came from (a file path, a git URL@commit)
 	// for the revision; default the environment's file, made absolute.
 	Origin string
+	// Judge, when set, judges the run's whole plan before anything
+	// applies (policy as code; see Judge). Nil: no policy.
+	Judge Judge
+	// OverridePolicy, when set, is why an admin lets a run a policy denies
+	// go on: the denial is recorded, audited and shown, and the run goes
+	// on. Who may set it is the caller's to check.
+	OverridePolicy string
 	// RunID, when set, is the run's ID (see NewRunID); otherwise a new one.
 	RunID string
 	// OnEvent, when set, sees every event of the run in order, from a
@@ -151,6 +158,9 @@ type Result struct {
 	// Verification is the health checks an apply ran once its components
 	// were applied (nil when it ran none).
 	Verification *health.Report `json:"verification,omitempty"`
+	// Policy is what the environment's policies decided about the run's
+	// plan (nil without policies).
+	Policy *Verdict `json:"policy,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

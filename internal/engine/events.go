@@ -30,6 +30,9 @@ const (
 	// and check, Reason: what it saw; Cause when not Successful).
 	Verifying     = progress.Verifying
 	HealthChecked = progress.HealthChecked
+	// PolicyDecision is one decision of the environment's policies about
+	// the run's plan (Decision), before anything applies.
+	PolicyDecision = progress.PolicyDecision
 )
 
 // Retention bounds what a run keeps in memory for late subscribers: the

@@ -52,6 +52,10 @@ func (s *session) waitFor(st *step, plan *runner.Plan, id int64, staleWhy, diffe
 		reason = fmt.Sprintf("the approved plan was not applied: %s; a fresh plan needs approval: knit approve %s %s (approval #%d)",
 			staleWhy, s.env.ID(), st.c.Name, id)
 	}
+	if why := s.requiredByPolicy(st.c.Name); why != "" {
+		reason = "a policy requires approval: " + why + "; " + reason
+		code = "awaiting-approval: required by policy"
+	}
 	st.cr.Log = st.log.finish(nil)
 	cause := ReasonAwaitingApproval.Cause()
 	cause.ApprovalID = id
@@ -68,6 +72,9 @@ func (s *session) waitFor(st *step, plan *runner.Plan, id int64, staleWhy, diffe
 // autoApproved reports whether c's changes are applied without asking
 // anyone, whatever its plan says.
 func (s *session) autoApproved(c *spec.Component) bool {
+	if s.requiredByPolicy(c.Name) != "" {
+		return false // a policy says a person decides
+	}
 	switch s.opts.Policies[c.Name] {
 	case spec.DriftReconcile:
 		return true
@@ -78,6 +85,9 @@ func (s *session) autoApproved(c *spec.Component) bool {
 }
 
 func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
+	if s.requiredByPolicy(c.Name) != "" {
+		return false // a policy says a person approves the exact plan
+	}
 	switch s.opts.Policies[c.Name] {
 	case spec.DriftReconcile:
 		return true // the drift policy says: fix it at once

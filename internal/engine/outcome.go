@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"knit.dev/knit/internal/store"
@@ -11,6 +12,11 @@ import (
 // not audited and leaves the status alone: it changes nothing.
 func (s *session) recordOutcome(status store.RunStatus, err error) error {
 	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
+	if s.result.Policy != nil {
+		if b, err := json.Marshal(s.result.Policy); err == nil {
+			o.Policy = b
+		}
+	}
 	if err != nil {
 		o.Error = err.Error()
 	}

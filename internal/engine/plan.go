@@ -23,6 +23,11 @@ func (s *session) plan(ctx context.Context) error {
 	if err := s.walkSelected(ctx, "plan", s.planOne); err != nil {
 		return err
 	}
+	if s.opts.Judge != nil && ctx.Err() == nil {
+		if err := s.judgeResult(ctx); err != nil {
+			return err
+		}
+	}
 	// A plan of what ENV is applied at shows the change set waiting for a
 	// decision, if any, with the checksum that decides it.
 	if s.run.Revision == 0 {
@@ -66,16 +71,22 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying})
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
 	st.cr.Plan = plan
+	s.mu.Lock()
 	if !destroying {
-		s.mu.Lock()
 		s.planned[name] = plan
-		s.mu.Unlock()
 	}
+	if s.opts.Judge != nil {
+		if s.secrets == nil {
+			s.secrets = map[string][]string{}
+		}
+		s.secrets[name] = st.secrets
+	}
+	s.mu.Unlock()
 	st.cr.Log = st.log.finish(sensitiveOutputs(plan.PlannedOutputs))
 	switch {
 	case destroying && plan.HasChanges():

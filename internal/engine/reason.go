@@ -59,6 +59,9 @@ const (
 	// failed; ReasonVerificationInconclusive: one could not tell.
 	ReasonVerificationFailed       Reason = "VerificationFailed"
 	ReasonVerificationInconclusive Reason = "VerificationInconclusive"
+	// ReasonPolicyDenied: not run, because a policy denied the run's plan
+	// (the run's Policy names the file and rule of each denial).
+	ReasonPolicyDenied Reason = "PolicyDenied"
 )
 
 // Reasons is the closed set, in the order the OpenAPI document lists it.
@@ -68,7 +71,7 @@ func Reasons() []Reason {
 		ReasonUpstreamFailed, ReasonDependencyCycle, ReasonKnownAfterApply, ReasonRefused,
 		ReasonToolFailed, ReasonRecordFailed, ReasonInterrupted, ReasonDrifted, ReasonUpstreamDrifted,
 		ReasonNeverApplied, ReasonUnchecked, ReasonRejected, ReasonUpstreamRejected,
-		ReasonVerificationFailed, ReasonVerificationInconclusive,
+		ReasonVerificationFailed, ReasonVerificationInconclusive, ReasonPolicyDenied,
 	}
 }
 

@@ -65,6 +65,12 @@ type session struct {
 	// fail the run whatever its components did.
 	errs    []error
 	confirm sync.Mutex // one interactive question at a time
+	// mustApprove names the components a policy requires a person to
+	// approve (require_approval), with the decision's text.
+	mustApprove map[string]string
+	// secrets are, in a judged plan run, the secrets each planned
+	// component was given, which the Judge masks in its input.
+	secrets map[string][]string
 }
 
 // NewRunID returns a new run ID: sortable by time, unique by its random tail.
@@ -308,9 +314,21 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 		}
 		s.finish(ctx, err, observed)
 	}()
-	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
-		err = body(s, ctx)
+	if err = s.e.ensureDir(ctx, s.env.Dir); err != nil {
+		return
 	}
+	if c, ok := s.opts.Judge.(Checker); ok {
+		if cerr := c.Check(); cerr != nil {
+			err = &PolicyError{Err: cerr}
+			return
+		}
+	}
+	if s.opts.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
+		if err = s.judgeFirst(ctx); err != nil {
+			return
+		}
+	}
+	err = body(s, ctx)
 	if err == nil {
 		err = s.verify(ctx)
 	}

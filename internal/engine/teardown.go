@@ -179,7 +179,7 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
 		return err
 	}
-	gated := !s.opts.AutoApprove && !s.env.EffectiveAutoApprove(st.c)
+	gated := !s.autoApproved(st.c)
 	p, err := st.prepare(ctx, gated)
 	if err != nil {
 		return st.fail(ctx, err)

@@ -48,6 +48,9 @@ type Config struct {
 	PID  int
 	// LockLease is how long a run's lock lives without renewal (60s).
 	LockLease time.Duration
+	// Policies are folders of Rego policies that judge every run's plan
+	// (knit serve --policies); a run may add its own (RunRequest).
+	Policies []string
 	// Now is the clock for records (tests).
 	Now func() time.Time
 }

@@ -49,6 +49,14 @@ type RunRequest struct {
 	// RunID, when set, is the ID the run gets (a server hands it out
 	// before the run leaves its queue); it must be unique.
 	RunID string
+	// PolicyDirs are folders of Rego policies that judge the run's plan,
+	// beside the Config's; OverridePolicy is why an admin lets a denied
+	// run go on (audited).
+	PolicyDirs     []string
+	OverridePolicy string
+	// Tree is the git commit's tree Env was read from (GitOps): its
+	// policies/ folder, read at that same commit, judges the run too.
+	Tree string
 }
 
 // NewRunID returns a fresh run ID, for a run that is queued before it starts.
@@ -83,7 +91,17 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 	if par <= 0 {
 		par = k.cfg.Parallelism
 	}
-	return k.engine.Start(ctx, req.Kind, env, engine.Options{
+	if req.OverridePolicy != "" {
+		// Only an admin overrides a policy (the local CLI is its user's).
+		if t, ok := caller(ctx); ok && t.Role != store.RoleAdmin {
+			return nil, fmt.Errorf("%w: only an admin token may override a policy (--override-policy); token %s is %s", ErrForbidden, t.Name, t.Role)
+		}
+	}
+	judge, err := k.judge(ctx, env, req)
+	if err != nil {
+		return nil, err
+	}
+	return k.engine.Start(ctx, req.Kind, env, engine.Options{Judge: judge, OverridePolicy: req.OverridePolicy,
 		Components: req.Components, Parallelism: par, AutoApprove: req.AutoApprove,
 		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile, Policies: req.Policies,
 		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,

@@ -36,6 +36,14 @@ type ResourceChange struct {
 	// them (OpenTofu attributes, Kubernetes object fields), for a reviewer:
 	// sensitive ones are MaskedValue, ones known only after apply UnknownValue.
 	Changes []ValueChange `json:"changes,omitempty"`
+	// Before and After are the resource's whole values before and after
+	// the change, where the runner knows them (PlanOptions.Values), with
+	// every sensitive value MaskedValue; AfterUnknown marks, as OpenTofu's
+	// after_unknown does, the values known only after apply. Kept in
+	// memory for policies (internal/policy), never serialised.
+	Before       any `json:"-"`
+	After        any `json:"-"`
+	AfterUnknown any `json:"-"`
 }
 
 // ValueChange is one value a plan changes, rendered for a person: Old and

@@ -7,6 +7,8 @@
 package progress
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"knit.dev/knit/internal/store"
@@ -90,6 +92,9 @@ const (
 	// and check, Reason: what it saw; Cause when not Successful).
 	Verifying     EventKind = "verifying"
 	HealthChecked EventKind = "health"
+	// PolicyDecision is one decision of the environment's policies about
+	// the run's plan (Decision), before anything applies.
+	PolicyDecision EventKind = "policy"
 	// Dropped tells a subscriber that events it had not read yet fell out
 	// of the run's live buffer (Missed counts them); the next events follow.
 	Dropped EventKind = "dropped"
@@ -129,4 +134,32 @@ type Event struct {
 	Error     string          `json:"error,omitempty"`
 	// Missed is how many events a Dropped marker stands for.
 	Missed int64 `json:"missed,omitempty"`
+	// Decision is a PolicyDecision's.
+	Decision *Decision `json:"decision,omitempty"`
+}
+
+// Decision is one message of one policy rule.
+type Decision struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// File and Line are where the rule is written; Rule is its name.
+	File      string `json:"file"`
+	Line      int    `json:"line,omitempty"`
+	Rule      string `json:"rule"`
+	Component string `json:"component,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+}
+
+// String is "file:line rule: message (component, resource)".
+func (d Decision) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d %s: %s", d.File, d.Line, d.Rule, d.Message)
+	if d.Component != "" {
+		b.WriteString(" (component " + d.Component)
+		if d.Resource != "" {
+			b.WriteString(", resource " + d.Resource)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }

@@ -87,6 +87,9 @@ type PlanOptions struct {
 	// reports): a runner need not save it, so Plan.File may be empty and
 	// a saved plan waiting for approval is left as it is.
 	Unsaved bool
+	// Values asks for ResourceChange.Before, After and AfterUnknown, for a
+	// plan a policy judges. A runner may need another tool run for them.
+	Values bool
 }
 
 // Runner drives one tool. Implementations must be safe for concurrent use on

@@ -97,6 +97,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 			},
 			"overrides": d.overrides(&s.Overrides),
 			"health":    d.healthPolicy(&s.Health),
+			"policies":  d.strList(&s.Policies),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}

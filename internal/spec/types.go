@@ -94,8 +94,12 @@ type EnvSpec struct {
 	Overrides  *Overrides     `json:"overrides,omitempty"`
 	// Health is the environment's own health checks and when the server
 	// re-checks health (knit.dev/v1 only).
-	Health     *HealthPolicy `json:"health,omitempty"`
-	Components []*Component  `json:"components"`
+	Health *HealthPolicy `json:"health,omitempty"`
+	// Policies are folders of Rego policies, relative to the
+	// environment's folder and inside it, that judge its runs' plans
+	// beside the ones knit is given (knit.dev/v1 only).
+	Policies   []string     `json:"policies,omitempty"`
+	Components []*Component `json:"components"`
 }
 
 // Drift policies: what a scheduled drift check does with what it finds.

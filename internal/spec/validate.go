@@ -96,6 +96,14 @@ func validate(env *Environment) diag.Diagnostics {
 	if env.Spec.Approval != nil && env.APIVersion != APIVersionKnit {
 		v.err("spec.approval", "", "approval needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
 	}
+	if len(env.Spec.Policies) > 0 && env.APIVersion != APIVersionKnit {
+		v.err("spec.policies", "", "policies needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
+	}
+	for i, p := range env.Spec.Policies {
+		if _, err := env.LocalPath(p); err != nil {
+			v.err(fmt.Sprintf("spec.policies[%d]", i), "", err.Error(), "name a folder of Rego files inside the environment's folder")
+		}
+	}
 	for i, c := range env.Spec.Components {
 		p := fmt.Sprintf("spec.components[%d]", i)
 		v.component(p, c)

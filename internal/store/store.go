@@ -7,6 +7,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -158,6 +159,10 @@ type Run struct {
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// SupersededBy names the run that replaced this one (StatusSuperseded).
 	SupersededBy string `json:"supersededBy,omitempty"`
+	// Policy is what the environment's policies decided about the run's
+	// plan (JSON of engine.Verdict: decisions, each with its policy file
+	// and rule), nil without policies.
+	Policy json.RawMessage `json:"policy,omitempty"`
 }
 
 // ComponentRun is what one run did to one component.
@@ -218,6 +223,8 @@ type RunOutcome struct {
 	Audit *AuditEvent
 	// EnvStatus, when set, becomes the status of the run's environment.
 	EnvStatus EnvStatus
+	// Policy, when set, is recorded as the run's Policy.
+	Policy json.RawMessage
 }
 
 // EnvironmentSummary is one row of a list of environments.

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,6 +35,9 @@ type runPage struct {
 	Events string
 	Status statusFrag
 	Commit *commit // the git commit the run applied, if any
+	// Policy is what the environment's policies decided about the run's
+	// plan, when it was judged.
+	Policy *engine.Verdict
 }
 
 // runLogLines is how much of each component's log a finished run shows.
@@ -72,6 +76,13 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 		for _, cr := range rec.Components {
 			p.Comps = append(p.Comps, compSection{Name: cr.Component, Status: cr.Status, Why: cr.Reason,
 				Tone: toneOf(cr.Status), Log: tail(cr.Log, runLogLines)})
+		}
+	}
+	if len(p.Run.Policy) > 0 {
+		p.Policy = &engine.Verdict{}
+		if err := json.Unmarshal(p.Run.Policy, p.Policy); err != nil {
+			w.errorPage(rw, r, s, 0, fmt.Errorf("run %s: its policy decisions are unreadable: %w", id, err))
+			return
 		}
 	}
 	p.Status = runStatus(p.Run.Status, p.Run.Error)

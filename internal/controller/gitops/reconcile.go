@@ -126,7 +126,7 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 		if diags.HasErrors() {
 			return errors.New(diags.String())
 		}
-		req.Kind, req.Env, req.Root = engine.KindApply, env, folder
+		req.Kind, req.Env, req.Root, req.Tree = engine.KindApply, env, folder, dir
 		req.Origin = g.cfg.URL + "@" + want.Commit + ":" + want.Path
 	}
 	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })

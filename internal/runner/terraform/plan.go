@@ -84,7 +84,7 @@ func needsShow(p *runner.Plan, opts runner.PlanOptions) bool {
 	if !p.HasChanges() {
 		return false
 	}
-	return (opts.Attributes && hasAttributeChanges(p)) || (opts.KnownOutputs && !opts.Destroy && len(p.OutputChanges) > 0)
+	return opts.Values || (opts.Attributes && hasAttributeChanges(p)) || (opts.KnownOutputs && !opts.Destroy && len(p.OutputChanges) > 0)
 }
 
 // Apply applies exactly the saved plan p.File, after checking that its

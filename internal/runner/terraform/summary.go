@@ -38,7 +38,9 @@ func summarize(p *tfjson.Plan, refreshOnly bool) runner.Plan {
 			continue
 		}
 		count(&out, act)
-		res := runner.ResourceChange{Address: rc.Address, Action: act}
+		res := runner.ResourceChange{Address: rc.Address, Action: act,
+			Before: masked(rc.Change.Before, rc.Change.BeforeSensitive), After: masked(rc.Change.After, rc.Change.AfterSensitive),
+			AfterUnknown: rc.Change.AfterUnknown}
 		if rc.DeposedKey != "" {
 			res.Address += " (deposed " + rc.DeposedKey + ")"
 		}

@@ -79,7 +79,10 @@ func TestSummarize(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := summarize(&p, tc.refreshOnly)
-			got.PlannedOutputs = nil // TestPlannedOutputs covers them
+			got.PlannedOutputs = nil       // TestPlannedOutputs covers them
+			for i := range got.Resources { // TestMaskedValues covers them
+				got.Resources[i].Before, got.Resources[i].After, got.Resources[i].AfterUnknown = nil, nil, nil
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("summarize:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -150,5 +153,21 @@ func TestSummarizeNil(t *testing.T) {
 	t.Parallel()
 	if got := summarize(nil, false); !reflect.DeepEqual(got, runner.Plan{}) {
 		t.Errorf("summarize(nil) = %+v", got)
+	}
+}
+
+// TestMaskedValues: a plan's whole values, for policies, carry no
+// sensitive value: each is the mask, at any depth.
+func TestMaskedValues(t *testing.T) {
+	v := map[string]any{"name": "db", "password": "hunter2", "tags": map[string]any{"k": "v", "token": "t0k"}, "list": []any{"a", "s3cr3t"}}
+	marks := map[string]any{"password": true, "tags": map[string]any{"token": true}, "list": []any{false, true}}
+	got := masked(v, marks)
+	want := map[string]any{"name": "db", "password": runner.MaskedValue, "tags": map[string]any{"k": "v", "token": runner.MaskedValue},
+		"list": []any{"a", runner.MaskedValue}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("masked = %v, want %v", got, want)
+	}
+	if got := masked("whole", true); got != runner.MaskedValue {
+		t.Errorf("masked(whole, true) = %v", got)
 	}
 }

@@ -138,3 +138,40 @@ func valueText(v any) string {
 	}
 	return s
 }
+
+// masked is v with every value marks flags as sensitive (true marks all
+// of it) replaced by runner.MaskedValue, for a plan's whole values.
+func masked(v, marks any) any {
+	switch m := marks.(type) {
+	case bool:
+		if m && v != nil {
+			return runner.MaskedValue
+		}
+		return v
+	case map[string]any:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(obj))
+		for k, x := range obj {
+			out[k] = masked(x, m[k])
+		}
+		return out
+	case []any:
+		list, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		out := make([]any, len(list))
+		for i, x := range list {
+			var mi any
+			if i < len(m) {
+				mi = m[i]
+			}
+			out[i] = masked(x, mi)
+		}
+		return out
+	}
+	return v
+}

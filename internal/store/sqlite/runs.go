@@ -22,8 +22,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		r.StartedAt = s.now()
 	}
 	return s.write(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt), r.SupersededBy)
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
 		if err != nil {
 			return fmt.Errorf("create run %s: %w", r.ID, err)
 		}
@@ -52,6 +52,11 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 		r, err := finishRun(ctx, tx, o.RunID, o.Status, o.Error, o.At)
 		if err != nil {
 			return err
+		}
+		if len(o.Policy) > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET policy = ? WHERE id = ?`, []byte(o.Policy), o.RunID); err != nil {
+				return fmt.Errorf("record the policy decisions of run %s: %w", o.RunID, err)
+			}
 		}
 		if o.Audit != nil {
 			if err := s.appendAudit(ctx, tx, *o.Audit); err != nil {
@@ -89,13 +94,24 @@ func finishRun(ctx context.Context, tx *txn, id string, status store.RunStatus, 
 	return r, affected(res, err, "finish run %s", id)
 }
 
-const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by`
+const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by, policy`
 
 func scanRun(sc rowScanner) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
-		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy)
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy, (*[]byte)(&r.Policy))
+	if len(r.Policy) == 0 {
+		r.Policy = nil
+	}
 	return r, err
+}
+
+// nullBytes is b, or NULL when empty.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // Run implements store.Store; a missing run is store.ErrNotFound.

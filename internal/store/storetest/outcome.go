@@ -68,9 +68,14 @@ func testRecordOutcome(t *testing.T, s store.Store, c *clock) {
 
 	// Whole: all three are written.
 	c.set(at(4 * time.Minute))
-	must(t, s.RecordOutcome(ctx, outcome("run-a", "apply")))
+	whole := outcome("run-a", "apply")
+	whole.Policy = []byte(`{"decisions":[{"kind":"deny","message":"no","file":"p.rego","line":3,"rule":"deny"}]}`)
+	must(t, s.RecordOutcome(ctx, whole))
 	r, err := s.Run(ctx, "run-a")
 	must(t, err)
+	if string(r.Policy) != string(whole.Policy) {
+		t.Errorf("the run's policy decisions: %s, want %s", r.Policy, whole.Policy)
+	}
 	if r.Status != store.StatusFailed || r.Error != "boom" || !r.FinishedAt.Equal(at(3*time.Minute)) {
 		t.Errorf("run after its outcome: %q %q %v", r.Status, r.Error, r.FinishedAt)
 	}

@@ -1,0 +1,149 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/policy"
+	"knit.dev/knit/internal/store"
+)
+
+// judge compiles one Rego file into a Judge.
+func judge(t *testing.T, rego string) engine.Judge {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.rego"), []byte(rego), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := policy.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+const noDestroy = `package knit
+
+deny contains {"msg": "no destroy", "component": c.name} if {
+	some c in input.components
+	c.changes.destroy > 0
+}
+`
+
+func TestAPolicyDenyStopsATeardownBeforeAnythingIsDestroyed(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := h.applied(t, diamond)
+	before := len(h.r.Calls("destroy")) + len(h.r.Calls("apply"))
+	res, err := h.e.Teardown(ctx, env, engine.Options{Actor: "tester", AutoApprove: true, Judge: judge(t, noDestroy)})
+	var denied *engine.PolicyDeniedError
+	if !errors.As(err, &denied) || len(denied.Denials) != 4 {
+		t.Fatalf("teardown: %v, want a PolicyDeniedError naming the 4 components", err)
+	}
+	if n := len(h.r.Calls("destroy")) + len(h.r.Calls("apply")) - before; n != 0 {
+		t.Fatalf("%d destroys or applies ran despite the denial", n)
+	}
+	if res.Status != store.StatusFailed || res.Policy == nil || !res.Policy.Denied() {
+		t.Fatalf("run %s, policy %+v", res.Status, res.Policy)
+	}
+	for _, c := range res.Components {
+		wantCause(t, res, c.Name, engine.ReasonPolicyDenied.Cause())
+	}
+	rec, err := h.st.Run(ctx, res.RunID)
+	if err != nil || !strings.Contains(string(rec.Policy), `"rule":"deny"`) {
+		t.Fatalf("the run's record lacks its decisions: %s (%v)", rec.Policy, err)
+	}
+}
+
+func TestOverridePolicyLetsADeniedRunGoOnAndIsAudited(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := h.applied(t, diamond)
+	before := len(h.r.Calls("destroy")) + len(h.r.Calls("apply"))
+	res, err := h.e.Teardown(ctx, env, engine.Options{Actor: "root", AutoApprove: true, Judge: judge(t, noDestroy), OverridePolicy: "CAB-7 signed off"})
+	if err != nil || res.Status != store.StatusSucceeded {
+		t.Fatalf("teardown with an override: %v %v", res, err)
+	}
+	if len(h.r.Calls("destroy"))+len(h.r.Calls("apply")) == before {
+		t.Fatal("nothing was destroyed")
+	}
+	audit, _ := h.st.Audit(ctx, store.AuditFilter{})
+	var override, deny bool
+	for _, e := range audit {
+		override = override || (e.Action == "policy-override" && e.Actor == "root" && strings.Contains(e.Detail, "CAB-7 signed off"))
+		deny = deny || e.Action == "policy-deny"
+	}
+	if !override || !deny {
+		t.Fatalf("the audit trail lacks the denial or its override: %+v", audit)
+	}
+}
+
+func TestADriftReconcileIsJudgedBeforeItApplies(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := h.applied(t, diamond)
+	h.r.Drift("d")
+	applies := len(h.r.Calls("apply"))
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "tester", Judge: judge(t, `package knit
+
+deny contains "no reconcile" if input.run.kind == "drift"
+`)}, true)
+	var denied *engine.PolicyDeniedError
+	if !errors.As(err, &denied) {
+		t.Fatalf("reconcile: %v, want a PolicyDeniedError", err)
+	}
+	if n := len(h.r.Calls("apply")) - applies; n != 0 {
+		t.Fatalf("%d applies ran despite the denial", n)
+	}
+	if res.Component("d").Status != engine.Drifted {
+		t.Fatalf("d: %s, want drifted (reported, not reconciled)", res.Component("d").Status)
+	}
+}
+
+func TestRequireApprovalGatesAnAutoApprovedComponent(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	res, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Actor: "tester", AutoApprove: true, Judge: judge(t, `package knit
+
+require_approval contains {"msg": "d is special", "component": "d"} if true
+
+warn contains "heads up" if true
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Component("d")
+	if d.Status != engine.Awaiting || !strings.Contains(d.Reason, "a policy requires approval") {
+		t.Fatalf("d: %s (%s), want awaiting approval required by policy", d.Status, d.Reason)
+	}
+	if len(res.Policy.Of(engine.DecisionWarn)) != 1 {
+		t.Fatalf("decisions %+v, want the warning", res.Policy.Decisions)
+	}
+	for _, c := range []string{"a", "b", "c"} {
+		if res.Component(c).Status != engine.Applied {
+			t.Errorf("%s: %s, want applied (a warning stops nothing)", c, res.Component(c).Status)
+		}
+	}
+}
+
+func TestABrokenJudgeFailsTheRunClosed(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.e.Apply(context.Background(), parse(t, diamond), engine.Options{Actor: "tester", Judge: failingJudge{}})
+	if !errors.Is(err, engine.ErrPolicy) || res.Status != store.StatusFailed {
+		t.Fatalf("apply with a failing judge: %v, %s; want a PolicyError, failed", err, res.Status)
+	}
+	if n := len(h.r.Calls("apply")); n != 0 {
+		t.Fatalf("%d applies ran", n)
+	}
+}
+
+type failingJudge struct{}
+
+func (failingJudge) Judge(context.Context, *engine.EnvPlan) (*engine.Verdict, error) {
+	return nil, errors.New("p.rego:3: boom")
+}
