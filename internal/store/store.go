@@ -500,6 +500,7 @@ type Store interface {
 	Tokens
 	ToolProcesses
 	Outbox
+	Expiries
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor
