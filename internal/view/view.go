@@ -113,6 +113,8 @@ type EnvironmentView struct {
 	SucceededRevision int `json:"succeededRevision,omitempty"`
 	// Invalid is the newest revision when its file does not validate.
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
+	// ExpiresAt is when an ephemeral environment (spec.ttl) is torn down.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // DriftView is the outcome of an environment's latest drift check.
