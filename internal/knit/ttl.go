@@ -103,3 +103,16 @@ func (k *Knit) ExtendTTL(ctx context.Context, ref string, by time.Duration, acto
 	cur.At = at
 	return cur, nil
 }
+
+// ExpiredReason is why an expired environment is torn down, as its
+// teardown run and the audit trail record it.
+func ExpiredReason(at time.Time) string {
+	return "ttl expired at " + at.UTC().Format(time.RFC3339)
+}
+
+// AuditExpired records that knit serve queued run (a teardown) of env
+// because its expiry at passed.
+func (k *Knit) AuditExpired(ctx context.Context, env string, at time.Time, runID, actor string) error {
+	return k.store.AppendAudit(ctx, store.AuditEvent{Env: env, Actor: actor, Action: AuditTTLExpire, RunID: runID,
+		Reason: ExpiredReason(at), Detail: "teardown queued", Time: k.now()})
+}

@@ -147,7 +147,7 @@ type Run struct {
 	Status     RunStatus `json:"status"`
 	Actor      string    `json:"actor"`
 	Reason     string    `json:"reason,omitempty"`
-	Source     string    `json:"source,omitempty"` // cli, api, git, schedule
+	Source     string    `json:"source,omitempty"` // cli, api, git, schedule, ttl
 	Error      string    `json:"error,omitempty"`
 	PID        int       `json:"pid,omitempty"`
 	StartedAt  time.Time `json:"startedAt"`
