@@ -169,3 +169,9 @@ type InvalidRevision struct {
 	Errors    []string  `json:"errors"`
 	CreatedAt time.Time `json:"createdAt"`
 }
+
+// Expiry is an ephemeral environment's expiry, as knit ttl shows it.
+type Expiry struct {
+	Env       string    `json:"env"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}

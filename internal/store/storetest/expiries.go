@@ -12,8 +12,21 @@ func testExpiries(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	_, err := s.Expiry(ctx, "team/pr-1")
 	wantNotFound(t, err, "expiry never set")
+	_, err = s.PutRevision(ctx, env("team/pr-1"), rev("a", at(0)))
+	must(t, err)
+	// The expiry shows in the environment's view: setting, moving or
+	// clearing it changes the environment's version.
+	version := func() int64 {
+		v, err := s.EnvironmentVersion(ctx, "team/pr-1")
+		must(t, err)
+		return v
+	}
+	v0 := version()
 
 	must(t, s.SetExpiry(ctx, "team/pr-1", at(time.Hour), nil))
+	if v := version(); v == v0 {
+		t.Errorf("setting the expiry left the environment's version at %d", v)
+	}
 	must(t, s.SetExpiry(ctx, "team/pr-2", at(2*time.Hour), nil))
 	e, err := s.Expiry(ctx, "team/pr-1")
 	must(t, err)
@@ -33,7 +46,11 @@ func testExpiries(t *testing.T, s store.Store) {
 
 	// An extension is a new expiry, not yet warned for, audited with it.
 	audit := &store.AuditEvent{Env: "team/pr-1", Actor: "alice", Action: "ttl-extend", Detail: "expires at x", Time: at(5)}
+	v1 := version()
 	must(t, s.SetExpiry(ctx, "team/pr-1", at(3*time.Hour), audit))
+	if v := version(); v == v1 {
+		t.Errorf("moving the expiry left the environment's version at %d", v)
+	}
 	e, err = s.Expiry(ctx, "team/pr-1")
 	must(t, err)
 	equal(t, "extended", e, store.Expiry{Env: "team/pr-1", At: at(3 * time.Hour), WarnedFor: at(time.Hour)})
@@ -43,7 +60,11 @@ func testExpiries(t *testing.T, s store.Store) {
 		t.Errorf("audit = %+v, want one ttl-extend by alice", evs)
 	}
 
+	v2 := version()
 	must(t, s.SetExpiry(ctx, "team/pr-1", time.Time{}, nil))
+	if v := version(); v == v2 {
+		t.Errorf("clearing the expiry left the environment's version at %d", v)
+	}
 	_, err = s.Expiry(ctx, "team/pr-1")
 	wantNotFound(t, err, "cleared expiry")
 	if err := s.MarkExpiryWarned(ctx, "team/pr-1", at(3*time.Hour)); !errors.Is(err, store.ErrConflict) {
