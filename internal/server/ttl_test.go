@@ -109,7 +109,9 @@ func TestTTLTearsDownAtExpiry(t *testing.T) {
 		env.Status, env.ExpiresAt = "", time.Time{}
 		h.do(call{method: "GET", path: "/api/v1/environments/shop/brief", token: op}, 200).decode(t, &env)
 	}
-	var runs struct{ Items []struct{ Kind, Source, Reason, Status string } }
+	var runs struct {
+		Items []struct{ Kind, Source, Reason, Status string }
+	}
 	h.do(call{method: "GET", path: "/api/v1/environments/shop/brief/runs", token: op}, 200).decode(t, &runs)
 	reason := knit.ExpiredReason(expiry)
 	if len(runs.Items) == 0 || runs.Items[0].Kind != "teardown" || runs.Items[0].Source != "ttl" || runs.Items[0].Reason != reason ||
