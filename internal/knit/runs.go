@@ -99,7 +99,7 @@ func (k *Knit) Run(ctx context.Context, req RunRequest) (*engine.Result, error) 
 	}
 	<-r.Done()
 	res, err := r.Wait(context.Background())
-	if res != nil && res.Env != "" {
+	if res != nil && res.Env != "" && (res.Kind == engine.KindApply || res.Kind == engine.KindTeardown) {
 		// An ephemeral environment's first apply starts its expiry; a
 		// teardown clears it.
 		if xerr := k.SyncExpiry(context.WithoutCancel(ctx), res.Env); xerr != nil && err == nil {

@@ -45,7 +45,9 @@ func (k *Knit) MarkExpiryWarned(ctx context.Context, env string, at time.Time) e
 // runs already is kept: only knit ttl --extend moves it.
 func (k *Knit) SyncExpiry(ctx context.Context, env string) error {
 	e, err := k.store.Environment(ctx, env)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // a plan of a file never applied records nothing
+	} else if err != nil {
 		return err
 	}
 	var ttl time.Duration

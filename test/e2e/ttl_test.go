@@ -49,7 +49,9 @@ func TestEphemeralEnvironmentThroughTheServer(t *testing.T) {
 	if !w.exists("files/kept-net.txt") {
 		t.Fatal("qa/kept was torn down before its expiry")
 	}
-	var audit struct{ Items []struct{ Action, Reason string } }
+	var audit struct {
+		Items []struct{ Action, Reason string }
+	}
 	s.do("GET", "/api/v1/audit?env=qa/brief", nil, &audit)
 	expired := false
 	for _, e := range audit.Items {
@@ -70,7 +72,9 @@ func TestEphemeralEnvironmentThroughTheServer(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &x) != nil || !x.ExpiresAt.Equal(kept.Add(24*time.Hour)) {
 		t.Fatalf("knit ttl --extend 24h through the server: exit %d, want %s\n%s\n%s", r.code, kept.Add(24*time.Hour), r.stdout, r.stderr)
 	}
-	var ext struct{ Items []struct{ Action, Actor, Detail string } }
+	var ext struct {
+		Items []struct{ Action, Actor, Detail string }
+	}
 	s.do("GET", "/api/v1/audit?env=qa/kept", nil, &ext)
 	extended := false
 	for _, e := range ext.Items {
