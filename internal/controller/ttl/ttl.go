@@ -54,7 +54,6 @@ type Controller struct {
 	// torn is the expiry each environment's teardown was queued for: one
 	// teardown per expiry (a failed or gated one waits for a person).
 	torn map[string]time.Time
-	ctx  context.Context // Run's, nil before it starts
 }
 
 // New is a controller over k, queueing teardowns on q and telling n.
@@ -74,14 +73,10 @@ func New(k *knit.Knit, q Queue, n Notifier, cfg Config) *Controller {
 	return &Controller{k: k, q: q, n: n, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock), torn: map[string]time.Time{}}
 }
 
-// Run starts the expiry of environments applied while no server ran,
-// then acts on expiries every tick until ctx ends. It returns nil once
-// stopped.
+// Run acts on expiries every tick until ctx ends. (Expiries start with
+// each first apply, through knit.Run or this server's queue: nothing to
+// load.) It returns nil once stopped.
 func (c *Controller) Run(ctx context.Context) error {
-	c.mu.Lock()
-	c.ctx = ctx
-	c.mu.Unlock()
-	c.syncAll(ctx)
 	t := c.clock.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	c.Check(ctx)
@@ -95,36 +90,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-func (c *Controller) syncAll(ctx context.Context) {
-	after := ""
-	for ctx.Err() == nil {
-		page, err := c.k.Environments(ctx, knit.EnvironmentFilter{After: after, Limit: 1000})
-		if err != nil {
-			c.log.Error("ttl: list environments", "err", err)
-			return
-		}
-		for _, e := range page.Items {
-			if err := c.k.SyncExpiry(ctx, e.ID); err != nil {
-				c.log.Warn("ttl: expiry", "env", e.ID, "err", err)
-			}
-		}
-		if page.Next == "" {
-			return
-		}
-		after = page.Next
-	}
-}
-
 // RunEnded follows a run's end: a first apply starts the expiry, a
-// teardown clears it.
+// teardown clears it. It runs whether Run has started or not: an expiry
+// missed here would never come.
 func (c *Controller) RunEnded(env string) {
-	c.mu.Lock()
-	ctx := c.ctx
-	c.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
-		return
-	}
-	if err := c.k.SyncExpiry(ctx, env); err != nil {
+	if err := c.k.SyncExpiry(context.Background(), env); err != nil {
 		c.log.Warn("ttl: expiry", "env", env, "err", err)
 	}
 }

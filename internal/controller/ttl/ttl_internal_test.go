@@ -205,16 +205,23 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-// TestTeardownClearsAndReapplyRestarts: a teardown clears the expiry;
-// the next apply starts a new one from its own time.
+// TestTeardownClearsAndReapplyRestarts: a teardown clears the expiry
+// (followed by RunEnded, as the server's queue tells it); the next apply
+// starts a new one from its own time.
 func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
 	k := applied(t, fc)
 	fc.Advance(3 * time.Hour)
-	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/pr-1", AutoApprove: true, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+	// As the server's queue runs it (Start, not Run): RunEnded follows.
+	r, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/pr-1", AutoApprove: true, Actor: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Wait(ctx); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("teardown: %v %v", res, err)
 	}
+	New(k, &queue{}, &sink{}, Config{Logger: quiet(), Clock: fc}).RunEnded("shop/pr-1")
 	if x, err := k.Expiry(ctx, "shop/pr-1"); err == nil {
 		t.Fatalf("expiry after teardown: %+v", x)
 	}
