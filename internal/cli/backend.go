@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // backend is where a command reads and runs: the library on this machine
@@ -25,6 +27,9 @@ type backend interface {
 	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
 	Logs(ctx context.Context, ref, component string) (store.ComponentRun, error)
 	DiffEnvironments(ctx context.Context, req knit.EnvDiffRequest) (knit.EnvDiff, error)
+	// ExtendTTL moves an ephemeral environment's expiry (audited as actor
+	// locally; as the token's name on a server).
+	ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.
@@ -62,6 +67,11 @@ func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest, submit
 
 func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
 	return l.Knit.ChangeSets(ctx, ref, 0, statuses...)
+}
+
+func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error) {
+	x, err := l.Knit.ExtendTTL(ctx, ref, by, actor)
+	return view.Expiry{Env: x.Env, ExpiresAt: x.At}, err
 }
 
 func (localBackend) Remote() bool { return false }

@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // remoteBackend is a knit server, through its API. Environments may be
@@ -70,6 +71,14 @@ func (r *remoteBackend) Environment(ctx context.Context, ref string) (knit.Envir
 		return knit.EnvironmentView{}, err
 	}
 	return r.c.Environment(ctx, id)
+}
+
+func (r *remoteBackend) ExtendTTL(ctx context.Context, ref string, by time.Duration, _ string) (view.Expiry, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return view.Expiry{}, err
+	}
+	return r.c.ExtendTTL(ctx, id, by)
 }
 
 func (r *remoteBackend) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {

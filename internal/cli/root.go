@@ -114,6 +114,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newPlanCmd(d),
 		newApplyCmd(d),
 		newTeardownCmd(d),
+		newTTLCmd(d),
 		newDriftCmd(d),
 		newApprovalsCmd(d),
 		newDecideCmd(d, true),

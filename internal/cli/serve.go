@@ -34,6 +34,7 @@ type serveConfig struct {
 	WebhookSecretFile string   `yaml:"webhookSecretFile"`
 	LogFormat         string   `yaml:"logFormat"`
 	DriftInterval     string   `yaml:"driftInterval"`
+	TTLWarnBefore     string   `yaml:"ttlWarnBefore"`
 	ToolEnv           []string `yaml:"toolEnv"`
 	Policies          []string `yaml:"policies"`
 	TFBinary          string   `yaml:"tfBinary"`
@@ -58,6 +59,7 @@ type serveConfig struct {
 	} `yaml:"http"`
 
 	minDriftEvery, driftTick time.Duration // hidden flags, for tests
+	ttlTick                  time.Duration // hidden flag, for tests
 	gitKeepTrees             int           // hidden flag, for tests
 	cpuProfile               string        // hidden flag, for knit-loadtest
 }
@@ -120,6 +122,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /api/v1/webhooks/git")
 	f.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	f.StringVar(&c.DriftInterval, "drift-interval", "", "check every environment for drift this often unless its file says otherwise (e.g. 30m; empty: only scheduled ones)")
+	f.StringVar(&c.TTLWarnBefore, "ttl-warn-before", "1h", "send ttl.expiring this long before an ephemeral environment (spec.ttl) expires")
 	f.IntVar(&c.ViewCacheMB, "view-cache-mb", 64, "memory for encoded environment views the API serves again while unchanged (0: none)")
 	f.StringArrayVar(&c.Policies, "policies", nil, "folder of Rego policies (package knit) that judge every run's plan (repeatable)")
 	f.StringArrayVar(&c.ToolEnv, "tool-env", nil, "let tools see this variable of knit's environment (repeatable)")
@@ -129,6 +132,8 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	_ = f.MarkHidden("git-keep-trees")  // for tests: reaching 200 takes 200 commits
 	_ = f.MarkHidden("drift-min-every") // for tests: real schedules are minutes apart
 	_ = f.MarkHidden("drift-tick")
+	f.DurationVar(&c.ttlTick, "ttl-tick", 0, "how often expiries are looked at (default 1s)")
+	_ = f.MarkHidden("ttl-tick")
 	f.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
 	_ = f.MarkHidden("cpu-profile") // for knit-loadtest -cpu-profile
 	f.StringVar(&c.Git.URL, "git-url", "", "git repository of environment files (file://, https://, ssh)")
@@ -162,6 +167,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	set("webhook-secret-file", &c.WebhookSecretFile, file.WebhookSecretFile)
 	set("log-format", &c.LogFormat, file.LogFormat)
 	set("drift-interval", &c.DriftInterval, file.DriftInterval)
+	set("ttl-warn-before", &c.TTLWarnBefore, file.TTLWarnBefore)
 	set("git-url", &c.Git.URL, file.Git.URL)
 	set("git-branch", &c.Git.Branch, file.Git.Branch)
 	set("git-path", &c.Git.Path, file.Git.Path)
@@ -259,7 +265,13 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logger) (controller.Config, error) {
 	ctl := controller.Config{MaxConcurrentRuns: c.MaxConcurrentRuns, Logger: log,
 		Drift: drift.Config{MinEvery: c.minDriftEvery, Tick: c.driftTick}}
+	ctl.TTL.Tick = c.ttlTick
 	var err error
+	if c.TTLWarnBefore != "" {
+		if ctl.TTL.WarnBefore, err = time.ParseDuration(c.TTLWarnBefore); err != nil || ctl.TTL.WarnBefore <= 0 {
+			return ctl, fmt.Errorf("--ttl-warn-before %q: want a positive duration such as 1h", c.TTLWarnBefore)
+		}
+	}
 	if c.DriftInterval != "" {
 		if ctl.Drift.Interval, err = time.ParseDuration(c.DriftInterval); err != nil {
 			return ctl, fmt.Errorf("--drift-interval: %w", err)

@@ -21,3 +21,19 @@ func TestServeConfigHTTPLimits(t *testing.T) {
 		t.Fatalf("bad idleTimeout: %v", err)
 	}
 }
+
+// --ttl-warn-before (knit.yaml ttlWarnBefore) becomes the ttl
+// controller's lead time; a bad or non-positive one is an error naming it.
+func TestServeConfigTTLWarnBefore(t *testing.T) {
+	c := serveConfig{TTLWarnBefore: "2h"}
+	ctl, err := c.controllers(t.Context(), t.TempDir(), nil)
+	if err != nil || ctl.TTL.WarnBefore != 2*time.Hour {
+		t.Fatalf("warn before: %v %v", ctl.TTL.WarnBefore, err)
+	}
+	for _, bad := range []string{"soon", "0s", "-1h"} {
+		c.TTLWarnBefore = bad
+		if _, err := c.controllers(t.Context(), t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "--ttl-warn-before") {
+			t.Fatalf("--ttl-warn-before %s: %v", bad, err)
+		}
+	}
+}

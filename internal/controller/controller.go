@@ -1,6 +1,6 @@
 // Package controller runs knit serve's controllers as one: the fair run
 // queue (runqueue), the GitOps reconciler (gitops) and the drift scheduler
-// (drift), and the notifications of what they do. knit serve
+// (drift), the expiry of ephemeral environments (ttl), and the notifications of what they do. knit serve
 // (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
 // HTTP server, and runs it beside the server; the server only routes,
 // authenticates and encodes.
@@ -16,6 +16,7 @@ import (
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/controller/runqueue"
+	"knit.dev/knit/internal/controller/ttl"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	// Drift is the drift scheduler's (its Actor, Logger and Clock are this
 	// Config's).
 	Drift drift.Config
+	// TTL is the expiry controller's (its Actor, Logger and Clock are this
+	// Config's).
+	TTL ttl.Config
 	// Notify are the sinks told about failed runs, drift, approvals needed,
 	// teardowns, successes and invalid environment files.
 	Notify []notify.Sink
@@ -50,6 +54,8 @@ type Set struct {
 	// Git is the GitOps reconciler (nil: GitOps off).
 	Git   *gitops.Reconciler
 	Drift *drift.Scheduler
+	// TTL tears expired ephemeral environments down.
+	TTL *ttl.Controller
 
 	log    *slog.Logger
 	notify *notify.Dispatcher
@@ -74,6 +80,9 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	dc := cfg.Drift
 	dc.Actor, dc.Logger, dc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
 	s.Drift = drift.New(k, s.Queue, dc)
+	tc := cfg.TTL
+	tc.Actor, tc.Logger, tc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
+	s.TTL = ttl.New(k, s.Queue, d, tc)
 	if cfg.Git != nil {
 		gc := *cfg.Git
 		gc.Actor, gc.Logger, gc.Clock, gc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
@@ -90,6 +99,7 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 		return
 	}
 	s.Drift.RunEnded(o.Job.Env)
+	s.TTL.RunEnded(o.Job.Env)
 	for _, ev := range notifications(o.Job, o.Result) {
 		if s.runURL != nil {
 			ev.URL = s.runURL(ev.RunID)
@@ -108,7 +118,7 @@ func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
 // start. A controller that fails alone (a repository GitOps cannot watch)
 // leaves the others running; Run returns its error at the end.
 func (s *Set) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run}
+	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.TTL.Run}
 	if s.Git != nil {
 		runs = append(runs, s.Git.Run)
 	}

@@ -278,6 +278,11 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 	if v.Invalid, err = k.InvalidOf(ctx, d.Environment); err != nil {
 		return v, err
 	}
+	if x, err := k.store.Expiry(ctx, id); err == nil {
+		v.ExpiresAt = x.At
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return v, err
+	}
 	byName := make(map[string]*store.ComponentDetail, len(d.Components))
 	for i := range d.Components {
 		byName[d.Components[i].Name] = &d.Components[i]

@@ -116,7 +116,15 @@ func (k *Knit) Run(ctx context.Context, req RunRequest) (*engine.Result, error) 
 		return nil, err
 	}
 	<-r.Done()
-	return r.Wait(context.Background())
+	res, err := r.Wait(context.Background())
+	if res != nil && res.Env != "" && (res.Kind == engine.KindApply || res.Kind == engine.KindTeardown) {
+		// An ephemeral environment's first apply starts its expiry; a
+		// teardown clears it.
+		if xerr := k.SyncExpiry(context.WithoutCancel(ctx), res.Env); xerr != nil && err == nil {
+			err = fmt.Errorf("record the expiry of %s: %w", res.Env, xerr)
+		}
+	}
+	return res, err
 }
 
 // Lookup finds a running or recently finished run of this process by ID.

@@ -15,10 +15,13 @@ const (
 	// KindInvalidRevision: a commit's environment file does not validate;
 	// nothing of it runs. File, Revision, Commit and Errors say which and why.
 	KindInvalidRevision = "invalid.revision"
+	// KindTTLExpiring: an ephemeral environment (spec.ttl) is torn down
+	// soon; Summary says when and how to keep it.
+	KindTTLExpiring = "ttl.expiring"
 )
 
 // kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision}
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring}
 
 func knownKind(k string) bool { return slices.Contains(kinds, k) }
 

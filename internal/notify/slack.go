@@ -31,6 +31,7 @@ var slackTitles = map[string][2]string{
 	KindApprovalNeeded:  {":hand:", "Approval needed"},
 	KindTeardownDone:    {":wastebasket:", "Teardown done"},
 	KindInvalidRevision: {":no_entry:", "Invalid commit"},
+	KindTTLExpiring:     {":hourglass:", "Environment expiring"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -27,6 +27,7 @@ func (s *Server) routes() {
 	h("POST /api/v1/environments/{team}/{env}/runs", s.authed(operator, s.startRun))
 	h("GET /api/v1/environments/{team}/{env}/components/{name}/logs", s.authed(viewer, s.componentLogs))
 	h("DELETE /api/v1/environments/{team}/{env}/lock", s.authed(admin, s.unlock))
+	h("POST /api/v1/environments/{team}/{env}/ttl", s.authed(operator, s.extendTTL))
 	h("POST /api/v1/environments/{team}/{env}/components/{name}/approve", s.authed(operator, s.decide(true)))
 	h("POST /api/v1/environments/{team}/{env}/components/{name}/reject", s.authed(operator, s.decide(false)))
 

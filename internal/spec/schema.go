@@ -78,6 +78,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				})
 			},
 			"drift": d.drift(&s.Drift),
+			"ttl":   d.str(&s.TTL),
 			"approval": func(v *yaml.Node, path string) {
 				s.Approval = &ApprovalPolicy{}
 				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})

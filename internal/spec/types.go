@@ -81,6 +81,9 @@ type EnvSpec struct {
 	// (knit.dev/v1 only); Approval who may approve (knit.dev/v1 only).
 	Drift    *DriftPolicy    `json:"drift,omitempty"`
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
+	// TTL makes the environment ephemeral (knit.dev/v1 only): knit serve
+	// tears it down this long after its first apply ("72h"; see TTLDuration).
+	TTL string `json:"ttl,omitempty"`
 	// Kubeconfig is the cluster access of every helm and manifests
 	// component that sets none of its own (knit.dev/v1 only).
 	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`

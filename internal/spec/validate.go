@@ -93,6 +93,7 @@ func validate(env *Environment) diag.Diagnostics {
 	v.header()
 	v.componentNames()
 	v.driftPolicy("spec.drift", env.Spec.Drift)
+	v.ttl()
 	if env.Spec.Approval != nil && env.APIVersion != APIVersionKnit {
 		v.err("spec.approval", "", "approval needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
 	}
@@ -141,6 +142,20 @@ func (v *validator) schedule(path, expr string) {
 	}
 	if _, err := schedule.Parse(expr, schedule.MinEvery(time.Nanosecond)); err != nil {
 		v.err(path, "", err.Error(), `use "@every 30m", "@hourly" or five-field cron ("*/15 * * * *")`)
+	}
+}
+
+// ttl checks spec.ttl: knit.dev/v1 only, a duration within TTL bounds.
+func (v *validator) ttl() {
+	if v.env.Spec.TTL == "" {
+		return
+	}
+	if v.env.APIVersion != APIVersionKnit {
+		v.err("spec.ttl", "", "ttl needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
+		return
+	}
+	if _, err := ParseTTL(v.env.Spec.TTL); err != nil {
+		v.err("spec.ttl", "", err.Error(), `write a duration between 1s and 8760h, e.g. "72h" or "30m"`)
 	}
 }
 

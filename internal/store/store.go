@@ -152,7 +152,7 @@ type Run struct {
 	Status     RunStatus `json:"status"`
 	Actor      string    `json:"actor"`
 	Reason     string    `json:"reason,omitempty"`
-	Source     string    `json:"source,omitempty"` // cli, api, git, schedule
+	Source     string    `json:"source,omitempty"` // cli, api, git, schedule, ttl
 	Error      string    `json:"error,omitempty"`
 	PID        int       `json:"pid,omitempty"`
 	StartedAt  time.Time `json:"startedAt"`
@@ -511,6 +511,7 @@ type Store interface {
 	Tokens
 	ToolProcesses
 	Outbox
+	Expiries
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

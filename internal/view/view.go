@@ -113,6 +113,8 @@ type EnvironmentView struct {
 	SucceededRevision int `json:"succeededRevision,omitempty"`
 	// Invalid is the newest revision when its file does not validate.
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
+	// ExpiresAt is when an ephemeral environment (spec.ttl) is torn down.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // DriftView is the outcome of an environment's latest drift check.
@@ -166,4 +168,10 @@ type InvalidRevision struct {
 	// message" with its hint lines, in the file's order: all of them.
 	Errors    []string  `json:"errors"`
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Expiry is an ephemeral environment's expiry, as knit ttl shows it.
+type Expiry struct {
+	Env       string    `json:"env"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }

@@ -96,7 +96,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "when": when, "commit": newCommit, "changeForm": newChangeForm}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "when": when, "commit": newCommit, "changeForm": newChangeForm}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -326,6 +326,18 @@ func (w *Web) ago(t time.Time) string {
 }
 
 // when is a time for a title attribute.
+// until says how far off t is: "in 3h12m", or "now" once past.
+func (w *Web) until(t time.Time) string {
+	d := t.Sub(w.opts.Now())
+	if d <= 0 {
+		return "now"
+	}
+	if d >= time.Minute {
+		d = d.Truncate(time.Minute)
+	}
+	return "in " + strings.TrimSuffix(d.Truncate(time.Second).String(), "0s")
+}
+
 func when(t time.Time) string {
 	if t.IsZero() {
 		return ""

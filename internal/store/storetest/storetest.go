@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"ConcurrentWrites", plain(testConcurrentWrites)},
 		{"ToolProcesses", testToolProcesses},
 		{"Outbox", plain(testOutbox)},
+		{"Expiries", plain(testExpiries)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
