@@ -101,7 +101,7 @@ func TestSetMistakesAreReportedWhereWritten(t *testing.T) {
 	for _, tc := range []struct{ name, gens, branch, want string }{
 		{"unknown generator", "    - pullRequests: {}\n", "", "11:7 spec.generators[0].pullRequests: unknown field"},
 		{"bad pattern", "    - gitBranches: {pattern: \"feature/[\"}\n", "", "11:20 spec.generators[0].gitBranches.pattern: gitBranches needs a valid pattern"},
-		{"duplicate names", "    - list: {elements: [{name: a}, {name: a}]}\n", "", `11:30 spec.generators[0].list.elements[1]: two elements generate the envName "a" (the other is at envs/set.yaml:11:25)`},
+		{"duplicate names", "    - list: {elements: [{name: a}, {name: a}]}\n", "", `11:36 spec.generators[0].list.elements[1]: two elements generate the envName "a" (the other is at envs/set.yaml:11:25)`},
 		{"invalid name", "    - list: {elements: [{name: Not_OK}]}\n", "", `11:25 spec.generators[0].list.elements[0]: the generated envName "Not_OK" is not a valid name`},
 		{"missing field", "    - list: {elements: [{nom: a}]}\n", "", `11:25 spec.generators[0].list.elements[0]: envName cannot be made for this element`},
 		{"unknown parameter", "    - list: {elements: [{name: a, parameters: {colour: red}}]}\n", "", `11:25 spec.parameters.colour: unknown parameter`},
