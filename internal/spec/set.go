@@ -45,8 +45,10 @@ type Set struct {
 	Template        *TemplateRef
 	Parameters      map[string]any
 	// TTL is copied into each generated environment's spec.ttl.
-	TTL        string
-	Generators []*Generator
+	TTL string
+	// AutoApprove is copied into each generated environment.
+	AutoApprove bool
+	Generators  []*Generator
 
 	opts     Options
 	pos      map[string]diag.Pos
@@ -115,11 +117,12 @@ func ParseSet(name, dir, root string, data []byte, opts Options) (*Set, diag.Dia
 		"metadata":   d.metadata(&meta),
 		"spec": func(v *yaml.Node, p string) {
 			d.mapping(v, p, false, map[string]field{
-				"teamName":   d.str(&s.TeamName),
-				"envName":    d.str(&s.EnvName),
-				"template":   d.templateRef(&s.Template),
-				"ttl":        d.str(&s.TTL),
-				"parameters": d.paramValues(&s.Parameters),
+				"teamName":    d.str(&s.TeamName),
+				"envName":     d.str(&s.EnvName),
+				"template":    d.templateRef(&s.Template),
+				"ttl":         d.str(&s.TTL),
+				"autoApprove": d.boolean(&s.AutoApprove),
+				"parameters":  d.paramValues(&s.Parameters),
 				"generators": func(v *yaml.Node, p string) {
 					d.sequence(v, p, func(_ int, item *yaml.Node, ip string) {
 						if g := d.generator(item, ip, 0); g != nil {
@@ -392,7 +395,7 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: s.File, Dir: s.Dir, Root: s.Root, Text: s.Text,
 		opts: s.opts, pos: pos, bad: map[string]bool{},
 		Metadata: Metadata{Name: e.Name},
-		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params}}
+		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove}}
 	if s.Template != nil {
 		ref := *s.Template
 		env.Spec.Template = &ref
