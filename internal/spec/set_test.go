@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,27 @@ func TestSetElementCountIsBounded(t *testing.T) {
 func TestKindOf(t *testing.T) {
 	if KindOf([]byte(setFile(threeElements))) != KindSet || KindOf([]byte(webStack)) != KindTemplate || KindOf([]byte("- a")) != "" {
 		t.Fatal("KindOf")
+	}
+}
+
+// BenchmarkExpandSet100 measures parsing a set of 100 list elements and
+// expanding it: each element's environment resolved from the template and
+// validated (issue 26: a hundred environments in under a second).
+func BenchmarkExpandSet100(b *testing.B) {
+	var els []string
+	for i := range 100 {
+		els = append(els, fmt.Sprintf("{name: env%03d, parameters: {size: %d}}", i, i))
+	}
+	dir := repo(b, map[string]string{"templates/web-stack.yaml": webStack, "modules/app/main.tf": modApp})
+	data := []byte(setFile("    - list: {elements: [" + strings.Join(els, ", ") + "]}\n"))
+	for b.Loop() {
+		s, ds := ParseSet("envs/set.yaml", filepath.Join(dir, "envs"), dir, data, Options{})
+		if ds.HasErrors() {
+			b.Fatal(ds)
+		}
+		envs, ds := s.Expand(nil)
+		if ds.HasErrors() || len(envs) != 100 {
+			b.Fatal(len(envs), ds)
+		}
 	}
 }
