@@ -396,6 +396,7 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 		opts: s.opts, pos: pos, bad: map[string]bool{},
 		Metadata: Metadata{Name: e.Name},
 		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove}}
+	// s.TTL goes to env.Spec.TTL once spec.ttl (ephemeral environments) lands.
 	if s.Template != nil {
 		ref := *s.Template
 		env.Spec.Template = &ref
