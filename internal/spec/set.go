@@ -418,6 +418,25 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	return env, ds
 }
 
+// CheckSet loads the set file at path and expands it with no branches
+// (outside a server a gitBranches generator yields nothing): what
+// `knit validate -f SET` reports.
+func CheckSet(file string, opts Options) ([]*Environment, diag.Diagnostics) {
+	data, err := readFile(file)
+	if err != nil {
+		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: file}, Message: err.Error()}}
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	s, ds := ParseSet(file, filepath.Dir(abs), "", data, opts)
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return s.Expand(nil)
+}
+
 // Expand is every environment of the set, given the repository's
 // branches, each resolved and validated; any error in any element makes
 // the whole set invalid (nothing of it should run half).
@@ -427,9 +446,15 @@ func (s *Set) Expand(branches []string) ([]*Environment, diag.Diagnostics) {
 		return nil, ds
 	}
 	envs := make([]*Environment, 0, len(els))
+	seen := map[string]bool{} // a mistake of the template shows once, not once per element
 	for _, e := range els {
 		env, more := s.Environment(e)
-		ds = append(ds, more...)
+		for _, d := range more {
+			if k := d.String(); !seen[k] {
+				seen[k] = true
+				ds = append(ds, d)
+			}
+		}
 		if env != nil {
 			envs = append(envs, env)
 		}

@@ -135,3 +135,23 @@ func TestGitOpsTemplateInTheWatchedFolderIsNotAnInvalidEnvironment(t *testing.T)
 		t.Errorf("the server logged an invalid environment file:\n%s", s.logText())
 	}
 }
+
+// knit validate -f SET expands the set and reports each mistake at its
+// line; a valid set names how many environments it makes.
+func TestValidateASet(t *testing.T) {
+	w := newWorld(t)
+	git(t, w.dir, "init", "-q") // the repository's root bounds the template's path
+	w.write(map[string]string{
+		"modules/file/main.tf":   fileModule,
+		"templates/preview.yaml": strings.ReplaceAll(setTemplate, "FILES", w.path("files")),
+		"envs/ok.yaml":           listSet("alpha", "beta"),
+		"envs/dup.yaml":          listSet("alpha", "alpha"),
+	})
+	if r := w.ok("validate", "-f", "envs/ok.yaml"); !strings.Contains(r.stdout, "valid: environment set of 2 environments") {
+		t.Errorf("validate ok.yaml: %s", r.stdout)
+	}
+	r := w.knit("validate", "-f", "envs/dup.yaml")
+	if r.code != 1 || !strings.Contains(r.stdout, `envs/dup.yaml:11:67:`) || !strings.Contains(r.stdout, `two elements generate the envName "alpha"`) {
+		t.Errorf("validate dup.yaml: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
