@@ -73,6 +73,15 @@ func TestGitOpsListSetCreatesOneEnvironmentPerElementAndTearsDownARemovedOne(t *
 	}
 	w.toolRuns()
 
+	// A set that does not validate (two elements named alpha, beta gone)
+	// is recorded as invalid and tears nothing down.
+	broken := repo.commit("previews: oops", map[string]string{"envs/previews.yaml": listSet("alpha", "alpha", "gamma")})
+	s.logged("the broken commit recorded", committed(broken))
+	s.eventually("the broken set recorded as invalid", func() bool { return s.invalidRecord("envs/previews.yaml") != "" })
+	if e, _ := s.env("shop/beta"); e.Status != "provisioned" {
+		t.Fatalf("beta is %s after a commit of a broken set, want provisioned", e.Status)
+	}
+
 	second := repo.commit("previews: beta done", map[string]string{"envs/previews.yaml": listSet("alpha", "gamma")})
 	s.logged("the commit recorded", committed(second))
 	s.eventually("beta torn down", func() bool { e, _ := s.env("shop/beta"); return e.Status == "torn-down" })
