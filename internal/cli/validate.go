@@ -27,6 +27,9 @@ Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
 			if env != nil && env.Kind == spec.KindTemplate {
 				env, diags = spec.CheckTemplate(file, d.specOptions())
 			}
+			if env != nil && env.Kind == spec.KindSet {
+				return validateSet(d.stdout, file, output, d.specOptions())
+			}
 			var err error
 			if output == "json" {
 				err = writeJSON(d.stdout, newValidateView(file, env, diags))
@@ -83,4 +86,32 @@ func printValidate(w io.Writer, file string, env *spec.Environment, diags diag.D
 		return
 	}
 	fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
+}
+
+// validateSet checks an environment set: every environment it generates
+// (without a server's branches), reported like one file's.
+func validateSet(w io.Writer, file, output string, opts spec.Options) error {
+	envs, diags := spec.CheckSet(file, opts)
+	if output == "json" {
+		v := newValidateView(file, nil, diags)
+		for _, env := range envs {
+			v.Components += len(env.Spec.Components)
+		}
+		if err := writeJSON(w, v); err != nil {
+			return err
+		}
+	} else {
+		for _, dg := range diags {
+			fmt.Fprintln(w, dg.String())
+		}
+		if diags.HasErrors() {
+			fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
+		} else {
+			fmt.Fprintf(w, "%s: valid: environment set of %s\n", file, plural(len(envs), "environment"))
+		}
+	}
+	if diags.HasErrors() {
+		return &ExitError{Code: ExitFailure}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -26,14 +27,9 @@ func (w *Watcher) fetch(ctx context.Context) (string, error) {
 	if err := w.ensureMirror(ctx); err != nil {
 		return "", err
 	}
-	c := command{args: fetchArgs(w.cfg.URL, w.cfg.Branch)}
-	if w.cfg.TokenFile != "" {
-		t, err := readToken(w.cfg.TokenFile)
-		if err != nil {
-			return "", err
-		}
-		c.env = t.env()
-		c.secrets = append(c.secrets, t.secrets...)
+	c, err := w.withToken(command{args: fetchArgs(w.cfg.URL, w.cfg.Branch)})
+	if err != nil {
+		return "", err
 	}
 	if _, err := w.git(ctx, c); err != nil {
 		return "", err
@@ -43,6 +39,49 @@ func (w *Watcher) fetch(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// withToken adds the access token, if any, to a command that talks to the remote.
+func (w *Watcher) withToken(c command) (command, error) {
+	if w.cfg.TokenFile != "" {
+		t, err := readToken(w.cfg.TokenFile)
+		if err != nil {
+			return c, err
+		}
+		c.env = t.env()
+		c.secrets = append(c.secrets, t.secrets...)
+	}
+	return c, nil
+}
+
+// Branches lists the branches of the remote repository (ls-remote: no
+// objects are fetched), sorted by name: what an environment set's
+// gitBranches generator is evaluated over.
+func (w *Watcher) Branches(ctx context.Context) ([]string, error) {
+	var out []byte
+	err := w.locked(ctx, func() error {
+		if err := w.ensureMirror(ctx); err != nil {
+			return err
+		}
+		c, err := w.withToken(command{args: []string{"ls-remote", "--heads", "--", w.cfg.URL}})
+		if err != nil {
+			return err
+		}
+		out, err = w.git(ctx, c)
+		return err
+	})
+	if err != nil {
+		return nil, w.wrap("list the branches", err)
+	}
+	var branches []string
+	for _, line := range strings.Split(string(out), "\n") {
+		_, ref, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if b, isHead := strings.CutPrefix(ref, "refs/heads/"); ok && isHead {
+			branches = append(branches, b)
+		}
+	}
+	sort.Strings(branches)
+	return branches, nil
 }
 
 // ensureMirror creates the bare repository the first time, atomically, so

@@ -233,3 +233,21 @@ func TestHead(t *testing.T) {
 		t.Errorf("Head after a push = %s, %v; want %s", head, err, next)
 	}
 }
+
+func TestBranchesListsTheRemotesBranches(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t, initialFiles)
+	w := newWatcher(t, gitwatch.Config{URL: r.url, Path: "envs"})
+	got, err := w.Branches(context.Background())
+	if err != nil || strings.Join(got, ",") != "main" {
+		t.Fatalf("Branches = %v, %v; want main", got, err)
+	}
+	testtools.RunGit(t, r.work, "push", "-q", "origin", "HEAD:refs/heads/feature/a", "HEAD:refs/heads/fix/b")
+	if got, err = w.Branches(context.Background()); err != nil || strings.Join(got, ",") != "feature/a,fix/b,main" {
+		t.Fatalf("Branches after a push = %v, %v", got, err)
+	}
+	testtools.RunGit(t, r.work, "push", "-q", "origin", "--delete", "feature/a")
+	if got, err = w.Branches(context.Background()); err != nil || strings.Join(got, ",") != "fix/b,main" {
+		t.Fatalf("Branches after a delete = %v, %v", got, err)
+	}
+}

@@ -289,3 +289,33 @@ func validBranch(b string) bool {
 	}
 	return true
 }
+
+// At returns commit as Poll would, with its Dir and Files but no Changes:
+// what a caller re-evaluates when something outside the branch's history
+// changed (another branch was pushed or deleted).
+func (w *Watcher) At(ctx context.Context, commit string) (Commit, error) {
+	if !hashPattern.MatchString(commit) {
+		return Commit{}, w.wrap("read", fmt.Errorf("%q is not a full commit hash", commit))
+	}
+	var c Commit
+	err := w.locked(ctx, func() error {
+		if err := w.ensureMirror(ctx); err != nil {
+			return err
+		}
+		infos, err := w.log(ctx, "-1", commit)
+		if err != nil {
+			return err
+		}
+		commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
+		if err != nil {
+			return err
+		}
+		c = commits[0]
+		c.Dir, err = w.tree(ctx, commit)
+		return err
+	})
+	if err != nil {
+		return Commit{}, w.wrap("read "+commit, err)
+	}
+	return c, nil
+}

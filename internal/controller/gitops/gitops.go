@@ -96,6 +96,9 @@ const (
 	settingFile    = "git.file:"    // + path: the environment the file last validly declared
 	settingWant    = "git.env:"     // + env ID: the environment's gitWant, as JSON
 	settingInvalid = "git.invalid:" // + path: the ID an invalid file is recorded under
+	// settingBranches is the repository's branches at the last commit
+	// recorded, one a line: a change re-evaluates the environment sets.
+	settingBranches = "git.branches"
 )
 
 // New is a reconciler of cfg's repository over k, queueing its runs on q.
@@ -237,9 +240,35 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		}
 		return
 	}
+	// Sets generate environments from the branches: list them at every
+	// poll, and re-evaluate the last commit when only they moved.
+	branches, err := w.Branches(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: list the branches", "err", err)
+		}
+		return
+	}
+	known, err := g.k.Setting(ctx, settingBranches)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		g.log.Error("git: read the last branches", "err", err)
+		return
+	}
+	moved := known != strings.Join(branches, "\n")
+	if len(commits) == 0 && last != "" && moved {
+		c, err := w.At(ctx, last)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.Error("git: read the last commit again", "err", err)
+			}
+			return
+		}
+		g.log.Info("git: branches changed: re-evaluating environment sets", "commit", short(last))
+		commits = append(commits, c)
+	}
 	g.lastPoll.Store(g.clock.Now().UnixNano())
 	for _, c := range commits {
-		if err := g.recordCommit(ctx, c); err != nil {
+		if err := g.recordCommit(ctx, c, branches, moved); err != nil {
 			if ctx.Err() == nil {
 				g.log.Error("git: record the commit", "commit", c.Hash, "err", err)
 			}

@@ -34,6 +34,9 @@ type gitWant struct {
 	Sum string `json:"sum,omitempty"`
 	// Pending: no run of this want has started yet.
 	Pending bool `json:"pending"`
+	// Element is set when the environment is an element of the
+	// environment set at Path: its run builds it from the set again.
+	Element *spec.SetElement `json:"element,omitempty"`
 	// Reason, Author and Message go with the run and its revision.
 	Reason  string `json:"reason"`
 	Author  string `json:"author,omitempty"`
@@ -44,17 +47,41 @@ func (w gitWant) same(o gitWant) bool {
 	return w.Commit == o.Commit && w.Path == o.Path && w.Teardown == o.Teardown && w.Sum == o.Sum
 }
 
-// treeFile is an environment file of a commit's tree that validates.
+// treeFile is an environment file of a commit's tree that validates, or
+// one element of a set file that does.
 type treeFile struct {
 	path, sum string
+	element   *spec.SetElement
+}
+
+// fileKey is the key of the file→environment bookkeeping: the file's
+// path, and for an element of a set the path and the element's name.
+func fileKey(p string, el *spec.SetElement) string {
+	if el == nil {
+		return p
+	}
+	return p + "#" + el.Name
+}
+
+// elementKeys are the bookkeeping keys of set file p's elements.
+func elementKeys(files map[string]string, p string) []string {
+	var out []string
+	for k := range files {
+		if strings.HasPrefix(k, p+"#") {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // recordCommit works out what commit c wants of every environment its tree
 // declares, and writes the wants that changed with the commit pointer in
 // one transaction. An environment no file of the tree declares any more is
 // torn down; one that a file still declares never is, whatever else the
-// commit removed or renamed.
-func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error {
+// commit removed or renamed. An environment set yields one environment per
+// element, over the repository's branches; when branchesMoved, its file
+// counts as changed even if the commit did not touch it.
+func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branches []string, branchesMoved bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	wants, files, invalid, err := g.gitState(ctx)
@@ -65,7 +92,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 	for _, ch := range c.Changes {
 		changed[ch.Path] = ch
 	}
-	kv := map[string]string{settingCommit: c.Hash}
+	kv := map[string]string{settingCommit: c.Hash, settingBranches: strings.Join(branches, "\n")}
 	declared := map[string][]treeFile{} // env ID → the valid files declaring it
 	kept := map[string]bool{}           // env IDs an invalid file declared before
 	sums := newContentSums()
@@ -73,6 +100,15 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 		content, err := os.ReadFile(filepath.Join(c.Dir, filepath.FromSlash(p)))
 		if err != nil {
 			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
+		}
+		switch spec.KindOf(content) {
+		case spec.KindTemplate:
+			continue // used by environments, never applied on its own
+		case spec.KindSet:
+			if err := g.recordSet(ctx, c, p, content, branches, branchesMoved, setState{files, invalid, changed, declared, kept, kv, sums}); err != nil {
+				return err
+			}
+			continue
 		}
 		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, g.cfg.Spec.InRepo(c.Dir))
 		if diags.HasErrors() {
@@ -91,7 +127,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 		if err != nil {
 			return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
 		}
-		declared[id] = append(declared[id], treeFile{p, sum})
+		declared[id] = append(declared[id], treeFile{path: p, sum: sum})
 		if files[p] != id {
 			kv[settingFile+p] = id
 		}
@@ -104,6 +140,9 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 			continue
 		}
 		kv[settingFile+ch.Path] = ""
+		for _, k := range elementKeys(files, ch.Path) {
+			kv[settingFile+k] = ""
+		}
 		if old := invalid[ch.Path]; old != "" {
 			g.forgetInvalid(ctx, ch.Path, old, kv)
 		}
@@ -128,8 +167,10 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error 
 		why := "no file declares it any more"
 		if ch, ok := changed[w.Path]; ok && ch.Removed {
 			why = "the file was removed"
+		} else if w.Element != nil {
+			why = "the set generates it no more (its element is gone)"
 		}
-		kv[settingWant+id] = encodeWant(gitWant{Commit: c.Hash, Path: w.Path, Teardown: true, Pending: true,
+		kv[settingWant+id] = encodeWant(gitWant{Commit: c.Hash, Path: w.Path, Teardown: true, Pending: true, Element: w.Element,
 			Reason: fmt.Sprintf("%s (%s): %s", why, w.Path, commitReason(c)), Author: c.Author, Message: c.Message})
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
@@ -177,11 +218,11 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 		return "", false, nil // nothing it reads changed
 	case unchanged:
 		// Moved, not changed: the same spec and files from another path.
-		prev.Commit, prev.Path = c.Hash, pick.path
+		prev.Commit, prev.Path, prev.Element = c.Hash, pick.path, pick.element
 		return encodeWant(prev), true, nil
 	}
 	g.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
-	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true,
+	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true, Element: pick.element,
 		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true, nil
 }
 
@@ -384,4 +425,68 @@ func (cs contentSums) path(p string) (string, error) {
 	}
 	cs[p] = hex.EncodeToString(h.Sum(nil))
 	return cs[p], nil
+}
+
+// setState is what recordCommit has gathered so far, that a set file adds to.
+type setState struct {
+	files, invalid map[string]string
+	changed        map[string]gitwatch.Change
+	declared       map[string][]treeFile
+	kept           map[string]bool
+	kv             map[string]string
+	sums           contentSums
+}
+
+// recordSet adds the environments of set file p to st: one per element
+// over branches, each hashed with its element so that an element whose
+// parameters changed runs again. A set that does not validate (any
+// element) is recorded as an invalid file and keeps every environment it
+// generated before, as a broken environment file does.
+func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string, content []byte, branches []string, branchesMoved bool, st setState) error {
+	folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
+	set, diags := spec.ParseSet(p, folder, c.Dir, content, g.cfg.Spec.InRepo(c.Dir))
+	var els []spec.SetElement
+	var envs []*spec.Environment
+	if !diags.HasErrors() {
+		els, diags = set.Elements(branches)
+	}
+	for _, el := range els {
+		env, more := set.Environment(el)
+		diags = append(diags, more...)
+		envs = append(envs, env)
+	}
+	if diags.HasErrors() {
+		for _, k := range elementKeys(st.files, p) {
+			st.kept[st.files[k]] = true
+		}
+		if _, ok := st.changed[p]; ok || branchesMoved {
+			diags.Sort()
+			return g.gitInvalid(ctx, c, p, content, diags.String(), "", st.kv)
+		}
+		return nil
+	}
+	generated := map[string]bool{}
+	for i, env := range envs {
+		el := els[i]
+		elJSON, _ := json.Marshal(el) // plain values decoded from YAML: cannot fail
+		sum, err := st.sums.env(env, append(append(append([]byte(nil), content...), 0), elJSON...))
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
+		}
+		id, key := env.ID(), fileKey(p, &el)
+		st.declared[id] = append(st.declared[id], treeFile{path: p, sum: sum, element: &el})
+		generated[key] = true
+		if st.files[key] != id {
+			st.kv[settingFile+key] = id
+		}
+	}
+	for _, k := range elementKeys(st.files, p) {
+		if !generated[k] {
+			st.kv[settingFile+k] = ""
+		}
+	}
+	if old := st.invalid[p]; old != "" {
+		g.forgetInvalid(ctx, p, old, st.kv)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"knit.dev/knit/internal/diag"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
@@ -122,12 +123,15 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 		}
 		// Relative paths resolve from the file's folder, as in the CLI.
 		folder := filepath.Join(dir, filepath.FromSlash(path.Dir(want.Path)))
-		env, diags := spec.ParseWith(want.Path, folder, "", content, g.cfg.Spec.InRepo(dir))
+		env, diags := g.wantedEnv(want, folder, dir, content)
 		if diags.HasErrors() {
 			return errors.New(diags.String())
 		}
 		req.Kind, req.Env, req.Root, req.Tree = engine.KindApply, env, folder, dir
 		req.Origin = g.cfg.URL + "@" + want.Commit + ":" + want.Path
+		if want.Element != nil {
+			req.Origin += "#" + want.Element.Name
+		}
 	}
 	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })
 	if err == nil {
@@ -181,4 +185,17 @@ func (g *Reconciler) wantDone(id string, want gitWant) {
 	if err := g.k.SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
 		g.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
+}
+
+// wantedEnv builds the environment a want applies: its file, or its
+// element of the set file, read from the commit's tree dir.
+func (g *Reconciler) wantedEnv(want gitWant, folder, dir string, content []byte) (*spec.Environment, diag.Diagnostics) {
+	if want.Element == nil {
+		return spec.ParseWith(want.Path, folder, "", content, g.cfg.Spec.InRepo(dir))
+	}
+	set, diags := spec.ParseSet(want.Path, folder, dir, content, g.cfg.Spec.InRepo(dir))
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return set.Environment(*want.Element)
 }
