@@ -395,8 +395,10 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: s.File, Dir: s.Dir, Root: s.Root, Text: s.Text,
 		opts: s.opts, pos: pos, bad: map[string]bool{},
 		Metadata: Metadata{Name: e.Name},
-		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove}}
-	// s.TTL goes to env.Spec.TTL once spec.ttl (ephemeral environments) lands.
+		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL}}
+	if s.TTL != "" {
+		pos["spec.ttl"] = nearestIn(s.pos, "spec.ttl", s.File)
+	}
 	if s.Template != nil {
 		ref := *s.Template
 		env.Spec.Template = &ref

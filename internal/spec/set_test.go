@@ -174,3 +174,28 @@ func BenchmarkExpandSet100(b *testing.B) {
 		}
 	}
 }
+
+// TestSetTTLReachesEveryEnvironment: a set's ttl is each generated
+// environment's spec.ttl, and a bad one is reported once, at the set's line.
+func TestSetTTLReachesEveryEnvironment(t *testing.T) {
+	s, ds := loadSet(t, setFile(threeElements))
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	envs, ds := s.Expand(nil)
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	for _, e := range envs {
+		if d := e.Spec.TTLDuration(); d.Hours() != 72 {
+			t.Errorf("%s: ttl %v; want 72h from the set", e.ID(), d)
+		}
+	}
+	s, ds = loadSet(t, strings.Replace(setFile(threeElements), "ttl: 72h", "ttl: 3 days", 1))
+	if !ds.HasErrors() {
+		_, ds = s.Expand(nil)
+	}
+	if got := ds.String(); !strings.Contains(got, "envs/set.yaml:8") || !strings.Contains(got, "not a duration") || strings.Count(got, "not a duration") != 1 {
+		t.Errorf("a bad ttl of a set: want one error at envs/set.yaml:8, got:\n%s", got)
+	}
+}
