@@ -15,7 +15,6 @@ import (
 
 	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/gitwatch"
-	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/spec"
@@ -24,9 +23,13 @@ import (
 // serveConfig is knit serve's config file (--config knit.yaml); flags
 // given on the command line win over it.
 type serveConfig struct {
-	Listen            string   `yaml:"listen"`
-	PublicURL         string   `yaml:"publicURL"`
-	DataDir           string   `yaml:"dataDir"`
+	Listen    string `yaml:"listen"`
+	PublicURL string `yaml:"publicURL"`
+	DataDir   string `yaml:"dataDir"`
+	// Store is the PostgreSQL URL of the store, StoreDSNFile a file
+	// holding it (better: no password in the config file).
+	Store             string   `yaml:"store"`
+	StoreDSNFile      string   `yaml:"storeDSNFile"`
 	MaxConcurrentRuns int      `yaml:"maxConcurrentRuns"`
 	TLSCert           string   `yaml:"tlsCert"`
 	TLSKey            string   `yaml:"tlsKey"`
@@ -223,13 +226,19 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if c.TFBinary != "" && d.global.tfBinary == "" {
 		d.global.tfBinary = c.TFBinary
 	}
+	if d.global.store == "" && d.global.storeDSNFile == "" {
+		d.global.store, d.global.storeDSNFile = c.Store, c.StoreDSNFile
+	}
 	dir, err := d.dataDir()
 	if err != nil {
 		return err
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir, TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: c.ToolEnv})
+	k, err := d.openKnit(ctx, dir, c.ToolEnv)
 	if err != nil {
 		return err
+	}
+	if dsn, _ := d.storeDSN(); dsn != "" { // it parsed as openKnit opened it
+		log.Info("store", "kind", "postgres", "at", storeName(dsn))
 	}
 	defer k.Close()
 	secret, err := readSecretFile(c.WebhookSecretFile)

@@ -33,8 +33,11 @@ type Config struct {
 	// DataDir holds the store (unless Store is set), work dirs, plans and keys.
 	DataDir string
 	// Store, when set, is used instead of the SQLite file in DataDir; the
-	// caller keeps ownership and closes it.
+	// caller keeps ownership and closes it after Close, unless CloseStore
+	// hands it over.
 	Store store.Store
+	// CloseStore makes Close close Store.
+	CloseStore bool
 	// TFBinary is the OpenTofu/Terraform binary; empty: KNIT_TF_BINARY,
 	// then tofu, then terraform on PATH.
 	TFBinary string
@@ -107,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Knit, error) {
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
 	}
-	k := &Knit{cfg: cfg, store: cfg.Store, specs: revCache[*spec.Environment]{max: maxSpecs},
+	k := &Knit{cfg: cfg, store: cfg.Store, ownsStore: cfg.CloseStore, specs: revCache[*spec.Environment]{max: maxSpecs},
 		outlines: revCache[[]outlineComponent]{max: maxOutlines}}
 	if k.store == nil {
 		st, err := sqlite.Open(ctx, dir)

@@ -7,8 +7,8 @@ import (
 
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/postgres"
-	"knit.dev/knit/internal/testtools/pgtest"
 	"knit.dev/knit/internal/store/storetest"
+	"knit.dev/knit/internal/testtools/pgtest"
 )
 
 // testKey is knit's key in these tests.
