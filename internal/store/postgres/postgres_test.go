@@ -2,8 +2,17 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/postgres"
@@ -33,4 +42,174 @@ func TestConformance(t *testing.T) {
 		s.SetClock(now)
 		return s
 	})
+}
+
+// TestReplicas: what several replicas on one database rely on. Each
+// subtest has a database of its own in one cluster.
+func TestReplicas(t *testing.T) {
+	c := pgtest.Start(t)
+
+	// Replicas starting at once apply each migration exactly once.
+	t.Run("MigrationsOnce", func(t *testing.T) {
+		dsn := c.DB(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() {
+				s, err := postgres.Open(t.Context(), dsn, testKey)
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		var n, max int
+		db := conn(t, dsn)
+		if err := db.QueryRow(t.Context(), `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &max); err != nil {
+			t.Fatal(err)
+		}
+		if n != postgres.Migrations() || max != postgres.Migrations() {
+			t.Errorf("schema_migrations holds %d rows up to %d, want 1..%d", n, max, postgres.Migrations())
+		}
+	})
+
+	// A database a newer knit migrated is refused, naming its version.
+	t.Run("NewerSchemaRefused", func(t *testing.T) {
+		dsn := c.DB(t)
+		open(t, dsn)
+		if _, err := conn(t, dsn).Exec(t.Context(), `INSERT INTO schema_migrations VALUES (999, 0)`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := postgres.Open(t.Context(), dsn, testKey)
+		if !errors.Is(err, postgres.ErrSchemaNewer) || !strings.Contains(err.Error(), "999") {
+			t.Fatalf("opening a version-999 database: err = %v, want ErrSchemaNewer naming 999", err)
+		}
+	})
+
+	// Of runs on several replicas racing for one environment's lock,
+	// exactly one gets it.
+	t.Run("OneLockAcrossReplicas", func(t *testing.T) {
+		dsn := c.DB(t)
+		replicas := []*postgres.Store{open(t, dsn), open(t, dsn), open(t, dsn)}
+		var wg sync.WaitGroup
+		var won atomic.Int64
+		errs := make(chan error, 30)
+		for i := range 30 {
+			wg.Go(func() {
+				l := store.Lock{Env: "team/web", RunID: fmt.Sprintf("run-%d", i), Owner: "o", Host: "h", PID: i}
+				_, err := replicas[i%len(replicas)].AcquireLock(t.Context(), l, time.Hour, nil)
+				var le *store.LockedError
+				switch {
+				case err == nil:
+					won.Add(1)
+				case !errors.As(err, &le):
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if won.Load() != 1 {
+			t.Errorf("%d runs hold the lock, want 1", won.Load())
+		}
+	})
+
+	// With no clock set, the database's judges leases: every replica
+	// shares it, whatever the replicas' own clocks say.
+	t.Run("DatabaseClock", func(t *testing.T) {
+		dsn := c.DB(t)
+		s := open(t, dsn)
+		db := conn(t, dsn)
+		dbNow := func() time.Time {
+			var now time.Time
+			if err := db.QueryRow(t.Context(), `SELECT clock_timestamp()`).Scan(&now); err != nil {
+				t.Fatal(err)
+			}
+			return now
+		}
+		before := dbNow()
+		l, err := s.AcquireLock(t.Context(), store.Lock{Env: "team/web", RunID: "r1"}, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := dbNow()
+		if l.Acquired.Before(before) || l.Acquired.After(after) || !l.Expires.Equal(l.Acquired.Add(time.Hour)) {
+			t.Errorf("lease %v–%v, want it to start between the database's %v and %v and last an hour", l.Acquired, l.Expires, before, after)
+		}
+		// An expired lease, by the database's clock, is taken over.
+		if _, err := db.Exec(t.Context(), `UPDATE locks SET expires_at = $1`, before.Add(-time.Second).UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireLock(t.Context(), store.Lock{Env: "team/web", RunID: "r2"}, time.Hour, nil); err != nil {
+			t.Errorf("taking over a lease the database's clock says expired: %v", err)
+		}
+	})
+
+	// A sensitive output is sealed before it reaches the database: a
+	// dump of it does not hold the value, and a replica with another key
+	// cannot read it.
+	t.Run("SealedOutputs", func(t *testing.T) {
+		dsn := c.DB(t)
+		s := open(t, dsn)
+		secret := "hunter2-" + strings.Repeat("x", 8)
+		err := s.PutComponentState(t.Context(), store.ComponentState{Env: "team/web", Component: "db", Status: "applied",
+			Outputs: map[string]store.OutputValue{"password": {Value: []byte(`"` + secret + `"`), Sensitive: true},
+				"host": {Value: []byte(`"db.internal"`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pg_dump writes bytea as hex: look for the value in both forms.
+		dump := string(c.Dump(t, pgtest.DBName(t, dsn)))
+		if !strings.Contains(dump, hex.EncodeToString([]byte("db.internal"))) {
+			t.Fatal("the dump lacks the plain output: the test looks in the wrong place")
+		}
+		if strings.Contains(dump, secret) || strings.Contains(dump, hex.EncodeToString([]byte(secret))) {
+			t.Error("pg_dump holds the sensitive output in clear")
+		}
+		other, err := postgres.Open(t.Context(), dsn, bytes.Repeat([]byte{8}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if _, err := other.ComponentStates(t.Context(), "team/web"); err == nil {
+			t.Error("a store with another key read the sensitive output")
+		}
+	})
+
+	// An error opening the store names the database, never the password.
+	t.Run("ErrorsHideThePassword", func(t *testing.T) {
+		dsn := c.DB(t)
+		bad := strings.Replace(dsn, c.Password, "wrong-password-42", 1)
+		_, err := postgres.Open(t.Context(), bad, testKey)
+		if err == nil {
+			t.Fatal("opened a store with a wrong password")
+		}
+		if strings.Contains(err.Error(), "wrong-password-42") || !strings.Contains(err.Error(), pgtest.DBName(t, dsn)) {
+			t.Errorf("error %q: want the database named and no password", err)
+		}
+		if r := postgres.Redact("postgres://u:sekrit@[::1:bad/x"); strings.Contains(r, "sekrit") {
+			t.Errorf("Redact of an unparsable URL shows its password: %s", r)
+		}
+	})
+}
+
+// conn is a plain connection to dsn, for looking behind the store's back.
+func conn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }
