@@ -59,6 +59,26 @@ func openStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
 	return postgres.Open(ctx, dsn, key)
 }
 
+// migrateStore copies the SQLite store in dataDir into the new PostgreSQL
+// store dsn names, returning the rows copied by table.
+func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, error) {
+	src, err := sqlite.Open(ctx, dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("open the SQLite store in %s: %w", dataDir, err)
+	}
+	defer src.Close()
+	key, err := keyfile.Load(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := postgres.Open(ctx, dsn, key)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	return dst.Import(ctx, src, sqlite.Tables)
+}
+
 // storeName says which PostgreSQL store dsn names, without its password.
 func storeName(dsn string) string { return postgres.Redact(dsn) }
 

@@ -128,6 +128,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newLogsCmd(d),
 		newServeCmd(d),
 		newTokenCmd(d),
+		newStoreCmd(d),
 		newVersionCmd(d),
 	)
 	registerCompletions(d, root)

@@ -247,6 +247,12 @@ func (s *Store) putState(ctx context.Context, tx pgx.Tx, st store.ComponentState
 	if _, err := tx.Exec(ctx, `DELETE FROM outputs WHERE env = $1 AND component = $2`, st.Env, st.Component); err != nil {
 		return fmt.Errorf("clear outputs of %s in %s: %w", st.Component, st.Env, err)
 	}
+	return s.putOutputs(ctx, tx, st)
+}
+
+// putOutputs writes st's outputs, sealing sensitive ones.
+func (s *Store) putOutputs(ctx context.Context, tx pgx.Tx, st store.ComponentState) error {
+	var err error
 	for name, v := range st.Outputs {
 		value := v.Value
 		if v.Sensitive {
