@@ -137,3 +137,67 @@ func randomHex(t *testing.T) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// TestStoreMigrateCopiesSQLiteIntoPostgres: an environment applied on the
+// SQLite store, copied by knit store migrate, is served from PostgreSQL
+// with its history, outputs (a sensitive one still sealed) and tokens; a
+// second migrate into the same database is refused.
+func TestStoreMigrateCopiesSQLiteIntoPostgres(t *testing.T) {
+	w := newWorld(t)
+	c := pgtest.Start(t)
+	dsn := c.DB(t)
+	secret := "migsecret-" + randomHex(t)
+	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: mig}
+spec:
+  teamName: qa
+  envName: mig
+  autoApprove: true
+  components:
+    - name: vault
+      type: script
+      outputs: [{name: token, sensitive: true}, {name: host}]
+      script: {apply: "echo '{\"token\": \"` + secret + `\", \"host\": \"db.internal\"}'"}
+`})
+	w.ok("apply", "-f", "env.yaml")
+	token := strings.TrimSpace(w.ok("token", "create", "root", "--role", "admin").stdout)
+	before := w.ok("history", "qa/mig").stdout
+
+	dsnFile := w.path("store.dsn")
+	if err := os.WriteFile(dsnFile, []byte(dsn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := w.ok("store", "migrate", "--store-dsn-file", dsnFile)
+	for _, table := range []string{"environments", "revisions", "runs", "component_runs", "outputs", "tokens", "audit_events"} {
+		if !strings.Contains(r.stdout, table) {
+			t.Errorf("knit store migrate does not report %s:\n%s", table, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, c.Password) {
+		t.Errorf("knit store migrate shows the password:\n%s%s", r.stdout, r.stderr)
+	}
+	if again := w.knit("store", "migrate", "--store-dsn-file", dsnFile); again.code == 0 || !strings.Contains(again.stderr, "already holds records") {
+		t.Errorf("a second migrate: exit %d\n%s", again.code, again.stderr)
+	}
+
+	// The SQLite file goes; PostgreSQL answers the same.
+	if err := os.Rename(filepath.Join(w.dataDir, "knit.db"), filepath.Join(w.dataDir, "old.db")); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "KNIT_STORE_DSN="+dsn)
+	if after := w.ok("history", "qa/mig").stdout; after != before {
+		t.Errorf("history after the move:\n%s\nbefore:\n%s", after, before)
+	}
+	s := w.startServerWithToken(token) // the SQLite store's token works
+	if e, code := s.env("qa/mig"); code != http.StatusOK || e.Status != "provisioned" {
+		t.Fatalf("GET qa/mig after the move: %d %+v", code, e)
+	}
+	if out := w.ok("output", "qa/mig").stdout; !strings.Contains(out, "db.internal") || strings.Contains(out, secret) {
+		t.Errorf("knit output after the move:\n%s", out)
+	}
+	dump := string(c.Dump(t, pgtest.DBName(t, dsn)))
+	if strings.Contains(dump, secret) || strings.Contains(dump, hex.EncodeToString([]byte(secret))) {
+		t.Error("the copied sensitive output is in clear in the database")
+	}
+}
