@@ -26,7 +26,9 @@ func TestPostgresStoreKeepsSecretsAndItsDSNPrivate(t *testing.T) {
 	dsn := c.DB(t)
 	secret := "pgsecret-" + randomHex(t)
 	w.env = append(w.env, "KNIT_STORE_DSN="+dsn)
-	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+	// The secret comes from outside the environment file, which is
+	// stored as written.
+	w.write(map[string]string{"vault.json": `{"token": "` + secret + `"}`, "env.yaml": `apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: pg}
 spec:
@@ -37,7 +39,7 @@ spec:
     - name: vault
       type: script
       outputs: [{name: token, sensitive: true}]
-      script: {apply: "echo '{\"token\": \"` + secret + `\"}'"}
+      script: {apply: "cat ` + w.path("vault.json") + `"}
     - name: app
       type: script
       variables: [{name: token, valueFrom: vault.token}]
@@ -147,7 +149,7 @@ func TestStoreMigrateCopiesSQLiteIntoPostgres(t *testing.T) {
 	c := pgtest.Start(t)
 	dsn := c.DB(t)
 	secret := "migsecret-" + randomHex(t)
-	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
+	w.write(map[string]string{"vault.json": `{"token": "` + secret + `", "host": "db.internal"}`, "env.yaml": `apiVersion: knit.dev/v1
 kind: Environment
 metadata: {name: mig}
 spec:
@@ -158,7 +160,7 @@ spec:
     - name: vault
       type: script
       outputs: [{name: token, sensitive: true}, {name: host}]
-      script: {apply: "echo '{\"token\": \"` + secret + `\", \"host\": \"db.internal\"}'"}
+      script: {apply: "cat ` + w.path("vault.json") + `"}
 `})
 	w.ok("apply", "-f", "env.yaml")
 	token := strings.TrimSpace(w.ok("token", "create", "root", "--role", "admin").stdout)
