@@ -181,6 +181,14 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	c.HTTP = file.HTTP
 }
 
+// useStoreOf takes the store c names (knit.yaml's store or storeDSNFile)
+// unless --store or --store-dsn-file named one.
+func (d *deps) useStoreOf(c serveConfig) {
+	if d.global.store == "" && d.global.storeDSNFile == "" {
+		d.global.store, d.global.storeDSNFile = c.Store, c.StoreDSNFile
+	}
+}
+
 // startCPUProfile profiles the process into path until stop is called.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
@@ -226,9 +234,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if c.TFBinary != "" && d.global.tfBinary == "" {
 		d.global.tfBinary = c.TFBinary
 	}
-	if d.global.store == "" && d.global.storeDSNFile == "" {
-		d.global.store, d.global.storeDSNFile = c.Store, c.StoreDSNFile
-	}
+	d.useStoreOf(c)
 	dir, err := d.dataDir()
 	if err != nil {
 		return err

@@ -12,10 +12,6 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// approvalStatuses are the statuses DecideApproval may move an approval to.
-var approvalStatuses = []string{store.ApprovalPending, store.ApprovalApproved, store.ApprovalRejected,
-	store.ApprovalApplied, store.ApprovalStale}
-
 // CreateApproval implements store.Store. a.Status is set to pending and a
 // zero a.CreatedAt to now; a.ID is set on success. Earlier open approvals
 // of the component become stale in the same transaction.
@@ -115,7 +111,7 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]st
 // approval, through any replicas, exactly one wins; the other gets an error
 // wrapping store.ErrConflict that names the current status.
 func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error {
-	if !slices.Contains(approvalStatuses, to) {
+	if !slices.Contains(store.ApprovalStatuses, to) {
 		return fmt.Errorf("decide approval %d: unknown status %q", id, to)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -37,7 +36,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 			err := tx.QueryRow(ctx, `INSERT INTO component_runs
 				(run_id, env, component, operation, status, code, reason, cause, plan_summary, log, started_at, finished_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log,
+				cr.RunID, cr.Env, cr.Component, cr.Operation, store.StartStatus(cr), cr.Code, cr.Reason, store.EncodeCause(cr.Cause), cr.PlanSummary, cr.Log,
 				ts(cr.StartedAt), ts(cr.FinishedAt)).Scan(&ids[i])
 			if err != nil && len(crs) > 1 {
 				return fmt.Errorf("%s: %w", cr.Component, err)
@@ -55,18 +54,9 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 		return fmt.Errorf("start %d component runs of run %s: %w", len(crs), crs[0].RunID, err)
 	}
 	for i, cr := range crs {
-		cr.ID, cr.Status = ids[i], startStatus(cr)
+		cr.ID, cr.Status = ids[i], store.StartStatus(cr)
 	}
 	return nil
-}
-
-// startStatus is the status a component run is started with: running
-// unless the caller records it whole.
-func startStatus(cr *store.ComponentRun) string {
-	if cr.Status == "" {
-		return store.StatusRunning
-	}
-	return cr.Status
 }
 
 // FinishComponentRun implements store.Store. It records cr's outcome on the
@@ -90,7 +80,7 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 		tag, err := tx.Exec(ctx, `UPDATE component_runs
 			SET status = $1, code = $2, reason = $3, cause = $4, plan_summary = $5, log = $6, finished_at = $7
 			WHERE id = $8 AND run_id = (SELECT run_id FROM locks WHERE locks.env = component_runs.env)`,
-			cr.Status, cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
+			cr.Status, cr.Code, cr.Reason, store.EncodeCause(cr.Cause), cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
 		if err := affected(tag, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -269,29 +259,8 @@ func (s *Store) putOutputs(ctx context.Context, tx pgx.Tx, st store.ComponentSta
 	return nil
 }
 
-// causeValue is c as stored: its JSON, or NULL when it says nothing.
-func causeValue(c store.Cause) any {
-	if c.ReasonCode == "" && len(c.Upstream) == 0 && c.ApprovalID == 0 {
-		return nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil // a struct of strings and an int always encodes
-	}
-	return string(b)
-}
-
-// causeCol scans a column written by causeValue into c.
+// causeCol scans a column written by store.EncodeCause into c.
 type causeCol struct{ c *store.Cause }
 
 // Scan implements sql.Scanner.
-func (col causeCol) Scan(src any) error {
-	*col.c = store.Cause{}
-	switch v := src.(type) {
-	case nil:
-		return nil
-	case string:
-		return json.Unmarshal([]byte(v), col.c)
-	}
-	return fmt.Errorf("cause column holds %T", src)
-}
+func (col causeCol) Scan(src any) error { return store.DecodeCause(src, col.c) }

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -16,21 +14,12 @@ import (
 // to the SHA-256 of rev.Spec and rev.CreatedAt to now. A new revision also
 // refreshes the environment's team, name and metadata name (those env sets).
 func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev store.Revision) (store.Revision, error) {
-	if env.ID == "" {
-		return store.Revision{}, errors.New("put revision: environment has no ID")
-	}
-	if rev.Env == "" {
-		rev.Env = env.ID
-	}
-	if rev.Env != env.ID {
-		return store.Revision{}, fmt.Errorf("put revision: revision is for %s, environment is %s", rev.Env, env.ID)
-	}
-	if rev.Hash == "" {
-		sum := sha256.Sum256(rev.Spec)
-		rev.Hash = hex.EncodeToString(sum[:])
+	rev, err := store.PrepareRevision(env, rev)
+	if err != nil {
+		return store.Revision{}, err
 	}
 	var out store.Revision
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err = s.write(ctx, func(tx pgx.Tx) error {
 		r := rev
 		if r.CreatedAt.IsZero() {
 			now, err := s.now(ctx, tx)

@@ -18,11 +18,8 @@ import (
 // dead is called inside the transaction and should be quick; it may be
 // called again if the transaction is retried.
 func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Duration, dead func(holder store.Lock) bool) (store.Lock, error) {
-	if l.Env == "" || l.RunID == "" {
-		return store.Lock{}, errors.New("acquire lock: Env and RunID are required")
-	}
-	if lease <= 0 {
-		return store.Lock{}, fmt.Errorf("acquire lock on %s: lease %v is not positive", l.Env, lease)
+	if err := store.CheckLockRequest(l, lease); err != nil {
+		return store.Lock{}, err
 	}
 	var got store.Lock
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -30,21 +27,17 @@ func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Durati
 		if err != nil {
 			return err
 		}
-		got = l
+		var held *store.Lock
 		h, err := lock(ctx, tx, l.Env)
 		switch {
-		case errors.Is(err, store.ErrNotFound): // free
-		case err != nil:
+		case err == nil:
+			held = &h
+		case !errors.Is(err, store.ErrNotFound):
 			return err
-		case h.RunID == l.RunID: // our own: extend the lease, keep the rest
-			got = h
-			got.Expires = now.Add(lease)
-			return putLock(ctx, tx, got)
-		case !h.Expires.After(now) || (dead != nil && dead(h)): // take over
-		default:
-			return &store.LockedError{Env: l.Env, Holder: h}
 		}
-		got.Acquired, got.Expires = now, now.Add(lease)
+		if got, err = store.TakeLock(held, l, now, lease, dead); err != nil {
+			return err
+		}
 		return putLock(ctx, tx, got)
 	})
 	var le *store.LockedError
@@ -86,21 +79,12 @@ func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Dur
 func holds(ctx context.Context, tx pgx.Tx, env, runID string) error {
 	h, err := lock(ctx, tx, env)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("run %s: %w (no run holds %s)", runID, store.ErrLockLost, env)
+		return store.NoHolder(env, runID)
 	}
 	if err != nil {
 		return err
 	}
-	return notHeldByOther(h, env, runID)
-}
-
-// notHeldByOther is store.ErrLockLost if h, env's lock, belongs to a run
-// other than runID.
-func notHeldByOther(h store.Lock, env, runID string) error {
-	if h.RunID != runID {
-		return fmt.Errorf("run %s: %w (run %s holds %s since %s)", runID, store.ErrLockLost, h.RunID, env, h.Acquired.UTC().Format(time.RFC3339))
-	}
-	return nil
+	return store.CheckHolder(h, env, runID)
 }
 
 // Lock implements store.Store: env's current holder, or store.ErrNotFound.

@@ -5,13 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"knit.dev/knit/internal/store/migration"
 )
 
 // ErrSchemaNewer is returned by Open when the database's schema version is
@@ -22,49 +19,17 @@ var ErrSchemaNewer = errors.New("database schema is newer than this knit support
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change. The numbers match the SQLite
-// store's: migration n makes the same change in each dialect, so a store
-// copied from SQLite (knit store migrate) starts at the version it had.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// Migrations is the number of schema versions this knit knows.
+// Migrations is the number of schema versions this knit knows. The
+// numbers match the SQLite store's: migration n makes the same change in
+// each dialect, so a store copied from SQLite (knit store migrate) starts
+// at the version it had.
 func Migrations() int {
 	ms, _ := migrations()
 	return len(ms)
 }
 
-// migrations returns the embedded migrations in order, checking that they
-// are numbered 1, 2, 3, … without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with its number, e.g. 0002_add_x.sql", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in order.
+func migrations() ([]migration.Migration, error) { return migration.Load(migrationFiles, "migrations") }
 
 // migrationLock is the advisory lock key replicas opening at once take
 // while they migrate, so each migration is applied exactly once.
@@ -97,15 +62,15 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("%w (database version %d, this knit knows up to %d)", ErrSchemaNewer, v, len(ms))
 		}
 		for _, m := range ms[v:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 			now, err := s.now(ctx, tx)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.version, now.UnixNano()); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.Version, now.UnixNano()); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.Name, err)
 			}
 		}
 		return nil

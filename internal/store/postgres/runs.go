@@ -80,7 +80,7 @@ func finishRun(ctx context.Context, tx pgx.Tx, id, status, errMsg string, at tim
 	case err != nil:
 		return r, fmt.Errorf("finish run %s: %w", id, err)
 	default:
-		if err := notHeldByOther(h, r.Env, id); err != nil {
+		if err := store.CheckHolder(h, r.Env, id); err != nil {
 			return r, fmt.Errorf("finish run %s: %w", id, err)
 		}
 	}
@@ -204,12 +204,8 @@ func deadRuns(ctx context.Context, q querier, env string, alive func(int) bool) 
 }
 
 func interruptRun(ctx context.Context, tx pgx.Tx, r store.Run, at time.Time) error {
-	msg := r.Error
-	if msg == "" {
-		msg = fmt.Sprintf("knit process %d ended before the run finished", r.PID)
-	}
 	_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error = $2, finished_at = $3 WHERE id = $4`,
-		store.StatusInterrupted, msg, ts(at), r.ID)
+		store.StatusInterrupted, store.InterruptedError(r), ts(at), r.ID)
 	if err != nil {
 		return fmt.Errorf("interrupt run %s: %w", r.ID, err)
 	}
