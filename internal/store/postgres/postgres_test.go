@@ -186,6 +186,24 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
+	// Version changes when any replica commits. (It may also change
+	// without a write of knit's: PostgreSQL's own work, autoanalyze say,
+	// commits too; readers then read once more.)
+	t.Run("Version", func(t *testing.T) {
+		dsn := c.DB(t)
+		a, b := open(t, dsn), open(t, dsn)
+		v1, err := a.Version(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetSetting(t.Context(), "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if v3, err := a.Version(t.Context()); err != nil || v3 == v1 {
+			t.Errorf("another replica's write left the version at %d (%v)", v3, err)
+		}
+	})
+
 	// An error opening the store names the database, never the password.
 	t.Run("ErrorsHideThePassword", func(t *testing.T) {
 		dsn := c.DB(t)
