@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,31 +128,34 @@ func TestReplicas(t *testing.T) {
 	// With no clock set, the database's judges leases: every replica
 	// shares it, whatever the replicas' own clocks say.
 	t.Run("DatabaseClock", func(t *testing.T) {
+		// The database's clock is made to read a fixed time far from
+		// this process's: a clock_timestamp() of a schema searched
+		// before pg_catalog shadows the built-in one for the store's
+		// sessions.
 		dsn := c.DB(t)
-		s := open(t, dsn)
 		db := conn(t, dsn)
-		dbNow := func() time.Time {
-			var now time.Time
-			if err := db.QueryRow(t.Context(), `SELECT clock_timestamp()`).Scan(&now); err != nil {
-				t.Fatal(err)
-			}
-			return now
+		dbTime := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+		if _, err := db.Exec(t.Context(), `CREATE SCHEMA faketime;
+			CREATE TABLE faketime.now (t timestamptz NOT NULL);
+			INSERT INTO faketime.now VALUES ('`+dbTime.Format(time.RFC3339)+`');
+			CREATE OR REPLACE FUNCTION faketime.clock_timestamp() RETURNS timestamptz LANGUAGE sql AS $$ SELECT t FROM faketime.now $$;`); err != nil {
+			t.Fatal(err)
 		}
-		before := dbNow()
+		s := open(t, dsn+"&search_path="+url.QueryEscape("public,faketime,pg_catalog"))
 		l, err := s.AcquireLock(t.Context(), store.Lock{Env: "team/web", RunID: "r1"}, time.Hour, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		after := dbNow()
-		if l.Acquired.Before(before) || l.Acquired.After(after) || !l.Expires.Equal(l.Acquired.Add(time.Hour)) {
-			t.Errorf("lease %v–%v, want it to start between the database's %v and %v and last an hour", l.Acquired, l.Expires, before, after)
+		if !l.Acquired.Equal(dbTime) || !l.Expires.Equal(dbTime.Add(time.Hour)) {
+			t.Errorf("lease %v–%v, want the database's clock: %v for an hour", l.Acquired, l.Expires, dbTime)
 		}
-		// An expired lease, by the database's clock, is taken over.
-		if _, err := db.Exec(t.Context(), `UPDATE locks SET expires_at = $1`, before.Add(-time.Second).UnixNano()); err != nil {
+		// The lease ends when the database's clock says so.
+		wantLocked(t, s, "r2")
+		if _, err := db.Exec(t.Context(), `UPDATE faketime.now SET t = t + interval '1 hour'`); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.AcquireLock(t.Context(), store.Lock{Env: "team/web", RunID: "r2"}, time.Hour, nil); err != nil {
-			t.Errorf("taking over a lease the database's clock says expired: %v", err)
+			t.Errorf("taking over a lease the database's clock says ended: %v", err)
 		}
 	})
 
@@ -219,6 +223,15 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("Redact of an unparsable URL shows its password: %s", r)
 		}
 	})
+}
+
+// wantLocked checks that run cannot take team/web's lock.
+func wantLocked(t *testing.T, s store.Store, run string) {
+	t.Helper()
+	var le *store.LockedError
+	if _, err := s.AcquireLock(t.Context(), store.Lock{Env: "team/web", RunID: run}, time.Hour, nil); !errors.As(err, &le) {
+		t.Errorf("run %s acquiring a live lease: err = %v, want *store.LockedError", run, err)
+	}
 }
 
 // conn is a plain connection to dsn, for looking behind the store's back.
