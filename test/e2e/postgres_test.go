@@ -25,7 +25,7 @@ func TestPostgresStoreKeepsSecretsAndItsDSNPrivate(t *testing.T) {
 	c := pgtest.Start(t)
 	dsn := c.DB(t)
 	secret := "pgsecret-" + randomHex(t)
-	w.env = append(w.env, "KNIT_STORE_DSN="+dsn)
+	w.env = append(without(w.env, "KNIT_STORE_DSN="), "KNIT_STORE_DSN="+dsn)
 	// The secret comes from outside the environment file, which is
 	// stored as written.
 	w.write(map[string]string{"vault.json": `{"token": "` + secret + `"}`, "env.yaml": `apiVersion: knit.dev/v1
@@ -146,6 +146,7 @@ func randomHex(t *testing.T) string {
 // second migrate into the same database is refused.
 func TestStoreMigrateCopiesSQLiteIntoPostgres(t *testing.T) {
 	w := newWorld(t)
+	w.env = without(w.env, "KNIT_STORE_DSN=") // the source is SQLite
 	c := pgtest.Start(t)
 	dsn := c.DB(t)
 	secret := "migsecret-" + randomHex(t)
