@@ -33,39 +33,49 @@ type rule struct {
 	Pkg    string
 	Forbid func(imp string) bool
 	Why    string
-	// File is the one file of Pkg allowed to import what Forbid names
-	// directly ("": none).
+	// File is the one file of Pkg allowed to import what Forbid names,
+	// directly or through the packages it imports ("": none).
 	File string
 	// Through are packages whose own imports are not followed: today's
 	// exceptions, each to be removed when its TODO is done.
 	Through map[string]string
 }
 
-// knitWires is the known exception for every adapter package: internal/knit
-// opens the SQLite store and builds the runners itself.
-const knitWires = "TODO(issue 25): internal/knit wires the SQLite store and the runners (knit.Open); the caller should inject them"
-
 var rules = []rule{
-	{Pkg: mod + "view", Forbid: func(p string) bool {
-		return adapter(p) || (strings.HasPrefix(p, mod) && !slices.Contains([]string{mod + "store", mod + "runner"}, p))
-	}, Why: "the read models are a leaf: the store's and runner's ports at most",
-		Through: map[string]string{mod + "runner": "TODO(issue 25): internal/runner imports internal/spec for its interface; runner.Plan belongs in a leaf"}},
-	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod + "cli"), Why: "the API reaches the store and runners only through internal/knit",
-		Through: map[string]string{mod + "knit": knitWires}},
-	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit",
-		Through: map[string]string{mod + "knit": knitWires}},
-	{Pkg: mod + "cli", Forbid: forbidAdapterOr(), File: "adapters.go", Why: "the CLI names concrete adapters in one file only",
-		Through: map[string]string{mod + "knit": knitWires}},
+	{Pkg: mod + "view", Forbid: leafOf(mod+"store", mod+"plan", mod+"progress"),
+		Why: "the read models are a leaf: the store's port, plans and progress at most"},
+	{Pkg: mod + "plan", Forbid: leafOf(), Why: "plans and outputs are plain data: a leaf"},
+	{Pkg: mod + "progress", Forbid: leafOf(mod + "store"), Why: "statuses and events are a leaf: the store's port at most"},
+	{Pkg: mod + "knit", Forbid: forbidAdapterOr(mod + "adapters"), Why: "the library takes its store and runners from its caller"},
+	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod+"cli", mod+"controller", mod+"controller/gitops", mod+"controller/drift"),
+		Why: "the API reaches the store and runners only through internal/knit, and the controllers only through interfaces (the run queue's Job and Outcome types at most)"},
+	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit"},
+	{Pkg: mod + "cli", Forbid: forbidAdapterOr(), File: "adapters.go", Why: "the CLI names concrete adapters in one file only (itself or through internal/adapters)"},
 	{Pkg: mod + "client", Forbid: func(p string) bool {
 		return adapter(p) || strings.HasPrefix(p, "github.com/hashicorp/hcl")
-	}, Why: "the HTTP client must not link the store, HCL or the runners",
-		Through: map[string]string{
-			mod + "engine": "TODO(issue 25): internal/client decodes engine.Event from internal/engine, which reads specs (HCL)",
-			mod + "runner": "TODO(issue 25): view.ComponentView carries a runner.Plan, and internal/runner imports internal/spec (HCL)",
-		}},
+	}, Why: "the HTTP client must not link the store, HCL or the runners"},
+	controllerRule(mod + "controller"),
+	controllerRule(mod + "controller/runqueue"),
+	controllerRule(mod + "controller/gitops"),
+	controllerRule(mod + "controller/drift"),
+	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "the controllers' clock is a leaf"},
+	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "the event-stream loop is a leaf: the API and the dashboard supply the run and its encoding"},
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "the engine knows nothing of the adapters above it"},
+	{Pkg: mod + "health", Forbid: func(p string) bool {
+		return adapter(p) || slices.Contains([]string{mod + "engine", mod + "knit", mod + "store", mod + "runner", mod + "server", mod + "web", mod + "cli", mod + "client"}, p)
+	}, Why: "health checks are a leaf the engine calls"},
+}
+
+// controllerRule: knit serve's controllers act through the library; they
+// know nothing of the HTTP server, the dashboard or the CLI that wires
+// them, nor of a store or runner implementation.
+func controllerRule(pkg string) rule {
+	return rule{Pkg: pkg, Forbid: forbidAdapterOr(mod+"server", mod+"web", mod+"cli"),
+		Why: "controllers act through internal/knit and know nothing of the adapters that wire them"}
 }
 
 // storeRule: the store's packages import nothing internal but their own
@@ -75,6 +85,11 @@ func storeRule(pkg string) rule {
 	return rule{Pkg: pkg, Why: "the store imports nothing internal but its own packages and keyfile", Forbid: func(p string) bool {
 		return strings.HasPrefix(p, mod) && p != mod+"store" && !strings.HasPrefix(p, mod+"store/") && p != mod+"keyfile"
 	}}
+}
+
+// leafOf forbids every internal package but allowed (and adapters).
+func leafOf(allowed ...string) func(string) bool {
+	return func(p string) bool { return strings.HasPrefix(p, mod) && !slices.Contains(allowed, p) }
 }
 
 func forbidAdapterOr(pkgs ...string) func(string) bool {
@@ -140,11 +155,12 @@ func violations(t *testing.T, pkgs map[string]*pkg, r rule) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, f := range p.GoFiles {
+		if f == r.File {
+			continue
+		}
 		for _, imp := range fileImports(t, filepath.Join(p.Dir, f)) {
 			if r.Forbid(imp) {
-				if f != r.File {
-					out = append(out, r.Pkg+"/"+f+" imports "+imp)
-				}
+				out = append(out, r.Pkg+"/"+f+" imports "+imp)
 				continue
 			}
 			if _, ok := r.Through[imp]; ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
@@ -22,8 +23,8 @@ func ApplyFake(ctx context.Context, file, dataDir string, parallelism int) error
 		return err
 	}
 	fr := &fake.Runner{}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dataDir,
-		Runners: map[string]runner.Runner{spec.TypeScript: fr, spec.TypeTerraform: fr}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dataDir,
+		Runners: map[string]runner.Runner{spec.TypeScript: fr, spec.TypeTerraform: fr}}})
 	if err != nil {
 		return err
 	}

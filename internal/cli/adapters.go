@@ -1,15 +1,16 @@
 package cli
 
 // This is the one file of the CLI that names concrete adapters (runner and
-// store implementations): internal/archtest allows them here and nowhere
-// else in the package. knit.Open still wires the runners itself (issue 25:
-// the caller should inject them, from here); the store comes from here.
+// store implementations, and internal/adapters which wires them):
+// internal/archtest allows them here and nowhere else in the package. The
+// library takes its store and runners from here.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/external"
@@ -19,9 +20,9 @@ import (
 	"knit.dev/knit/internal/store/sqlite"
 )
 
-// openKnit builds the library on dataDir with the store the global flags
-// and knit's environment name (see storeDSN); tools may also see the
-// variables toolEnv names. Close closes the store.
+// openKnit builds the library on dataDir from the global flags and knit's
+// environment: the store they name (see storeDSN), the real runners (tools
+// may also see the variables toolEnv names). Close closes the store.
 func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv []string) (*knit.Knit, error) {
 	dsn, err := d.storeDSN()
 	if err != nil {
@@ -31,32 +32,17 @@ func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv []string) (
 	if err != nil {
 		return nil, err
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dataDir, Store: st, CloseStore: true,
-		TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return k, nil
+	return adapters.Open(ctx, adapters.Config{
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true},
+		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
+	})
 }
 
 // openStore opens the store knit keeps its records in: the PostgreSQL
-// database dsn names, or with no dsn the SQLite file in dataDir. Either way
-// knit.key in dataDir seals sensitive values, so every replica on one
-// PostgreSQL database needs the same knit.key. Errors never quote dsn.
+// database dsn names, or with no dsn the SQLite file in dataDir
+// (adapters.OpenStore).
 func openStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
-	if dsn == "" {
-		st, err := sqlite.Open(ctx, dataDir)
-		if err != nil {
-			return nil, fmt.Errorf("open store in %s: %w", dataDir, err)
-		}
-		return st, nil
-	}
-	key, err := keyfile.Load(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	return postgres.Open(ctx, dsn, key)
+	return adapters.OpenStore(ctx, dataDir, dsn)
 }
 
 // migrateStore copies the SQLite store in dataDir into the new PostgreSQL

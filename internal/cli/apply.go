@@ -12,6 +12,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
 )
 
 // runFlags are the flags shared by commands that run the engine.
@@ -38,7 +39,7 @@ func (f *runFlags) register(cmd *cobra.Command, approve bool) {
 
 // request turns the flags into a run of kind on env (a loaded spec, or nil
 // where a server resolves the environment ref names).
-func (f *runFlags) request(kind string, env *spec.Environment, ref string) knit.RunRequest {
+func (f *runFlags) request(kind store.RunKind, env *spec.Environment, ref string) knit.RunRequest {
 	return knit.RunRequest{
 		Kind: kind, Env: env, EnvRef: ref, Components: f.components, Parallelism: f.parallelism,
 		AutoApprove: f.autoApprove, Refresh: f.refresh, Reason: f.reason,

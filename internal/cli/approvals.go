@@ -181,7 +181,13 @@ what the change set showed; one that differs stops and says how.`,
 					}
 					req.Component, req.PlanChecksum, what = args[1], sum, args[1]
 				}
-				dec, runID, err := b.Decide(cmd.Context(), req)
+				// Here, the apply runs in the foreground once the decision is told.
+				fg := &foreground{}
+				var submit knit.Submitter = fg
+				if noApply {
+					submit = nil
+				}
+				dec, runID, err := b.Decide(cmd.Context(), req, submit)
 				if err != nil {
 					return knit.RunRequest{}, err
 				}
@@ -203,7 +209,10 @@ what the change set showed; one that differs stops and says how.`,
 				if runID != "" { // a server has started the apply: follow it
 					return knit.RunRequest{Kind: engine.KindApply, EnvRef: env, Reason: reason, RunID: runID}, nil
 				}
-				return *dec.Apply, nil
+				if fg.req == nil {
+					return knit.RunRequest{}, errDecided
+				}
+				return *fg.req, nil
 			})
 		},
 	}
@@ -281,6 +290,16 @@ func optionalArg(args []string) string {
 		return ""
 	}
 	return args[0]
+}
+
+// foreground is the local CLI's knit.Submitter: it keeps the apply that
+// carries out an approval, which the command then runs here, in the
+// foreground, with its progress.
+type foreground struct{ req *knit.RunRequest }
+
+func (f *foreground) Enqueue(req knit.RunRequest, _ string) (string, error) {
+	f.req = &req
+	return "", nil
 }
 
 // errDecided ends a decide command that does not run the engine, successfully.

@@ -24,6 +24,7 @@ type backend interface {
 	History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error)
 	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
 	Logs(ctx context.Context, ref, component string) (store.ComponentRun, error)
+	DiffEnvironments(ctx context.Context, req knit.EnvDiffRequest) (knit.EnvDiff, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.
@@ -31,10 +32,10 @@ type backend interface {
 	// ChangeSets lists change sets of ref ("" = all), newest first; no
 	// statuses means any, else pending ones.
 	ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error)
-	// Decide records a decision on a waiting plan or change set; runID is
-	// the apply run a server started for an approval ("" here: the caller
-	// starts d.Apply).
-	Decide(ctx context.Context, req knit.DecideRequest) (d knit.Decision, runID string, err error)
+	// Decide records a decision on a waiting plan or change set and, for
+	// an approval, carries it out: here by handing the apply to submit
+	// (nil: record only), on a server by the server's queue (runID).
+	Decide(ctx context.Context, req knit.DecideRequest, submit knit.Submitter) (d knit.Decision, runID string, err error)
 	// Run starts req (or, with req.RunID, follows that run already
 	// started on a server), hands every event to req.OnEvent and returns
 	// the result once the run ends. A nil result means it never started.
@@ -55,9 +56,8 @@ func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment
 	return env, env.ID(), nil
 }
 
-func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest) (knit.Decision, string, error) {
-	d, err := l.Knit.Decide(ctx, req)
-	return d, "", err
+func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest, submit knit.Submitter) (knit.Decision, string, error) {
+	return l.Knit.ApproveAndApply(ctx, req, submit)
 }
 
 func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {

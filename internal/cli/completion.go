@@ -28,6 +28,7 @@ var completedArgs = map[string][]argKind{
 	"plan": {argEnv}, "apply": {argEnv}, "drift": {argEnv}, "teardown": {argEnv},
 	"output": {argEnv, argComponent}, "logs": {argEnv, argComponent},
 	"approve": {argEnv, argAwaiting}, "reject": {argEnv, argAwaiting},
+	"diff": {argEnv, argEnv},
 }
 
 // registerCompletions makes the shell complete environment names,

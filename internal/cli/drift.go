@@ -10,6 +10,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
 )
 
 func newDriftCmd(d *deps) *cobra.Command {
@@ -90,7 +91,7 @@ type driftReport struct {
 	Env        string           `json:"env"`
 	RunID      string           `json:"runId"`
 	Revision   int              `json:"revision"`
-	Status     string           `json:"status"`
+	Status     store.RunStatus  `json:"status"`
 	Drift      bool             `json:"drift"`
 	Components []driftComponent `json:"components"`
 }

@@ -52,7 +52,7 @@ func printHistory(w io.Writer, runs []store.Run) {
 			why = strings.TrimSpace("superseded by " + r.SupersededBy + "; " + why)
 			why = strings.TrimSuffix(why, ";")
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, cell(r.Status), r.Revision, cell(r.Actor),
+		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, cell(string(r.Status)), r.Revision, cell(r.Actor),
 			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, lastCell(why))
 	}
 }

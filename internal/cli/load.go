@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"knit.dev/knit/internal/gitsource"
@@ -24,12 +25,25 @@ func (d *deps) loadEnv(file string) (*spec.Environment, error) {
 }
 
 // specOptions is what validation may know beyond the file: the git
-// modules knit has fetched into the data dir (read, never fetched here).
-// Without a data dir, git modules are not checked.
+// modules knit has fetched into the data dir (read, never fetched here),
+// and git templates, fetched into the same cache. Templates and extended
+// files may come from anywhere in the git work tree holding the file.
+// Without a data dir, git modules are not checked and git templates not read.
 func (d *deps) specOptions() spec.Options {
 	dir, err := d.dataDir()
 	if err != nil {
-		return spec.Options{}
+		return spec.Options{RepoRoot: true}
 	}
-	return spec.Options{Fetched: gitsource.InDataDir(dir).Fetched}
+	opts := gitOptions(context.Background(), dir)
+	opts.RepoRoot = true
+	return opts
+}
+
+// gitOptions reads git modules from knit's cache in dataDir, and fetches
+// git templates into it.
+func gitOptions(ctx context.Context, dataDir string) spec.Options {
+	cache := gitsource.InDataDir(dataDir)
+	return spec.Options{Fetched: cache.Fetched, Checkout: func(url, ref string) (string, string, error) {
+		return cache.Checkout(ctx, url, ref)
+	}}
 }

@@ -141,8 +141,9 @@ func (r *remoteBackend) Target(ctx context.Context, ref string) (*spec.Environme
 }
 
 // Decide sends the decision with the checksum of the plan or change set
-// it is about.
-func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest) (knit.Decision, string, error) {
+// it is about; the server carries out an approval through its own queue
+// (submit is not used).
+func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest, _ knit.Submitter) (knit.Decision, string, error) {
 	id, err := r.resolve(ctx, req.EnvRef)
 	if err != nil {
 		return knit.Decision{}, "", err
@@ -208,7 +209,7 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 	if err != nil {
 		return nil, err
 	}
-	if rv.Status == "refused" {
+	if rv.Status == store.StatusRefused {
 		return nil, fmt.Errorf("the server refused run %s: %s", id, rv.Error)
 	}
 	res := r.result(wctx, rv, logs)
@@ -237,7 +238,7 @@ func (r *remoteBackend) attachChange(ctx context.Context, res *engine.Result) {
 func (r *remoteBackend) waitRun(ctx context.Context, id string) (knit.RunView, error) {
 	for {
 		rv, err := r.c.Run(ctx, id)
-		if err != nil || (rv.Status != "queued" && rv.Status != store.StatusRunning) {
+		if err != nil || (rv.Status != store.StatusQueued && rv.Status != store.StatusRunning) {
 			return rv, err
 		}
 		select {
@@ -314,7 +315,7 @@ func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs stream
 }
 
 // componentResult is one component run as the engine reports it.
-func componentResult(kind string, cr store.ComponentRun) *engine.ComponentResult {
+func componentResult(kind store.RunKind, cr store.ComponentRun) *engine.ComponentResult {
 	c := &engine.ComponentResult{Name: cr.Component, Status: engine.Status(cr.Status), Code: cr.Code, Reason: cr.Reason,
 		Cause: cr.Cause, StartedAt: cr.StartedAt}
 	if !cr.FinishedAt.IsZero() {

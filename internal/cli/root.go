@@ -113,6 +113,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 	root.PersistentFlags().StringVar(&d.global.storeDSNFile, "store-dsn-file", "", "file holding the PostgreSQL connection string of the store")
 	root.AddCommand(
 		newValidateCmd(d),
+		newRenderCmd(d),
 		newGraphCmd(d),
 		newPlanCmd(d),
 		newApplyCmd(d),
@@ -124,7 +125,9 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newAuditCmd(d),
 		newStatusCmd(d),
 		newOutputCmd(d),
+		newHealthCmd(d),
 		newHistoryCmd(d),
+		newDiffCmd(d),
 		newLogsCmd(d),
 		newServeCmd(d),
 		newTokenCmd(d),

@@ -39,7 +39,7 @@ func printResult(stdout io.Writer, r *engine.Result) {
 			line += "  " + why
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
-		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == "plan" || showsResources(r, c)) {
+		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == engine.KindPlan || showsResources(r, c)) {
 			fmt.Fprintf(stdout, "%s    on %s\n", strings.Repeat(" ", width), c.Plan.Target)
 		}
 		if showsResources(r, c) {
@@ -47,7 +47,7 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		}
 	}
 	fmt.Fprintln(stdout, summary(r))
-	if d := destroys(r); d > 0 && r.Kind != "teardown" {
+	if d := destroys(r); d > 0 && r.Kind != engine.KindTeardown {
 		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
 	}
 	if cs := r.ChangeSet; cs != nil {
@@ -67,7 +67,7 @@ func showsResources(r *engine.Result, c *engine.ComponentResult) bool {
 	if !c.Plan.HasChanges() {
 		return false
 	}
-	return r.Kind == "plan" || r.Kind == "drift" || c.Status == engine.Awaiting || c.Status == engine.Waiting
+	return r.Kind == engine.KindPlan || r.Kind == engine.KindDrift || c.Status == engine.Awaiting || c.Status == engine.Waiting
 }
 
 // printResources lists a plan's resources, destroys marked so they stand out.

@@ -13,11 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/controller"
+	"knit.dev/knit/internal/controller/drift"
+	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/server"
-	"knit.dev/knit/internal/spec"
 )
 
 // serveConfig is knit serve's config file (--config knit.yaml); flags
@@ -252,44 +254,86 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return fmt.Errorf("webhook secret: %w", err)
 	}
 	cfg := server.Config{Listen: c.Listen, PublicURL: c.PublicURL, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
-		MaxConcurrentRuns: c.MaxConcurrentRuns, WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB),
-		MinDriftEvery: c.minDriftEvery, DriftTick: c.driftTick}
-	cfg.Spec = spec.Options{Fetched: gitsource.InDataDir(dir).Fetched}
+		WebhookSecret: secret, Logger: log, ViewCacheBytes: viewCacheBytes(c.ViewCacheMB)}
 	if cfg.HTTP, err = c.httpLimits(); err != nil {
 		return err
 	}
+	ctl, err := c.controllers(ctx, dir, log)
+	if err != nil {
+		return err
+	}
+	return runServe(ctx, d, k, cfg, ctl, dir)
+}
+
+// controllers is the controllers' config: the run queue's bound, drift
+// schedules, GitOps and notifications.
+func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logger) (controller.Config, error) {
+	ctl := controller.Config{MaxConcurrentRuns: c.MaxConcurrentRuns, Logger: log,
+		Drift: drift.Config{MinEvery: c.minDriftEvery, Tick: c.driftTick}}
+	var err error
 	if c.DriftInterval != "" {
-		if cfg.DriftInterval, err = time.ParseDuration(c.DriftInterval); err != nil {
-			return fmt.Errorf("--drift-interval: %w", err)
+		if ctl.Drift.Interval, err = time.ParseDuration(c.DriftInterval); err != nil {
+			return ctl, fmt.Errorf("--drift-interval: %w", err)
 		}
 	}
 	if c.Git.URL != "" {
 		poll, err := time.ParseDuration(c.Git.Poll)
 		if err != nil {
-			return fmt.Errorf("--git-poll: %w", err)
+			return ctl, fmt.Errorf("--git-poll: %w", err)
 		}
-		cfg.Git = &server.GitConfig{Poll: poll, Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
-			SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
+		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir),
+			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
+				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}
 	for _, n := range c.Notifications {
 		secret, err := readSecretFile(n.SecretFile)
 		if err != nil {
-			return fmt.Errorf("notification %s: %w", n.Name, err)
+			return ctl, fmt.Errorf("notification %s: %w", n.Name, err)
 		}
-		cfg.Notify = append(cfg.Notify, notify.Sink{Name: n.Name, Kind: n.Kind, URL: n.URL, Secret: secret, Events: n.Events})
+		ctl.Notify = append(ctl.Notify, notify.Sink{Name: n.Name, Kind: n.Kind, URL: n.URL, Secret: secret, Events: n.Events})
 	}
-	srv, err := server.New(k, cfg)
+	return ctl, nil
+}
+
+// runServe wires the HTTP server to the controllers and runs both until
+// ctx ends: the runs a crash or a shutdown interrupted are queued again,
+// the server listens, the controllers start. At the end the controllers
+// stop first (running tools are interrupted and their runs recorded),
+// then the server drains.
+func runServe(ctx context.Context, d *deps, k *knit.Knit, cfg server.Config, ctl controller.Config, dir string) error {
+	var srv *server.Server
+	ctl.RunURL = func(id string) string { return srv.RunURL(id) } // called once srv listens
+	set, err := controller.New(k, ctl)
 	if err != nil {
+		return err
+	}
+	cfg.Queue = set.Queue
+	if set.Git != nil { // a nil *Reconciler in the interface would read as GitOps on
+		cfg.Git = set.Git
+	}
+	if srv, err = server.New(k, cfg); err != nil {
+		return err
+	}
+	if err := set.Resume(ctx); err != nil {
 		return err
 	}
 	if err := srv.Open(ctx); err != nil {
 		return err
 	}
+	done := make(chan error, 1)
+	go func() { done <- set.Run(ctx) }()
 	fmt.Fprintf(d.stderr, "knit serve: listening on %s (data dir %s)\n", srv.Addr(), dir)
 	<-ctx.Done()
-	log.Info("shutting down: interrupting running tools")
+	cfg.Logger.Info("shutting down: interrupting running tools")
 	closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			cfg.Logger.Error("controllers", "err", err)
+		}
+	case <-closeCtx.Done():
+	}
 	return srv.Close(closeCtx)
 }
 

@@ -24,6 +24,9 @@ Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
 				return err
 			}
 			env, diags := spec.LoadWith(file, d.specOptions())
+			if env != nil && env.Kind == spec.KindTemplate {
+				env, diags = spec.CheckTemplate(file, d.specOptions())
+			}
 			var err error
 			if output == "json" {
 				err = writeJSON(d.stdout, newValidateView(file, env, diags))

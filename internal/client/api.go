@@ -206,9 +206,9 @@ func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[store
 
 // RunRequest is the body of POST …/runs.
 type RunRequest struct {
-	Kind       string   `json:"kind"`
-	Components []string `json:"components,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
+	Kind       store.RunKind `json:"kind"`
+	Components []string      `json:"components,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
 	// Reconcile, for a drift run, brings drifted components back.
 	Reconcile bool `json:"reconcile,omitempty"`
 	// AutoApprove, for a teardown, destroys gated components without

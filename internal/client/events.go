@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/progress"
 )
 
 // maxReconnects is how many times in a row Follow reconnects to a stream
@@ -26,7 +26,7 @@ const maxReconnects = 5
 // sees every event the server still had once; a reader that fell behind
 // the server's live buffer gets a Dropped event counting what it missed,
 // then the events that follow. An answer other than 2xx ends it with an *Error.
-func (c *Client) Follow(ctx context.Context, runID string, fn func(engine.Event)) error {
+func (c *Client) Follow(ctx context.Context, runID string, fn func(progress.Event)) error {
 	var last int64
 	failures := 0
 	for {
@@ -57,7 +57,7 @@ func (c *Client) Follow(ctx context.Context, runID string, fn func(engine.Event)
 }
 
 // stream reads one connection's events after *last, moving *last on.
-func (c *Client) stream(ctx context.Context, runID string, last *int64, fn func(engine.Event)) (finished, progressed bool, err error) {
+func (c *Client) stream(ctx context.Context, runID string, last *int64, fn func(progress.Event)) (finished, progressed bool, err error) {
 	path := "/runs/" + url.PathEscape(runID) + "/events"
 	req, err := c.request(ctx, "GET", path, nil, nil)
 	if err != nil {
@@ -76,7 +76,7 @@ func (c *Client) stream(ctx context.Context, runID string, last *int64, fn func(
 		return false, false, c.errorFrom(resp, "GET", path)
 	}
 	err = readEvents(resp.Body, func(id int64, data []byte) bool {
-		var ev engine.Event
+		var ev progress.Event
 		if json.Unmarshal(data, &ev) != nil {
 			return true // not an event of ours: skip it
 		}
@@ -88,7 +88,7 @@ func (c *Client) stream(ctx context.Context, runID string, last *int64, fn func(
 		}
 		progressed = true
 		fn(ev)
-		finished = ev.Kind == engine.RunFinished
+		finished = ev.Kind == progress.RunFinished
 		return !finished
 	})
 	return finished, progressed, err

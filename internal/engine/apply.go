@@ -12,13 +12,14 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// Component state statuses kept in the store.
+// Component state statuses kept in the store: the component Status words
+// (store.ComponentState.Status is a string).
 const (
-	stateApplied   = "applied"
-	stateFailed    = "failed"
-	stateAwaiting  = "awaiting-approval"
-	stateDrifted   = "drifted"
-	stateDestroyed = "destroyed"
+	stateApplied   = string(Applied)
+	stateFailed    = string(Failed)
+	stateAwaiting  = string(Awaiting)
+	stateDrifted   = string(Drifted)
+	stateDestroyed = string(Destroyed)
 )
 
 // Apply brings the environment in line with env and waits for the end:
@@ -32,7 +33,7 @@ func (e *Engine) Apply(ctx context.Context, env *spec.Environment, opts Options)
 }
 
 // Do starts a run of kind and waits for its end.
-func (e *Engine) Do(ctx context.Context, kind string, env *spec.Environment, opts Options) (*Result, error) {
+func (e *Engine) Do(ctx context.Context, kind store.RunKind, env *spec.Environment, opts Options) (*Result, error) {
 	r, err := e.Start(ctx, kind, env, opts)
 	if err != nil {
 		return nil, err
@@ -210,6 +211,7 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 		return nil, err
 	}
 	rc.Sensitive = sensitive
+	rc.CheckFailed = st.s.checkFailed(st.c.Name)
 	p := &prepared{r: r, rc: rc, in: in, unknown: unknown}
 	if fingerprint {
 		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/dag"
+	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -53,18 +54,21 @@ type Engine struct {
 	// ToolGrace is how long a tool a dead knit left running has between
 	// SIGTERM and SIGKILL when a later run ends it (default procexec.Grace).
 	ToolGrace time.Duration
+	// Verifier runs health checks after an apply (default: health.Runner
+	// on the real clock).
+	Verifier Verifier
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones
 	done []string        // finished run IDs, oldest first, for eviction
 }
 
-// Run kinds.
+// Run kinds: the engine's names for the store's (store.RunKind).
 const (
-	KindPlan     = "plan"
-	KindApply    = "apply"
-	KindDrift    = "drift"
-	KindTeardown = "teardown"
+	KindPlan     = store.KindPlan
+	KindApply    = store.KindApply
+	KindDrift    = store.KindDrift
+	KindTeardown = store.KindTeardown
 )
 
 // Options are the knobs of one run.
@@ -136,14 +140,17 @@ type ComponentResult struct {
 type Result struct {
 	RunID      string             `json:"runId"`
 	Env        string             `json:"env"`
-	Kind       string             `json:"kind"`
+	Kind       store.RunKind      `json:"kind"`
 	Revision   int                `json:"revision"`
-	Status     string             `json:"status"`
+	Status     store.RunStatus    `json:"status"`
 	Error      string             `json:"error,omitempty"`
 	Components []*ComponentResult `json:"components"`
 	// ChangeSet is the change a gated apply stopped at, to approve at once
 	// (nil when nothing waits).
 	ChangeSet *store.ChangeSet `json:"changeSet,omitempty"`
+	// Verification is the health checks an apply ran once its components
+	// were applied (nil when it ran none).
+	Verification *health.Report `json:"verification,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

@@ -6,61 +6,31 @@ import (
 	"sync"
 	"time"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/progress"
 )
 
-// EventKind says what an Event reports.
-type EventKind string
+// A run's events and its components' statuses are defined in
+// internal/progress, a leaf the HTTP client decodes them with; the engine
+// names them by alias.
+type (
+	EventKind  = progress.EventKind
+	Event      = progress.Event
+	PlanCounts = progress.PlanCounts
+)
 
 // Event kinds.
 const (
-	// RunStarted is always a run's first event, RunFinished its last.
-	RunStarted  EventKind = "run-started"
-	RunFinished EventKind = "run-finished"
-	// ComponentStatus is a component moving to a new status.
-	ComponentStatus EventKind = "component"
-	// LogLine is one line of a tool's output, secrets masked.
-	LogLine EventKind = "log"
-	// Dropped tells a subscriber that events it had not read yet fell out
-	// of the run's live buffer (Missed counts them); the next events follow.
-	Dropped EventKind = "dropped"
+	RunStarted      = progress.RunStarted
+	RunFinished     = progress.RunFinished
+	ComponentStatus = progress.ComponentStatus
+	LogLine         = progress.LogLine
+	Dropped         = progress.Dropped
+	// Verifying: an apply's components are applied and its health checks
+	// run; HealthChecked is one check's verdict (Component, Code: verdict
+	// and check, Reason: what it saw; Cause when not Successful).
+	Verifying     = progress.Verifying
+	HealthChecked = progress.HealthChecked
 )
-
-// PlanCounts is the size of a component's plan.
-type PlanCounts struct {
-	Add     int `json:"add"`
-	Change  int `json:"change"`
-	Destroy int `json:"destroy"`
-}
-
-// Event is one thing that happened in a run, for progress displays,
-// server-sent events and notifications. Seq numbers a run's events from 1
-// without gaps, so a reader can resume after the last one it saw.
-type Event struct {
-	Seq   int64     `json:"seq"`
-	Kind  EventKind `json:"kind"`
-	Time  time.Time `json:"time"`
-	Env   string    `json:"env"`
-	RunID string    `json:"runId"`
-	// RunKind is the run's kind (plan, apply, drift, teardown).
-	RunKind   string `json:"runKind,omitempty"`
-	Component string `json:"component,omitempty"`
-	Status    Status `json:"status,omitempty"`
-	// Code ("waiting: upstream db awaiting approval") and Reason say why
-	// for people; Cause says it for machines (a component event's).
-	Code   string `json:"code,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	store.Cause
-	Plan    *PlanCounts   `json:"plan,omitempty"`
-	Elapsed time.Duration `json:"elapsedNs,omitempty"`
-	// Line is a LogLine's text (masked).
-	Line string `json:"line,omitempty"`
-	// RunStatus and Error close the run (RunFinished).
-	RunStatus string `json:"runStatus,omitempty"`
-	Error     string `json:"error,omitempty"`
-	// Missed is how many events a Dropped marker stands for.
-	Missed int64 `json:"missed,omitempty"`
-}
 
 // Retention bounds what a run keeps in memory for late subscribers: the
 // newest events, at most Events of them and at most Bytes of their text

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 
 	"knit.dev/knit/internal/store"
 )
@@ -21,7 +22,7 @@ var ErrCanceled = errors.New("cancelled")
 type Run struct {
 	ID   string
 	Env  string
-	Kind string
+	Kind store.RunKind
 
 	log    *eventLog
 	ctx    context.Context // the run's own: cancelled by Cancel, a panic, a lost lock
@@ -29,6 +30,26 @@ type Run struct {
 	done   chan struct{}
 	result *Result
 	err    error
+	// verifying is set while an apply runs its health checks.
+	verifying atomic.Bool
+}
+
+// Status is where the live run stands: store.StatusVerifying while an
+// apply runs its health checks, store.StatusRunning before; after the
+// end, its outcome. (The run's record says running until the outcome.)
+func (r *Run) Status() store.RunStatus {
+	select {
+	case <-r.done:
+		if r.result != nil {
+			return r.result.Status
+		}
+		return store.StatusFailed
+	default:
+	}
+	if r.verifying.Load() {
+		return store.StatusVerifying
+	}
+	return store.StatusRunning
 }
 
 // Done is closed when the run has finished and everything about it is recorded.

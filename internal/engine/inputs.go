@@ -58,15 +58,9 @@ func resolveKnown(c *spec.Component, state func(name string) store.ComponentStat
 		if err := json.Unmarshal(out.Value, &val); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
 		}
-		if ref.Index != nil {
-			list, ok := val.([]any)
-			if !ok {
-				return nil, nil, nil, nil, fmt.Errorf("input %s: %s.%s is not a list, so [%d] cannot index it", v.Name, ref.Component, ref.Output, *ref.Index)
-			}
-			if *ref.Index >= len(list) {
-				return nil, nil, nil, nil, fmt.Errorf("input %s: %s.%s has %d elements; [%d] is out of range", v.Name, ref.Component, ref.Output, len(list), *ref.Index)
-			}
-			val = list[*ref.Index]
+		val, err := element(val, ref)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("input %s: %w", v.Name, err)
 		}
 		in[v.Name] = val
 		if out.Sensitive {
@@ -78,6 +72,21 @@ func resolveKnown(c *spec.Component, state func(name string) store.ComponentStat
 		}
 	}
 	return in, secrets, sensitive, missing, nil
+}
+
+// element is val, or its element [ref.Index] when ref has an index.
+func element(val any, ref spec.ValueRef) (any, error) {
+	if ref.Index == nil {
+		return val, nil
+	}
+	list, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s.%s is not a list, so [%d] cannot index it", ref.Component, ref.Output, *ref.Index)
+	}
+	if *ref.Index >= len(list) {
+		return nil, fmt.Errorf("%s.%s has %d elements; [%d] is out of range", ref.Component, ref.Output, len(list), *ref.Index)
+	}
+	return list[*ref.Index], nil
 }
 
 // storedSecrets lists the string forms of a component's stored sensitive

@@ -9,12 +9,12 @@ import (
 // recordOutcome records the run's end with status and err, its audit
 // event and the environment's new status, in one store write. A plan is
 // not audited and leaves the status alone: it changes nothing.
-func (s *session) recordOutcome(status string, err error) error {
+func (s *session) recordOutcome(status store.RunStatus, err error) error {
 	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
 	if err != nil {
 		o.Error = err.Error()
 	}
-	action := s.kind
+	action := string(s.kind)
 	switch {
 	case s.kind == KindDrift && s.opts.Reconcile:
 		action = "reconcile"
@@ -22,7 +22,7 @@ func (s *session) recordOutcome(status string, err error) error {
 		action = "drift-check"
 	}
 	if s.kind != KindPlan {
-		detail := status
+		detail := string(status)
 		if s.result.Error != "" {
 			detail = s.result.Error
 		}
@@ -45,7 +45,7 @@ func (s *session) recordOutcome(status string, err error) error {
 }
 
 // envStatuses maps a run's outcome to the environment's status.
-var envStatuses = map[string]string{
+var envStatuses = map[store.RunStatus]store.EnvStatus{
 	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
 	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
 }

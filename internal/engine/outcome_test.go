@@ -27,7 +27,7 @@ func TestARunsOutcomeCommitsWhole(t *testing.T) {
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, `CREATE TRIGGER crash BEFORE UPDATE OF status ON environments
-		WHEN NEW.status = '`+engine.EnvApplied+`' BEGIN SELECT RAISE(ABORT, 'injected crash'); END`); err != nil {
+		WHEN NEW.status = '`+string(engine.EnvApplied)+`' BEGIN SELECT RAISE(ABORT, 'injected crash'); END`); err != nil {
 		t.Fatal(err)
 	}
 	res, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"})
@@ -52,7 +52,7 @@ func TestARunsOutcomeCommitsWhole(t *testing.T) {
 			audited = append(audited, ev.Detail)
 		}
 	}
-	if run.Status != store.StatusFailed || e.Status != engine.EnvFailed || len(audited) != 1 || audited[0] != store.StatusFailed {
+	if run.Status != store.StatusFailed || e.Status != engine.EnvFailed || len(audited) != 1 || audited[0] != string(store.StatusFailed) {
 		t.Fatalf("run recorded %s, environment %s, audit trail %q: they disagree", run.Status, e.Status, audited)
 	}
 }

@@ -55,6 +55,10 @@ const (
 	// ReasonUpstreamRejected: not run, because the plan of a component it
 	// waited behind was rejected (Upstream).
 	ReasonUpstreamRejected Reason = "UpstreamRejected"
+	// ReasonVerificationFailed: a health check run after the apply
+	// failed; ReasonVerificationInconclusive: one could not tell.
+	ReasonVerificationFailed       Reason = "VerificationFailed"
+	ReasonVerificationInconclusive Reason = "VerificationInconclusive"
 )
 
 // Reasons is the closed set, in the order the OpenAPI document lists it.
@@ -64,6 +68,7 @@ func Reasons() []Reason {
 		ReasonUpstreamFailed, ReasonDependencyCycle, ReasonKnownAfterApply, ReasonRefused,
 		ReasonToolFailed, ReasonRecordFailed, ReasonInterrupted, ReasonDrifted, ReasonUpstreamDrifted,
 		ReasonNeverApplied, ReasonUnchecked, ReasonRejected, ReasonUpstreamRejected,
+		ReasonVerificationFailed, ReasonVerificationInconclusive,
 	}
 }
 

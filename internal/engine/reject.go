@@ -13,7 +13,7 @@ import (
 // holds.
 const (
 	Rejected    Status = "rejected"
-	EnvRejected        = "rejected"
+	EnvRejected        = store.EnvRejected
 )
 
 // settleRejected records a rejection where people look: the component's

@@ -27,7 +27,7 @@ import (
 type session struct {
 	e       *Engine
 	env     *spec.Environment
-	kind    string
+	kind    store.RunKind
 	opts    Options
 	run     store.Run
 	handle  *Run
@@ -58,6 +58,9 @@ type session struct {
 	// their turn (prepareAhead), until the turn takes it.
 	aheadLogs map[string]string
 	result    *Result
+	// checkFailures are the tool's own checks (OpenTofu check blocks)
+	// that failed in this run's applies, by component: verify reports them.
+	checkFailures map[string][]runner.CheckFailure
 	// errs are failures of the run's own bookkeeping (store writes), which
 	// fail the run whatever its components did.
 	errs    []error
@@ -75,7 +78,7 @@ func NewRunID(now time.Time) string {
 // run holds the environment's lock and is recorded; the work goes on in
 // the background. A lock held by another run fails at once (ErrLocked) and
 // records only the refusal. Cancelling ctx interrupts the run.
-func (e *Engine) Start(ctx context.Context, kind string, env *spec.Environment, opts Options) (*Run, error) {
+func (e *Engine) Start(ctx context.Context, kind store.RunKind, env *spec.Environment, opts Options) (*Run, error) {
 	if kind == KindApply && env.Spec.Teardown {
 		kind = KindTeardown
 	}
@@ -105,7 +108,7 @@ func (e *Engine) Start(ctx context.Context, kind string, env *spec.Environment, 
 }
 
 // bodies are what each kind of run does once it has begun.
-var bodies = map[string]func(*session, context.Context) error{
+var bodies = map[store.RunKind]func(*session, context.Context) error{
 	KindPlan:     (*session).plan,
 	KindApply:    (*session).apply,
 	KindDrift:    (*session).drift,
@@ -115,7 +118,7 @@ var bodies = map[string]func(*session, context.Context) error{
 // begin takes the lock, marks runs left by a crashed knit as interrupted,
 // records the revision an apply or teardown converges to, and creates the
 // run record. On any failure nothing is left held.
-func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind string, opts Options) (_ *session, err error) {
+func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.RunKind, opts Options) (_ *session, err error) {
 	now := e.now()
 	runID := opts.RunID
 	if runID == "" {
@@ -308,6 +311,9 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 	if err = s.e.ensureDir(ctx, s.env.Dir); err == nil {
 		err = body(s, ctx)
 	}
+	if err == nil {
+		err = s.verify(ctx)
+	}
 }
 
 // finish records the run's outcome, audits it, sets the environment's
@@ -350,7 +356,7 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 }
 
 // outcome is the run's status from its components and error.
-func (s *session) outcome(ctx context.Context, err error) string {
+func (s *session) outcome(ctx context.Context, err error) store.RunStatus {
 	switch {
 	case err != nil:
 		return store.StatusFailed

@@ -52,7 +52,7 @@ func (f *failingStore) SetAppliedRevision(ctx context.Context, env string, n int
 	}
 	return f.Store.SetAppliedRevision(ctx, env, n)
 }
-func (f *failingStore) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+func (f *failingStore) SetEnvironmentStatus(ctx context.Context, id string, status store.EnvStatus) error {
 	if err := f.write("SetEnvironmentStatus"); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (f *failingStore) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	return f.Store.CreateRun(ctx, r)
 }
-func (f *failingStore) FinishRun(ctx context.Context, id, status, msg string, at time.Time) error {
+func (f *failingStore) FinishRun(ctx context.Context, id string, status store.RunStatus, msg string, at time.Time) error {
 	if err := f.write("FinishRun"); err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func TestADriftRecordsEveryCheckRunningInOneWrite(t *testing.T) {
 		t.Errorf("run recorded %s", run.Status)
 	}
 	for _, cr := range crs {
-		if cr.Status == store.StatusRunning {
+		if cr.Status == string(store.StatusRunning) {
 			t.Errorf("%s left running", cr.Component)
 		}
 	}

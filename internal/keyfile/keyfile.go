@@ -25,22 +25,25 @@ const Size = 32
 // Path is where the key of dataDir lives.
 func Path(dataDir string) string { return filepath.Join(dataDir, Name) }
 
-// Load returns the key in dataDir, creating dataDir (mode 0700) and the key
-// file (Size random bytes, mode 0600) if they do not exist.
+// Load returns the key in dataDir (LoadFile of Path(dataDir)).
+func Load(dataDir string) ([]byte, error) { return LoadFile(Path(dataDir)) }
+
+// LoadFile returns the key in the file at path, creating its directory
+// (mode 0700) and the file (Size random bytes, mode 0600) if they do not
+// exist.
 //
 // Creation is atomic: the key is written to a private temporary file and
 // hard-linked into place, which fails if the key file exists, so processes
 // racing to create it all end up with the same key and none reads a
-// half-written one. Load refuses a key file that group or others may
+// half-written one. LoadFile refuses a key file that group or others may
 // access (with the chmod that fixes it) and one that is not Size bytes.
-func Load(dataDir string) ([]byte, error) {
-	path := Path(dataDir)
+func LoadFile(path string) ([]byte, error) {
 	key, err := read(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create key directory: %w", err)
 	}
 	key = make([]byte, Size)
 	if _, err := rand.Read(key); err != nil {
@@ -58,7 +61,7 @@ func Load(dataDir string) ([]byte, error) {
 // create writes key to path through a temporary file; an existing path is
 // an error wrapping fs.ErrExist.
 func create(path string, key []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+Name+"-*") // O_EXCL, mode 0600
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // O_EXCL, mode 0600
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}

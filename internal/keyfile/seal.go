@@ -9,16 +9,27 @@ import (
 	"fmt"
 )
 
-// sealMagic starts every sealed file, so a reader tells it from the plain
-// file an older knit wrote.
+// sealMagic starts everything a Sealer from NewSealer seals, so a reader
+// tells it from the plain file an older knit wrote.
 var sealMagic = []byte("knit-sealed-v1\n")
 
-// Sealer encrypts files knit keeps on disk with AES-256-GCM under a
-// Derive subkey. It is safe for concurrent use.
-type Sealer struct{ aead cipher.AEAD }
+// Sealer is knit's one way to encrypt what it keeps (work files, sealed
+// outputs in the store, Kubernetes plans): AES-256-GCM, each value its
+// Prefix, a random nonce, then the ciphertext with its tag. It is safe for
+// concurrent use.
+type Sealer struct {
+	aead   cipher.AEAD
+	prefix []byte
+}
 
-// NewSealer returns a Sealer for a Size-byte key.
-func NewSealer(key []byte) (*Sealer, error) {
+// NewSealer returns a Sealer for a Size-byte key (a Derive subkey) whose
+// values start with sealMagic.
+func NewSealer(key []byte) (*Sealer, error) { return NewPrefixedSealer(key, sealMagic) }
+
+// NewPrefixedSealer returns a Sealer for a Size-byte key whose values start
+// with prefix (which may be empty): the formats knit wrote before sealMagic
+// keep theirs, so what they sealed still opens.
+func NewPrefixedSealer(key, prefix []byte) (*Sealer, error) {
 	if len(key) != Size {
 		return nil, fmt.Errorf("sealing key is %d bytes, want %d", len(key), Size)
 	}
@@ -30,33 +41,41 @@ func NewSealer(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, prefix: bytes.Clone(prefix)}, nil
 }
 
 // Seal encrypts plain, binding it to ad (what the data is for, e.g. a
-// component and file name), so a sealed file moved elsewhere does not open.
+// component and file name), so a sealed value moved elsewhere does not open.
 func (s *Sealer) Seal(plain, ad []byte) ([]byte, error) {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("nonce: %w", err)
 	}
-	out := append(append([]byte{}, sealMagic...), nonce...)
+	out := make([]byte, 0, len(s.prefix)+len(nonce)+len(plain)+s.aead.Overhead())
+	out = append(append(out, s.prefix...), nonce...)
 	return s.aead.Seal(out, nonce, plain, ad), nil
 }
 
-// IsSealed reports whether data was made by Seal.
+// IsSealed reports whether data was made by a Sealer from NewSealer.
 func IsSealed(data []byte) bool { return bytes.HasPrefix(data, sealMagic) }
+
+// ErrMalformed is Open's error for data too short or without the prefix.
+var ErrMalformed = errors.New("sealed data is malformed")
+
+// ErrWrongKey is Open's error for data that does not decrypt: another key
+// sealed it, it was sealed for another ad, or it was changed.
+var ErrWrongKey = errors.New("cannot decrypt: knit.key is not the key this was sealed with, or the data was changed")
 
 // Open decrypts data made by Seal with the same ad.
 func (s *Sealer) Open(data, ad []byte) ([]byte, error) {
 	n := s.aead.NonceSize()
-	if !IsSealed(data) || len(data) < len(sealMagic)+n {
-		return nil, errors.New("sealed data is malformed")
+	if !bytes.HasPrefix(data, s.prefix) || len(data) < len(s.prefix)+n {
+		return nil, ErrMalformed
 	}
-	body := data[len(sealMagic):]
+	body := data[len(s.prefix):]
 	plain, err := s.aead.Open(nil, body[:n], body[n:], ad)
 	if err != nil {
-		return nil, errors.New("cannot decrypt: knit.key is not the key this was sealed with, or the file was changed")
+		return nil, ErrWrongKey
 	}
 	return plain, nil
 }

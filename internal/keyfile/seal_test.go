@@ -2,6 +2,8 @@ package keyfile
 
 import (
 	"bytes"
+	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -33,5 +35,42 @@ func TestSealOpens(t *testing.T) {
 	}
 	if _, err := NewSealer([]byte("short")); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Errorf("short key: %v", err)
+	}
+}
+
+// TestOpensWhatEarlierKnitsSealed: a work file sealed by the Sealer of
+// before the prefixed variant (magic, nonce, ciphertext) still opens.
+func TestOpensWhatEarlierKnitsSealed(t *testing.T) {
+	// Sealed by that code: "plan body" for shop/dev/app/plan.json under a key of 32 fives.
+	old, _ := hex.DecodeString("6b6e69742d7365616c65642d76310a29c4d9ef1fae946a7cf3d9c67b6209b6852a178646780f0d66322d664ea4f33808ae8757be")
+	s, err := NewSealer(bytes.Repeat([]byte{5}, Size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := s.Open(old, []byte("shop/dev/app/plan.json")); err != nil || string(plain) != "plan body" {
+		t.Fatalf("open = %q, %v", plain, err)
+	}
+}
+
+// TestPrefixedSealer: a prefixed sealer's values start with its prefix
+// (none: nonce first), and it refuses data without it.
+func TestPrefixedSealer(t *testing.T) {
+	key := bytes.Repeat([]byte{3}, Size)
+	for _, prefix := range [][]byte{nil, {1}} {
+		s, err := NewPrefixedSealer(key, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := s.Seal([]byte("v"), []byte("ad"))
+		if err != nil || !bytes.HasPrefix(sealed, prefix) || len(sealed) != len(prefix)+12+1+16 {
+			t.Fatalf("prefix %x: sealed %x, %v", prefix, sealed, err)
+		}
+		if plain, err := s.Open(sealed, []byte("ad")); err != nil || string(plain) != "v" {
+			t.Errorf("prefix %x: open = %q, %v", prefix, plain, err)
+		}
+	}
+	s, _ := NewPrefixedSealer(key, []byte{1})
+	if _, err := s.Open(append([]byte{2}, make([]byte, 40)...), []byte("ad")); !errors.Is(err, ErrMalformed) {
+		t.Errorf("another prefix: %v, want ErrMalformed", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
@@ -22,7 +23,7 @@ func TestCancelByRunIDKillsTheToolsWholeProcessGroup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	k, err := knit.Open(ctx, knit.Config{DataDir: filepath.Join(dir, "data"), GracePeriod: 500 * time.Millisecond})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: filepath.Join(dir, "data"), GracePeriod: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

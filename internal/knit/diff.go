@@ -55,13 +55,13 @@ func (k *Knit) Diff(ctx context.Context, ref string, a, b int) (RevisionDiff, er
 	if err != nil {
 		return RevisionDiff{}, err
 	}
-	ra, err := k.store.Revision(ctx, e.ID, a)
+	ra, err := k.revision(ctx, e.ID, a)
 	if err != nil {
-		return RevisionDiff{}, fmt.Errorf("%s has no revision %d: %w", e.ID, a, err)
+		return RevisionDiff{}, err
 	}
-	rb, err := k.store.Revision(ctx, e.ID, b)
+	rb, err := k.revision(ctx, e.ID, b)
 	if err != nil {
-		return RevisionDiff{}, fmt.Errorf("%s has no revision %d: %w", e.ID, b, err)
+		return RevisionDiff{}, err
 	}
 	d := RevisionDiff{Env: e.ID, A: ra.Number, B: rb.Number, Groups: diffFiles(revisionText(ra), revisionText(rb))}
 	if d.Same = len(d.Groups) == 0; d.Same {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
@@ -57,7 +58,7 @@ func open(t *testing.T) *knit.Knit {
 		}
 		return nil
 	}}
-	k, err := knit.Open(context.Background(), knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: r}})
+	k, err := adapters.Open(context.Background(), adapters.Config{Config: knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: r}}})
 	if err != nil {
 		t.Fatal(err)
 	}

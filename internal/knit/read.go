@@ -298,7 +298,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 	// d.Components is by name, so removed ones are too.
 	for i := range d.Components {
 		c := &d.Components[i]
-		if byName[c.Name] != nil && c.State.Component != "" && c.State.Status != "destroyed" {
+		if byName[c.Name] != nil && c.State.Component != "" && c.State.Status != string(engine.Destroyed) {
 			cv := componentView(c.Name, c)
 			cv.Removed = true
 			v.Components = append(v.Components, cv)
@@ -315,7 +315,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 
 // componentView shows one component; d is nil for one never run.
 func componentView(name string, d *store.ComponentDetail) ComponentView {
-	cv := ComponentView{Name: name, Status: "pending"}
+	cv := ComponentView{Name: name, Status: string(engine.Pending)}
 	if d == nil {
 		return cv
 	}
@@ -368,7 +368,7 @@ type DriftView = view.DriftView
 // LastDrift finds the newest drift check of an environment and what it
 // found per component; nil if it was never checked.
 func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
-	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: "drift", Limit: 1})
+	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: store.KindDrift, Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
@@ -377,25 +377,36 @@ func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
 
 // driftView is what the drift run r found per component.
 func (k *Knit) driftView(ctx context.Context, r store.Run) (*DriftView, error) {
-	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
 	crs, err := k.store.ComponentRuns(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
+	statuses := make(map[string]string, len(crs))
 	for _, cr := range crs {
-		switch cr.Status {
-		case "drifted":
-			d.Drifted = append(d.Drifted, cr.Component)
-		case "affected by upstream drift":
-			d.Affected = append(d.Affected, cr.Component)
-		case "failed":
-			d.Failed = append(d.Failed, cr.Component)
-		case "unknown":
-			d.Unknown = append(d.Unknown, cr.Component)
+		statuses[cr.Component] = cr.Status
+	}
+	return driftOf(r, statuses), nil
+}
+
+// driftOf is what the drift run r found, from its component runs'
+// statuses by component.
+func driftOf(r store.Run, statuses map[string]string) *DriftView {
+	d := &DriftView{RunID: r.ID, CheckedAt: r.StartedAt, Status: r.Status, Drifted: []string{}}
+	for comp, status := range statuses {
+		switch engine.Status(status) {
+		case engine.Drifted:
+			d.Drifted = append(d.Drifted, comp)
+		case engine.Affected:
+			d.Affected = append(d.Affected, comp)
+		case engine.Failed:
+			d.Failed = append(d.Failed, comp)
+		case engine.Unknown:
+			d.Unknown = append(d.Unknown, comp)
 		}
 	}
 	sort.Strings(d.Drifted)
 	sort.Strings(d.Affected)
 	sort.Strings(d.Failed)
-	return d, nil
+	sort.Strings(d.Unknown)
+	return d
 }

@@ -5,17 +5,18 @@ import (
 	"errors"
 	"slices"
 
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
-// The small reads the dashboard's list and live views are made of. Each
+// The small reads the dashboard's pages and live views are made of. Each
 // answers the store's own error: a failed read is never "none". Those
 // that take an environment ID (team/env) refuse one of a team ctx's
 // caller may not see, without reading it.
 
 // mayRead checks that ctx's caller may see the environment id names.
 func mayRead(ctx context.Context, id string) error {
-	return mayAct(ctx, id, store.Environment{ID: id, Team: teamOf(id)})
+	return mayAct(ctx, id, store.Environment{ID: id, Team: spec.TeamOf(id)})
 }
 
 // EnvironmentRecords lists the environments f selects that ctx's caller
@@ -55,25 +56,9 @@ func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
 
 // CountRuns counts the runs in status, over every environment ctx's
 // caller may see.
-func (k *Knit) CountRuns(ctx context.Context, status string) (int, error) {
+func (k *Knit) CountRuns(ctx context.Context, status store.RunStatus) (int, error) {
 	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status, Teams: callerTeams(ctx)})
 	return len(runs), err
-}
-
-// ComponentCounts counts environment id's components by status.
-func (k *Knit) ComponentCounts(ctx context.Context, id string) (map[string]int, error) {
-	if err := mayRead(ctx, id); err != nil {
-		return nil, err
-	}
-	states, err := k.store.ComponentStates(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	counts := map[string]int{}
-	for _, cs := range states {
-		counts[cs.Status]++
-	}
-	return counts, nil
 }
 
 // Revision is revision n of environment id; store.ErrNotFound when it has

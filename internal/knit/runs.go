@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"knit.dev/knit/internal/engine"
@@ -16,7 +15,7 @@ import (
 // RunRequest asks for one run.
 type RunRequest struct {
 	// Kind is engine.KindPlan, KindApply, KindDrift or KindTeardown.
-	Kind string
+	Kind store.RunKind
 	// Env is the environment to run, as loaded from a file or a commit.
 	// When nil, EnvRef names a known environment (team/env or its
 	// metadata name) and the run uses its applied revision.
@@ -132,12 +131,16 @@ type DecideRequest struct {
 }
 
 // Decision is a recorded decision: the component's approval or the change
-// set decided, and, for an approval, the apply that carries it out, which
-// the adapter starts (or queues) as it is.
+// set decided.
 type Decision struct {
 	Approval  store.Approval
 	ChangeSet *store.ChangeSet
-	Apply     *RunRequest
+}
+
+// Submitter starts or queues a run of env and returns its ID: knit
+// serve's run queue, or the CLI running it in the foreground.
+type Submitter interface {
+	Enqueue(req RunRequest, env string) (runID string, err error)
 }
 
 // ErrChecksumRequired: a decision did not name the plan it is about.
@@ -151,9 +154,8 @@ var ErrChecksumMismatch = engine.ErrChecksumMismatch
 var ErrSelfApproval = errors.New("the author of a change may not approve it")
 
 // Decide records a person's decision on a waiting plan or change set,
-// with who and why, and returns the apply that carries an approval out:
-// it applies the approved plans byte for byte and carries on with what
-// waited. Decide itself applies nothing.
+// with who and why. Decide itself applies nothing: ApproveAndApply is how
+// an approval is carried out.
 //
 // This is the one door every adapter decides through: the environment is
 // resolved as ctx's caller sees it (WithCaller), so a team-limited token
@@ -161,9 +163,32 @@ var ErrSelfApproval = errors.New("the author of a change may not approve it")
 // EnvRef names it, and a decision without the checksum of what it is
 // about is refused (ErrChecksumRequired) before anything is recorded.
 func (k *Knit) Decide(ctx context.Context, req DecideRequest) (Decision, error) {
+	d, _, err := k.decide(ctx, req)
+	return d, err
+}
+
+// ApproveAndApply is "approve then apply", the one way the API, the
+// dashboard and the CLI carry out a decision: it records req's decision
+// as Decide does and, for an approval, hands submit the apply that
+// carries it out (it applies the approved plans byte for byte and carries
+// on with what waited), returning that run's ID. A rejection, or a nil
+// submit (record only: knit approve --no-apply), submits nothing; a
+// decision the library refuses submits nothing either. A submit that
+// fails returns its error with the decision, which stays recorded.
+func (k *Knit) ApproveAndApply(ctx context.Context, req DecideRequest, submit Submitter) (Decision, string, error) {
+	d, env, err := k.decide(ctx, req)
+	if err != nil || !req.Approve || submit == nil {
+		return d, "", err
+	}
+	runID, err := submit.Enqueue(RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: req.Actor, Reason: req.Reason, Source: req.Source}, env)
+	return d, runID, err
+}
+
+// decide records req's decision and returns the environment's ID.
+func (k *Knit) decide(ctx context.Context, req DecideRequest) (Decision, string, error) {
 	env, rec, err := k.AppliedSpec(ctx, req.EnvRef)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 	var d Decision
 	if req.ChangeChecksum != "" || req.Component == "" {
@@ -171,11 +196,7 @@ func (k *Knit) Decide(ctx context.Context, req DecideRequest) (Decision, error) 
 	} else {
 		d, err = k.decidePlan(ctx, env, rec, req)
 	}
-	if err != nil || !req.Approve {
-		return d, err
-	}
-	d.Apply = &RunRequest{Kind: engine.KindApply, EnvRef: rec.ID, Actor: req.Actor, Reason: req.Reason, Source: req.Source}
-	return d, nil
+	return d, rec.ID, err
 }
 
 // decidePlan decides one component's waiting plan.
@@ -249,10 +270,4 @@ func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...st
 		f.Env = e.ID
 	}
 	return k.store.ListChangeSets(ctx, f)
-}
-
-// teamOf is the team of an environment ID (team/env).
-func teamOf(id string) string {
-	team, _, _ := strings.Cut(id, "/")
-	return team
 }

@@ -60,7 +60,7 @@ func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
 
 // InterruptedKind is the kind a run of env interrupted last resumes as: a
 // teardown as a teardown, anything else as an apply.
-func (k *Knit) InterruptedKind(ctx context.Context, env string) (string, error) {
+func (k *Knit) InterruptedKind(ctx context.Context, env string) (store.RunKind, error) {
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
 	if err != nil {
 		return "", err

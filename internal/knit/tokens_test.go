@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 )
 
@@ -27,12 +28,12 @@ func TestRevokedTokenRefused(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir, Now: clock.Now})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir, Now: clock.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	other, err := knit.Open(ctx, knit.Config{DataDir: dir, Now: clock.Now}) // as another process would
+	other, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir, Now: clock.Now}}) // as another process would
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 // with a letter or digit, at most 63 of them.
 func TestTokenNames(t *testing.T) {
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir()})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package kube
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,18 +9,21 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"knit.dev/knit/internal/keyfile"
 )
 
 // Sealer encrypts plan files, which hold the values a plan was made with
 // (chart values and variables may carry secrets from upstream outputs), so
-// that nothing sensitive is written in clear. The key is a 0600 file created
-// on first use.
+// that nothing sensitive is written in clear: a keyfile.Sealer (no prefix:
+// the format plans always had) under the key in KeyFile, a 0600 file
+// created on first use.
 type Sealer struct {
 	KeyFile string
 
-	once sync.Once
-	aead cipher.AEAD
-	err  error
+	once   sync.Once
+	sealer *keyfile.Sealer
+	err    error
 }
 
 // NewSealer returns the sealer of the data dir at dataDir: one key for
@@ -52,50 +52,14 @@ func (s *Sealer) ReadJSON(path, sum string, v any) error {
 
 func (s *Sealer) init() {
 	s.once.Do(func() {
-		key, err := os.ReadFile(s.KeyFile)
-		if errors.Is(err, os.ErrNotExist) {
-			key = make([]byte, 32)
-			if _, err = rand.Read(key); err != nil {
-				s.err = err
-				return
-			}
-			if err = os.MkdirAll(filepath.Dir(s.KeyFile), 0o700); err == nil {
-				err = writeNew(s.KeyFile, key)
-			}
-			if errors.Is(err, os.ErrExist) { // another process made it first
-				key, err = os.ReadFile(s.KeyFile)
-			}
+		key, err := keyfile.LoadFile(s.KeyFile)
+		if err == nil {
+			s.sealer, err = keyfile.NewPrefixedSealer(key, nil)
 		}
 		if err != nil {
 			s.err = fmt.Errorf("plan key %s: %w", s.KeyFile, err)
-			return
 		}
-		if st, err := os.Stat(s.KeyFile); err == nil && st.Mode().Perm()&0o077 != 0 {
-			s.err = fmt.Errorf("plan key %s has mode %#o: run chmod 600 %s", s.KeyFile, st.Mode().Perm(), s.KeyFile)
-			return
-		}
-		if len(key) != 32 {
-			s.err = fmt.Errorf("plan key %s is damaged", s.KeyFile)
-			return
-		}
-		block, err := aes.NewCipher(key)
-		if err == nil {
-			s.aead, err = cipher.NewGCM(block)
-		}
-		s.err = err
 	})
-}
-
-func writeNew(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // sealAD is the additional data of every sealed file. It does not name the
@@ -111,11 +75,10 @@ func (s *Sealer) Write(path string, plain []byte) (string, error) {
 	if s.err != nil {
 		return "", s.err
 	}
-	nonce := make([]byte, s.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
+	sealed, err := s.sealer.Seal(plain, sealAD)
+	if err != nil {
 		return "", err
 	}
-	sealed := s.aead.Seal(nonce, nonce, plain, sealAD)
 	if err := os.WriteFile(path, sealed, 0o600); err != nil {
 		return "", err
 	}
@@ -136,14 +99,13 @@ func (s *Sealer) Read(path, sum string) ([]byte, error) {
 	if got := sha256.Sum256(sealed); hex.EncodeToString(got[:]) != sum {
 		return nil, errors.New("the saved plan changed since it was made: plan again")
 	}
-	n := s.aead.NonceSize()
-	if len(sealed) < n {
+	plain, err := s.sealer.Open(sealed, sealAD)
+	if errors.Is(err, keyfile.ErrMalformed) {
 		return nil, errors.New("the saved plan is damaged: plan again")
 	}
-	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], sealAD)
 	if err != nil {
 		// Files sealed before sealAD were bound to their own name.
-		plain, err = s.aead.Open(nil, sealed[:n], sealed[n:], []byte(filepath.Base(path)))
+		plain, err = s.sealer.Open(sealed, []byte(filepath.Base(path)))
 	}
 	if err != nil {
 		return nil, errors.New("the saved plan cannot be opened with this data dir's key: plan again")

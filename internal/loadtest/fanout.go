@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 )
 
@@ -57,7 +58,7 @@ func fanOut(ctx context.Context, cfg Config) (int, time.Duration, error) {
 		return 0, 0, err
 	}
 
-	k, err := knit.Open(ctx, knit.Config{DataDir: data})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: data}})
 	if err != nil {
 		return 0, 0, err
 	}

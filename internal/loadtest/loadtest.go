@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store/sqlite"
 )
@@ -179,7 +180,7 @@ func seed(ctx context.Context, dir string, envs, comps int, fresh bool) (string,
 			return "", err
 		}
 	}
-	k, err := knit.Open(ctx, knit.Config{DataDir: dir})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir}})
 	if err != nil {
 		return "", err
 	}

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -36,12 +37,6 @@ func limitParam(r *http.Request) (int, error) {
 		return 0, badReq("limit must be a number from 1 to 1000")
 	}
 	return n, nil
-}
-
-// page is every list response: the items and the cursor of the next page.
-type page[T any] struct {
-	Items []T    `json:"items"`
-	Next  string `json:"next,omitempty"`
 }
 
 // listEnvironments is GET /environments: a page of the environments the
@@ -190,7 +185,7 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
+	writeJSON(w, http.StatusOK, knit.Page[revisionView]{Items: revisionViews(p.Items), Next: p.Next})
 }
 
 // diffRevisions answers what changed in the file between revisions a and b.
@@ -233,9 +228,9 @@ func revisionViews(revs []store.Revision) []revisionView {
 
 // runRequest is the body of POST …/runs.
 type runRequest struct {
-	Kind       string   `json:"kind"`
-	Components []string `json:"components"`
-	Reason     string   `json:"reason"`
+	Kind       store.RunKind `json:"kind"`
+	Components []string      `json:"components"`
+	Reason     string        `json:"reason"`
 	// Reconcile, for a drift run, brings drifted components back (as
 	// their autoApprove says, like knit drift --reconcile).
 	Reconcile bool `json:"reconcile,omitempty"`
@@ -289,13 +284,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := principal(r.Context())
-	runID, err := s.queue.enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
+	runID, err := s.queue.Enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
 		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"runId": runID, "status": "queued"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "status": store.StatusQueued})
 }
 
 // runView is GET /runs/{id}: the run as recorded, or its place in the queue.
@@ -305,36 +300,31 @@ type runView struct {
 }
 
 // lookupRun finds a run and checks the token may see its environment.
-func (s *Server) lookupRun(r *http.Request, id string) (runView, *job, error) {
-	j, queued := s.queue.job(id)
+func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, error) {
+	j, queued := s.queue.Job(id)
 	if queued {
-		if err := team(r, teamOf(j.env)); err != nil {
+		if err := team(r, spec.TeamOf(j.Env)); err != nil {
 			return runView{}, nil, err
 		}
 		select {
-		case <-j.started:
+		case <-j.Started():
 		default:
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "queued", Actor: j.req.Actor,
-				Reason: j.req.Reason, Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusQueued, Actor: j.Req.Actor,
+				Reason: j.Req.Reason, Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
-		if j.err != nil {
-			return runView{Run: store.Run{ID: id, Env: j.env, Kind: j.req.Kind, Status: "refused", Actor: j.req.Actor,
-				Error: j.err.Error(), Source: j.req.Source}, Components: []componentRunJSON{}}, j, nil
+		if err := j.Err(); err != nil {
+			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusRefused, Actor: j.Req.Actor,
+				Error: err.Error(), Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
 		}
 	}
 	rec, err := s.k.RunRecord(r.Context(), id)
 	if err != nil {
 		return runView{}, j, err
 	}
-	if err := team(r, teamOf(rec.Env)); err != nil {
+	if err := team(r, spec.TeamOf(rec.Env)); err != nil {
 		return runView{}, nil, err
 	}
 	return runView{Run: rec.Run, Components: componentRunViews(rec.Components)}, j, nil
-}
-
-func teamOf(env string) string {
-	t, _, _ := strings.Cut(env, "/")
-	return t
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -352,7 +342,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.queue.cancel(id); err != nil {
+	if err := s.queue.Cancel(id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -385,7 +375,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.Env != "" {
-		if err := team(r, teamOf(f.Env)); err != nil {
+		if err := team(r, spec.TeamOf(f.Env)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -395,7 +385,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page[store.AuditEvent]{Items: p.Items, Next: p.Next})
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -35,24 +36,20 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
-			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"})
+		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
+			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"}, s.queue)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.decided(w, r, id, map[string]any{"approval": approvalView(d.Approval)}, d)
+		decided(w, map[string]any{"approval": approvalView(d.Approval)}, runID)
 	}
 }
 
-// decided answers a decision, queueing the apply that carries out an approval.
-func (s *Server) decided(w http.ResponseWriter, r *http.Request, env string, resp map[string]any, d knit.Decision) {
-	if d.Apply != nil {
-		runID, err := s.queue.enqueue(*d.Apply, env)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
+// decided answers a decision, with the run of the apply that carries out
+// an approval.
+func decided(w http.ResponseWriter, resp map[string]any, runID string) {
+	if runID != "" {
 		resp["runId"] = runID
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -83,13 +80,13 @@ func (s *Server) decideChange(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, err := s.k.Decide(r.Context(), knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
-			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"})
+		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
+			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"}, s.queue)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.decided(w, r, id, map[string]any{"changeSet": d.ChangeSet}, d)
+		decided(w, map[string]any{"changeSet": d.ChangeSet}, runID)
 	}
 }
 
@@ -122,7 +119,7 @@ func pendingFilter(r *http.Request) (ref string, statuses []string, n int, err e
 	q := r.URL.Query()
 	ref = q.Get("env")
 	if ref != "" {
-		if err := team(r, teamOf(ref)); err != nil {
+		if err := team(r, spec.TeamOf(ref)); err != nil {
 			return "", nil, 0, err
 		}
 	}
@@ -155,7 +152,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := page[approvalJSON]{Items: make([]approvalJSON, len(p.Items)), Next: p.Next}
+	out := knit.Page[approvalJSON]{Items: make([]approvalJSON, len(p.Items)), Next: p.Next}
 	for i, a := range p.Items {
 		out.Items[i] = approvalView(a)
 	}

@@ -1,18 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/sse"
 )
-
-// keepAlive is how often an idle event stream gets a comment, so proxies
-// and clients keep the connection.
-const keepAlive = 15 * time.Second
 
 // runEvents streams a run's events as server-sent events: what the run
 // recorded so far, then live ones, in order, until it finishes. Each event's
@@ -37,50 +33,50 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
-	if j != nil { // queued: wait for it to start
-		for waiting := true; waiting; {
-			select {
-			case <-j.started:
-				waiting = false
-			case <-tick.C:
-				if st.Comment("queued") != nil {
-					return
-				}
-			case <-r.Context().Done():
-				return
-			}
-		}
+	src := &apiEvents{s: s, r: r, id: id, after: after, view: v}
+	var o sse.Options
+	if j != nil {
+		src.started, o.Started = j.Started(), j.Started()
 	}
-	run, live := s.k.Lookup(id)
-	if !live {
-		// Finished long ago, or another process's: its record says how it ended.
-		if rec, err := s.k.RunRecord(r.Context(), id); err == nil {
-			v.Run = rec.Run
-		}
-		_ = writeEvent(st, engine.Event{Seq: after + 1, Kind: engine.RunFinished, Time: v.FinishedAt, Env: v.Env, RunID: id,
-			RunKind: v.Kind, RunStatus: v.Status, Error: v.Error})
-		return
-	}
-	events := run.Subscribe(after).Channel(r.Context())
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok || writeEvent(st, ev) != nil {
-				return
-			}
-		case <-tick.C:
-			if st.Comment("keep-alive") != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		}
-	}
+	sse.Follow(r.Context(), st, src, o)
 }
 
-func writeEvent(st *sse.Stream, ev engine.Event) error {
+// apiEvents is one run's event stream as the API encodes it: each event's
+// JSON, named by its kind.
+type apiEvents struct {
+	s       *Server
+	r       *http.Request
+	id      string
+	after   int64
+	view    runView         // the run as the request found it
+	started <-chan struct{} // the queued job's, nil when not queued here
+}
+
+// Find is the run live in this process, or queued, or else its record.
+func (a *apiEvents) Find(ctx context.Context) sse.Found[engine.Event] {
+	if a.started != nil {
+		select {
+		case <-a.started:
+		default:
+			return sse.Found[engine.Event]{Queued: true}
+		}
+	}
+	if run, live := a.s.k.Lookup(a.id); live {
+		return sse.Found[engine.Event]{Events: run.Subscribe(a.after).Channel(ctx)}
+	}
+	// Finished long ago, refused, or another process's: its record (or
+	// the queue's) says how it ended.
+	v := a.view
+	if now, _, err := a.s.lookupRun(a.r.WithContext(ctx), a.id); err == nil {
+		v = now
+	}
+	msgs, _ := a.Encode(engine.Event{Seq: a.after + 1, Kind: engine.RunFinished, Time: v.FinishedAt, Env: v.Env, RunID: a.id,
+		RunKind: v.Kind, RunStatus: v.Status, Error: v.Error})
+	return sse.Found[engine.Event]{Record: msgs}
+}
+
+// Encode is the event's JSON; the run's end is the stream's.
+func (a *apiEvents) Encode(ev engine.Event) ([]sse.Message, bool) {
 	data, _ := json.Marshal(ev)
-	return st.Send(ev.Seq, string(ev.Kind), string(data))
+	return []sse.Message{{ID: ev.Seq, Event: string(ev.Kind), Data: string(data)}}, ev.Kind == engine.RunFinished
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"knit.dev/knit/internal/engine"
@@ -113,4 +114,26 @@ func TestCancelInterruptsAHeldRun(t *testing.T) {
 func dump(evs []sseEvent) string {
 	b, _ := json.MarshalIndent(evs, "", " ")
 	return string(b)
+}
+
+// TestAQueuedRunCancelledBeforeItStartsEndsItsStream: a run waiting in the
+// queue behind a held one is cancelled while a client follows it: the
+// stream ends with the run's end as the queue knows it (refused, with
+// why), not as it was when the client came (queued).
+func TestAQueuedRunCancelledBeforeItStartsEndsItsStream(t *testing.T) {
+	h := newHarness(t)
+	op := h.token("ci", "operator")
+	h.seed("pay", "prod", envOpts{}, "seed")
+	h.heldRun("pay/prod", "plan", "plan", "prod-app", op)
+	var acc struct{ RunID, Status string }
+	h.do(call{method: "POST", path: "/api/v1/environments/pay/prod/runs", token: op, body: map[string]any{"kind": "plan"}}, 202).decode(t, &acc)
+	s := h.stream(call{method: "GET", path: "/api/v1/runs/" + acc.RunID + "/events", token: op})
+	h.do(call{method: "POST", path: "/api/v1/runs/" + acc.RunID + "/cancel", token: op}, 202)
+	evs := s.rest(h)
+	if len(evs) != 1 {
+		t.Fatalf("events: %s", dump(evs))
+	}
+	if last := eventData(t, evs[0]); last.Kind != engine.RunFinished || last.RunStatus != "refused" || !strings.Contains(last.Error, "cancelled") {
+		t.Fatalf("the stream's end: %+v", last)
+	}
 }

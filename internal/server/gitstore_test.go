@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/controller"
+	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/store"
@@ -64,7 +66,7 @@ func calledBy(fn string) bool {
 }
 
 func (f *gitFailStore) Environment(ctx context.Context, id string) (store.Environment, error) {
-	if f.armed.Load() && calledBy("(*Server).wantFor") {
+	if f.armed.Load() && calledBy("gitops.(*Reconciler).wantFor") {
 		f.note("read failed")
 		return store.Environment{}, errDisk
 	}
@@ -98,8 +100,8 @@ func TestGitOpsStoreErrorIsNotNoChange(t *testing.T) {
 	}
 	t.Cleanup(func() { sq.Close() })
 	st := &gitFailStore{Store: sq, noted: make(chan struct{}, 1)}
-	h := newHarnessOn(t, server.Config{Git: &server.GitConfig{Poll: time.Hour, Config: gitwatch.Config{
-		URL: "file://" + repo.dir, Branch: "main", Path: "envs/", CacheDir: t.TempDir()}}}, st)
+	h := newHarnessOn(t, server.Config{}, st, controller.Config{Git: &gitops.Config{Poll: time.Hour, Config: gitwatch.Config{
+		URL: "file://" + repo.dir, Branch: "main", Path: "envs/", CacheDir: t.TempDir()}}})
 	viewer := h.token("watcher", "viewer")
 	h.waitProvisioned("pay/one", viewer)
 

@@ -17,6 +17,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 
+	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
@@ -108,11 +110,13 @@ const webhookSecret = "hook-secret"
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, server.Config{}) }
 
 // newHarnessWith starts the server with cfg, on a loopback port.
-func newHarnessWith(t *testing.T, cfg server.Config) *harness { return newHarnessOn(t, cfg, nil) }
+func newHarnessWith(t *testing.T, cfg server.Config) *harness {
+	return newHarnessOn(t, cfg, nil, controller.Config{})
+}
 
 // newHarnessOn is newHarnessWith over st (nil: the SQLite store in the
-// data dir, which knit opens itself).
-func newHarnessOn(t *testing.T, cfg server.Config, st store.Store) *harness {
+// data dir, which knit opens itself), with controllers run as ctl says.
+func newHarnessOn(t *testing.T, cfg server.Config, st store.Store, ctl controller.Config) *harness {
 	t.Helper()
 	h := &harness{t: t, fixture: &fixture{tokens: map[string]string{}}}
 	h.runner = &fake.Runner{
@@ -126,31 +130,83 @@ func newHarnessOn(t *testing.T, cfg server.Config, st store.Store) *harness {
 	}
 	ctx := context.Background()
 	h.dir = t.TempDir()
-	k, err := knit.Open(ctx, knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
 	h.k = k
-	cfg.Listen, cfg.WebhookSecret = "127.0.0.1:0", webhookSecret
+	cfg.WebhookSecret = webhookSecret
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil)) // shown only when the test fails, or with -v
-	if h.srv, err = server.New(k, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.srv.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.releaseAll()
-		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-		defer cancel()
-		if err := h.srv.Close(ctx); err != nil {
-			t.Errorf("close the server: %v", err)
-		}
-	})
+	h.srv = serve(t, k, cfg, ctl, h.releaseAll)
 	h.base = "http://" + h.srv.Addr()
 	h.doc, h.router = loadDoc(t)
 	return h
+}
+
+// serve starts a server over k on a loopback port and its controllers as
+// knit serve wires them (internal/cli/serve.go), and stops both at the
+// end of the test: the controllers first (after release, which lets held
+// runs go on), then the server.
+func serve(t *testing.T, k *knit.Knit, cfg server.Config, ctl controller.Config, release func()) *server.Server {
+	t.Helper()
+	s, err := startServe(t, k, cfg, ctl, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startServe is serve, returning a bad configuration's error.
+func startServe(t *testing.T, k *knit.Knit, cfg server.Config, ctl controller.Config, release func()) (*server.Server, error) {
+	t.Helper()
+	var srv *server.Server
+	if ctl.Logger == nil {
+		ctl.Logger = cfg.Logger
+	}
+	ctl.RunURL = func(id string) string { return srv.RunURL(id) }
+	set, err := controller.New(k, ctl)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Listen, cfg.Queue = "127.0.0.1:0", set.Queue
+	if set.Git != nil {
+		cfg.Git = set.Git
+	}
+	if srv, err = server.New(k, cfg); err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	if err := set.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := set.Run(ctx); err != nil {
+			t.Errorf("controllers: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		if release != nil {
+			release()
+		}
+		stop()
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Errorf("the controllers did not stop")
+		}
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("close the server: %v", err)
+		}
+	})
+	return srv, nil
 }
 
 // in is the harness for a subtest: failures go to t.
@@ -258,7 +314,7 @@ func (h *harness) waitRun(id, token string) map[string]any {
 		var run map[string]any
 		h.do(call{method: "GET", path: "/api/v1/runs/" + id, token: token}, 200).decode(h.t, &run)
 		switch run["status"] {
-		case "queued", store.StatusRunning:
+		case string(store.StatusQueued), string(store.StatusRunning):
 		default:
 			return run
 		}

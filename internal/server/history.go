@@ -24,7 +24,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page[store.Run]{Items: p.Items, Next: p.Next})
+	writeJSON(w, http.StatusOK, p)
 }
 
 // componentLog is a component run with its tool output (secrets masked

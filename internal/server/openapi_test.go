@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
@@ -76,7 +77,7 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 		h.do(call{method: "GET", path: "/api/v1/openapi.yaml", token: bogus}, 401)
 
 		// A server that has not opened yet is not ready.
-		starting, err := server.New(h.k, server.Config{Listen: "127.0.0.1:0"})
+		starting, err := server.New(h.k, server.Config{Listen: "127.0.0.1:0", Queue: runqueue.New(h.k, runqueue.Config{})})
 		if err != nil {
 			t.Fatal(err)
 		}

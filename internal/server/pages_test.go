@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
@@ -101,7 +102,7 @@ func TestTeamTokenPagesAreFull(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	seedTeams(t, st, []string{"a", "b", "c"}, 60)
-	h := newHarnessOn(t, server.Config{}, st)
+	h := newHarnessOn(t, server.Config{}, st, controller.Config{})
 	one := h.token("a-watcher", "viewer", "a")
 	two := h.token("ac-watcher", "viewer", "a", "c")
 

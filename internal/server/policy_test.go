@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/controller"
+	"knit.dev/knit/internal/controller/drift"
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -83,11 +87,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	ctx := context.Background()
 	fr := &fake.Runner{}
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: fr}})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir(), Runners: map[string]runner.Runner{spec.TypeScript: fr}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() }) // after the server and its controllers stop
 	env, diags := spec.Parse("p.yaml", t.TempDir(), []byte(policyEnv))
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -99,24 +103,14 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	downURL := testtools.DownURL(t) // a receiver that is down
-	srv, err := server.New(k, server.Config{Listen: "127.0.0.1:0", MinDriftEvery: time.Millisecond, DriftTick: 20 * time.Millisecond,
-		PublicURL: "https://knit.example.com/",
+	// The down sink is still retrying when the test ends: its undelivered
+	// events are kept in the store at Close.
+	serve(t, k, server.Config{PublicURL: "https://knit.example.com/"}, controller.Config{
+		Drift: drift.Config{MinEvery: time.Millisecond, Tick: 20 * time.Millisecond},
 		Notify: []notify.Sink{
 			{Name: "down", Kind: notify.SinkWebhook, URL: downURL, Secret: "s3cret"},
 			{Name: "up", Kind: notify.SinkWebhook, URL: upSrv.URL, Secret: "s3cret", Events: []string{notify.KindDriftFound, notify.KindApprovalNeeded}},
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		// The down sink is still retrying: undelivered events are dropped at Close.
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		srv.Close(ctx)
-	}()
+		}}, nil)
 
 	for _, c := range []string{"fix", "ask", "tell"} {
 		fr.Drift(c) // changed out of band
@@ -153,7 +147,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 			t.Errorf("%s: url %q, want %q", ev["kind"], ev["url"], want)
 		}
 	}
-	if _, err := server.New(k, server.Config{PublicURL: "knit.example.com"}); err == nil || !strings.Contains(err.Error(), "https://knit.example.com") {
+	if _, err := server.New(k, server.Config{PublicURL: "knit.example.com", Queue: runqueue.New(k, runqueue.Config{})}); err == nil || !strings.Contains(err.Error(), "https://knit.example.com") {
 		t.Errorf("a public URL without a scheme: %v", err)
 	}
 }

@@ -47,14 +47,20 @@ func TestReasonCodesAreTheDocumentsEnum(t *testing.T) {
 
 // reasonConstants are the values of the engine's constants of type Reason.
 func reasonConstants(t *testing.T) []string {
+	return typedConstants(t, "../engine", "engine", "Reason")
+}
+
+// typedConstants are the values of the constants of type typ that package
+// pkg declares in dir, each a string literal.
+func typedConstants(t *testing.T, dir, pkg, typ string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "../engine", nil, 0)
+	pkgs, err := parser.ParseDir(fset, dir, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, f := range pkgs["engine"].Files {
+	for _, f := range pkgs[pkg].Files {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -62,13 +68,13 @@ func reasonConstants(t *testing.T) []string {
 			}
 			for _, s := range gd.Specs {
 				vs := s.(*ast.ValueSpec)
-				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Reason" {
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typ {
 					continue
 				}
 				for _, v := range vs.Values {
 					lit, ok := v.(*ast.BasicLit)
 					if !ok {
-						t.Fatalf("%s: a Reason constant that is not a string literal", fset.Position(v.Pos()))
+						t.Fatalf("%s: a %s constant that is not a string literal", fset.Position(v.Pos()), typ)
 					}
 					s, _ := strconv.Unquote(lit.Value)
 					out = append(out, s)
@@ -77,7 +83,7 @@ func reasonConstants(t *testing.T) []string {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatal("found no constant of type Reason in internal/engine")
+		t.Fatalf("found no constant of type %s in %s", typ, dir)
 	}
 	return out
 }
@@ -166,7 +172,7 @@ func TestWaitingOnAnUpstreamApprovalIsAReason(t *testing.T) {
 		last = append(last, c)
 	}
 	check("the run's events", last)
-	if run := h.waitRun(runID, op); run["status"] != store.StatusAwaiting {
+	if run := h.waitRun(runID, op); run["status"] != string(store.StatusAwaiting) {
 		t.Fatalf("run %+v", run)
 	}
 }

@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	h("POST /api/v1/runs/{id}/cancel", s.authed(operator, s.cancelRun))
 	h("GET /api/v1/runs/{id}/events", s.authed(viewer, s.runEvents))
 
+	h("GET /api/v1/diff", s.authed(viewer, s.diffEnvironments))
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))
 	h("GET /api/v1/change-sets", s.authed(viewer, s.listChangeSets))
 	h("GET /api/v1/audit", s.authed(viewer, s.listAudit))

@@ -1,8 +1,11 @@
-// Package server is knit serve: the HTTP API under /api/v1 over the knit
-// library, with token auth, a fair run queue, server-sent events of runs,
-// GitOps, drift schedules, notifications and metrics. It is a type with a
-// lifecycle: New registers routes, Open listens (port errors surface) and
-// serves, Close drains.
+// Package server is knit serve's HTTP side: the API under /api/v1 over the
+// knit library, with token auth, server-sent events of runs, the signed git
+// webhook and metrics, and the dashboard at /. It routes, authenticates
+// and encodes; the run queue, the GitOps reconciler and the drift
+// scheduler are controllers of their own (internal/controller) that the
+// caller runs beside it and hands in (Config.Queue, Config.Git). It is a
+// type with a lifecycle: New registers routes, Open listens (port errors
+// surface) and serves, Close drains.
 package server
 
 import (
@@ -20,10 +23,8 @@ import (
 
 	"golang.org/x/net/netutil"
 
-	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/notify"
-	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/web"
 )
 
@@ -37,33 +38,41 @@ type Config struct {
 	PublicURL string
 	// TLSCert and TLSKey, when both set, serve HTTPS.
 	TLSCert, TLSKey string
-	// MaxConcurrentRuns bounds runs at once across environments (default 4).
-	MaxConcurrentRuns int
+	// Queue is the run queue API calls and the dashboard submit runs to
+	// (required).
+	Queue Queue
+	// Git, when set, is the GitOps reconciler a signed webhook wakes (nil:
+	// GitOps off; pass a nil interface, not a nil pointer).
+	Git GitOps
 	// WebhookSecret is the HMAC key of POST /api/v1/webhooks/git.
 	WebhookSecret string
-	// Actor names the server in the audit trail for what it starts itself.
-	Actor  string
-	Logger *slog.Logger
-	// Git, when set, switches on GitOps.
-	Git *GitConfig
-	// DriftInterval, when set, checks every environment for drift this
-	// often unless its file schedules otherwise.
-	DriftInterval time.Duration
-	// MinDriftEvery is the shortest "@every" drift schedule accepted
-	// (default one minute; tests go lower), DriftTick how often due checks
-	// are looked for (default one second).
-	MinDriftEvery, DriftTick time.Duration
-	// Notify are the sinks told about failed runs, drift, approvals needed,
-	// teardowns and successes.
-	Notify []notify.Sink
+	Logger        *slog.Logger
 	// ViewCacheBytes bounds the cache of encoded environment views
 	// (default 64 MiB; negative: no cache).
 	ViewCacheBytes int
 	// HTTP bounds what each client may hold of the server.
 	HTTP HTTPLimits
-	// Spec is what validating a commit's environment files knows beyond
-	// the files: the git modules knit has fetched (see spec.Options).
-	Spec spec.Options
+}
+
+// Queue is the run queue as the API sees it (runqueue.Queue): it submits
+// runs, reads a queued run's state and its depth, and cancels.
+type Queue interface {
+	Enqueue(req knit.RunRequest, env string) (string, error)
+	// Queued reports whether the queue knows run id, and its environment.
+	Queued(id string) (env string, ok bool)
+	Job(id string) (*runqueue.Job, bool)
+	Cancel(id string) error
+	Depth() (queued, running int)
+	// OnFinish adds a listener of every run's outcome (the metrics).
+	OnFinish(func(runqueue.Outcome))
+}
+
+// GitOps is the reconciler as the API sees it (gitops.Reconciler).
+type GitOps interface {
+	// Wake asks for a fetch now.
+	Wake()
+	// LastPoll is when the last poll succeeded (zero: never).
+	LastPoll() time.Time
 }
 
 // HTTPLimits bound what one client may hold: time to send a request,
@@ -120,31 +129,20 @@ type Server struct {
 	mux   *http.ServeMux
 	srv   *http.Server
 	ln    net.Listener
-	queue *queue
+	queue Queue
 	met   *metrics
 
-	// ctx lives as long as the server: runs it starts are cancelled by Close.
+	// ctx lives as long as the server: Close cancels it, ending the
+	// requests that wait (event streams).
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// background loops (git watcher, drift scheduler) register here.
-	loops []func(ctx context.Context)
-	ready chan struct{}
-	// nudge asks the git watcher to fetch now (nil: GitOps off).
-	nudge chan struct{}
-	// drifts are the scheduled drift checks.
-	drifts drifts
-	notify *notify.Dispatcher
+	ready  chan struct{}
 	// views caches encoded environment views by version.
 	views *viewCache
-	// gitMu serialises what the git loop and finished runs write of the
-	// wants; wants tracks their queued runs.
-	gitMu sync.Mutex
-	wants wantRuns
 }
 
-// New builds a server over k. Nothing listens until Open. Bad notification
-// sinks are an error.
+// New builds a server over k and cfg.Queue. Nothing listens until Open.
 func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:7070"
@@ -152,14 +150,11 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	if u, err := url.Parse(cfg.PublicURL); cfg.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return nil, fmt.Errorf("public URL %q: give the dashboard's address as people reach it, e.g. https://knit.example.com", cfg.PublicURL)
 	}
-	if cfg.MaxConcurrentRuns <= 0 {
-		cfg.MaxConcurrentRuns = 4
+	if cfg.Queue == nil {
+		return nil, errors.New("server: no run queue (Config.Queue)")
 	}
 	if cfg.ViewCacheBytes == 0 {
 		cfg.ViewCacheBytes = defaultViewCacheBytes
-	}
-	if cfg.Actor == "" {
-		cfg.Actor = "knit-serve"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -167,43 +162,18 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	cfg.HTTP = cfg.HTTP.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
-		views: newViewCache(cfg.ViewCacheBytes)}
-	s.met = newMetrics(k, s.views)
-	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger, Outbox: outbox{k.Outbox()}})
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	s.notify = d
-	s.queue = newQueue(ctx, k, cfg.MaxConcurrentRuns, s.log, s.met)
-	s.queue.onFinish = s.runFinished
-	s.queue.onShutdown = s.interruptedByShutdown
+		queue: cfg.Queue, views: newViewCache(cfg.ViewCacheBytes)}
+	s.met = newMetrics(k, s.views, cfg.Queue, cfg.Git)
+	cfg.Queue.OnFinish(s.met.runFinished)
 	s.routes()
-	// The dashboard at "/": its runs go through this server's queue.
-	ui, err := web.New(k, web.Options{Runs: s, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout})
+	// The dashboard at "/": its runs go through the same queue.
+	ui, err := web.New(k, web.Options{Runs: cfg.Queue, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	ui.Register(s.mux)
-	if cfg.Git != nil {
-		s.nudge = make(chan struct{}, 1)
-		s.AddLoop(s.gitLoop)
-	}
-	s.AddLoop(s.driftLoop)
 	return s, nil
-}
-
-// runFinished follows a run's end: the environment's drift schedule may
-// have changed with its spec.
-func (s *Server) runFinished(j *job, res *engine.Result) {
-	if s.ctx.Err() == nil {
-		s.refreshDrift(s.ctx, j.env)
-	}
-	for _, ev := range notifications(j, res) {
-		ev.URL = s.runURL(ev.RunID)
-		s.notify.Notify(ev)
-	}
 }
 
 // baseURL is where people reach the dashboard: PublicURL, or the address
@@ -219,19 +189,14 @@ func (s *Server) baseURL() string {
 	return scheme + "://" + s.Addr()
 }
 
-// runURL is the dashboard page of run id.
-func (s *Server) runURL(id string) string {
+// RunURL is the dashboard page of run id, for the links notifications
+// carry: under PublicURL, or the address the server listens on.
+func (s *Server) RunURL(id string) string {
 	return s.baseURL() + "/runs/" + url.PathEscape(id)
 }
 
-// AddLoop registers a background loop started by Open and stopped by Close.
-func (s *Server) AddLoop(fn func(ctx context.Context)) { s.loops = append(s.loops, fn) }
-
-// Open resumes runs a crash or a shutdown interrupted, listens, and serves in the background.
+// Open listens, and serves in the background.
 func (s *Server) Open(ctx context.Context) error {
-	if err := s.resume(ctx); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
@@ -259,13 +224,6 @@ func (s *Server) Open(ctx context.Context) error {
 			s.log.Error("serve", "err", err)
 		}
 	}()
-	for _, loop := range s.loops {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			loop(s.ctx)
-		}()
-	}
 	close(s.ready)
 	s.log.Info("knit serve listening", "addr", s.Addr(), "tls", s.cfg.TLSCert != "")
 	return nil
@@ -290,45 +248,24 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Queued reports whether run id is one this server's queue knows (queued,
-// running or lately finished), and its environment: the dashboard waits
-// for such a run to start, and answers 404 for any other unknown ID.
-func (s *Server) Queued(id string) (env string, ok bool) {
-	j, ok := s.queue.job(id)
-	if !ok {
-		return "", false
-	}
-	return j.env, true
-}
-
-// Enqueue queues a run as the server would for an API call, returning its ID.
-func (s *Server) Enqueue(req knit.RunRequest, env string) (string, error) {
-	return s.queue.enqueue(req, env)
-}
-
-// Close stops taking work, interrupts running tools (their runs are
-// recorded interrupted and their locks released) and waits for them, for
-// the HTTP server to drain, and for the background loops, until ctx ends.
+// Close ends the requests that wait (event streams) and waits for the
+// HTTP server to drain, until ctx ends. The controllers stop with their
+// own context: stop them first, so that the runs they interrupt are
+// recorded before the event streams end.
 func (s *Server) Close(ctx context.Context) error {
-	// Cancelling first interrupts the runs and ends the requests that wait
-	// on them (event streams), so that Shutdown has nothing left to drain.
+	// Cancelling first ends the requests that wait on runs (event
+	// streams), so that Shutdown has nothing left to drain.
 	s.cancel()
 	var err error
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
 	}
-	s.queue.wait(ctx)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-	// Last, the notifications of what just ended: one short flush, the
-	// rest kept in the store for the next start.
-	if nerr := s.notify.Close(ctx); nerr != nil {
-		s.log.Warn("notifications left undelivered", "err", nerr)
 	}
 	return err
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
 )
@@ -50,24 +52,17 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 
 func TestServesHTTPSWhenGivenACertificate(t *testing.T) {
 	ctx := context.Background()
-	k, err := knit.Open(ctx, knit.Config{DataDir: t.TempDir()})
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() }) // after the server and its controllers stop
 	tok, _, err := k.CreateToken(ctx, "tls", "viewer", nil, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	certFile, keyFile, pool := selfSigned(t)
-	srv, err := server.New(k, server.Config{Listen: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(ctx)
+	srv := serve(t, k, server.Config{TLSCert: certFile, TLSKey: keyFile}, controller.Config{}, nil)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	req, _ := http.NewRequest("GET", "https://"+srv.Addr()+"/api/v1/environments", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)

@@ -24,14 +24,11 @@ func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &unauthenticated{"bad or missing X-Hub-Signature-256: sign the body with the webhook secret (sha256=HMAC-SHA256 in hex)"})
 		return
 	}
-	if s.nudge == nil {
+	if s.cfg.Git == nil {
 		s.fail(w, r, fmt.Errorf("%w: GitOps is not configured (--git-url)", errNotConfigured))
 		return
 	}
-	select {
-	case s.nudge <- struct{}{}:
-	default: // a fetch is already due
-	}
+	s.cfg.Git.Wake()
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "fetching"})
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/controller"
+	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/server"
 )
@@ -62,7 +64,7 @@ func (r *gitRepo) commit(path, content, message string) string {
 func TestSignedWebhookFetchesAtOnce(t *testing.T) {
 	repo := newGitRepo(t)
 	repo.commit("envs/one.yaml", envDoc("pay", "one", envOpts{}), "add one")
-	h := newHarnessWith(t, server.Config{Git: &server.GitConfig{Poll: time.Hour, Config: gitwatch.Config{
+	h := newHarnessOn(t, server.Config{}, nil, controller.Config{Git: &gitops.Config{Poll: time.Hour, Config: gitwatch.Config{
 		URL: "file://" + repo.dir, Branch: "main", Path: "envs/", CacheDir: t.TempDir()}}})
 	viewer := h.token("watcher", "viewer")
 	h.waitProvisioned("pay/one", viewer)

@@ -46,3 +46,30 @@ func BenchmarkGraph1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTemplate100 measures loading 100 environments built from one
+// template (parameters, an override each), validated and rendered as
+// render -o yaml prints them: one op is all 100.
+func BenchmarkTemplate100(b *testing.B) {
+	files := map[string]string{"templates/web-stack.yaml": webStack, "modules/app/main.tf": modApp}
+	for i := range 100 {
+		files[fmt.Sprintf("envs/e%03d.yaml", i)] = strings.Replace(devEnv(fmt.Sprintf("{tier: prod, size: %d}", i), `  overrides:
+    components:
+      - name: app
+        variables: [{name: label, value: custom}]
+`), "envName: dev", fmt.Sprintf("envName: e%03d", i), 1)
+	}
+	dir := repo(b, files)
+	b.Chdir(dir)
+	for b.Loop() {
+		for i := range 100 {
+			env, diags := LoadWith(fmt.Sprintf("envs/e%03d.yaml", i), Options{RepoRoot: true})
+			if diags.HasErrors() {
+				b.Fatal(diags)
+			}
+			if _, err := Render(env, "yaml", false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

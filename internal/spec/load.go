@@ -38,6 +38,32 @@ func LoadWith(path string, opts Options) (*Environment, diag.Diagnostics) {
 	return ParseWith(path, filepath.Dir(abs), "", data, opts)
 }
 
+// CheckTemplate validates the template file at path on its own: as an
+// environment that uses it with no parameters (the defaults, and for a
+// required parameter a placeholder of its type: its first enum value, "x",
+// 0, false, an empty list or map). The environment returned stands in for
+// the template; it is never to be applied.
+func CheckTemplate(path string, opts Options) (*Environment, diag.Diagnostics) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: path}, Message: err.Error()}}
+	}
+	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: path, Dir: filepath.Dir(abs), opts: opts,
+		pos: map[string]diag.Pos{"": {File: path, Line: 1, Col: 1}}, bad: map[string]bool{}, selfCheck: true,
+		Spec: EnvSpec{TeamName: "template", EnvName: "check", Template: &TemplateRef{Path: "./" + filepath.Base(abs)}}}
+	for _, k := range []string{"spec", "spec.teamName", "spec.envName", "spec.template"} {
+		env.pos[k] = env.pos[""] // written by no one: the template stands for them
+	}
+	diags, ok := build(env, nil)
+	if ok {
+		diags = append(diags, substituteZLocals(env)...)
+		inheritKubeconfig(env)
+		diags = append(diags, validate(env)...)
+	}
+	diags.Sort()
+	return env, diags
+}
+
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,6 +105,13 @@ func ParseWith(name, dir, root string, data []byte, opts Options) (*Environment,
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.
+		diags.Sort()
+		return env, diags
+	}
+	built, ok := build(env, nil)
+	diags = append(diags, built...)
+	if !ok {
+		// No components to check: validating would only add noise.
 		diags.Sort()
 		return env, diags
 	}

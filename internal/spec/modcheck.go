@@ -29,6 +29,23 @@ type Options struct {
 	// the repository or ref was never fetched. Nil: git modules are not
 	// checked.
 	Fetched func(url, ref string) (dir string, fixed, ok bool)
+	// Checkout fetches the files of git repository url at ref (a git
+	// template) and returns their folder and the commit. Nil: git
+	// templates cannot be read.
+	Checkout func(url, ref string) (dir, commit string, err error)
+	// Repo is the folder templates and extended files may come from (and
+	// so every local path of an environment built from them): GitOps
+	// names the commit's tree (see InRepo). Empty: with RepoRoot, the git
+	// work tree holding the environment file (the CLI); without, the
+	// file's folder.
+	Repo     string
+	RepoRoot bool
+}
+
+// InRepo returns o with Repo set to dir: the tree a file was read from.
+func (o Options) InRepo(dir string) Options {
+	o.Repo = dir
+	return o
 }
 
 // moduleView is a terraform component's module as validation sees it.

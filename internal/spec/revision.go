@@ -25,5 +25,8 @@ func FromJSON(body []byte, source, root string) (*Environment, error) {
 			env.Dir = filepath.Dir(abs)
 		}
 	}
+	if env.Up != "" && env.Dir != "" {
+		env.Root = filepath.Join(env.Dir, filepath.FromSlash(env.Up))
+	}
 	return env, nil
 }

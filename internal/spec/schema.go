@@ -28,6 +28,9 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 	case KindEnvironment:
 	case "":
 		d.errorf(at(""), "kind", "add kind: Environment", "missing required field")
+	case KindTemplate:
+		d.errorf(at("kind"), "kind", "a template runs through an environment that uses it (spec.template: {path: ...}); knit validate -f TEMPLATE checks it on its own",
+			"this is an %s, not an Environment", KindTemplate)
 	default:
 		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",
 			"unsupported kind %s", quote(env.Kind))
@@ -80,6 +83,20 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 				d.mapping(v, path, false, map[string]field{"requireOtherApprover": d.boolean(&s.Approval.RequireOtherApprover)})
 			},
 			"kubeconfig": d.kubeconfig(&s.Kubeconfig),
+			"template":   d.templateRef(&s.Template),
+			"extends":    d.extendsRef(&s.Extends),
+			"parameters": func(v *yaml.Node, path string) {
+				s.Parameters, _ = d.value(v, path, 0).(map[string]any)
+				n := resolve(v)
+				if n != nil && n.Kind != yaml.MappingNode && n.Tag != "!!null" {
+					d.mismatch(n, path, "write parameters: {NAME: VALUE, ...}", "expected a mapping, found %s", kindName(n))
+				}
+				for i := 0; n != nil && n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+					d.pos[join(path, n.Content[i].Value)] = d.at(n.Content[i])
+				}
+			},
+			"overrides": d.overrides(&s.Overrides),
+			"health":    d.healthPolicy(&s.Health),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -99,30 +116,36 @@ var componentHints = map[string]string{
 
 func (d *decoder) component(c *Component) field {
 	return func(v *yaml.Node, path string) {
-		d.mappingHints(v, path, false, map[string]field{
-			"name":              d.str(&c.Name),
-			"type":              d.str(&c.Type),
-			"subtype":           d.str(&c.Subtype),
-			"module":            d.module(&c.Module),
-			"chart":             d.chart(&c.Chart),
-			"manifests":         d.manifests(&c.Manifests),
-			"script":            d.script(&c.Script),
-			"dependsOn":         d.strList(&c.DependsOn),
-			"tags":              d.tags(&c.Tags),
-			"cronSchedule":      d.str(&c.CronSchedule),
-			"drift":             d.drift(&c.Drift),
-			"aws":               d.aws(&c.AWS),
-			"autoApprove":       d.optBool(&c.AutoApprove),
-			"destroy":           d.boolean(&c.Destroy),
-			"destroyProtection": d.boolean(&c.DestroyProtection),
-			"variablesFile":     d.variablesFile(&c.VariablesFile),
-			"overlayFiles":      d.overlayFiles(&c.OverlayFiles),
-			"overlayData":       d.overlayData(&c.OverlayData),
-			"variables":         d.variables(&c.Variables),
-			"secrets":           d.secrets(&c.Secrets),
-			"outputs":           d.outputs(&c.Outputs),
-			"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
-		}, componentHints)
+		d.mappingHints(v, path, false, d.componentFields(c), componentHints)
+	}
+}
+
+// componentFields are the decoders of a component's fields, by key.
+func (d *decoder) componentFields(c *Component) map[string]field {
+	return map[string]field{
+		"name":              d.str(&c.Name),
+		"type":              d.str(&c.Type),
+		"subtype":           d.str(&c.Subtype),
+		"module":            d.module(&c.Module),
+		"chart":             d.chart(&c.Chart),
+		"manifests":         d.manifests(&c.Manifests),
+		"script":            d.script(&c.Script),
+		"dependsOn":         d.strList(&c.DependsOn),
+		"tags":              d.tags(&c.Tags),
+		"cronSchedule":      d.str(&c.CronSchedule),
+		"drift":             d.drift(&c.Drift),
+		"aws":               d.aws(&c.AWS),
+		"autoApprove":       d.optBool(&c.AutoApprove),
+		"destroy":           d.boolean(&c.Destroy),
+		"destroyProtection": d.boolean(&c.DestroyProtection),
+		"variablesFile":     d.variablesFile(&c.VariablesFile),
+		"overlayFiles":      d.overlayFiles(&c.OverlayFiles),
+		"overlayData":       d.overlayData(&c.OverlayData),
+		"variables":         d.variables(&c.Variables),
+		"secrets":           d.secrets(&c.Secrets),
+		"outputs":           d.outputs(&c.Outputs),
+		"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
+		"health":            d.healthChecks(&c.Health),
 	}
 }
 

@@ -1,6 +1,10 @@
 package spec
 
-import "knit.dev/knit/internal/diag"
+import (
+	"strings"
+
+	"knit.dev/knit/internal/diag"
+)
 
 // API versions knit reads. Both share one shape; knit's adds component types
 // and blocks that CloudKnit never had.
@@ -36,10 +40,23 @@ type Environment struct {
 	// Text is the file as written, when it was parsed from one: a revision
 	// keeps it for diffs.
 	Text []byte `json:"-"`
+	// Up is the folder no local path may leave (Root), relative to Dir,
+	// when a template or an extended file widened it (see template.go);
+	// kept in a revision so that a spec read back resolves as it loaded.
+	Up string `json:"up,omitempty"`
+	// Sources are the files the environment was built from besides its
+	// own: its template and the files it extends, with their identity.
+	Sources []SourceFile `json:"-"`
 
-	pos  map[string]diag.Pos
-	bad  map[string]bool // field paths whose values could not be decoded
-	opts Options
+	pos map[string]diag.Pos
+	bad map[string]bool // field paths whose values could not be decoded
+	// via says, by "file:line" of a template, which parameters that line
+	// uses and where their values were written (for render --explain).
+	via map[string]string
+	// selfCheck: the environment stands in for a template checked on its
+	// own (CheckTemplate); required parameters get placeholders.
+	selfCheck bool
+	opts      Options
 }
 
 // Metadata is Kubernetes-style object metadata; unknown fields are allowed here.
@@ -66,8 +83,19 @@ type EnvSpec struct {
 	Approval *ApprovalPolicy `json:"approval,omitempty"`
 	// Kubeconfig is the cluster access of every helm and manifests
 	// component that sets none of its own (knit.dev/v1 only).
-	Kubeconfig *Kubeconfig  `json:"kubeconfig,omitempty"`
-	Components []*Component `json:"components"`
+	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Template, Extends, Parameters and Overrides say how the components
+	// are built from other files (knit.dev/v1 only; see template.go). A
+	// loaded environment has them resolved into Components and cleared:
+	// what runs, and what a revision records, is a plain environment.
+	Template   *TemplateRef   `json:"template,omitempty"`
+	Extends    *ExtendsRef    `json:"extends,omitempty"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Overrides  *Overrides     `json:"overrides,omitempty"`
+	// Health is the environment's own health checks and when the server
+	// re-checks health (knit.dev/v1 only).
+	Health     *HealthPolicy `json:"health,omitempty"`
+	Components []*Component  `json:"components"`
 }
 
 // Drift policies: what a scheduled drift check does with what it finds.
@@ -131,6 +159,9 @@ type Component struct {
 	// Kubeconfig is how a helm or manifests component reaches its cluster
 	// (knit.dev/v1 only); unset, the environment's applies.
 	Kubeconfig *Kubeconfig `json:"kubeconfig,omitempty"`
+	// Health are the checks that tell whether the component works once
+	// applied (knit.dev/v1 only).
+	Health []HealthCheck `json:"health,omitempty"`
 }
 
 // Module says where a Terraform/OpenTofu module comes from.
@@ -298,6 +329,13 @@ type Output struct {
 
 // ID returns the environment's identity, team/env.
 func (e *Environment) ID() string { return e.Spec.TeamName + "/" + e.Spec.EnvName }
+
+// TeamOf is the team of an environment ID (team/env): the part before the
+// slash, or the whole ID when it has none.
+func TeamOf(id string) string {
+	team, _, _ := strings.Cut(id, "/")
+	return team
+}
 
 // Component returns the named component, or nil.
 func (e *Environment) Component(name string) *Component {

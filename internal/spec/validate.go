@@ -101,6 +101,7 @@ func validate(env *Environment) diag.Diagnostics {
 		v.component(p, c)
 		v.driftPolicy(p+".drift", c.Drift)
 	}
+	v.health()
 	v.cycles()
 	return v.diags
 }

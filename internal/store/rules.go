@@ -93,7 +93,7 @@ var ApprovalStatuses = []string{ApprovalPending, ApprovalApproved, ApprovalRejec
 // unless the caller records it whole.
 func StartStatus(cr *ComponentRun) string {
 	if cr.Status == "" {
-		return StatusRunning
+		return string(StatusRunning)
 	}
 	return cr.Status
 }

@@ -36,17 +36,71 @@ func (e *LockedError) Error() string {
 		e.Env, h.RunID, h.PID, h.Host, h.Owner, h.Acquired.UTC().Format(time.RFC3339), h.Expires.UTC().Format(time.RFC3339))
 }
 
-// Run and component run statuses.
+// RunStatus is where a run stands: running, then one final status. The
+// API's OpenAPI document enumerates them (RunStatuses).
+type RunStatus string
+
+// Run statuses.
 const (
-	StatusRunning     = "running"
-	StatusSucceeded   = "succeeded"
-	StatusFailed      = "failed"
-	StatusInterrupted = "interrupted"
-	StatusAwaiting    = "awaiting-approval"
+	// StatusQueued and StatusRefused are the server's, never recorded: a
+	// run waiting in its queue, and one the queue could not start.
+	StatusQueued      RunStatus = "queued"
+	StatusRefused     RunStatus = "refused"
+	StatusRunning     RunStatus = "running"
+	StatusSucceeded   RunStatus = "succeeded"
+	StatusFailed      RunStatus = "failed"
+	StatusInterrupted RunStatus = "interrupted"
+	StatusAwaiting    RunStatus = "awaiting-approval"
+	// StatusVerifying is an apply checking health once its components
+	// are applied: a live run's status (engine.Run.Status); its record
+	// says running until the outcome.
+	StatusVerifying RunStatus = "verifying"
 	// StatusSuperseded is a run that stopped at the approval gate and was
 	// replaced by a later run of its environment (Run.SupersededBy).
-	StatusSuperseded = "superseded"
+	StatusSuperseded RunStatus = "superseded"
 )
+
+// RunStatuses is the closed set, in the order the OpenAPI document lists it.
+func RunStatuses() []RunStatus {
+	return []RunStatus{StatusQueued, StatusRefused, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusAwaiting, StatusVerifying, StatusSuperseded}
+}
+
+// RunKind is what a run does to its environment.
+type RunKind string
+
+// Run kinds.
+const (
+	KindPlan     RunKind = "plan"
+	KindApply    RunKind = "apply"
+	KindDrift    RunKind = "drift"
+	KindTeardown RunKind = "teardown"
+)
+
+// RunKinds is the closed set, in the order the OpenAPI document lists it.
+func RunKinds() []RunKind { return []RunKind{KindPlan, KindApply, KindDrift, KindTeardown} }
+
+// EnvStatus is what an environment's last run left it as. An applied
+// environment keeps its first machine word, "provisioned", so API clients
+// and filters keep working; people read it as "applied" (EnvLabel in
+// internal/engine). An environment no run has finished has none ("").
+type EnvStatus string
+
+// Environment statuses.
+const (
+	EnvNew         EnvStatus = "" // no run has finished
+	EnvApplied     EnvStatus = "provisioned"
+	EnvFailed      EnvStatus = "failed"
+	EnvAwaiting    EnvStatus = "awaiting-approval"
+	EnvRejected    EnvStatus = "rejected" // a person rejected the plan that awaited approval
+	EnvInterrupted EnvStatus = "interrupted"
+	EnvDrifted     EnvStatus = "drifted"
+	EnvTornDown    EnvStatus = "torn-down"
+)
+
+// EnvStatuses is the closed set, in the order the OpenAPI document lists it.
+func EnvStatuses() []EnvStatus {
+	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown}
+}
 
 // Environment is one environment knit knows.
 type Environment struct {
@@ -59,7 +113,7 @@ type Environment struct {
 	// one ENV means. A plan of an edited file or a commit not yet
 	// reconciled never moves it.
 	AppliedRevision int       `json:"appliedRevision"`
-	Status          string    `json:"status"` // e.g. provisioned, failed, torn-down, awaiting-approval
+	Status          EnvStatus `json:"status"`
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
 }
@@ -92,9 +146,9 @@ type Revision struct {
 type Run struct {
 	ID         string    `json:"id"`
 	Env        string    `json:"env"`
-	Kind       string    `json:"kind"` // plan, apply, drift, destroy
+	Kind       RunKind   `json:"kind"`
 	Revision   int       `json:"revision"`
-	Status     string    `json:"status"`
+	Status     RunStatus `json:"status"`
 	Actor      string    `json:"actor"`
 	Reason     string    `json:"reason,omitempty"`
 	Source     string    `json:"source,omitempty"` // cli, api, git, schedule
@@ -157,19 +211,59 @@ type ComponentState struct {
 // RunOutcome is how a run ended, as RecordOutcome writes it.
 type RunOutcome struct {
 	RunID  string
-	Status string // the run's final status
+	Status RunStatus // the run's final status
 	Error  string
 	At     time.Time // when it finished
 	// Audit, when non-nil, is appended to the audit trail.
 	Audit *AuditEvent
 	// EnvStatus, when set, becomes the status of the run's environment.
-	EnvStatus string
+	EnvStatus EnvStatus
 }
 
 // EnvironmentSummary is one row of a list of environments.
 type EnvironmentSummary struct {
 	Environment
 	LastRun *Run `json:"lastRun,omitempty"` // the newest run, nil when none
+}
+
+// EnvironmentOrder is an order of the environments list.
+type EnvironmentOrder string
+
+// The orders of EnvironmentRows; each ends with ID order, so it is total.
+const (
+	ByID      EnvironmentOrder = ""        // ID order
+	ByStatus  EnvironmentOrder = "status"  // status, then ID
+	ByUpdated EnvironmentOrder = "updated" // newest change (UpdatedAt) first, then ID
+)
+
+// EnvironmentRowFilter selects one page of the environments list: the
+// environments Filter selects (After only in ID order), in Order, the
+// first Offset of them skipped, at most Filter.Limit.
+type EnvironmentRowFilter struct {
+	Filter EnvironmentFilter
+	Order  EnvironmentOrder
+	Offset int
+}
+
+// EnvironmentRow is one row of the environments list: an environment with
+// everything its row shows.
+type EnvironmentRow struct {
+	Environment
+	LastRun   *Run // the newest run, nil when none
+	LastDrift *Run // the newest run of kind drift, nil when none
+	// DriftStatuses is each component's status in LastDrift's component
+	// runs, by name.
+	DriftStatuses map[string]string
+	// LockHolder is the run holding the environment's lock ("" when free).
+	LockHolder string
+	// Components counts the environment's component states by status.
+	Components map[string]int
+	// AppliedCommit is the git commit of the applied revision ("": none).
+	AppliedCommit string
+	// Pending is the newest revision when the environment is not applied
+	// at it (a file not applied yet, or one that does not validate), its
+	// Spec and File left out; nil otherwise.
+	Pending *Revision
 }
 
 // EnvironmentVersion says how far an environment has changed: Version
@@ -232,7 +326,8 @@ type AuditEvent struct {
 // EnvironmentFilter selects environments by team and status, with IDs
 // after After, at most Limit (<= 0: all).
 type EnvironmentFilter struct {
-	Team, Status string
+	Team   string
+	Status EnvStatus
 	// Teams, when set, keeps only environments of these teams: a caller's
 	// teams, applied before the page is cut so every full page is full.
 	Teams []string
@@ -246,7 +341,8 @@ type RunFilter struct {
 	Before string
 	Limit  int
 	// Status and Kind, when set, keep only runs with that status or kind.
-	Status, Kind string
+	Status RunStatus
+	Kind   RunKind
 	// Teams, when set, keeps only runs of these teams' environments.
 	Teams []string
 }
@@ -297,7 +393,7 @@ type Store interface {
 	// Environments lists environments in ID order: of f.Team and with
 	// f.Status when set, IDs after f.After, at most f.Limit (<= 0: all).
 	Environments(ctx context.Context, f EnvironmentFilter) ([]Environment, error)
-	SetEnvironmentStatus(ctx context.Context, id, status string) error
+	SetEnvironmentStatus(ctx context.Context, id string, status EnvStatus) error
 	// DeleteUnappliedEnvironment removes an environment that was never
 	// applied and never ran (such as the record of an invalid file), with
 	// its revisions; its audit events stay. It reports whether it removed
@@ -315,7 +411,7 @@ type Store interface {
 	// lock another run holds. A run whose environment has no lock may
 	// finish: runs release their lock before recording their end. An
 	// unknown run is ErrNotFound.
-	FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error
+	FinishRun(ctx context.Context, id string, status RunStatus, errMsg string, at time.Time) error
 	// RecordOutcome records how a run ended in one transaction: its end
 	// (as FinishRun, refusing as it does), o.Audit when set, and o.EnvStatus
 	// when set as the status of the run's environment. All of it commits or
@@ -333,6 +429,11 @@ type Store interface {
 	// EnvironmentSummaries is Environments, each with its newest run, in
 	// one read.
 	EnvironmentSummaries(ctx context.Context, f EnvironmentFilter) ([]EnvironmentSummary, error)
+	// EnvironmentRows reads one page of the environments list, each row
+	// with what it shows, and how many environments f.Filter selects in
+	// all (After, Offset and Limit aside), in one query: its cost grows
+	// with the page and its offset, not with every environment's runs.
+	EnvironmentRows(ctx context.Context, f EnvironmentRowFilter) (rows []EnvironmentRow, total int, err error)
 	// EnvironmentDetail reads what an environment's page shows: the
 	// environment, its lock, its newest run and newest drift run, and its
 	// components. It is two reads, not one snapshot. An unknown environment

@@ -7,7 +7,7 @@ package view
 import (
 	"time"
 
-	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/plan"
 	"knit.dev/knit/internal/store"
 )
 
@@ -33,6 +33,36 @@ type EnvironmentSummary struct {
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
 }
 
+// EnvironmentListFilter selects one page of the dashboard's environments
+// list: Filter's environments (Filter.After in ID order only) in Order
+// (store.ByID, ByStatus or ByUpdated), the first Offset skipped, at most
+// Filter.Limit (<= 0: all).
+type EnvironmentListFilter struct {
+	Filter EnvironmentFilter
+	Order  store.EnvironmentOrder
+	Offset int
+}
+
+// EnvironmentRow is one row of the environments list: an environment with
+// its newest run and drift check, lock holder, components counted by
+// status, applied revision's commit and invalid newest revision.
+type EnvironmentRow struct {
+	store.Environment
+	LastRun       *store.Run
+	Drift         *DriftView // nil: never checked
+	LockHolder    string     // "": free
+	Components    map[string]int
+	AppliedCommit string
+	Invalid       *InvalidRevision
+}
+
+// EnvironmentList is one page of the environments list and how many
+// environments its filter selects in all.
+type EnvironmentList struct {
+	Rows  []EnvironmentRow
+	Total int
+}
+
 // ComponentView is one component as knit last saw it.
 type ComponentView struct {
 	Name string `json:"name"`
@@ -51,12 +81,12 @@ type ComponentView struct {
 	// it depends on).
 	DestroyProtection bool `json:"destroyProtection,omitempty"`
 	// Removed is set for a live component no longer in the applied file.
-	Removed   bool         `json:"removed,omitempty"`
-	Revision  int          `json:"revision,omitempty"`
-	UpdatedAt time.Time    `json:"updatedAt,omitzero"`
-	Outputs   int          `json:"outputs"`
-	LastPlan  *runner.Plan `json:"lastPlan,omitempty"`
-	LastRun   *RunRef      `json:"lastRun,omitempty"`
+	Removed   bool       `json:"removed,omitempty"`
+	Revision  int        `json:"revision,omitempty"`
+	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
+	Outputs   int        `json:"outputs"`
+	LastPlan  *plan.Plan `json:"lastPlan,omitempty"`
+	LastRun   *RunRef    `json:"lastRun,omitempty"`
 }
 
 // RunRef is a component's last component run.
@@ -87,12 +117,12 @@ type EnvironmentView struct {
 
 // DriftView is the outcome of an environment's latest drift check.
 type DriftView struct {
-	RunID     string    `json:"runId"`
-	CheckedAt time.Time `json:"checkedAt"`
-	Status    string    `json:"status"`
-	Drifted   []string  `json:"drifted"`
-	Affected  []string  `json:"affected,omitempty"`
-	Failed    []string  `json:"failed,omitempty"`
+	RunID     string          `json:"runId"`
+	CheckedAt time.Time       `json:"checkedAt"`
+	Status    store.RunStatus `json:"status"`
+	Drifted   []string        `json:"drifted"`
+	Affected  []string        `json:"affected,omitempty"`
+	Failed    []string        `json:"failed,omitempty"`
 	// Unknown: components whose tool cannot compare with reality (a
 	// script without a plan command).
 	Unknown []string `json:"unknown,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -27,7 +28,7 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	kind := r.PostFormValue("kind")
+	kind := store.RunKind(r.PostFormValue("kind"))
 	switch kind {
 	case engine.KindPlan, engine.KindApply, engine.KindDrift:
 	case engine.KindTeardown:
@@ -52,11 +53,21 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (w *Web) enqueue(req knit.RunRequest, env string) (string, error) {
-	if w.opts.Runs == nil {
-		return "", errNoQueue
-	}
-	return w.opts.Runs.Enqueue(req, env)
+	return w.submitter().Enqueue(req, env)
 }
+
+// submitter is where the dashboard's runs go: the server's queue.
+func (w *Web) submitter() knit.Submitter {
+	if w.opts.Runs == nil {
+		return noQueue{}
+	}
+	return w.opts.Runs
+}
+
+// noQueue refuses every run: the dashboard has no queue.
+type noQueue struct{}
+
+func (noQueue) Enqueue(knit.RunRequest, string) (string, error) { return "", errNoQueue }
 
 // doomed is a component a teardown would destroy.
 type doomed struct {
@@ -86,7 +97,7 @@ func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *sessio
 	env, _, _ := w.k.AppliedSpec(r.Context(), id)
 	p := teardownPage{ID: v.ID}
 	for _, c := range slices.Backward(v.Components) {
-		if c.Status == "destroyed" || c.Status == "pending" {
+		if c.Status == string(engine.Destroyed) || c.Status == string(engine.Pending) {
 			continue
 		}
 		d := doomed{Name: c.Name, Type: c.Type, State: c.Status}
@@ -189,9 +200,9 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	d, err := w.k.Decide(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
+	d, runID, err := w.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
 		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum"),
-		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"})
+		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"}, w.submitter())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -201,16 +212,11 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 		env, what = d.ChangeSet.Env, fmt.Sprintf("change set #%d", d.ChangeSet.ID)
 	}
 	back := safeNext(r.PostFormValue("back"))
-	if d.Apply == nil {
+	if !approve {
 		if back == "/" {
 			back = "/approvals"
 		}
 		http.Redirect(rw, r, back+"?flash="+url.QueryEscape("rejected "+what+" in "+env), http.StatusSeeOther)
-		return
-	}
-	runID, err := w.enqueue(*d.Apply, env)
-	if err != nil {
-		w.errorPage(rw, r, s, 0, err)
 		return
 	}
 	if back == "/" {
@@ -230,7 +236,7 @@ func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := auditPage{Env: q.Get("env"), Actor: q.Get("actor"), Action: q.Get("action")}
 	if p.Env != "" {
-		if err := canSee(s, teamOf(p.Env)); err != nil {
+		if err := canSee(s, spec.TeamOf(p.Env)); err != nil {
 			w.errorPage(rw, r, s, 0, err)
 			return
 		}
@@ -251,13 +257,4 @@ func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	w.render(rw, r, s, http.StatusOK, "audit", "Audit trail", "audit", p)
-}
-
-func teamOf(env string) string {
-	for i := range len(env) {
-		if env[i] == '/' {
-			return env[:i]
-		}
-	}
-	return env
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/fake"
@@ -26,7 +27,7 @@ import (
 func seedEnvironments(tb testing.TB, st store.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
-	statuses := []string{"provisioned", "provisioned", "provisioned", "failed", "awaiting-approval", "drifted", "torn-down"}
+	statuses := []store.EnvStatus{store.EnvApplied, store.EnvApplied, store.EnvApplied, store.EnvFailed, store.EnvAwaiting, store.EnvDrifted, store.EnvTornDown}
 	spec := []byte(`{"apiVersion":"knit.dev/v1","kind":"Environment","metadata":{"name":"x"},"spec":{"components":[]}}`)
 	start := time.Now()
 	for i := range n {
@@ -53,7 +54,7 @@ func BenchmarkEnvironmentsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	w := newWorld(b, knit.Config{Store: st})
+	w := newWorld(b, adapters.Config{Config: knit.Config{Store: st}})
 	seedEnvironments(b, st, 10000)
 	h := w.srv.Handler()
 	for _, c := range []struct{ name, url string }{
@@ -83,7 +84,7 @@ func TestGraphDrawTime(t *testing.T) {
 		t.Skip("set KNIT_WEB_BENCH=1 to measure the graph's drawing time")
 	}
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}})
+	w := newWorld(t, adapters.Config{Config: knit.Config{Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}}})
 	var b strings.Builder
 	b.WriteString("apiVersion: knit.dev/v1\nkind: Environment\nmetadata: {name: big}\nspec:\n  teamName: perf\n  envName: big\n  autoApprove: true\n  components:\n")
 	for i := range 200 {

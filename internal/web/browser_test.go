@@ -15,7 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/testtools"
 )
 
@@ -286,7 +286,7 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // axe-core on every page, and screenshots.
 func TestDashboard(t *testing.T) {
 	ctx := browser(t)
-	cfg := knit.Config{}
+	cfg := adapters.Config{}
 	var tofu bool
 	if _, err := os.Stat(filepath.Join(testtools.ModuleRoot(t), ".tools", "bin", "tofu")); err == nil || testtools.Required() {
 		cfg.TFBinary, tofu = testtools.Tofu(t).Path, true

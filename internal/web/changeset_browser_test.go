@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools"
 )
@@ -69,7 +69,7 @@ spec:
 // button, and one click applies all five, with nothing left to approve.
 func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{TFBinary: testtools.Tofu(t).Path})
+	w := newWorld(t, adapters.Config{Tools: adapters.Tools{TFBinary: testtools.Tofu(t).Path}})
 	w.apply("shop-five", map[string]string{"env.yaml": fiveGated, "modules/data/main.tf": dataModule})
 	sets, err := w.k.ChangeSets(context.Background(), "shop/five", 0, store.ChangeSetPending)
 	if err != nil || len(sets) != 1 || len(sets[0].Components) != 5 {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
@@ -115,7 +116,7 @@ func (w *Web) componentPage(r *http.Request, s *session, id, name string) (compo
 				continue
 			}
 			h := historyItem{ComponentRun: cr, Tone: toneOf(cr.Status), LogTail: tail(cr.Log, logTailLines)}
-			if cr.Operation == "drift" && cr.Status == "drifted" && p.DriftDetail == nil {
+			if cr.Operation == "drift" && cr.Status == string(engine.Drifted) && p.DriftDetail == nil {
 				var pl runner.Plan
 				if json.Unmarshal(cr.PlanSummary, &pl) == nil {
 					p.DriftDetail = pl.Resources

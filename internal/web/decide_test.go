@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/testtools"
@@ -70,7 +71,7 @@ func nodeFill(name string) string {
 // page's live stream. axe-core passes on the environment and component pages with their forms.
 func TestDashboardApprovesFromTheEnvironmentPage(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	goFile := filepath.Join(w.dir, "GO")
 	writeFileAt(t, goFile, nil)
 	w.apply("shop-gate", map[string]string{"env.yaml": strings.Replace(gated, "GO", goFile, 1)})
@@ -250,7 +251,7 @@ spec:
 // the sensitive one on both sides.
 func TestDashboardShowsOldAndNewValues(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{TFBinary: testtools.Tofu(t).Path})
+	w := newWorld(t, adapters.Config{Tools: adapters.Tools{TFBinary: testtools.Tofu(t).Path}})
 	env := func(name, secret string, gate bool) map[string]string {
 		s := strings.NewReplacer("NAME", name, "SECRET", secret).Replace(tofuGated)
 		if gate {
@@ -277,7 +278,7 @@ func TestDashboardShowsOldAndNewValues(t *testing.T) {
 // clock without a reload (the test moves the clock rather than wait).
 func TestDashboardTimesTick(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
 	signIn(t, ctx, w, "viewer", "/env/ops/web", ".runs time")
 	_ = eval[bool](t, ctx, `window.knitMarker = 1, knit.now = () => Date.now() + 3*3600*1000, true`)
@@ -295,7 +296,7 @@ func TestDashboardTimesTick(t *testing.T) {
 // repository URL); a run from a file:// repository shows the commit
 // unlinked.
 func TestDashboardRunsShowTheirCommit(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	ctx := context.Background()
 	for _, c := range []struct{ team, repo, sha string }{
 		{"ops", "https://x-access-token:s3cret@github.com/acme/infra.git", "0123456789abcdef0123456789abcdef01234567"},

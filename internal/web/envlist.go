@@ -3,7 +3,6 @@ package web
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -23,8 +22,8 @@ const pageSize = 50
 // each named as the list shows it.
 var envStates = func() []struct{ Value, Label string } {
 	states := []struct{ Value, Label string }{{"", "any state"}}
-	for _, st := range []string{engine.EnvApplied, engine.EnvFailed, engine.EnvAwaiting, engine.EnvRejected, engine.EnvDrifted, engine.EnvTornDown, engine.EnvInterrupted} {
-		states = append(states, struct{ Value, Label string }{st, engine.EnvLabel(st)})
+	for _, st := range []store.EnvStatus{engine.EnvApplied, engine.EnvFailed, engine.EnvAwaiting, engine.EnvRejected, engine.EnvDrifted, engine.EnvTornDown, engine.EnvInterrupted} {
+		states = append(states, struct{ Value, Label string }{string(st), engine.EnvLabel(st)})
 	}
 	return states
 }()
@@ -103,42 +102,34 @@ func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPag
 		}
 		return "/?" + v.Encode()
 	}
-	var rows []store.Environment
 	var err error
 	if p.Sort == "name" {
-		rows, err = w.envPageByName(ctx, s, &p, q.Get("after"), link)
+		err = w.envPageByName(ctx, &p, q.Get("after"), link)
 	} else {
-		rows, err = w.envPageSorted(ctx, s, &p, q.Get("page"), link)
+		err = w.envPageSorted(ctx, &p, q.Get("page"), link)
 	}
-	if err != nil {
-		return p, err
-	}
-	for _, e := range rows {
-		row, err := w.envRow(ctx, e)
-		if err != nil {
-			return p, err
-		}
-		p.Rows = append(p.Rows, row)
-		if row.Invalid != nil {
-			p.Invalid = append(p.Invalid, row)
-		}
-	}
-	return p, nil
+	return p, err
 }
+
+// envOrders are the store's orders of the list's sorts (any other: by ID,
+// in numbered pages).
+var envOrders = map[string]store.EnvironmentOrder{"state": store.ByStatus, "updated": store.ByUpdated}
 
 // envPageByName reads one page in ID order straight from the store's index,
 // after a cursor: its cost does not grow with the number of environments.
-func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, after string, link func(url.Values) string) ([]store.Environment, error) {
+func (w *Web) envPageByName(ctx context.Context, p *envListPage, after string, link func(url.Values) string) error {
 	p.Self = link(url.Values{"after": {after}})
 	if after == "" {
 		p.Self = link(nil)
 	} else {
 		p.Prev = link(nil)
 	}
-	rows, err := w.k.EnvironmentRecords(ctx, knit.EnvironmentFilter{Team: p.Team, Status: p.State, After: after, Limit: pageSize + 1})
+	list, err := w.k.EnvironmentList(ctx, knit.EnvironmentListFilter{
+		Filter: knit.EnvironmentFilter{Team: p.Team, Status: p.State, After: after, Limit: pageSize + 1}})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	rows := list.Rows
 	if len(rows) > pageSize {
 		rows = rows[:pageSize]
 		p.Next = link(url.Values{"after": {rows[pageSize-1].ID}})
@@ -146,22 +137,33 @@ func (w *Web) envPageByName(ctx context.Context, s *session, p *envListPage, aft
 	if len(rows) > 0 {
 		p.Range = fmt.Sprintf("%s to %s", rows[0].ID, rows[len(rows)-1].ID)
 	}
-	return rows, nil
+	p.addRows(rows)
+	return nil
 }
 
-// envPageSorted sorts every matching environment and cuts out one numbered page.
-func (w *Web) envPageSorted(ctx context.Context, s *session, p *envListPage, page string, link func(url.Values) string) ([]store.Environment, error) {
-	visible, err := w.k.EnvironmentRecords(ctx, knit.EnvironmentFilter{Team: p.Team, Status: p.State})
-	if err != nil {
-		return nil, err
-	}
-	sortEnvs(visible, p.Sort)
-	p.Total = len(visible)
-	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
+// envPageSorted reads one numbered page in the sort's order, sorted and
+// cut by the store; a page past the end is the last one.
+func (w *Web) envPageSorted(ctx context.Context, p *envListPage, page string, link func(url.Values) string) error {
 	p.PageNo, _ = strconv.Atoi(page)
-	p.PageNo = min(max(p.PageNo, 1), p.Pages)
-	lo, hi := (p.PageNo-1)*pageSize, min(p.PageNo*pageSize, p.Total)
-	p.First, p.Last = lo+1, hi
+	p.PageNo = max(p.PageNo, 1)
+	read := func() (knit.EnvironmentList, error) {
+		return w.k.EnvironmentList(ctx, knit.EnvironmentListFilter{Order: envOrders[p.Sort], Offset: (p.PageNo - 1) * pageSize,
+			Filter: knit.EnvironmentFilter{Team: p.Team, Status: p.State, Limit: pageSize}})
+	}
+	list, err := read()
+	if err != nil {
+		return err
+	}
+	p.Total = list.Total
+	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
+	if p.PageNo > p.Pages { // a stale link: the environments are fewer now
+		p.PageNo = p.Pages
+		if list, err = read(); err != nil {
+			return err
+		}
+		p.Total = list.Total
+	}
+	p.First, p.Last = (p.PageNo-1)*pageSize+1, (p.PageNo-1)*pageSize+len(list.Rows)
 	num := func(n int) string { return link(url.Values{"page": {strconv.Itoa(n)}}) }
 	p.Self = num(p.PageNo)
 	if p.PageNo > 1 {
@@ -170,23 +172,19 @@ func (w *Web) envPageSorted(ctx context.Context, s *session, p *envListPage, pag
 	if p.PageNo < p.Pages {
 		p.Next = num(p.PageNo + 1)
 	}
-	return visible[lo:hi], nil
+	p.addRows(list.Rows)
+	return nil
 }
 
-func sortEnvs(envs []store.Environment, by string) {
-	slices.SortStableFunc(envs, func(a, b store.Environment) int {
-		switch by {
-		case "state":
-			if c := cmp.Compare(a.Status, b.Status); c != 0 {
-				return c
-			}
-		case "updated":
-			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-				return c
-			}
+// addRows adds the library's rows to the page, as the list shows them.
+func (p *envListPage) addRows(rows []knit.EnvironmentRow) {
+	for _, r := range rows {
+		row := rowOf(r)
+		p.Rows = append(p.Rows, row)
+		if row.Invalid != nil {
+			p.Invalid = append(p.Invalid, row)
 		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+	}
 }
 
 // teamsTTL is how long the list of teams is reused: reading it scans
@@ -211,45 +209,25 @@ func (w *Web) teams(ctx context.Context, s *session) []string {
 	return w.teamsCache
 }
 
-// envRow reads what one row shows: last run, drift, component counts, the
+// rowOf is one row as the list shows it: state (applying while its
+// newest run runs), last run, drift, component counts by state, the
 // applied revision's commit.
-func (w *Web) envRow(ctx context.Context, e store.Environment) (envRow, error) {
-	row := envRow{ID: e.ID, Team: e.Team, Name: e.Name, AppliedRevision: e.AppliedRevision, UpdatedAt: e.UpdatedAt}
-	last, err := w.k.LastRun(ctx, e.ID)
-	if err != nil {
-		return row, err
-	}
-	if row.Invalid, err = w.k.InvalidOf(ctx, e); err != nil {
-		return row, err
-	}
+func rowOf(r knit.EnvironmentRow) envRow {
+	row := envRow{ID: r.ID, Team: r.Team, Name: r.Name, AppliedRevision: r.AppliedRevision, UpdatedAt: r.UpdatedAt,
+		LastRun: r.LastRun, Drift: r.Drift, Commit: r.AppliedCommit, Invalid: r.Invalid}
 	locked := false
-	if last != nil {
-		row.LastRun = last
-		row.LastRunTone = toneOf(last.Status)
-		locked = last.Status == store.StatusRunning
+	if r.LastRun != nil {
+		row.LastRunTone = toneOf(r.LastRun.Status)
+		locked = r.LastRun.Status == store.StatusRunning
 	}
-	row.State = envState(e.Status, locked)
+	row.State = envState(r.Status, locked)
 	row.Tone = toneOf(row.State)
 	if row.Tone == ToneNeutral {
-		row.Tone = toneOf(e.Status)
+		row.Tone = toneOf(r.Status)
 	}
-	if row.Drift, err = w.k.LastDrift(ctx, e.ID); err != nil {
-		return row, err
-	}
-	counts, err := w.k.ComponentCounts(ctx, e.ID)
-	if err != nil {
-		return row, err
-	}
-	for name, n := range counts {
+	for name, n := range r.Components {
 		row.Counts = append(row.Counts, stateCount{State: name, Tone: toneOf(name), N: n})
 	}
 	slices.SortFunc(row.Counts, func(a, b stateCount) int { return cmp.Compare(a.State, b.State) })
-	if e.AppliedRevision > 0 {
-		rev, err := w.k.Revision(ctx, e.ID, e.AppliedRevision)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return row, err
-		}
-		row.Commit = rev.Commit
-	}
-	return row, nil
+	return row
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 )
 
 // chatty is shop/chatty: tail's apply fails at once while the file FAIL
@@ -36,7 +36,7 @@ const logAtEnd = `(() => { const l = document.querySelector("#log-tail"); return
 // back to the end resumes it.
 func TestDashboardLiveLogFollows(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	stop, fail := filepath.Join(w.dir, "STOP"), filepath.Join(w.dir, "FAIL")
 	writeFileAt(t, fail, nil)
 	w.apply("shop-chatty", map[string]string{"env.yaml": strings.NewReplacer("STOP", stop, "FAIL", fail).Replace(chatty)})

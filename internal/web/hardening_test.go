@@ -14,7 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/store"
 )
 
@@ -56,7 +56,7 @@ spec:
 // app's apply creates.
 func teamWorld(t *testing.T) (w *world, mark string) {
 	t.Helper()
-	w = newWorld(t, knit.Config{})
+	w = newWorld(t, adapters.Config{})
 	mark = filepath.Join(w.dir, "app-applied")
 	w.apply("pay-prod", map[string]string{"env.yaml": strings.Replace(payProd, "MARK", mark, 1)})
 	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
@@ -154,7 +154,7 @@ func TestDashboardHintNamesOnlyTheCallersTeams(t *testing.T) {
 // TestDashboardUnknownRunIs404AtOnce: the page and the event stream of a
 // run nobody knows answer 404 at once, rather than waiting for it.
 func TestDashboardUnknownRunIs404AtOnce(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	c := w.client("viewer")
 	c.Timeout = 15 * time.Second // hang guard, not a timing assertion
 	req, _ := http.NewRequest("GET", w.url+"/runs/20260101T000000-nope/events", nil)
@@ -177,7 +177,7 @@ func TestDashboardUnknownRunIs404AtOnce(t *testing.T) {
 // pages and static files all carry the CSP, frame, sniffing and referrer
 // headers.
 func TestEveryPageHasSecurityHeaders(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	signedIn := w.client("viewer")
 	for _, p := range []struct {
@@ -214,7 +214,7 @@ func browserURL(t *testing.T, base, loc string) *url.URL {
 // only to a path of this site: never to another host, however next hides
 // it (a tab, a line break, a backslash, a scheme).
 func TestLoginNextStaysOnTheOrigin(t *testing.T) {
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	own, _ := url.Parse(w.url)
 	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\\evil.example", "//evil.example", "https://evil.example/",
@@ -238,7 +238,7 @@ func TestLoginNextStaysOnTheOrigin(t *testing.T) {
 // /login?next=%2F%09%2F<another loopback server> and stays on knit.
 func TestLoginNextStaysOnTheOriginInChromium(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	evil := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		io.WriteString(rw, "<!doctype html><title>evil</title><h1 id=evil>another origin</h1>")
 	}))
@@ -284,5 +284,47 @@ func TestChromiumRefusesADecisionOnAnotherTeamsPlan(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("a refused decision applied app")
+	}
+}
+
+// TestDashboardRunStreamShowsNothingToAnotherTeam: a run's event stream
+// gives a token of its team the run's fragments and its end, and a token
+// limited to another team only the end: not a component, not a status.
+func TestDashboardRunStreamShowsNothingToAnotherTeam(t *testing.T) {
+	w := newWorld(t, adapters.Config{})
+	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
+	last, err := w.k.LastRun(context.Background(), "ops/web")
+	if err != nil || last == nil {
+		t.Fatalf("last run of ops/web: %v %v", last, err)
+	}
+	for name, team := range map[string]string{"ops-viewer": "ops", "shop-viewer": "shop"} {
+		secret, _, err := w.k.CreateToken(context.Background(), name, store.RoleViewer, []string{team}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.tokens[name] = secret
+	}
+	stream := func(role string) string {
+		t.Helper()
+		c := w.client(role)
+		c.Timeout = 30 * time.Second // hang guard, not a timing assertion
+		req, _ := http.NewRequest("GET", w.url+"/runs/"+last.ID+"/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %v", role, resp.Status, err)
+		}
+		return string(body)
+	}
+	if own := stream("ops-viewer"); !strings.Contains(own, "site") || !strings.Contains(own, "succeeded") || !strings.HasSuffix(own, "event: done\ndata: done\n\n") {
+		t.Errorf("the run's own team's stream:\n%s", own)
+	}
+	if other := stream("shop-viewer"); other != "event: done\ndata: done\n\n" {
+		t.Errorf("another team's stream:\n%s", other)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/spec"
@@ -31,12 +33,12 @@ type world struct {
 	tokens map[string]string // role → secret
 }
 
-func newWorld(t testing.TB, cfg knit.Config) *world {
+func newWorld(t testing.TB, cfg adapters.Config) *world {
 	t.Helper()
 	w := &world{t: t, dir: t.TempDir(), tokens: map[string]string{}}
-	cfg.DataDir = filepath.Join(w.dir, "data")
+	cfg.Config.DataDir = filepath.Join(w.dir, "data")
 	ctx := context.Background()
-	k, err := knit.Open(ctx, cfg)
+	k, err := adapters.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,16 +51,27 @@ func newWorld(t testing.TB, cfg knit.Config) *world {
 		}
 		w.tokens[role] = secret
 	}
-	s, err := server.New(k, server.Config{Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The server and its run queue, as knit serve wires them.
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	q := runqueue.New(k, runqueue.Config{Logger: log})
+	s, err := server.New(k, server.Config{Listen: "127.0.0.1:0", Logger: log, Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
+	qctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = q.Run(qctx) }()
 	t.Cleanup(func() {
+		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+		}
 		s.Close(ctx)
 	})
 	w.srv, w.url = s, "http://"+s.Addr()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // axe-core.
 func TestAnInvalidRevisionIsABannerInChromium(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{})
+	w := newWorld(t, adapters.Config{})
 	w.apply("shop-live", map[string]string{"env.yaml": live})
 	errs := "envs/live.yaml:9:7: spec.components[0].type: unsupported component type \"scirpt\"\n    hint: did you mean \"script\"?\n" +
 		"envs/live.yaml:12:19: spec.components[0].dependsOn[0]: component \"nett\" does not exist"

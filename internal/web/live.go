@@ -13,9 +13,6 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// keepAlive is how often an idle stream gets a comment.
-const keepAlive = 15 * time.Second
-
 // openStream starts a live view's event stream.
 func (w *Web) openStream(rw http.ResponseWriter) (*sse.Stream, error) {
 	return sse.Open(rw, w.opts.WriteTimeout)
@@ -65,7 +62,7 @@ func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
 func (w *Web) watch(ctx context.Context, st *sse.Stream, since string, look func(ctx context.Context) (runID, mark string)) {
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
-	idle := time.NewTicker(keepAlive)
+	idle := time.NewTicker(sse.KeepAlive)
 	defer idle.Stop()
 	last := since
 	if last == "" {
@@ -134,7 +131,7 @@ func (w *Web) envMark(ctx context.Context, id string) string {
 		return "?"
 	}
 	if last != nil {
-		mark += "|" + last.ID + "|" + last.Status
+		mark += "|" + last.ID + "|" + string(last.Status)
 	}
 	holder, err := w.k.LockHolder(ctx, id)
 	if err != nil {
@@ -160,7 +157,7 @@ func (w *Web) allMark(ctx context.Context) string {
 	}
 	mark := ""
 	if last != nil {
-		mark = last.ID + "|" + last.Status
+		mark = last.ID + "|" + string(last.Status)
 	}
 	running, err := w.k.CountRuns(ctx, store.StatusRunning)
 	if err != nil {

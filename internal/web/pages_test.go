@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
@@ -39,7 +40,7 @@ func TestTeamTokenDashboardPagesAreFull(t *testing.T) {
 			}
 		}
 	}
-	w := newWorld(t, knit.Config{Store: st})
+	w := newWorld(t, adapters.Config{Config: knit.Config{Store: st}})
 	for name, teams := range map[string][]string{"a-viewer": {"a"}, "ac-viewer": {"a", "c"}} {
 		secret, _, err := w.k.CreateToken(ctx, name, store.RoleViewer, teams, "test")
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools"
 )
@@ -39,7 +39,7 @@ spec:
 // planned without.
 func TestTheChangeSetSaysWhatAPlanWasMadeWithout(t *testing.T) {
 	ctx := browser(t)
-	w := newWorld(t, knit.Config{TFBinary: testtools.Tofu(t).Path})
+	w := newWorld(t, adapters.Config{Tools: adapters.Tools{TFBinary: testtools.Tofu(t).Path}})
 	w.apply("shop-ids", map[string]string{"env.yaml": idGated, "modules/id/main.tf": `
 variable "name" { type = string }
 resource "terraform_data" "this" { input = var.name }

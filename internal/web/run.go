@@ -11,6 +11,8 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/sse"
 	"knit.dev/knit/internal/store"
 )
 
@@ -58,9 +60,9 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 			w.errorPage(rw, r, s, http.StatusNotFound, unknownRun(id))
 			return
 		}
-		p.Run = store.Run{ID: id, Env: env, Status: "queued"}
+		p.Run = store.Run{ID: id, Env: env, Status: store.StatusQueued}
 	}
-	if err := canSee(s, teamOf(p.Run.Env)); err != nil {
+	if err := canSee(s, spec.TeamOf(p.Run.Env)); err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
@@ -87,12 +89,11 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 // is a 404 at once.
 func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
-	ctx := r.Context()
 	var after int64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		after, _ = strconv.ParseInt(v, 10, 64)
 	}
-	run, rec, err := w.findRun(ctx, id)
+	run, rec, err := w.findRun(r.Context(), id)
 	if err != nil {
 		http.Error(rw, err.Error(), statusOf(err))
 		return
@@ -102,63 +103,62 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	tick := time.NewTicker(w.opts.PollInterval)
-	defer tick.Stop()
-	deadline := time.Now().Add(30 * time.Minute)
-	for run == nil {
-		if rec != nil && rec.Status != store.StatusRunning {
-			// Finished and forgotten (or another process's): say how it ended.
-			if canSee(s, teamOf(rec.Env)) == nil {
-				_ = st.Send(after+1, "ev", w.fragment("runstatusoob", runStatus(rec.Status, rec.Error)))
-			}
-			_ = st.Send(after+2, "done", "done")
-			return
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if st.Comment("queued") != nil {
-				return
-			}
-		}
-		if run, rec, err = w.findRun(ctx, id); err != nil {
-			_ = st.Send(0, "done", "done")
-			return
-		}
-	}
-	if err := canSee(s, teamOf(run.Env)); err != nil {
-		_ = st.Send(0, "done", "done")
-		return
-	}
-	seen := map[string]bool{}
-	events := run.Subscribe(after).Channel(ctx)
-	idle := time.NewTicker(keepAlive)
-	defer idle.Stop()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			if st.Send(ev.Seq, "ev", w.eventHTML(ev, seen, after > 0)) != nil {
-				return
-			}
-			if ev.Kind == engine.RunFinished || ev.Kind == engine.Dropped {
-				_ = st.Send(0, "done", "done")
-				return
-			}
-		case <-idle.C:
-			if st.Comment("keep-alive") != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
+	src := &runFragments{w: w, s: s, id: id, after: after, run: run, rec: rec, seen: map[string]bool{}}
+	sse.Follow(r.Context(), st, src, sse.Options{Poll: w.opts.PollInterval, MaxWait: 30 * time.Minute})
+}
+
+// runFragments is one run's event stream as the dashboard encodes it:
+// each event as fragments ("ev"), then "done" at the run's end.
+type runFragments struct {
+	w      *Web
+	s      *session
+	id     string
+	after  int64
+	run    *engine.Run     // live, as last found
+	rec    *knit.RunView   // recorded, as last found
+	looked bool            // run and rec are from an earlier Find
+	seen   map[string]bool // components with a section
+}
+
+// done is the message that tells the page the stream is over.
+var done = sse.Message{Event: "done", Data: "done"}
+
+// Find is the run live in this process, or waiting in the queue, or else
+// its record; the first look is the request's own.
+func (f *runFragments) Find(ctx context.Context) sse.Found[engine.Event] {
+	if f.looked {
+		var err error
+		if f.run, f.rec, err = f.w.findRun(ctx, f.id); err != nil {
+			return sse.Found[engine.Event]{Record: []sse.Message{done}}
 		}
 	}
+	f.looked = true
+	switch {
+	case f.run != nil:
+		if canSee(f.s, spec.TeamOf(f.run.Env)) != nil {
+			return sse.Found[engine.Event]{Record: []sse.Message{done}}
+		}
+		return sse.Found[engine.Event]{Events: f.run.Subscribe(f.after).Channel(ctx)}
+	case f.rec != nil && f.rec.Status != store.StatusRunning:
+		// Finished and forgotten (or another process's): say how it ended.
+		end := sse.Message{ID: f.after + 2, Event: "done", Data: "done"}
+		if canSee(f.s, spec.TeamOf(f.rec.Env)) != nil {
+			return sse.Found[engine.Event]{Record: []sse.Message{end}}
+		}
+		status := sse.Message{ID: f.after + 1, Event: "ev", Data: f.w.fragment("runstatusoob", runStatus(f.rec.Status, f.rec.Error))}
+		return sse.Found[engine.Event]{Record: []sse.Message{status, end}}
+	}
+	return sse.Found[engine.Event]{Queued: true}
+}
+
+// Encode is the event's fragments; the run's end (or the live view
+// falling behind) ends the stream.
+func (f *runFragments) Encode(ev engine.Event) ([]sse.Message, bool) {
+	msg := sse.Message{ID: ev.Seq, Event: "ev", Data: f.w.eventHTML(ev, f.seen, f.after > 0)}
+	if ev.Kind == engine.RunFinished || ev.Kind == engine.Dropped {
+		return []sse.Message{msg, done}, true
+	}
+	return []sse.Message{msg}, false
 }
 
 // findRun looks for run id: live in this process, recorded, or waiting in
@@ -198,8 +198,8 @@ type statusFrag struct {
 	Busy bool
 }
 
-func runStatus(status, errText string) statusFrag {
-	text := "run " + status
+func runStatus(status store.RunStatus, errText string) statusFrag {
+	text := "run " + string(status)
 	if errText != "" {
 		text += ": " + errText
 	}
@@ -213,7 +213,7 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 	if ev.Component != "" && !seen[ev.Component] {
 		seen[ev.Component] = true
 		if !resumed {
-			b.WriteString(w.fragment("newsection", compSection{Name: ev.Component, Status: "pending", Tone: ToneNeutral}))
+			b.WriteString(w.fragment("newsection", compSection{Name: ev.Component, Status: string(engine.Pending), Tone: ToneNeutral}))
 		}
 	}
 	switch ev.Kind {

@@ -5,6 +5,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
 )
 
 // Tone is the colour family of a state, shared by badges and graph nodes.
@@ -20,26 +21,36 @@ const (
 	ToneNeutral Tone = "neutral" // pending, skipped, destroyed, torn down
 )
 
+// tones are the tones of every component, run, environment and approval
+// status; any other word is neutral.
+var tones = func() map[string]Tone {
+	m := map[string]Tone{}
+	set := func(t Tone, words ...string) {
+		for _, w := range words {
+			m[w] = t
+		}
+	}
+	set(ToneOK, string(engine.Applied), string(store.StatusSucceeded), string(engine.UpToDate), string(engine.NoChanges),
+		string(engine.InSync), string(store.EnvApplied), engine.EnvLabel(store.EnvApplied), store.ApprovalApproved)
+	set(ToneBusy, string(store.StatusRunning), string(engine.Planning), string(engine.Applying), string(engine.Destroying),
+		string(engine.Checking), string(store.StatusQueued))
+	// Someone must decide: not the same as waiting behind it.
+	set(ToneAct, string(engine.Awaiting), "pending approval")
+	set(ToneWait, string(engine.Waiting), string(engine.Planned), string(engine.Drifted), string(engine.Affected), string(engine.Deferred))
+	set(ToneBad, string(engine.Failed), string(engine.Refused), string(engine.Canceled), string(engine.Rejected))
+	return m
+}()
+
 // toneOf maps any component, run or environment status to its tone.
-func toneOf(status string) Tone {
-	switch status {
-	case "applied", "succeeded", "up to date", "no changes", "in sync", engine.EnvApplied, "approved":
-		return ToneOK
-	case "running", "planning", "applying", "destroying", "checking", "queued":
-		return ToneBusy
-	case "awaiting-approval", "pending approval":
-		// Someone must decide: not the same as waiting behind it.
-		return ToneAct
-	case "waiting", "planned", "drifted", "affected by upstream drift", "known after apply":
-		return ToneWait
-	case "failed", "refused", "interrupted", "rejected":
-		return ToneBad
+func toneOf[S ~string](status S) Tone {
+	if t, ok := tones[string(status)]; ok {
+		return t
 	}
 	return ToneNeutral
 }
 
 // busy reports whether a status means work is going on (a spinner).
-func busy(status string) bool { return toneOf(status) == ToneBusy }
+func busy[S ~string](status S) bool { return toneOf(status) == ToneBusy }
 
 // componentState is what a component's node shows: the status of its last
 // run where that run stopped it short (waiting, skipped, failed, awaiting
@@ -49,16 +60,25 @@ func componentState(c knit.ComponentView) string {
 		return c.Status
 	}
 	if c.LastRun != nil {
-		switch c.LastRun.Status {
-		case "running", "planning", "applying", "destroying", "checking",
-			"waiting", "skipped", "awaiting-approval", "failed", "refused", "interrupted":
+		if stopsShort(c.LastRun.Status) || busy(c.LastRun.Status) {
 			return c.LastRun.Status
 		}
 	}
-	if c.Removed && c.Status != "destroyed" {
+	if c.Removed && c.Status != string(engine.Destroyed) {
 		return c.Status + " (removed from the file)"
 	}
 	return c.Status
+}
+
+// stopsShort reports whether a component run's status stopped the
+// component short of its goal (waiting, skipped, failed, refused,
+// interrupted, awaiting approval).
+func stopsShort(status string) bool {
+	switch engine.Status(status) {
+	case engine.Waiting, engine.Skipped, engine.Failed, engine.Refused, engine.Canceled, engine.Awaiting:
+		return true
+	}
+	return false
 }
 
 // why says in words why a component is where it is, for waiting, skipped,
@@ -67,12 +87,10 @@ func why(c knit.ComponentView) string {
 	if c.LastRun == nil {
 		return ""
 	}
-	switch c.LastRun.Status {
-	case "waiting", "skipped", "failed", "refused", "interrupted", "awaiting-approval":
-	default:
+	if !stopsShort(c.LastRun.Status) {
 		return ""
 	}
-	if c.LastRun.Status == "awaiting-approval" {
+	if c.LastRun.Status == string(engine.Awaiting) {
 		// The engine's reason names a CLI command; a web user decides here.
 		return needsYou
 	}
@@ -87,9 +105,9 @@ const needsYou = "needs a person to approve or reject its plan"
 
 // envState is an environment's state in words: applying while a run holds
 // its lock, otherwise its recorded status as the CLI shows it too.
-func envState(status string, locked bool) string {
+func envState(status store.EnvStatus, locked bool) string {
 	if locked {
-		return "applying"
+		return string(engine.Applying)
 	}
 	return engine.EnvLabel(status)
 }

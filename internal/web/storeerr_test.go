@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -17,11 +18,19 @@ import (
 	"knit.dev/knit/internal/testtools"
 )
 
-// revisionFailStore is the SQLite store whose single-revision reads fail
-// while armed.
+// revisionFailStore is the SQLite store whose revision reads fail while
+// armed: single revisions, and the environments list's rows (which read
+// the applied revision's commit in the same query).
 type revisionFailStore struct {
 	store.Store
 	armed atomic.Bool
+}
+
+func (f *revisionFailStore) EnvironmentRows(ctx context.Context, rf store.EnvironmentRowFilter) ([]store.EnvironmentRow, int, error) {
+	if f.armed.Load() {
+		return nil, 0, errors.New("disk I/O error")
+	}
+	return f.Store.EnvironmentRows(ctx, rf)
 }
 
 func (f *revisionFailStore) Revision(ctx context.Context, env string, n int) (store.Revision, error) {
@@ -41,7 +50,7 @@ func TestDashboardStoreErrorIsNotNoCommit(t *testing.T) {
 	}
 	t.Cleanup(func() { sq.Close() })
 	st := &revisionFailStore{Store: sq}
-	w := newWorld(t, knit.Config{Store: st})
+	w := newWorld(t, adapters.Config{Config: knit.Config{Store: st}})
 	dir := filepath.Join(w.dir, "ops")
 	testtools.WriteFiles(t, dir, map[string]string{"env.yaml": opsWeb})
 	env, diags := spec.Load(filepath.Join(dir, "env.yaml"))

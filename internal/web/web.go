@@ -137,6 +137,7 @@ func (w *Web) Register(mux *http.ServeMux) {
 	h("GET /approvals", w.page(viewer, w.approvals))
 	h("POST /approvals/decide", w.page(operator, w.decide))
 	h("GET /audit", w.page(viewer, w.audit))
+	h("GET /compare", w.page(viewer, w.compare))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/keyfile"
-	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/testtools"
 	"os"
@@ -336,7 +336,7 @@ func stateResources(t *testing.T, w *world, env, component string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := keyfile.Derive(master, knit.StateKeyPurpose)
+	key := keyfile.Derive(master, adapters.StateKeyPurpose)
 	wd := filepath.Join(w.dataDir, "work", "qa", env, component)
 	if data, err := os.ReadFile(filepath.Join(wd, "terraform.tfstate")); err != nil || !strings.Contains(string(data), `"encrypted_data"`) {
 		t.Fatalf("%s's state is missing or not encrypted (%v)", component, err)

@@ -41,10 +41,17 @@ spec:
 }
 
 // volatile is what may differ between two runs of the same command a
-// moment apart: ages, elapsed times and run IDs.
-var volatile = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h|d)\b|\b\d{8}T\d{6}[-\w]*|run [-\w]+`)
+// moment apart: ages, elapsed times and run IDs; padding is what a table
+// adds around them, so a column as wide as "1.02s" and one as wide as
+// "960ms" read the same.
+var (
+	volatile = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h|d)\b|\b\d{8}T\d{6}[-\w]*|run [-\w]+`)
+	padding  = regexp.MustCompile(` {2,}`)
+)
 
-func normalize(s string) string { return volatile.ReplaceAllString(s, "…") }
+func normalize(s string) string {
+	return padding.ReplaceAllString(volatile.ReplaceAllString(s, "…"), " ")
+}
 
 // TestCLIThroughTheServer runs the CLI against a real knit serve and checks
 // each command shows what it shows locally, with the same exit code.

@@ -119,6 +119,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, stalePlan(err))
 	}
+	st.reportChecks(c)
 	outs, complete, err := st.appliedOutputs()
 	if err != nil {
 		return nil, wrap("outputs", c, err)

@@ -38,6 +38,7 @@ func (r *Runner) PlanApply(ctx context.Context, c runner.Component, in runner.In
 	if err != nil {
 		return nil, nil, wrap("apply", c, err)
 	}
+	st.reportChecks(c)
 	plan := st.plan(false)
 	outs, complete, err := st.appliedOutputs()
 	if err != nil {

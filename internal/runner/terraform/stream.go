@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ type stream struct {
 	errors               []string // at most maxErrors
 	// cause is the first error diagnostic, for the error's first line.
 	cause string
+	// checks are the check blocks whose assertions failed, in order, once each.
+	checks []runner.CheckFailure
 }
 
 // maxErrors bounds the error diagnostics an error carries: the log has
@@ -63,9 +66,10 @@ type streamMessage struct {
 	Change     *streamChange           `json:"change"`
 	Outputs    map[string]streamOutput `json:"outputs"`
 	Diagnostic *struct {
-		Severity string `json:"severity"`
-		Summary  string `json:"summary"`
-		Detail   string `json:"detail"`
+		Severity string         `json:"severity"`
+		Summary  string         `json:"summary"`
+		Detail   string         `json:"detail"`
+		Snippet  *streamSnippet `json:"snippet"`
 		Range    *struct {
 			Filename string `json:"filename"`
 			Start    struct {
@@ -144,6 +148,9 @@ func (s *stream) line(b []byte) {
 				text += "\n" + d.Detail
 			}
 			fmt.Fprintf(s.log, "%s: %s\n", titleCase(d.Severity), text)
+			if d.Summary == checkFailedSummary {
+				s.checkFailed(d.Snippet, d.Detail)
+			}
 			if d.Severity == "error" && len(s.errors) < maxErrors {
 				s.errors = append(s.errors, "Error: "+text)
 			}
@@ -288,4 +295,45 @@ func hasAttributeChanges(p *runner.Plan) bool {
 		}
 	}
 	return false
+}
+
+// streamSnippet is a diagnostic's snippet: Context names the block
+// (check "name").
+type streamSnippet struct {
+	Context string `json:"context"`
+}
+
+// checkFailedSummary is the summary of the warning OpenTofu (and
+// Terraform) give for a check block's assertion that did not hold.
+const checkFailedSummary = "Check block assertion failed"
+
+// checkFailed records a failed check block once. Its name is in the
+// snippet's context (check "name"); without one, the message stands alone.
+func (s *stream) checkFailed(snippet *streamSnippet, message string) {
+	name := "check"
+	if snippet != nil {
+		if n, ok := strings.CutPrefix(snippet.Context, "check "); ok {
+			name = strings.Trim(n, `"`)
+		}
+	}
+	f := runner.CheckFailure{Check: name, Message: message}
+	for _, seen := range s.checks {
+		if seen == f {
+			return
+		}
+	}
+	s.checks = append(s.checks, f)
+}
+
+// reportChecks tells c of the check blocks that failed in an apply's stream.
+func (s *stream) reportChecks(c runner.Component) {
+	s.mu.Lock()
+	checks := slices.Clone(s.checks)
+	s.mu.Unlock()
+	if c.CheckFailed == nil {
+		return
+	}
+	for _, f := range checks {
+		c.CheckFailed(f)
+	}
 }

@@ -49,7 +49,7 @@ func BenchmarkFinishComponentRun(b *testing.B) {
 		if err := s.StartComponentRun(ctx, cr); err != nil {
 			b.Fatal(err)
 		}
-		cr.Status = store.StatusSucceeded
+		cr.Status = string(store.StatusSucceeded)
 		if err := s.FinishComponentRun(ctx, *cr, &state); err != nil {
 			b.Fatal(err)
 		}

@@ -51,11 +51,9 @@ func (s *Store) EnvironmentDetail(ctx context.Context, id string) (store.Environ
 		d.Lock = &l
 	}
 	if r.ID != "" {
-		r.Env = id
 		d.LastRun = &r
 	}
 	if dr.ID != "" {
-		dr.Env = id
 		d.LastDrift = &dr
 	}
 	var err error

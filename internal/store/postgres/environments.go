@@ -136,15 +136,16 @@ func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]
 // NULL when it has none).
 const lastRunJoin = `LEFT JOIN LATERAL (SELECT * FROM runs WHERE env = e.id ORDER BY started_at DESC NULLS LAST, seq DESC LIMIT 1) r ON TRUE`
 
-// runJoinColumns are the run columns of a LEFT JOIN, NULL as zero.
-const runJoinColumns = `COALESCE(%[1]s.id, ''), COALESCE(%[1]s.kind, ''), COALESCE(%[1]s.revision, 0), COALESCE(%[1]s.status, ''),
-	COALESCE(%[1]s.actor, ''), COALESCE(%[1]s.reason, ''), COALESCE(%[1]s.source, ''), COALESCE(%[1]s.error, ''),
-	COALESCE(%[1]s.pid, 0), %[1]s.started_at, %[1]s.finished_at`
+// runJoinColumns are the run columns (runColumns) of a LEFT JOIN, NULL as
+// zero.
+const runJoinColumns = `COALESCE(%[1]s.id, ''), COALESCE(%[1]s.env, ''), COALESCE(%[1]s.kind, ''), COALESCE(%[1]s.revision, 0),
+	COALESCE(%[1]s.status, ''), COALESCE(%[1]s.actor, ''), COALESCE(%[1]s.reason, ''), COALESCE(%[1]s.source, ''),
+	COALESCE(%[1]s.error, ''), COALESCE(%[1]s.pid, 0), %[1]s.started_at, %[1]s.finished_at, COALESCE(%[1]s.superseded_by, '')`
 
 // runJoinTargets are scan targets for runJoinColumns.
 func runJoinTargets(r *store.Run) []any {
-	return []any{&r.ID, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
-		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}}
+	return []any{&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy}
 }
 
 // EnvironmentSummaries implements store.Store: the page of Environments,
@@ -163,7 +164,6 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 			return es, err
 		}
 		if r.ID != "" {
-			r.Env = e.ID
 			es.LastRun = &r
 		}
 		return es, nil
@@ -191,7 +191,12 @@ func (s *Store) EnvironmentVersion(ctx context.Context, id string) (int64, error
 
 // environmentsWhere is the WHERE clause of f, its columns prefixed with p.
 func environmentsWhere(f store.EnvironmentFilter, p string) *args {
-	a := &args{}
+	return environmentsWhereIn(&args{}, f, p)
+}
+
+// environmentsWhereIn adds f's conditions to a, its columns prefixed with
+// p, and returns a.
+func environmentsWhereIn(a *args, f store.EnvironmentFilter, p string) *args {
 	if f.Team != "" {
 		a.add(p+"team = ?", f.Team)
 	}
@@ -237,12 +242,12 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
 // now. A missing environment is store.ErrNotFound.
-func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+func (s *Store) SetEnvironmentStatus(ctx context.Context, id string, status store.EnvStatus) error {
 	return s.write(ctx, func(tx pgx.Tx) error { return s.setEnvironmentStatus(ctx, tx, id, status) })
 }
 
 // setEnvironmentStatus is SetEnvironmentStatus inside tx.
-func (s *Store) setEnvironmentStatus(ctx context.Context, tx pgx.Tx, id, status string) error {
+func (s *Store) setEnvironmentStatus(ctx context.Context, tx pgx.Tx, id string, status store.EnvStatus) error {
 	now, err := s.now(ctx, tx)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 // FinishRun implements store.Store; a missing run is store.ErrNotFound. It
 // refuses (store.ErrLockLost), writing nothing, to finish a run that is no
 // longer running or whose environment's lock another run holds.
-func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
+func (s *Store) FinishRun(ctx context.Context, id string, status store.RunStatus, errMsg string, at time.Time) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
 		_, err := finishRun(ctx, tx, id, status, errMsg, at)
 		return err
@@ -66,7 +66,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 }
 
 // finishRun is FinishRun inside tx; it returns the run as it was.
-func finishRun(ctx context.Context, tx pgx.Tx, id, status, errMsg string, at time.Time) (store.Run, error) {
+func finishRun(ctx context.Context, tx pgx.Tx, id string, status store.RunStatus, errMsg string, at time.Time) (store.Run, error) {
 	r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
 	if err != nil {
 		return r, notFound(err, "finish run %s", id)

@@ -242,7 +242,7 @@ func (s *Store) readOutputs(ctx context.Context, tx *txn, env string, states map
 			return err
 		}
 		if v.Sensitive {
-			if v.Value, err = s.sealer.open(v.Value, outputAD(env, component, name)); err != nil {
+			if v.Value, err = s.sealer.Open(v.Value, outputAD(env, component, name)); err != nil {
 				return fmt.Errorf("output %s.%s: %w", component, name, err)
 			}
 		}
@@ -281,7 +281,7 @@ func (s *Store) putState(ctx context.Context, tx *txn, st store.ComponentState) 
 	for name, v := range st.Outputs {
 		value := v.Value
 		if v.Sensitive {
-			if value, err = s.sealer.seal(v.Value, outputAD(st.Env, st.Component, name)); err != nil {
+			if value, err = s.sealer.Seal(v.Value, outputAD(st.Env, st.Component, name)); err != nil {
 				return fmt.Errorf("seal output %s.%s: %w", st.Component, name, err)
 			}
 		}

@@ -9,10 +9,9 @@ import (
 
 // detailQuery reads an environment with its lock, newest run and newest
 // drift run in one row; the lock and runs are NULL when there are none.
-const detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
+var detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
 	l.run_id, l.owner, l.pid, l.host, l.acquired_at, l.expires_at,
-	r.id, r.kind, r.revision, r.status, r.actor, r.reason, r.source, r.error, r.pid, r.started_at, r.finished_at,
-	d.id, d.kind, d.revision, d.status, d.actor, d.reason, d.source, d.error, d.pid, d.started_at, d.finished_at
+	` + joinedRun("r") + `, ` + joinedRun("d") + `
 	FROM environments e
 	LEFT JOIN locks l ON l.env = e.id
 	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)
@@ -36,13 +35,10 @@ func (s *Store) EnvironmentDetail(ctx context.Context, id string) (store.Environ
 	e := &d.Environment
 	var l store.Lock
 	var r, dr store.Run
-	err := s.q.QueryRowContext(ctx, detailQuery, id).Scan(
-		&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
-		nullStr{&l.RunID}, nullStr{&l.Owner}, nullInt{&l.PID}, nullStr{&l.Host}, timeCol{&l.Acquired}, timeCol{&l.Expires},
-		nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
-		nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
-		nullStr{&dr.ID}, nullStr{&dr.Kind}, nullInt{&dr.Revision}, nullStr{&dr.Status}, nullStr{&dr.Actor}, nullStr{&dr.Reason},
-		nullStr{&dr.Source}, nullStr{&dr.Error}, nullInt{&dr.PID}, timeCol{&dr.StartedAt}, timeCol{&dr.FinishedAt})
+	cols := append([]any{&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
+		nullStr{&l.RunID}, nullStr{&l.Owner}, nullInt{&l.PID}, nullStr{&l.Host}, timeCol{&l.Acquired}, timeCol{&l.Expires}},
+		joinedRunInto(&r)...)
+	err := s.q.QueryRowContext(ctx, detailQuery, id).Scan(append(cols, joinedRunInto(&dr)...)...)
 	if err != nil {
 		return d, notFound(err, "environment %s", id)
 	}
@@ -51,11 +47,9 @@ func (s *Store) EnvironmentDetail(ctx context.Context, id string) (store.Environ
 		d.Lock = &l
 	}
 	if r.ID != "" {
-		r.Env = id
 		d.LastRun = &r
 	}
 	if dr.ID != "" {
-		dr.Env = id
 		d.LastDrift = &dr
 	}
 	if d.Components, err = s.componentDetails(ctx, id); err != nil {

@@ -145,14 +145,12 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 		var es store.EnvironmentSummary
 		var r store.Run
 		e := &es.Environment
-		err := rows.Scan(&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status, timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt},
-			nullStr{&r.ID}, nullStr{&r.Kind}, nullInt{&r.Revision}, nullStr{&r.Status}, nullStr{&r.Actor}, nullStr{&r.Reason},
-			nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt})
+		err := rows.Scan(append([]any{&e.ID, &e.Team, &e.Name, &e.Metadata, &e.Revision, &e.AppliedRevision, &e.Status,
+			timeCol{&e.CreatedAt}, timeCol{&e.UpdatedAt}}, joinedRunInto(&r)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("list environments: %w", err)
 		}
 		if r.ID != "" {
-			r.Env = e.ID
 			es.LastRun = &r
 		}
 		out = append(out, es)
@@ -167,7 +165,7 @@ func (s *Store) EnvironmentSummaries(ctx context.Context, f store.EnvironmentFil
 func environmentSummariesQuery(f store.EnvironmentFilter) (string, []any) {
 	where, args := environmentsWhere(f, "e.")
 	return `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
-		r.id, r.kind, r.revision, r.status, r.actor, r.reason, r.source, r.error, r.pid, r.started_at, r.finished_at
+		` + joinedRun("r") + `
 		FROM environments e
 		LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)` +
 		where + ` ORDER BY e.id` + limitClause(f.Limit), args
@@ -276,12 +274,12 @@ func (s *Store) Revisions(ctx context.Context, env string, f store.RevisionFilte
 
 // SetEnvironmentStatus implements store.Store; it also sets UpdatedAt to
 // now. A missing environment is store.ErrNotFound.
-func (s *Store) SetEnvironmentStatus(ctx context.Context, id, status string) error {
+func (s *Store) SetEnvironmentStatus(ctx context.Context, id string, status store.EnvStatus) error {
 	return s.write(ctx, func(tx *txn) error { return s.setEnvironmentStatus(ctx, tx, id, status) })
 }
 
 // setEnvironmentStatus is SetEnvironmentStatus inside tx.
-func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id, status string) error {
+func (s *Store) setEnvironmentStatus(ctx context.Context, tx *txn, id string, status store.EnvStatus) error {
 	res, err := tx.ExecContext(ctx, `UPDATE environments SET status = ?, updated_at = ? WHERE id = ?`, status, ts(s.now()), id)
 	return affected(res, err, "set status of environment %s", id)
 }

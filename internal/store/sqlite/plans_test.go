@@ -75,6 +75,18 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 		"environment summaries by team and status": {func() (string, []any) {
 			return environmentSummariesQuery(store.EnvironmentFilter{Team: "t", Status: "failed", After: "t/x", Limit: 50})
 		}, "environments_team_status"},
+		"environments list by status, late page": {func() (string, []any) {
+			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByStatus, Offset: 5000, Filter: store.EnvironmentFilter{Limit: 50}})
+		}, "environments_status"},
+		"environments list by last change, late page": {func() (string, []any) {
+			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByUpdated, Offset: 5000, Filter: store.EnvironmentFilter{Limit: 50}})
+		}, "environments_updated"},
+		"environments list of a team by last change": {func() (string, []any) {
+			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByUpdated, Filter: store.EnvironmentFilter{Team: "t", Limit: 50}})
+		}, "environments_team_updated"},
+		"environments list of a team and status by status": {func() (string, []any) {
+			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByStatus, Filter: store.EnvironmentFilter{Team: "t", Status: "failed", Limit: 50}})
+		}, "environments_team_status"},
 		"an environment's last drift": {func() (string, []any) { return detailQuery, []any{"team/web"} }, "runs_env_kind_started"},
 		"an environment's components": {func() (string, []any) { return detailComponentsQuery, []any{"team/web"} }, "COVERING INDEX component_runs_env_component (env=? AND component=?)"},
 	} {
@@ -94,4 +106,14 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pageQuery is the query of a page of the environments list.
+func pageQuery(t *testing.T, f store.EnvironmentRowFilter) (string, []any) {
+	t.Helper()
+	q, args, err := environmentPageQuery(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, args
 }

@@ -37,7 +37,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 // whose environment's lock another run holds. A run whose environment has
 // no lock may finish: a run releases its lock as it ends, and a lock that
 // no one holds was not taken over.
-func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, at time.Time) error {
+func (s *Store) FinishRun(ctx context.Context, id string, status store.RunStatus, errMsg string, at time.Time) error {
 	return s.write(ctx, func(tx *txn) error {
 		_, err := finishRun(ctx, tx, id, status, errMsg, at)
 		return err
@@ -66,7 +66,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 }
 
 // finishRun is FinishRun inside tx; it returns the run as it was.
-func finishRun(ctx context.Context, tx *txn, id, status, errMsg string, at time.Time) (store.Run, error) {
+func finishRun(ctx context.Context, tx *txn, id string, status store.RunStatus, errMsg string, at time.Time) (store.Run, error) {
 	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if err != nil {
 		return r, notFound(err, "finish run %s", id)

@@ -56,7 +56,7 @@ type Store struct {
 	// versionConn is the connection Version asks (see there).
 	versionMu   sync.Mutex
 	versionConn *sql.Conn
-	sealer      *sealer
+	sealer      *keyfile.Sealer
 	// writes holds one token; a writer takes it for the length of its
 	// transaction.
 	writes chan struct{}

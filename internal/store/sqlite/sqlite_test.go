@@ -232,7 +232,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 	must(err)
 	cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", StartedAt: now}
 	must(s.StartComponentRun(ctx, cr))
-	cr.Status, cr.Log = store.StatusSucceeded, "done"
+	cr.Status, cr.Log = string(store.StatusSucceeded), "done"
 	must(s.FinishComponentRun(ctx, *cr, &store.ComponentState{Status: "applied", UpdatedAt: now,
 		Outputs: map[string]store.OutputValue{"pw": {Value: []byte(`"pw"`), Sensitive: true}}}))
 	must(s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Action: "apply", Time: now}))
@@ -311,7 +311,7 @@ func BenchmarkFinishComponentRun(b *testing.B) {
 		if err := s.StartComponentRun(ctx, cr); err != nil {
 			b.Fatal(err)
 		}
-		cr.Status = store.StatusSucceeded
+		cr.Status = string(store.StatusSucceeded)
 		if err := s.FinishComponentRun(ctx, *cr, state); err != nil {
 			b.Fatal(err)
 		}

@@ -93,11 +93,11 @@ func testConcurrentWrites(t *testing.T, s store.Store) {
 
 func concurrentStep(ctx context.Context, s store.Store, w, i int) error {
 	comp := fmt.Sprintf("c%d", w)
-	cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: comp, Operation: "apply", Status: store.StatusRunning, StartedAt: at(0)}
+	cr := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: comp, Operation: "apply", Status: string(store.StatusRunning), StartedAt: at(0)}
 	if err := s.StartComponentRun(ctx, cr); err != nil {
 		return err
 	}
-	cr.Status, cr.FinishedAt = store.StatusSucceeded, at(time.Second)
+	cr.Status, cr.FinishedAt = string(store.StatusSucceeded), at(time.Second)
 	st := &store.ComponentState{Status: "applied", Revision: i, UpdatedAt: at(time.Second), Outputs: map[string]store.OutputValue{
 		"n":      {Value: fmt.Appendf(nil, "%d", i)},
 		"secret": {Value: []byte(`"s"`), Sensitive: true},

@@ -78,7 +78,7 @@ func testSupersedeRuns(t *testing.T, s store.Store) {
 	ids, err := s.SupersedeRuns(ctx, "team/web", "r3")
 	must(t, err)
 	equal(t, "superseded runs", ids, []string{"r1"})
-	for id, want := range map[string]string{"r1": store.StatusSuperseded, "r2": store.StatusFailed, "o1": store.StatusAwaiting} {
+	for id, want := range map[string]store.RunStatus{"r1": store.StatusSuperseded, "r2": store.StatusFailed, "o1": store.StatusAwaiting} {
 		r, err := s.Run(ctx, id)
 		must(t, err)
 		if r.Status != want {

@@ -11,8 +11,8 @@ func testComponentRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	must(t, s.CreateRun(ctx, run("r1", "team/web", at(0))))
 	lockFor(t, s, "team/web", "r1")
-	db := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning, StartedAt: at(time.Second)}
-	app := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "app", Operation: "apply", Status: store.StatusRunning, StartedAt: at(2 * time.Second)}
+	db := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: string(store.StatusRunning), StartedAt: at(time.Second)}
+	app := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "app", Operation: "apply", Status: string(store.StatusRunning), StartedAt: at(2 * time.Second)}
 	must(t, s.StartComponentRun(ctx, db))
 	must(t, s.StartComponentRun(ctx, app))
 	if db.ID == 0 || app.ID == 0 || db.ID == app.ID {
@@ -20,7 +20,7 @@ func testComponentRuns(t *testing.T, s store.Store) {
 	}
 
 	// Finishing with a state records the run, the state and its outputs together.
-	db.Status, db.Reason, db.Log, db.FinishedAt = store.StatusSucceeded, "created", "Apply complete!\n", at(time.Minute)
+	db.Status, db.Reason, db.Log, db.FinishedAt = string(store.StatusSucceeded), "created", "Apply complete!\n", at(time.Minute)
 	db.PlanSummary = []byte(`{"add":1}`)
 	state := &store.ComponentState{Env: "team/web", Component: "db", Status: "applied", Fingerprint: "fp1", Revision: 1,
 		UpdatedAt: at(time.Minute), Outputs: map[string]store.OutputValue{
@@ -28,20 +28,20 @@ func testComponentRuns(t *testing.T, s store.Store) {
 			"port": {Value: []byte(`5432`)},
 		}}
 	must(t, s.FinishComponentRun(ctx, *db, state))
-	app.Status, app.FinishedAt = store.StatusFailed, at(2*time.Minute)
+	app.Status, app.FinishedAt = string(store.StatusFailed), at(2*time.Minute)
 	app.Cause = store.Cause{ReasonCode: "UpstreamAwaitingApproval", Upstream: []string{"db"}, ApprovalID: 7}
 	must(t, s.FinishComponentRun(ctx, *app, nil))
-	wantNotFound(t, s.FinishComponentRun(ctx, store.ComponentRun{ID: 999999, Status: store.StatusFailed}, nil), "finish unknown component run")
+	wantNotFound(t, s.FinishComponentRun(ctx, store.ComponentRun{ID: 999999, Status: string(store.StatusFailed)}, nil), "finish unknown component run")
 
 	crs, err := s.ComponentRuns(ctx, "r1")
 	must(t, err)
 	if len(crs) != 2 {
 		t.Fatalf("got %d component runs, want 2", len(crs))
 	}
-	equal(t, "first component run", crs[0].Status, store.StatusSucceeded)
+	equal(t, "first component run", crs[0].Status, string(store.StatusSucceeded))
 	equal(t, "first component run plan", crs[0].PlanSummary, db.PlanSummary)
 	equal(t, "first component run finish", crs[0].FinishedAt, at(time.Minute))
-	equal(t, "second component run", crs[1].Status, store.StatusFailed)
+	equal(t, "second component run", crs[1].Status, string(store.StatusFailed))
 	equal(t, "second component run's cause", crs[1].Cause, app.Cause)
 	equal(t, "first component run's cause (none)", crs[0].Cause, store.Cause{})
 	last, err := s.LastComponentRun(ctx, "team/web", "app")
@@ -57,9 +57,9 @@ func testComponentRuns(t *testing.T, s store.Store) {
 		map[string]store.ComponentState{"db": *state})
 
 	// A later finish replaces the state and all its outputs.
-	redo := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning}
+	redo := &store.ComponentRun{RunID: "r1", Env: "team/web", Component: "db", Operation: "apply", Status: string(store.StatusRunning)}
 	must(t, s.StartComponentRun(ctx, redo))
-	redo.Status = store.StatusSucceeded
+	redo.Status = string(store.StatusSucceeded)
 	state2 := &store.ComponentState{Status: "applied", Fingerprint: "fp2", Revision: 2, UpdatedAt: at(time.Hour),
 		Outputs: map[string]store.OutputValue{"host": {Value: []byte(`"db2.internal"`)}}}
 	must(t, s.FinishComponentRun(ctx, *redo, state2))
@@ -92,12 +92,12 @@ func testComponentRuns(t *testing.T, s store.Store) {
 		t.Error("StartComponentRun of a component run without a component: no error")
 	}
 	must(t, s.StartComponentRun(ctx, checks...))
-	if checks[0].ID == 0 || checks[1].ID <= checks[0].ID || checks[1].Status != store.StatusRunning {
+	if checks[0].ID == 0 || checks[1].ID <= checks[0].ID || checks[1].Status != string(store.StatusRunning) {
 		t.Errorf("component runs started together: IDs %d, %d, status %q", checks[0].ID, checks[1].ID, checks[1].Status)
 	}
 	started, err := s.ComponentRuns(ctx, "r2")
 	must(t, err)
-	if len(started) != 2 || started[0].Component != "db" || started[1].Component != "app" || started[1].Status != store.StatusRunning {
+	if len(started) != 2 || started[0].Component != "db" || started[1].Component != "app" || started[1].Status != string(store.StatusRunning) {
 		t.Errorf("component runs started together: %+v", started)
 	}
 }
@@ -109,15 +109,15 @@ func testLastComponentRun(t *testing.T, s store.Store) {
 	for i, id := range []string{"r1", "r2"} {
 		must(t, s.CreateRun(ctx, run(id, "team/web", at(time.Duration(i)*time.Hour))))
 		lockFor(t, s, "team/web", id)
-		cr := &store.ComponentRun{RunID: id, Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning,
+		cr := &store.ComponentRun{RunID: id, Env: "team/web", Component: "db", Operation: "apply", Status: string(store.StatusRunning),
 			StartedAt: at(time.Duration(i) * time.Hour)}
 		must(t, s.StartComponentRun(ctx, cr))
-		cr.Status, cr.Log, cr.FinishedAt = store.StatusSucceeded, "log of "+id, at(time.Duration(i)*time.Hour+time.Minute)
+		cr.Status, cr.Log, cr.FinishedAt = string(store.StatusSucceeded), "log of "+id, at(time.Duration(i)*time.Hour+time.Minute)
 		must(t, s.FinishComponentRun(ctx, *cr, nil))
 	}
 	last, err := s.LastComponentRun(ctx, "team/web", "db")
 	must(t, err)
-	if last.RunID != "r2" || last.Log != "log of r2" || last.Status != store.StatusSucceeded {
+	if last.RunID != "r2" || last.Log != "log of r2" || last.Status != string(store.StatusSucceeded) {
 		t.Errorf("last component run: run %s, status %s, log %q; want r2, succeeded, %q", last.RunID, last.Status, last.Log, "log of r2")
 	}
 	_, err = s.LastComponentRun(ctx, "team/api", "db")

@@ -65,7 +65,7 @@ func testFencing(t *testing.T, s store.Store, c *clock) {
 	wantLockLost(t, s.FinishRun(ctx, "run-a", store.StatusSucceeded, "", at(4*time.Minute)), "FinishRun of the old holder")
 
 	// …and wrote nothing.
-	equal(t, "run-a's component runs", componentRuns(t, s, "run-a"), map[string]string{"db": store.StatusInterrupted})
+	equal(t, "run-a's component runs", componentRuns(t, s, "run-a"), map[string]string{"db": string(store.StatusInterrupted)})
 	equal(t, "run-b's component runs", componentRuns(t, s, "run-b"), map[string]string{"db": "applied"})
 	states, err := s.ComponentStates(ctx, "team/web")
 	must(t, err)
@@ -99,15 +99,15 @@ func testFencingLiveRun(t *testing.T, s store.Store, c *clock) {
 	crB := &store.ComponentRun{RunID: "run-b", Env: "team/web", Component: "db", Operation: "apply", StartedAt: at(2 * time.Minute)}
 	must(t, s.StartComponentRun(ctx, crB))
 
-	crA.Status, crA.FinishedAt = store.StatusSucceeded, at(3*time.Minute)
+	crA.Status, crA.FinishedAt = string(store.StatusSucceeded), at(3*time.Minute)
 	wantLockLost(t, s.FinishComponentRun(ctx, *crA, &store.ComponentState{Status: "applied", Fingerprint: "a"}), "FinishComponentRun of the old holder")
 	wantLockLost(t, s.StartComponentRun(ctx, &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "app"}), "StartComponentRun of the old holder")
 	wantLockLost(t, s.FinishRun(ctx, "run-a", store.StatusSucceeded, "", at(3*time.Minute)), "FinishRun of the old holder")
 	wantLockLost(t, s.RenewLock(ctx, "team/web", "run-a", time.Minute), "RenewLock of the old holder")
 	must(t, s.ReleaseLock(ctx, "team/web", "run-a")) // a no-op: it must not free B's lock
 
-	equal(t, "run-a's component runs", componentRuns(t, s, "run-a"), map[string]string{"db": store.StatusRunning})
-	equal(t, "run-b's component runs", componentRuns(t, s, "run-b"), map[string]string{"db": store.StatusRunning})
+	equal(t, "run-a's component runs", componentRuns(t, s, "run-a"), map[string]string{"db": string(store.StatusRunning)})
+	equal(t, "run-b's component runs", componentRuns(t, s, "run-b"), map[string]string{"db": string(store.StatusRunning)})
 	states, err := s.ComponentStates(ctx, "team/web")
 	must(t, err)
 	if len(states) != 0 {
@@ -120,7 +120,7 @@ func testFencingLiveRun(t *testing.T, s store.Store, c *clock) {
 	}
 	wantStoredLock(t, s, store.Lock{Env: "team/web", RunID: "run-b", Owner: "alice", PID: 7, Host: "laptop",
 		Acquired: at(2 * time.Minute), Expires: at(3 * time.Minute)})
-	crB.Status = store.StatusSucceeded
+	crB.Status = string(store.StatusSucceeded)
 	must(t, s.FinishComponentRun(ctx, *crB, nil))
 	must(t, s.FinishRun(ctx, "run-b", store.StatusSucceeded, "", at(3*time.Minute)))
 }
@@ -144,9 +144,9 @@ func testFencingNoLock(t *testing.T, s store.Store, _ *clock) {
 	cr := &store.ComponentRun{RunID: "run-a", Env: "team/web", Component: "db"}
 	must(t, s.StartComponentRun(ctx, cr))
 	must(t, s.ReleaseLock(ctx, "team/web", "run-a"))
-	cr.Status = store.StatusSucceeded
+	cr.Status = string(store.StatusSucceeded)
 	wantLockLost(t, s.FinishComponentRun(ctx, *cr, nil), "FinishComponentRun after releasing the lock")
-	equal(t, "component run after a refused finish", componentRuns(t, s, "run-a"), map[string]string{"db": store.StatusRunning})
+	equal(t, "component run after a refused finish", componentRuns(t, s, "run-a"), map[string]string{"db": string(store.StatusRunning)})
 
 	must(t, s.FinishRun(ctx, "run-a", store.StatusFailed, "boom", at(time.Minute)))
 	r, err := s.Run(ctx, "run-a")

@@ -20,10 +20,10 @@ func testRecordOutcome(t *testing.T, s store.Store, c *clock) {
 	must(t, s.SetEnvironmentStatus(ctx, "team/web", "provisioned"))
 	outcome := func(runID, action string) store.RunOutcome {
 		return store.RunOutcome{RunID: runID, Status: store.StatusFailed, Error: "boom", At: at(3 * time.Minute),
-			Audit:     &store.AuditEvent{Env: "team/web", Actor: "alice", Action: action, RunID: runID, Detail: store.StatusFailed},
+			Audit:     &store.AuditEvent{Env: "team/web", Actor: "alice", Action: action, RunID: runID, Detail: string(store.StatusFailed)},
 			EnvStatus: "failed"}
 	}
-	unchanged := func(what, runID, envID, envStatus string) {
+	unchanged := func(what, runID, envID string, envStatus store.EnvStatus) {
 		t.Helper()
 		r, err := s.Run(ctx, runID)
 		must(t, err)
@@ -76,7 +76,7 @@ func testRecordOutcome(t *testing.T, s store.Store, c *clock) {
 	}
 	events, err := s.Audit(ctx, store.AuditFilter{Env: "team/web"})
 	must(t, err)
-	if len(events) != 1 || events[0].RunID != "run-a" || events[0].Action != "apply" || events[0].Detail != store.StatusFailed {
+	if len(events) != 1 || events[0].RunID != "run-a" || events[0].Action != "apply" || events[0].Detail != string(store.StatusFailed) {
 		t.Errorf("audit trail after the outcome: %+v", events)
 	}
 	e, err := s.Environment(ctx, "team/web")

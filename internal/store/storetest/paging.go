@@ -145,7 +145,10 @@ func testPaging(t *testing.T, s store.Store) {
 // or together, in ID order, and page on the ID after which to go on.
 func testPagingEnvironments(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	for _, e := range []struct{ id, team, status string }{
+	for _, e := range []struct {
+		id, team string
+		status   store.EnvStatus
+	}{
 		{"b/3", "b", "failed"}, {"a/2", "a", "failed"}, {"a/1", "a", "provisioned"},
 		{"b/1", "b", "provisioned"}, {"a/3", "a", "failed"}, {"b/2", "b", "failed"},
 	} {
@@ -223,7 +226,7 @@ func testLatestComponentRuns(t *testing.T, s store.Store) {
 func testLastRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for i, r := range []store.Run{run("a1", "a/1", at(0)), run("a2", "a/1", at(time.Minute)), run("b1", "b/1", at(0))} {
-		r.Kind = []string{"apply", "drift", "apply"}[i]
+		r.Kind = []store.RunKind{store.KindApply, store.KindDrift, store.KindApply}[i]
 		must(t, s.CreateRun(ctx, r))
 	}
 	last, err := s.LastRuns(ctx, []string{"a/1", "b/1", "c/1"})

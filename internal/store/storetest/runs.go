@@ -71,11 +71,11 @@ func testInterruptRuns(t *testing.T, s store.Store) {
 		must(t, s.CreateRun(ctx, r))
 	}
 	lockFor(t, s, "team/web", "dead")
-	running := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "db", Operation: "apply", Status: store.StatusRunning, StartedAt: at(0)}
-	finished := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "net", Operation: "apply", Status: store.StatusRunning, StartedAt: at(0)}
+	running := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "db", Operation: "apply", Status: string(store.StatusRunning), StartedAt: at(0)}
+	finished := &store.ComponentRun{RunID: "dead", Env: "team/web", Component: "net", Operation: "apply", Status: string(store.StatusRunning), StartedAt: at(0)}
 	must(t, s.StartComponentRun(ctx, running))
 	must(t, s.StartComponentRun(ctx, finished))
-	finished.Status, finished.FinishedAt = store.StatusSucceeded, at(time.Second)
+	finished.Status, finished.FinishedAt = string(store.StatusSucceeded), at(time.Second)
 	must(t, s.FinishComponentRun(ctx, *finished, nil))
 
 	alive := func(pid int) bool { return pid == 200 }
@@ -83,7 +83,7 @@ func testInterruptRuns(t *testing.T, s store.Store) {
 	must(t, err)
 	equal(t, "interrupted runs", ids, []string{"dead"})
 
-	for id, status := range map[string]string{"dead": store.StatusInterrupted, "live": store.StatusRunning,
+	for id, status := range map[string]store.RunStatus{"dead": store.StatusInterrupted, "live": store.StatusRunning,
 		"done": store.StatusSucceeded, "elsewhere": store.StatusRunning} {
 		r, err := s.Run(ctx, id)
 		must(t, err)
@@ -102,7 +102,7 @@ func testInterruptRuns(t *testing.T, s store.Store) {
 	for _, cr := range crs {
 		statuses[cr.Component] = cr.Status
 	}
-	equal(t, "component runs of the interrupted run", statuses, map[string]string{"db": store.StatusInterrupted, "net": store.StatusSucceeded})
+	equal(t, "component runs of the interrupted run", statuses, map[string]string{"db": string(store.StatusInterrupted), "net": string(store.StatusSucceeded)})
 
 	ids, err = s.InterruptRuns(ctx, "team/web", alive, at(2*time.Minute))
 	must(t, err)

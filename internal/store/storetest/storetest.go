@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"LastRuns", plain(testLastRuns)},
 		{"EnvironmentDetail", plain(testEnvironmentDetail)},
 		{"EnvironmentSummaries", plain(testEnvironmentSummaries)},
+		{"EnvironmentRows", testEnvironmentRows},
 		{"EnvironmentVersions", plain(testEnvironmentVersions)},
 		{"Tokens", plain(testTokens)},
 		{"CreateApproval", plain(testCreateApproval)},
@@ -197,7 +198,7 @@ func testEnvironments(t *testing.T, s store.Store) {
 	slices.SortFunc(envs, func(a, b store.Environment) int { return strings.Compare(a.ID, b.ID) })
 	var ids, statuses []string
 	for _, e := range envs {
-		ids, statuses = append(ids, e.ID), append(statuses, e.Status)
+		ids, statuses = append(ids, e.ID), append(statuses, string(e.Status))
 	}
 	equal(t, "environment IDs", ids, []string{"team/a", "team/b"})
 	equal(t, "environment statuses", statuses, []string{"provisioned", ""})

@@ -1,4 +1,4 @@
-package server
+package gitops
 
 import (
 	"context"
@@ -34,25 +34,25 @@ type wantRuns struct {
 
 // reconcileWants queues a run for every pending want that has none queued
 // and is not waiting to retry.
-func (s *Server) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
-	s.gitMu.Lock()
-	wants, _, _, err := s.gitState(ctx)
-	s.gitMu.Unlock()
+func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
+	g.mu.Lock()
+	wants, _, _, err := g.gitState(ctx)
+	g.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Error("git: read what commits want", "err", err)
+			g.log.Error("git: read what commits want", "err", err)
 		}
 		return
 	}
-	now := time.Now()
+	now := g.clock.Now()
 	for id, want := range wants {
-		if !want.Pending || !s.wants.claim(id, now) {
+		if !want.Pending || !g.wants.claim(id, now) {
 			continue
 		}
-		if err := s.startWant(ctx, w, id, want); err != nil {
-			s.wants.release(id)
+		if err := g.startWant(ctx, w, id, want); err != nil {
+			g.wants.release(id)
 			if ctx.Err() == nil {
-				s.log.Error("git: queue a run", "env", id, "commit", short(want.Commit), "err", err)
+				g.log.Error("git: queue a run", "env", id, "commit", short(want.Commit), "err", err)
 			}
 		}
 	}
@@ -80,7 +80,7 @@ func (r *wantRuns) release(env string) {
 
 // refused releases env and returns how long to wait before its next try,
 // doubling each time up to maxRetry.
-func (r *wantRuns) refused(env string) time.Duration {
+func (r *wantRuns) refused(env string, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.queued, env)
@@ -90,7 +90,7 @@ func (r *wantRuns) refused(env string) time.Duration {
 	}
 	d = min(d, maxRetry)
 	r.backoff[env] = d
-	r.retryAt[env] = time.Now().Add(d)
+	r.retryAt[env] = now.Add(d)
 	return d
 }
 
@@ -106,7 +106,7 @@ func (r *wantRuns) started(env string) {
 
 // startWant queues the run want asks of environment id: an apply of its
 // file, read again from its commit's tree, or a teardown.
-func (s *Server) startWant(ctx context.Context, w *gitwatch.Watcher, id string, want gitWant) error {
+func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id string, want gitWant) error {
 	req := knit.RunRequest{Actor: want.Author, Source: "git", Reason: want.Reason,
 		Commit: want.Commit, Author: want.Author, Message: want.Message}
 	if want.Teardown {
@@ -122,16 +122,16 @@ func (s *Server) startWant(ctx context.Context, w *gitwatch.Watcher, id string, 
 		}
 		// Relative paths resolve from the file's folder, as in the CLI.
 		folder := filepath.Join(dir, filepath.FromSlash(path.Dir(want.Path)))
-		env, diags := spec.ParseWith(want.Path, folder, "", content, s.cfg.Spec)
+		env, diags := spec.ParseWith(want.Path, folder, "", content, g.cfg.Spec.InRepo(dir))
 		if diags.HasErrors() {
 			return errors.New(diags.String())
 		}
 		req.Kind, req.Env, req.Root = engine.KindApply, env, folder
-		req.Origin = s.cfg.Git.URL + "@" + want.Commit + ":" + want.Path
+		req.Origin = g.cfg.URL + "@" + want.Commit + ":" + want.Path
 	}
-	run, err := s.queue.enqueueWith(req, id, func(err error) { s.wantStarted(id, want, err) })
+	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })
 	if err == nil {
-		s.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
+		g.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
 	}
 	return err
 }
@@ -141,44 +141,44 @@ func (s *Server) startWant(ctx context.Context, w *gitwatch.Watcher, id string, 
 // another run (the CLI, say) is retried with backoff; a start the
 // server's shutdown prevented is left pending for the next start. Any
 // other refusal is final for this want: the log says why.
-func (s *Server) wantStarted(id string, want gitWant, err error) {
+func (g *Reconciler) wantStarted(id string, want gitWant, err error) {
 	switch {
 	case errors.Is(err, engine.ErrLocked):
-		d := s.wants.refused(id)
-		s.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
-		time.AfterFunc(d, s.wake)
+		d := g.wants.refused(id, g.clock.Now())
+		g.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
+		g.retryLater(d)
 		return
-	case err != nil && s.ctx.Err() != nil:
-		s.wants.release(id)
+	case err != nil && g.stopping():
+		g.wants.release(id)
 		return
 	case err != nil:
-		s.log.Error("git: the run could not start; the commit's change is dropped", "env", id, "commit", short(want.Commit), "err", err)
+		g.log.Error("git: the run could not start; the commit's change is dropped", "env", id, "commit", short(want.Commit), "err", err)
 	}
-	s.wants.started(id)
-	s.wantDone(id, want)
+	g.wants.started(id)
+	g.wantDone(id, want)
 }
 
 // wantDone marks want no longer pending, unless a newer commit replaced it.
-func (s *Server) wantDone(id string, want gitWant) {
-	s.gitMu.Lock()
-	defer s.gitMu.Unlock()
+func (g *Reconciler) wantDone(id string, want gitWant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	raw, err := s.k.Setting(ctx, settingWant+id)
+	raw, err := g.k.Setting(ctx, settingWant+id)
 	if err != nil {
-		s.log.Error("git: read what the commit wants", "env", id, "err", err)
+		g.log.Error("git: read what the commit wants", "env", id, "err", err)
 		return
 	}
 	var cur gitWant
 	if err := json.Unmarshal([]byte(raw), &cur); err != nil {
-		s.log.Error("git: read what the commit wants", "env", id, "err", err)
+		g.log.Error("git: read what the commit wants", "env", id, "err", err)
 		return
 	}
 	if !cur.same(want) {
 		return // a newer commit wants something else: still pending
 	}
 	cur.Pending = false
-	if err := s.k.SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
-		s.log.Error("git: record the commit as reconciled", "env", id, "err", err)
+	if err := g.k.SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
+		g.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package gitops
 
 import (
 	"context"
@@ -54,10 +54,10 @@ type treeFile struct {
 // one transaction. An environment no file of the tree declares any more is
 // torn down; one that a file still declares never is, whatever else the
 // commit removed or renamed.
-func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
-	s.gitMu.Lock()
-	defer s.gitMu.Unlock()
-	wants, files, invalid, err := s.gitState(ctx)
+func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	wants, files, invalid, err := g.gitState(ctx)
 	if err != nil {
 		return err
 	}
@@ -74,13 +74,13 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		if err != nil {
 			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
 		}
-		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, s.cfg.Spec)
+		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, g.cfg.Spec.InRepo(c.Dir))
 		if diags.HasErrors() {
 			if prev := files[p]; prev != "" {
 				kept[prev] = true // a broken file still declares what it declared
 			}
 			if _, ok := changed[p]; ok {
-				if err := s.gitInvalid(ctx, c, p, content, diags.String(), files[p], kv); err != nil {
+				if err := g.gitInvalid(ctx, c, p, content, diags.String(), files[p], kv); err != nil {
 					return err
 				}
 			}
@@ -96,7 +96,7 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 			kv[settingFile+p] = id
 		}
 		if old := invalid[p]; old != "" {
-			s.forgetInvalid(ctx, p, old, kv)
+			g.forgetInvalid(ctx, p, old, kv)
 		}
 	}
 	for _, ch := range c.Changes {
@@ -105,15 +105,15 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		}
 		kv[settingFile+ch.Path] = ""
 		if old := invalid[ch.Path]; old != "" {
-			s.forgetInvalid(ctx, ch.Path, old, kv)
+			g.forgetInvalid(ctx, ch.Path, old, kv)
 		}
 		if id := files[ch.Path]; id != "" && len(declared[id]) > 0 {
-			s.gitWarn(ctx, c, id, fmt.Sprintf("%s was removed, but %s still declares %s: nothing is torn down",
+			g.gitWarn(ctx, c, id, fmt.Sprintf("%s was removed, but %s still declares %s: nothing is torn down",
 				ch.Path, declared[id][0].path, id))
 		}
 	}
 	for id, tf := range declared {
-		want, ok, err := s.wantFor(ctx, c, id, tf, wants[id], changed)
+		want, ok, err := g.wantFor(ctx, c, id, tf, wants[id], changed)
 		if err != nil {
 			return err // nothing of the commit is recorded: the next poll tries again
 		}
@@ -131,10 +131,10 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 		}
 		kv[settingWant+id] = encodeWant(gitWant{Commit: c.Hash, Path: w.Path, Teardown: true, Pending: true,
 			Reason: fmt.Sprintf("%s (%s): %s", why, w.Path, commitReason(c)), Author: c.Author, Message: c.Message})
-		s.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
+		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
-	s.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	return s.k.SetSettings(ctx, kv)
+	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
+	return g.k.SetSettings(ctx, kv)
 }
 
 // wantFor is the want of environment id, declared by the files tf at c,
@@ -142,7 +142,7 @@ func (s *Server) recordCommit(ctx context.Context, c gitwatch.Commit) error {
 // declaring one environment are a conflict: the one followed so far wins,
 // else the first by path, and a warning says so. A store that cannot be
 // read is an error: never "nothing changed".
-func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool, error) {
+func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool, error) {
 	pick := tf[0]
 	for _, f := range tf {
 		if f.path == prev.Path {
@@ -158,7 +158,7 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 			paths = append(paths, f.path)
 		}
 		if touched {
-			s.gitWarn(ctx, c, id, fmt.Sprintf("%s all declare %s: knit follows %s; remove the others",
+			g.gitWarn(ctx, c, id, fmt.Sprintf("%s all declare %s: knit follows %s; remove the others",
 				strings.Join(paths, ", "), id, pick.path))
 		}
 	}
@@ -166,7 +166,7 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 	// its new revision replaces the invalid one, whose alarm ends.
 	unchanged := prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum
 	if unchanged {
-		inv, err := s.k.NewestInvalid(ctx, id)
+		inv, err := g.k.NewestInvalid(ctx, id)
 		if err != nil {
 			return "", false, fmt.Errorf("read the newest revision of %s: %w", id, err)
 		}
@@ -180,14 +180,14 @@ func (s *Server) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf [
 		prev.Commit, prev.Path = c.Hash, pick.path
 		return encodeWant(prev), true, nil
 	}
-	s.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
+	g.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
 	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true,
 		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true, nil
 }
 
 // gitState reads the wants, the files' environments and the invalid files' records.
-func (s *Server) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
-	raw, err := s.k.Settings(ctx, settingWant)
+func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
+	raw, err := g.k.Settings(ctx, settingWant)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -199,10 +199,10 @@ func (s *Server) gitState(ctx context.Context) (wants map[string]gitWant, files,
 		}
 		wants[strings.TrimPrefix(k, settingWant)] = w
 	}
-	if files, err = settingsByName(ctx, s.k, settingFile); err != nil {
+	if files, err = settingsByName(ctx, g.k, settingFile); err != nil {
 		return nil, nil, nil, err
 	}
-	if invalid, err = settingsByName(ctx, s.k, settingInvalid); err != nil {
+	if invalid, err = settingsByName(ctx, g.k, settingInvalid); err != nil {
 		return nil, nil, nil, err
 	}
 	return wants, files, invalid, nil
@@ -229,7 +229,7 @@ func encodeWant(w gitWant) string {
 // revision of the environment it declared before, or else of an
 // environment named after its path: the names in an invalid file are
 // never trusted. Nothing runs.
-func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, content []byte, errs, prev string, kv map[string]string) error {
+func (g *Reconciler) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, content []byte, errs, prev string, kv map[string]string) error {
 	e := store.Environment{ID: prev}
 	if prev != "" {
 		e.Team, e.Name, _ = strings.Cut(prev, "/")
@@ -238,8 +238,8 @@ func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, co
 		kv[settingInvalid+p] = e.ID
 	}
 	sum := sha256.Sum256(content)
-	inv, err := s.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
-		Source: s.cfg.Git.URL + "@" + c.Hash + ":" + p, Spec: content, File: content, Commit: c.Hash, Author: c.Author,
+	inv, err := g.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
+		Source: g.cfg.URL + "@" + c.Hash + ":" + p, Spec: content, File: content, Commit: c.Hash, Author: c.Author,
 		Message: c.Message, Errors: errs}, c.Author)
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)
@@ -247,8 +247,8 @@ func (s *Server) gitInvalid(ctx context.Context, c gitwatch.Commit, p string, co
 	if inv == nil {
 		return nil // recorded already, and told
 	}
-	s.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", inv.Number, "commit", short(c.Hash))
-	s.notify.Notify(invalidEvent(e.ID, inv))
+	g.log.Warn("git: invalid environment file: nothing runs", "path", p, "env", e.ID, "revision", inv.Number, "commit", short(c.Hash))
+	g.notify(invalidEvent(e.ID, inv))
 	return nil
 }
 
@@ -291,25 +291,25 @@ func invalidID(p string) string {
 
 // forgetInvalid removes the record of an invalid file that was removed or
 // now validates (kept if it was ever applied, which it never is).
-func (s *Server) forgetInvalid(ctx context.Context, p, id string, kv map[string]string) {
+func (g *Reconciler) forgetInvalid(ctx context.Context, p, id string, kv map[string]string) {
 	kv[settingInvalid+p] = ""
-	removed, err := s.k.ForgetUnapplied(ctx, id)
+	removed, err := g.k.ForgetUnapplied(ctx, id)
 	if err != nil {
-		s.log.Error("git: remove the record of an invalid file", "path", p, "env", id, "err", err)
+		g.log.Error("git: remove the record of an invalid file", "path", p, "env", id, "err", err)
 		return
 	}
 	if removed {
-		s.log.Info("git: removed the record of an invalid file", "path", p, "env", id)
+		g.log.Info("git: removed the record of an invalid file", "path", p, "env", id)
 	}
 }
 
 // gitWarn logs a problem of the repository that knit works around, and
 // records it in the environment's audit trail.
-func (s *Server) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg string) {
-	s.log.Warn("git: "+msg, "env", env, "commit", short(c.Hash))
-	if err := s.k.RecordAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
+func (g *Reconciler) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg string) {
+	g.log.Warn("git: "+msg, "env", env, "commit", short(c.Hash))
+	if err := g.k.RecordAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
 		Reason: commitReason(c), Detail: msg}); err != nil {
-		s.log.Error("git: record a warning", "env", env, "err", err)
+		g.log.Error("git: record a warning", "env", env, "err", err)
 	}
 }
 
@@ -319,11 +319,15 @@ type contentSums map[string]string
 
 func newContentSums() contentSums { return contentSums{} }
 
-// env hashes an environment file's content and every local input of its
+// env hashes an environment file's content, the files it was built from
+// (its template, the files it extends) and every local input of its
 // components, named relative to the file's folder.
 func (cs contentSums) env(env *spec.Environment, content []byte) (string, error) {
 	h := sha256.New()
 	h.Write(content)
+	for _, f := range env.Sources {
+		fmt.Fprintf(h, "\x00from\x00%s", f.ID())
+	}
 	for _, c := range env.Spec.Components {
 		for _, p := range env.LocalInputs(c) {
 			sum, err := cs.path(p)

@@ -1,12 +1,18 @@
-package server
+// Package drift is knit serve's drift scheduler: it keeps every
+// environment's scheduled drift checks (its file's drift.schedule, each
+// component's own, or the server's interval) and queues each as it falls
+// due.
+package drift
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/schedule"
@@ -24,34 +30,78 @@ type driftCheck struct {
 	next       time.Time // base plus this check's jitter
 }
 
-// drifts holds every environment's scheduled checks, rebuilt for an
-// environment whenever a run of it finishes (its applied spec may have
-// changed) and for all at start.
-type drifts struct {
-	mu     sync.Mutex
-	checks map[string][]*driftCheck
+// Config is how a Scheduler runs.
+type Config struct {
+	// Interval, when set, checks every environment for drift this often
+	// unless its file schedules otherwise.
+	Interval time.Duration
+	// MinEvery is the shortest "@every" schedule accepted (default one
+	// minute; tests go lower), Tick how often due checks are looked for
+	// (default one second).
+	MinEvery, Tick time.Duration
+	// Actor names the server in the audit trail of the checks.
+	Actor  string
+	Logger *slog.Logger
+	Clock  clock.Clock
 }
 
-// driftLoop runs scheduled drift checks as they fall due, through the queue.
-func (s *Server) driftLoop(ctx context.Context) {
-	s.loadAllDriftSchedules(ctx)
-	tick := s.cfg.DriftTick
-	if tick <= 0 {
-		tick = time.Second
+// Queue is where the checks go (runqueue.Queue).
+type Queue interface {
+	Enqueue(req knit.RunRequest, env string) (string, error)
+	// PendingFor reports whether a run of env waits in the queue.
+	PendingFor(env string) bool
+}
+
+// Scheduler holds every environment's scheduled checks, rebuilt for an
+// environment whenever a run of it finishes (Refresh: its applied spec may
+// have changed) and for all at start, and queues them as they fall due.
+type Scheduler struct {
+	k     *knit.Knit
+	q     Queue
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+
+	mu     sync.Mutex
+	checks map[string][]*driftCheck
+	ctx    context.Context // Run's, nil before it starts
+}
+
+// New is a scheduler over k, queueing its checks on q.
+func New(k *knit.Knit, q Queue, cfg Config) *Scheduler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	t := time.NewTicker(tick)
+	if cfg.Actor == "" {
+		cfg.Actor = "knit-serve"
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	return &Scheduler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock), checks: map[string][]*driftCheck{}}
+}
+
+// Run loads every environment's schedule, then queues checks as they fall
+// due until ctx ends. It returns nil once stopped.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	s.loadAll(ctx)
+	t := s.clock.NewTicker(s.cfg.Tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			s.runDueDriftChecks(now)
+			return nil
+		case <-t.C():
+			s.runDue(s.clock.Now()) // now, not the tick's time: a tick may wait in its channel
+
 		}
 	}
 }
 
-func (s *Server) loadAllDriftSchedules(ctx context.Context) {
+func (s *Scheduler) loadAll(ctx context.Context) {
 	after := ""
 	for ctx.Err() == nil {
 		page, err := s.k.Environments(ctx, knit.EnvironmentFilter{After: after, Limit: 1000})
@@ -60,7 +110,7 @@ func (s *Server) loadAllDriftSchedules(ctx context.Context) {
 			return
 		}
 		for _, e := range page.Items {
-			s.refreshDrift(ctx, e.ID)
+			s.Refresh(ctx, e.ID)
 		}
 		if page.Next == "" {
 			return
@@ -69,32 +119,29 @@ func (s *Server) loadAllDriftSchedules(ctx context.Context) {
 	}
 }
 
-// refreshDrift recomputes one environment's scheduled checks from its
+// Refresh recomputes one environment's scheduled checks from its
 // applied spec: the file's drift.schedule (or the server's interval) for
 // the whole environment, and each component's own schedule.
-func (s *Server) refreshDrift(ctx context.Context, env string) {
+func (s *Scheduler) Refresh(ctx context.Context, env string) {
 	checks, err := s.driftChecks(ctx, env)
 	if err != nil {
 		s.log.Warn("drift: no schedule", "env", env, "err", err)
 	}
-	s.drifts.mu.Lock()
-	defer s.drifts.mu.Unlock()
-	if s.drifts.checks == nil {
-		s.drifts.checks = map[string][]*driftCheck{}
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(checks) == 0 {
-		delete(s.drifts.checks, env)
+		delete(s.checks, env)
 		return
 	}
-	s.drifts.checks[env] = checks
+	s.checks[env] = checks
 }
 
-func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, error) {
+func (s *Scheduler) driftChecks(ctx context.Context, id string) ([]*driftCheck, error) {
 	env, rec, err := s.k.AppliedSpec(ctx, id)
 	if err != nil || rec.Status == engine.EnvTornDown || engine.Driftable(env) != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
+	now := s.clock.Now().UTC()
 	var checks []*driftCheck
 	envPolicy := ""
 	envSched := ""
@@ -117,8 +164,8 @@ func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, err
 	}
 	add := func(expr string, comps []string) error {
 		var opts []schedule.Option
-		if s.cfg.MinDriftEvery > 0 {
-			opts = append(opts, schedule.MinEvery(s.cfg.MinDriftEvery))
+		if s.cfg.MinEvery > 0 {
+			opts = append(opts, schedule.MinEvery(s.cfg.MinEvery))
 		}
 		sched, err := schedule.Parse(expr, opts...)
 		if err != nil {
@@ -134,8 +181,8 @@ func (s *Server) driftChecks(ctx context.Context, id string) ([]*driftCheck, err
 		if err := add(envSched, nil); err != nil {
 			return nil, err
 		}
-	case s.cfg.DriftInterval > 0:
-		if err := add("@every "+s.cfg.DriftInterval.String(), nil); err != nil {
+	case s.cfg.Interval > 0:
+		if err := add("@every "+s.cfg.Interval.String(), nil); err != nil {
 			return nil, err
 		}
 	}
@@ -160,11 +207,23 @@ func (c *driftCheck) jitter() time.Duration {
 	return schedule.Jitter(c.env+"|"+strings.Join(c.components, ","), min(period/10, 5*time.Minute))
 }
 
-// runDueDriftChecks queues the checks that are due, oldest first.
-func (s *Server) runDueDriftChecks(now time.Time) {
-	s.drifts.mu.Lock()
+// RunEnded refreshes env's checks after a run of it ended (its applied
+// spec may have changed), while Run goes; before, Run's start loads every
+// environment's.
+func (s *Scheduler) RunEnded(env string) {
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
+	if ctx != nil && ctx.Err() == nil {
+		s.Refresh(ctx, env)
+	}
+}
+
+// runDue queues the checks that are due, oldest first.
+func (s *Scheduler) runDue(now time.Time) {
+	s.mu.Lock()
 	var due []*driftCheck
-	for _, checks := range s.drifts.checks {
+	for _, checks := range s.checks {
 		for _, c := range checks {
 			if !c.next.After(now) {
 				due = append(due, c)
@@ -175,13 +234,13 @@ func (s *Server) runDueDriftChecks(now time.Time) {
 			}
 		}
 	}
-	s.drifts.mu.Unlock()
+	s.mu.Unlock()
 	sort.Slice(due, func(i, j int) bool { return due[i].env < due[j].env })
 	for _, c := range due {
-		if s.queue.pendingFor(c.env) {
+		if s.q.PendingFor(c.env) {
 			continue // a run of it is already waiting: it will see the drift soon enough
 		}
-		if _, err := s.queue.enqueue(knit.RunRequest{Kind: engine.KindDrift, EnvRef: c.env, Components: c.components,
+		if _, err := s.q.Enqueue(knit.RunRequest{Kind: engine.KindDrift, EnvRef: c.env, Components: c.components,
 			Reconcile: true, Policies: c.policies, Actor: s.cfg.Actor, Source: "schedule", Reason: "scheduled drift check"}, c.env); err != nil {
 			s.log.Error("drift: queue the check", "env", c.env, "err", err)
 		}

@@ -1,4 +1,4 @@
-package server
+package controller
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/store"
@@ -13,11 +14,11 @@ import (
 
 // notifications are what a finished run tells the sinks: each component
 // waiting for approval, drift found, then how the run ended.
-func notifications(j *job, res *engine.Result) []notify.Event {
+func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
 	if res == nil {
 		return nil
 	}
-	base := notify.Event{Env: res.Env, RunID: res.RunID, Actor: j.req.Actor}
+	base := notify.Event{Env: res.Env, RunID: res.RunID, Actor: j.Req.Actor}
 	var out []notify.Event
 	for _, c := range res.Components {
 		if c.Status == engine.Awaiting {
@@ -64,7 +65,7 @@ func firstFailure(res *engine.Result) string {
 			return c.Name + ": " + firstLine(c.Reason)
 		}
 	}
-	return res.Status
+	return string(res.Status)
 }
 
 func firstLine(s string) string {

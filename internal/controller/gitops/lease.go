@@ -1,4 +1,4 @@
-package server
+package gitops
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const defaultGitLease = 30 * time.Second
 // take over once it expires (or at once, when its holder is a process of
 // this host that is gone).
 type gitLease struct {
-	s     *Server
+	g     *Reconciler
 	lock  store.Lock
 	lease time.Duration
 	have  bool
@@ -32,15 +32,15 @@ type gitLease struct {
 	told bool
 }
 
-func newGitLease(s *Server) *gitLease {
-	lease := s.cfg.Git.Lease
+func newGitLease(g *Reconciler) *gitLease {
+	lease := g.cfg.Lease
 	if lease <= 0 {
 		lease = defaultGitLease
 	}
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), knit.NewRunID())
-	return &gitLease{s: s, lease: lease,
-		lock: store.Lock{Env: gitLeaseName, RunID: id, Owner: s.cfg.Actor, PID: os.Getpid(), Host: host}}
+	return &gitLease{g: g, lease: lease,
+		lock: store.Lock{Env: gitLeaseName, RunID: id, Owner: g.cfg.Actor, PID: os.Getpid(), Host: host}}
 }
 
 // every is how often the lease is renewed.
@@ -50,24 +50,24 @@ func (l *gitLease) held() bool { return l.have }
 
 // hold takes or renews the lease and reports whether this server holds it.
 func (l *gitLease) hold(ctx context.Context) bool {
-	err := l.s.k.HoldLease(ctx, l.lock, l.lease)
+	err := l.g.k.HoldLease(ctx, l.lock, l.lease)
 	var locked *store.LockedError
 	switch {
 	case err == nil:
 		if !l.have {
-			l.s.log.Info("git: this server watches the repository", "lease", l.lease)
+			l.g.log.Info("git: this server watches the repository", "lease", l.lease)
 		}
 		l.have, l.told = true, false
 	case errors.As(err, &locked):
 		if !l.told {
-			l.s.log.Info("git: another server watches the repository; this one serves without polling",
+			l.g.log.Info("git: another server watches the repository; this one serves without polling",
 				"holder", locked.Holder.Host, "pid", locked.Holder.PID, "expires", locked.Holder.Expires)
 			l.told = true
 		}
 		l.have = false
 	default:
 		if ctx.Err() == nil {
-			l.s.log.Error("git: the watcher's lease", "err", err)
+			l.g.log.Error("git: the watcher's lease", "err", err)
 		}
 		l.have = false
 	}
@@ -81,8 +81,8 @@ func (l *gitLease) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := l.s.k.ReleaseLease(ctx, gitLeaseName, l.lock.RunID); err != nil {
-		l.s.log.Warn("git: release the watcher's lease", "err", err)
+	if err := l.g.k.ReleaseLease(ctx, gitLeaseName, l.lock.RunID); err != nil {
+		l.g.log.Warn("git: release the watcher's lease", "err", err)
 	}
 	l.have = false
 }

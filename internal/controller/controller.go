@@ -1,0 +1,136 @@
+// Package controller runs knit serve's controllers as one: the fair run
+// queue (runqueue), the GitOps reconciler (gitops) and the drift scheduler
+// (drift), and the notifications of what they do. knit serve
+// (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
+// HTTP server, and runs it beside the server; the server only routes,
+// authenticates and encodes.
+package controller
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"knit.dev/knit/internal/controller/clock"
+	"knit.dev/knit/internal/controller/drift"
+	"knit.dev/knit/internal/controller/gitops"
+	"knit.dev/knit/internal/controller/runqueue"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
+)
+
+// Config is how the controllers run.
+type Config struct {
+	// MaxConcurrentRuns bounds runs at once across environments (default 4).
+	MaxConcurrentRuns int
+	// Actor names the server in the audit trail for what it starts itself
+	// (default knit-serve).
+	Actor  string
+	Logger *slog.Logger
+	// Clock is the controllers' time (default: the real clock).
+	Clock clock.Clock
+	// Git, when set, switches on GitOps (its Actor, Logger, Clock and
+	// Notify are this Config's).
+	Git *gitops.Config
+	// Drift is the drift scheduler's (its Actor, Logger and Clock are this
+	// Config's).
+	Drift drift.Config
+	// Notify are the sinks told about failed runs, drift, approvals needed,
+	// teardowns, successes and invalid environment files.
+	Notify []notify.Sink
+	// RunURL, when set, is the dashboard page of a run, for the links
+	// notifications carry.
+	RunURL func(id string) string
+}
+
+// Set is the controllers of one knit serve.
+type Set struct {
+	Queue *runqueue.Queue
+	// Git is the GitOps reconciler (nil: GitOps off).
+	Git   *gitops.Reconciler
+	Drift *drift.Scheduler
+
+	log    *slog.Logger
+	notify *notify.Dispatcher
+	runURL func(string) string
+}
+
+// New builds the controllers over k. Nothing runs until Run. Bad
+// notification sinks are an error.
+func New(k *knit.Knit, cfg Config) (*Set, error) {
+	if cfg.Actor == "" {
+		cfg.Actor = "knit-serve"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger, Outbox: outbox{k.Outbox()}})
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{log: cfg.Logger, notify: d, runURL: cfg.RunURL}
+	s.Queue = runqueue.New(k, runqueue.Config{Max: cfg.MaxConcurrentRuns, Actor: cfg.Actor, Logger: cfg.Logger, Clock: cfg.Clock})
+	dc := cfg.Drift
+	dc.Actor, dc.Logger, dc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
+	s.Drift = drift.New(k, s.Queue, dc)
+	if cfg.Git != nil {
+		gc := *cfg.Git
+		gc.Actor, gc.Logger, gc.Clock, gc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
+		s.Git = gitops.New(k, s.Queue, gc)
+	}
+	s.Queue.OnFinish(s.runEnded)
+	return s, nil
+}
+
+// runEnded follows a run's end: the environment's drift schedule may have
+// changed with its spec, and people hear of what they should.
+func (s *Set) runEnded(o runqueue.Outcome) {
+	if o.Refused != nil {
+		return
+	}
+	s.Drift.RunEnded(o.Job.Env)
+	for _, ev := range notifications(o.Job, o.Result) {
+		if s.runURL != nil {
+			ev.URL = s.runURL(ev.RunID)
+		}
+		s.notify.Notify(ev)
+	}
+}
+
+// Resume queues again the runs a crash or a shutdown interrupted (see
+// runqueue.Queue.Resume). Call it once, before Run.
+func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
+
+// Run runs every controller until ctx ends and waits for all of them (the
+// queue for the runs ctx's end interrupts), then flushes the notifications
+// of what just ended once, keeping the rest in the store for the next
+// start. A controller that fails alone (a repository GitOps cannot watch)
+// leaves the others running; Run returns its error at the end.
+func (s *Set) Run(ctx context.Context) error {
+	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run}
+	if s.Git != nil {
+		runs = append(runs, s.Git.Run)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.notify.Close(context.Background()); err != nil {
+		s.log.Warn("notifications left undelivered", "err", err)
+	}
+	return errors.Join(errs...)
+}

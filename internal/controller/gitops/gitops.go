@@ -1,0 +1,261 @@
+// Package gitops is knit serve's GitOps reconciler: it follows a git
+// repository of environment files and turns each commit into runs,
+// through the run queue.
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"knit.dev/knit/internal/controller/clock"
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// GitOps in three steps, each durable before the next:
+//
+//  1. pollGit turns each new commit into the desired state of every
+//     environment the commit's tree declares (plan.go: a gitWant per
+//     environment, pending when it changed), written with the commit
+//     pointer in one transaction: a commit is never half-processed.
+//  2. reconcileWants starts a run for each pending want (reconcile.go). A
+//     want stops being pending only once its run started, that is once
+//     the environment's revision is recorded; a run refused because the
+//     environment is locked is retried with backoff, and a want whose run
+//     was still queued at shutdown is still pending after a restart.
+//  3. A run a shutdown interrupted is resumed after the restart, as a run
+//     a crash interrupted is (runqueue.Queue.Resume).
+//
+// One server at a time does all this: the holder of the watcher's lease
+// (lease.go); another server on the same data dir serves without polling.
+
+// Config is the repository and folder of environment files to follow, and
+// how often to fetch.
+type Config struct {
+	gitwatch.Config
+	// Poll is how often to fetch (default 1m); Wake fetches at once.
+	Poll time.Duration
+	// Lease is how long the watcher's lease lives without renewal (default
+	// 30s); it is renewed three times as often.
+	Lease time.Duration
+	// Spec is what validating a commit's environment files knows beyond
+	// the files: the git modules knit has fetched (see spec.Options).
+	Spec spec.Options
+	// Actor names the server in the audit trail (its lease's owner).
+	Actor  string
+	Logger *slog.Logger
+	Clock  clock.Clock
+	// Notify, when set, is told of environment files that do not validate.
+	Notify Notifier
+}
+
+// Notifier is told what people should hear of (notify.Dispatcher).
+type Notifier interface{ Notify(notify.Event) }
+
+// Queue is where the reconciler's runs go (runqueue.Queue): onStart
+// learns whether a run started.
+type Queue interface {
+	EnqueueWith(req knit.RunRequest, env string, onStart func(error)) (string, error)
+}
+
+// Reconciler is the GitOps controller. Run polls and reconciles until its
+// context ends; Wake asks for a poll now.
+type Reconciler struct {
+	k     *knit.Knit
+	q     Queue
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	// nudge asks the loop to fetch now.
+	nudge chan struct{}
+	// lastPoll is the unix nanoseconds of the last successful poll.
+	lastPoll atomic.Int64
+	// mu serialises what the loop and started runs write of the wants;
+	// wants tracks their queued runs.
+	mu    sync.Mutex
+	wants wantRuns
+	// ctx is Run's (nil before it starts); retries are its retry timers,
+	// stopped when Run returns.
+	ctxMu   sync.Mutex
+	ctx     context.Context
+	retries map[clock.Timer]bool
+}
+
+// Settings the reconciler keeps in the store.
+const (
+	settingCommit  = "git.commit"   // the last commit whose wants are recorded
+	settingFile    = "git.file:"    // + path: the environment the file last validly declared
+	settingWant    = "git.env:"     // + env ID: the environment's gitWant, as JSON
+	settingInvalid = "git.invalid:" // + path: the ID an invalid file is recorded under
+)
+
+// New is a reconciler of cfg's repository over k, queueing its runs on q.
+func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = "knit-serve"
+	}
+	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
+		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{}}
+}
+
+// Run polls the repository on a ticker (and on Wake) while it holds the
+// watcher's lease, and reconciles what each commit wants, until ctx ends.
+// A repository it cannot watch is an error at once.
+func (g *Reconciler) Run(ctx context.Context) error {
+	w, err := gitwatch.New(g.cfg.Config)
+	if err != nil {
+		g.log.Error("git: cannot watch", "err", err)
+		return fmt.Errorf("git: cannot watch: %w", err)
+	}
+	g.ctxMu.Lock()
+	g.ctx = ctx
+	g.ctxMu.Unlock()
+	defer g.stopRetries()
+	// A revision applied long ago runs from its commit's tree, which the
+	// watcher may have pruned since.
+	g.k.SetDirRestorer(w.Restore)
+	poll := g.cfg.Poll
+	if poll <= 0 {
+		poll = time.Minute
+	}
+	lease := newGitLease(g)
+	defer lease.release()
+	pollT := g.clock.NewTicker(poll)
+	defer pollT.Stop()
+	leaseT := g.clock.NewTicker(lease.every())
+	defer leaseT.Stop()
+	for {
+		if lease.hold(ctx) {
+			g.pollGit(ctx, w)
+			g.reconcileWants(ctx, w)
+		}
+		if !g.waitGit(ctx, pollT.C(), leaseT.C(), lease) {
+			return nil
+		}
+	}
+}
+
+// waitGit waits for the next poll: its tick, a nudge, or a chance to take
+// the lease; it renews a held lease meanwhile. It is false once ctx ends.
+func (g *Reconciler) waitGit(ctx context.Context, poll, renew <-chan time.Time, lease *gitLease) bool {
+	for {
+		select {
+		case <-poll:
+			return true
+		case <-g.nudge:
+			return true
+		case <-renew:
+			if !lease.held() {
+				return true // try to take it
+			}
+			lease.hold(ctx)
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// Wake asks the reconciler to poll and reconcile now (a signed webhook).
+func (g *Reconciler) Wake() {
+	select {
+	case g.nudge <- struct{}{}:
+	default: // a fetch is already due
+	}
+}
+
+// LastPoll is when the last poll succeeded (zero: never).
+func (g *Reconciler) LastPoll() time.Time {
+	n := g.lastPoll.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// stopping reports whether Run's context has ended.
+func (g *Reconciler) stopping() bool {
+	g.ctxMu.Lock()
+	defer g.ctxMu.Unlock()
+	return g.ctx != nil && g.ctx.Err() != nil
+}
+
+// retryLater wakes the loop after d, unless Run returns first.
+func (g *Reconciler) retryLater(d time.Duration) {
+	g.ctxMu.Lock()
+	defer g.ctxMu.Unlock()
+	if g.ctx != nil && g.ctx.Err() != nil {
+		return
+	}
+	var t clock.Timer
+	t = g.clock.AfterFunc(d, func() {
+		g.ctxMu.Lock()
+		delete(g.retries, t)
+		g.ctxMu.Unlock()
+		g.Wake()
+	})
+	g.retries[t] = true
+}
+
+func (g *Reconciler) stopRetries() {
+	g.ctxMu.Lock()
+	defer g.ctxMu.Unlock()
+	for t := range g.retries {
+		t.Stop()
+		delete(g.retries, t)
+	}
+}
+
+// notify tells the Notifier, if any.
+func (g *Reconciler) notify(ev notify.Event) {
+	if g.cfg.Notify != nil {
+		g.cfg.Notify.Notify(ev)
+	}
+}
+
+func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
+	last, err := g.k.Setting(ctx, settingCommit)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		g.log.Error("git: read the last commit", "err", err)
+		return
+	}
+	commits, err := w.Poll(ctx, last)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: poll", "err", err)
+		}
+		return
+	}
+	g.lastPoll.Store(g.clock.Now().UnixNano())
+	for _, c := range commits {
+		if err := g.recordCommit(ctx, c); err != nil {
+			if ctx.Err() == nil {
+				g.log.Error("git: record the commit", "commit", c.Hash, "err", err)
+			}
+			return
+		}
+	}
+}
+
+func commitReason(c gitwatch.Commit) string {
+	subject, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n")
+	return fmt.Sprintf("commit %s: %s", short(c.Hash), subject)
+}
+
+func short(hash string) string {
+	if len(hash) > 10 {
+		return hash[:10]
+	}
+	return hash
+}

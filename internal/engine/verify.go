@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"knit.dev/knit/internal/health"
+	"knit.dev/knit/internal/procexec"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// Verifier runs an applied environment's health checks (health.Runner
+// does, on its clock). An Engine without one verifies on the real clock.
+type Verifier interface {
+	Verify(ctx context.Context, targets []health.Target) health.Report
+}
+
+// VerificationError fails an apply whose health checks did not all
+// succeed: Report holds every verdict and its evidence.
+type VerificationError struct {
+	Report health.Report
+}
+
+func (e *VerificationError) Error() string { return e.Report.Summary() }
+
+// Reason is the verification's outcome as data.
+func (e *VerificationError) Reason() Reason {
+	if e.Report.Verdict == health.Inconclusive {
+		return ReasonVerificationInconclusive
+	}
+	return ReasonVerificationFailed
+}
+
+// verify runs, after an apply that left every component applied, the
+// health checks of the components it applied and the environment's own:
+// the run succeeds only when each is Successful. Runs whose components
+// failed or wait for approval, and runs without checks, are not verified.
+func (s *session) verify(ctx context.Context) error {
+	if s.kind != KindApply || ctx.Err() != nil || s.result.Failed() || s.result.Awaiting() {
+		return nil
+	}
+	targets := s.healthTargets()
+	if len(targets) == 0 {
+		return nil
+	}
+	s.handle.verifying.Store(true)
+	defer s.handle.verifying.Store(false)
+	s.publish(Event{Kind: Verifying, RunKind: s.kind})
+	rep := s.e.verifier().Verify(ctx, targets)
+	s.result.Verification = &rep
+	for _, r := range rep.Results {
+		ev := Event{Kind: HealthChecked, Component: r.Component, Code: string(r.Verdict) + ": " + r.Check, Reason: r.Message}
+		if m := r.Last(); m.Message != "" {
+			ev.Reason += ": " + m.Message
+		}
+		if r.Verdict != health.Successful {
+			err := &VerificationError{Report: health.Report{Verdict: r.Verdict}}
+			ev.Cause = err.Reason().Cause()
+		}
+		s.publish(ev)
+	}
+	if ctx.Err() != nil {
+		return nil // the run is interrupted, not failed
+	}
+	if rep.Verdict != health.Successful {
+		return &VerificationError{Report: rep}
+	}
+	return nil
+}
+
+// healthTargets are the checks to run after this run's apply: each
+// component's it applied or found up to date (in graph order), then the
+// environment's.
+func (s *session) healthTargets() []health.Target {
+	var names []string
+	for _, cr := range s.result.Components {
+		if cr.Status != Destroyed && !cr.Status.IsError() {
+			names = append(names, cr.Name)
+		}
+	}
+	s.mu.Lock()
+	states := maps.Clone(s.states)
+	failures := s.checkFailures
+	s.mu.Unlock()
+	targets := s.e.healthTargets(s.env, names, states)
+	// A check block that failed in an apply is a failed check of its
+	// component, decided by the tool: nothing to measure again.
+	for _, name := range names {
+		for _, f := range failures[name] {
+			targets = append(targets, health.Target{Component: name, Check: health.Check{Name: "check." + f.Check},
+				Decided: &health.Result{Check: "check." + f.Check, Verdict: health.Failed, Reason: health.ReasonCheckBlock, Message: f.Message}})
+		}
+	}
+	return targets
+}
+
+// checkFailed records, for name, a check block that failed in its apply.
+func (s *session) checkFailed(name string) func(runner.CheckFailure) {
+	return func(f runner.CheckFailure) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.checkFailures == nil {
+			s.checkFailures = map[string][]runner.CheckFailure{}
+		}
+		s.checkFailures[name] = append(s.checkFailures[name], f)
+	}
+}
+
+// CheckHealth runs env's health checks now, against what is applied: the
+// checks of every component whose stored state is applied (in graph
+// order), then the environment's; none for a torn-down environment. It
+// takes no lock and changes nothing.
+func (e *Engine) CheckHealth(ctx context.Context, env *spec.Environment) (health.Report, error) {
+	if env.Spec.Teardown {
+		return health.Report{Verdict: health.Successful}, nil // torn down: nothing to check
+	}
+	states, err := e.Store.ComponentStates(ctx, env.ID())
+	if err != nil {
+		return health.Report{}, fmt.Errorf("read component states: %w", err)
+	}
+	levels, err := env.Graph().Levels()
+	if err != nil {
+		return health.Report{}, err
+	}
+	var names []string
+	for _, level := range levels {
+		for _, n := range level {
+			if states[n].Status == stateApplied {
+				names = append(names, n)
+			}
+		}
+	}
+	return e.verifier().Verify(ctx, e.healthTargets(env, names, states)), nil
+}
+
+func (e *Engine) verifier() Verifier {
+	if e.Verifier == nil {
+		return health.Runner{Clock: health.SystemClock{}}
+	}
+	return e.Verifier
+}
+
+// healthTargets are the checks of the named components, then env's own;
+// valueFrom reads states' outputs, and every sensitive output is kept out
+// of evidence.
+func (e *Engine) healthTargets(env *spec.Environment, names []string, states map[string]store.ComponentState) []health.Target {
+	out := outputReader(states)
+	var secrets []string
+	for _, st := range states {
+		secrets = append(secrets, storedSecrets(st.Outputs)...)
+	}
+	vars := procexec.ToolEnv(nil, nil)
+	// Evidence is masked by the engine's one rule: every secret, and every
+	// value of the tool environment a command check sees.
+	hidden := slices.Clone(secrets)
+	for _, kv := range vars {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			hidden = append(hidden, v)
+		}
+	}
+	mask := newMasker(hidden).text
+	var targets []health.Target
+	for _, name := range names {
+		c := env.Component(name)
+		if c == nil {
+			continue
+		}
+		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets, Mask: mask}
+		for _, h := range c.Health {
+			targets = append(targets, target(c.Name, h, henv))
+		}
+	}
+	if h := env.Spec.Health; h != nil {
+		henv := health.Env{Resolve: out, Dir: env.Dir, Vars: vars, Secrets: secrets, Mask: mask}
+		for _, c := range h.Checks {
+			targets = append(targets, target("", c, henv))
+		}
+	}
+	return targets
+}
+
+func target(component string, h spec.HealthCheck, env health.Env) health.Target {
+	c, err := health.FromSpec(h, env)
+	if err != nil {
+		c.Name = h.Name
+	}
+	return health.Target{Component: component, Check: c, Broken: err}
+}
+
+// outputReader reads component.output from states, as a string (a
+// check's URL).
+func outputReader(states map[string]store.ComponentState) func(ref string) (string, error) {
+	return func(ref string) (string, error) {
+		r, ok := spec.ParseValueFrom(ref)
+		if !ok {
+			return "", fmt.Errorf("bad valueFrom %q", ref)
+		}
+		o, ok := states[r.Component].Outputs[r.Output]
+		if !ok {
+			return "", fmt.Errorf("%s has no output %q", r.Component, r.Output)
+		}
+		var v any
+		if err := json.Unmarshal(o.Value, &v); err != nil {
+			return "", fmt.Errorf("output %s is unreadable: %w", ref, err)
+		}
+		v, err := element(v, r)
+		if err != nil {
+			return "", err
+		}
+		str, ok := v.(string)
+		if !ok {
+			return "", errors.New("output " + ref + " is not a string")
+		}
+		return str, nil
+	}
+}

@@ -1,0 +1,94 @@
+// Package plan holds what a runner's plan says applying would change, and
+// the outputs a component has: plain data, a leaf. The runner port
+// (internal/runner) names these types by alias; the read models
+// (internal/view) and the HTTP client import them from here, so they link
+// neither the runners nor the environment file's parser (HCL).
+package plan
+
+// Output is one output value.
+type Output struct {
+	Value     any  `json:"value"`
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Outputs maps output names to values.
+type Outputs map[string]Output
+
+// Action is what a plan does to one resource.
+type Action string
+
+// Resource actions.
+const (
+	ActionCreate  Action = "create"
+	ActionUpdate  Action = "update"
+	ActionDelete  Action = "delete"
+	ActionReplace Action = "replace"
+	ActionRead    Action = "read"
+)
+
+// ResourceChange is one resource a plan touches.
+type ResourceChange struct {
+	Address string `json:"address"`
+	Action  Action `json:"action"`
+	// Attributes names the attributes that differ, where the tool says.
+	Attributes []string `json:"attributes,omitempty"`
+	// Changes are the differing values, old → new, where the runner knows
+	// them (OpenTofu attributes, Kubernetes object fields), for a reviewer:
+	// sensitive ones are MaskedValue, ones known only after apply UnknownValue.
+	Changes []ValueChange `json:"changes,omitempty"`
+}
+
+// ValueChange is one value a plan changes, rendered for a person: Old and
+// New are short display strings ("(none)" for absent), never raw secrets.
+type ValueChange struct {
+	Path      string `json:"path"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// Placeholders of ValueChange values that cannot be shown.
+const (
+	MaskedValue  = "(sensitive)"
+	UnknownValue = "(known after apply)"
+)
+
+// String renders the change as "path: old → new".
+func (v ValueChange) String() string { return v.Path + ": " + v.Old + " → " + v.New }
+
+// Plan is what applying would change. An approval is of one exact Plan:
+// File (the tool's saved plan) is applied byte for byte.
+type Plan struct {
+	Add       int              `json:"add"`
+	Change    int              `json:"change"`
+	Destroy   int              `json:"destroy"`
+	Resources []ResourceChange `json:"resources,omitempty"`
+	// OutputChanges names outputs whose value would change.
+	OutputChanges []string `json:"outputChanges,omitempty"`
+	// File is the saved plan file in the work dir; Checksum its SHA-256.
+	File     string `json:"file,omitempty"`
+	Checksum string `json:"checksum,omitempty"`
+	// Destroying is true for a destroy plan.
+	Destroying bool `json:"destroying,omitempty"`
+	// Target names where the plan applies, when the tool has a notion of
+	// it (Kubernetes: the kubeconfig context and API server), for the
+	// plan's header.
+	Target string `json:"target,omitempty"`
+	// Unchecked says the plan was made without looking at reality (a
+	// script without a plan command, judged by its inputs alone): "no
+	// changes" means only that nothing knit passes it changed, so a drift
+	// check reports its drift as unknown, not in sync.
+	Unchecked bool `json:"unchecked,omitempty"`
+	// Notes say where applying may do more or other than the plan shows
+	// (hooks that run, what the tool cannot predict).
+	Notes []string `json:"notes,omitempty"`
+	// PlannedOutputs are the output values the plan already knows (those
+	// computed only from known values); outputs known only after apply are
+	// absent. Never serialised: values may be sensitive.
+	PlannedOutputs Outputs `json:"-"`
+}
+
+// HasChanges reports whether applying the plan would change any resource or output.
+func (p *Plan) HasChanges() bool {
+	return p != nil && (p.Add+p.Change+p.Destroy > 0 || len(p.OutputChanges) > 0)
+}
