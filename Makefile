@@ -16,11 +16,11 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools tools-demo terragrunt build demo test test-short fuzz bench loadtest fmt vet clean
+.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench loadtest fmt vet clean
 
 all: build
 
-tools: ## install every tool the tests need into ./.tools (OpenTofu, the provider mirror, etcd, kube-apiserver, kubectl, Chromium)
+tools: ## install every tool the tests need into ./.tools (OpenTofu, the provider mirror, etcd, kube-apiserver, kubectl, Chromium, PostgreSQL)
 	@bash scripts/tools.sh
 
 tools-demo: ## install only what the demo runs into ./.tools: OpenTofu, the hashicorp/local provider mirror and the CLI config
@@ -42,6 +42,9 @@ test: tools ## every test, end-to-end ones included
 	go vet ./...
 	GOOS=darwin go build ./... && GOOS=darwin go vet ./...   # knit runs on macOS too
 	go test -race -count=1 ./...   # the race detector found real bugs; keep it on
+
+test-e2e-postgres: tools ## the end-to-end tests again, each knit on a PostgreSQL store of its own
+	KNIT_E2E_STORE=postgres go test -count=1 -timeout 30m ./test/e2e
 
 test-short: ## unit tests only, no tools needed
 	go test -short ./...

@@ -7,7 +7,8 @@
 # kube-apiserver and kubectl built from the Go module proxy through the
 # throwaway module in scripts/kube (its go.sum is committed, so the build
 # needs nothing but the proxy). All three sit in .tools/kube, the folder
-# envtest's KUBEBUILDER_ASSETS points at.
+# envtest's KUBEBUILDER_ASSETS points at. For the Postgres store's tests:
+# Debian's postgresql package (initdb, pg_ctl).
 # A second run finds everything in place and takes a second or two.
 # `tools.sh terragrunt` builds only Terragrunt, the peer make bench compares
 # knit with (no test needs it); `tools.sh demo` installs only what the demo
@@ -138,6 +139,19 @@ install_chromium() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
 }
 
+# install_postgres installs Debian's postgresql package when no initdb is
+# on the machine: the Postgres store's tests start throwaway clusters with
+# its initdb and pg_ctl (internal/testtools/pgtest finds them in
+# /usr/lib/postgresql/*/bin, where Debian puts them, off PATH).
+install_postgres() {
+  if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null 2>&1; then return; fi
+  log "installing Debian's postgresql for the Postgres store's tests"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+}
+
 # build_terragrunt builds Terragrunt as its Makefile does: static, version stamped.
 build_terragrunt() {
   build_main "$bin/terragrunt" "$TERRAGRUNT_VERSION-r$TOOLS_REVISION" "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION" \
@@ -162,4 +176,5 @@ fi
 install_etcd
 build_kube
 install_chromium
+install_postgres
 log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube"

@@ -1,5 +1,5 @@
-// Package adapters wires the concrete adapters knit ships with, the SQLite
-// store and the runners of the real tools (OpenTofu/Terraform, scripts,
+// Package adapters wires the concrete adapters knit ships with, the stores
+// (SQLite in the data dir, or PostgreSQL) and the runners of the real tools (OpenTofu/Terraform, scripts,
 // knit-kube for helm and manifests), into the library. It is the wiring
 // edge: internal/knit takes its store and runners from its caller (as
 // Helm's action.Configuration does), and only internal/cli/adapters.go, the
@@ -24,6 +24,7 @@ import (
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/postgres"
 	"knit.dev/knit/internal/store/sqlite"
 )
 
@@ -61,13 +62,24 @@ const StateKeyPurpose = "opentofu state and plans"
 // components' saved plans and outputs in their work dirs.
 const ScriptKeyPurpose = "script work files"
 
-// OpenStore opens (or creates) the store in dataDir: the SQLite file.
-func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
-	st, err := sqlite.Open(ctx, dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("open store in %s: %w", dataDir, err)
+// OpenStore opens (or creates) the store knit keeps its records in: the
+// PostgreSQL database dsn names, or with no dsn the SQLite file in dataDir.
+// Either way knit.key in dataDir seals sensitive values, so every replica
+// on one PostgreSQL database needs the same knit.key. Errors never quote
+// dsn: it may hold a password.
+func OpenStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
+	if dsn == "" {
+		st, err := sqlite.Open(ctx, dataDir)
+		if err != nil {
+			return nil, fmt.Errorf("open store in %s: %w", dataDir, err)
+		}
+		return st, nil
 	}
-	return st, nil
+	key, err := keyfile.Load(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return postgres.Open(ctx, dsn, key)
 }
 
 // Runners are the real tools, one per component type. Each is located
@@ -119,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (k *knit.Knit, err error) {
 		cfg.Runners = Runners(ctx, cfg.Tools)
 	}
 	if cfg.Store == nil {
-		if cfg.Store, err = OpenStore(ctx, dir); err != nil {
+		if cfg.Store, err = OpenStore(ctx, dir, ""); err != nil {
 			return nil, err
 		}
 		cfg.CloseStore = true

@@ -2,12 +2,19 @@ package adapters_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store/postgres"
 	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/testtools/pgtest"
 )
 
 // TestOpenWiresTheShippedAdapters: Open with only a data dir keeps knit's
@@ -42,5 +49,47 @@ func TestOpenWiresTheShippedAdapters(t *testing.T) {
 		if runners[typ] == nil {
 			t.Errorf("no runner for %s components", typ)
 		}
+	}
+}
+
+// TestOpenStoreOnPostgres: with a DSN, OpenStore keeps knit's records in
+// that PostgreSQL database, sealing with the data dir's knit.key, and
+// writes no SQLite file; Open wires the library onto it.
+func TestOpenStoreOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dsn := pgtest.Start(t).DB(t)
+	st, err := adapters.OpenStore(ctx, dir, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.(*postgres.Store); !ok {
+		st.Close()
+		t.Fatalf("OpenStore with a DSN opened a %T", st)
+	}
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir, Store: st, CloseStore: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := k.CreateToken(ctx, "ci", "viewer", nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlite.DBFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a SQLite file beside the Postgres store: %v", err)
+	}
+	key, err := keyfile.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := postgres.Open(ctx, dsn, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if toks, err := pg.ListTokens(ctx); err != nil || len(toks) != 1 {
+		t.Fatalf("tokens in the Postgres store: %+v, %v", toks, err)
 	}
 }

@@ -8,19 +8,27 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/postgres"
+	"knit.dev/knit/internal/store/sqlite"
 )
 
 // openKnit builds the library on dataDir from the global flags and knit's
-// environment: the store openStore chooses, the real runners (tools may
-// also see the variables toolEnv names). Close closes the store.
+// environment: the store they name (see storeDSN), the real runners (tools
+// may also see the variables toolEnv names). Close closes the store.
 func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies []string) (*knit.Knit, error) {
-	st, err := openStore(ctx, dataDir)
+	dsn, err := d.storeDSN()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, dataDir, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -30,11 +38,35 @@ func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies [
 	})
 }
 
-// openStore opens the store knit keeps its records in: the SQLite file in
-// dataDir.
-func openStore(ctx context.Context, dataDir string) (store.Store, error) {
-	return adapters.OpenStore(ctx, dataDir)
+// openStore opens the store knit keeps its records in: the PostgreSQL
+// database dsn names, or with no dsn the SQLite file in dataDir
+// (adapters.OpenStore).
+func openStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
+	return adapters.OpenStore(ctx, dataDir, dsn)
 }
+
+// migrateStore copies the SQLite store in dataDir into the new PostgreSQL
+// store dsn names, returning the rows copied by table.
+func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, error) {
+	src, err := sqlite.Open(ctx, dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("open the SQLite store in %s: %w", dataDir, err)
+	}
+	defer src.Close()
+	key, err := keyfile.Load(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := postgres.Open(ctx, dsn, key)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	return dst.Import(ctx, src, sqlite.Tables)
+}
+
+// storeName says which PostgreSQL store dsn names, without its password.
+func storeName(dsn string) string { return postgres.Redact(dsn) }
 
 // locateTools fills in the tools knit's runners would use: the OpenTofu or
 // Terraform binary and its version, and the knit-kube that runs helm and

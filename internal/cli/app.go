@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 
 	"knit.dev/knit/internal/knit"
 )
@@ -37,6 +39,31 @@ func (d *deps) open(ctx context.Context) (*knit.Knit, error) {
 		return nil, err
 	}
 	return d.openKnit(ctx, dir, nil, nil)
+}
+
+// storeDSN is the connection string of the PostgreSQL store: --store, else
+// the file --store-dsn-file names, else KNIT_STORE_DSN; "" is the SQLite
+// store in the data dir. It never appears in an error: it may hold a
+// password.
+func (d *deps) storeDSN() (string, error) {
+	if d.global.store != "" && d.global.storeDSNFile != "" {
+		return "", errors.New("--store and --store-dsn-file both name the store: pass one")
+	}
+	dsn, from := d.global.store, "--store"
+	if d.global.storeDSNFile != "" {
+		b, err := os.ReadFile(d.global.storeDSNFile)
+		if err != nil {
+			return "", fmt.Errorf("--store-dsn-file: %w", err)
+		}
+		dsn, from = strings.TrimSpace(string(b)), "--store-dsn-file "+d.global.storeDSNFile
+	}
+	if dsn == "" {
+		dsn, from = d.getenv("KNIT_STORE_DSN"), "KNIT_STORE_DSN"
+	}
+	if dsn != "" && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return "", fmt.Errorf("%s: the store must be a PostgreSQL URL (postgres://user@host:5432/db); leave it unset for SQLite in the data dir", from)
+	}
+	return dsn, nil
 }
 
 // withKnit checks the -o value, opens the library for fn and closes it after.

@@ -54,6 +54,8 @@ type globalFlags struct {
 	tfBinary  string
 	server    string
 	tokenFile string
+	// store and storeDSNFile name the store (see storeDSN).
+	store, storeDSNFile string
 }
 
 // Run executes knit with args and returns the process exit code.
@@ -107,6 +109,8 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 	root.PersistentFlags().StringVar(&d.global.tfBinary, "tf-binary", "", "OpenTofu or Terraform binary (env KNIT_TF_BINARY, default tofu then terraform on PATH)")
 	root.PersistentFlags().StringVar(&d.global.server, "server", "", "act through the knit server at this URL (env KNIT_SERVER; token from KNIT_TOKEN or --token-file)")
 	root.PersistentFlags().StringVar(&d.global.tokenFile, "token-file", "", "file holding the server's API token (default: env KNIT_TOKEN)")
+	root.PersistentFlags().StringVar(&d.global.store, "store", "", "keep records in this PostgreSQL database (postgres://…; prefer --store-dsn-file or env KNIT_STORE_DSN for a password; default: SQLite in the data dir)")
+	root.PersistentFlags().StringVar(&d.global.storeDSNFile, "store-dsn-file", "", "file holding the PostgreSQL connection string of the store")
 	root.AddCommand(
 		newValidateCmd(d),
 		newRenderCmd(d),
@@ -129,6 +133,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newServeCmd(d),
 		newTokenCmd(d),
 		newPolicyCmd(d),
+		newStoreCmd(d),
 		newVersionCmd(d),
 	)
 	registerCompletions(d, root)

@@ -25,9 +25,13 @@ import (
 // serveConfig is knit serve's config file (--config knit.yaml); flags
 // given on the command line win over it.
 type serveConfig struct {
-	Listen            string   `yaml:"listen"`
-	PublicURL         string   `yaml:"publicURL"`
-	DataDir           string   `yaml:"dataDir"`
+	Listen    string `yaml:"listen"`
+	PublicURL string `yaml:"publicURL"`
+	DataDir   string `yaml:"dataDir"`
+	// Store is the PostgreSQL URL of the store, StoreDSNFile a file
+	// holding it (better: no password in the config file).
+	Store             string   `yaml:"store"`
+	StoreDSNFile      string   `yaml:"storeDSNFile"`
 	MaxConcurrentRuns int      `yaml:"maxConcurrentRuns"`
 	TLSCert           string   `yaml:"tlsCert"`
 	TLSKey            string   `yaml:"tlsKey"`
@@ -190,6 +194,14 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	c.HTTP = file.HTTP
 }
 
+// useStoreOf takes the store c names (knit.yaml's store or storeDSNFile)
+// unless --store or --store-dsn-file named one.
+func (d *deps) useStoreOf(c serveConfig) {
+	if d.global.store == "" && d.global.storeDSNFile == "" {
+		d.global.store, d.global.storeDSNFile = c.Store, c.StoreDSNFile
+	}
+}
+
 // startCPUProfile profiles the process into path until stop is called.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
@@ -235,6 +247,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if c.TFBinary != "" && d.global.tfBinary == "" {
 		d.global.tfBinary = c.TFBinary
 	}
+	d.useStoreOf(c)
 	dir, err := d.dataDir()
 	if err != nil {
 		return err
@@ -242,6 +255,9 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	k, err := d.openKnit(ctx, dir, c.ToolEnv, c.Policies)
 	if err != nil {
 		return err
+	}
+	if dsn, _ := d.storeDSN(); dsn != "" { // it parsed as openKnit opened it
+		log.Info("store", "kind", "postgres", "at", storeName(dsn))
 	}
 	defer k.Close()
 	secret, err := readSecretFile(c.WebhookSecretFile)

@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"knit.dev/knit/internal/store/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -102,11 +100,7 @@ func TestDriftNamesExactlyTheDriftedComponentsInParallel(t *testing.T) {
 	golden(t, "drift20.json", regexp.MustCompile(`"runId": "[^"]+"`).ReplaceAllString(r.stdout, `"runId": "RUN"`))
 
 	// The checks ran in parallel: recorded intervals overlap.
-	st, err := sqlite.Open(context.Background(), w.dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := w.openStore()
 	crs, err := st.ComponentRuns(context.Background(), rep.RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -262,11 +256,7 @@ func TestUpstreamDriftMarksDependentsAffectedAndReconcileFixesBothInOrder(t *tes
 	if w.read("files/base.txt") != "base content" {
 		t.Error("base not restored")
 	}
-	st, err := sqlite.Open(context.Background(), w.dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := w.openStore()
 	var runID struct{ RunID string }
 	_ = json.Unmarshal([]byte(r.stdout), &runID)
 	crs, _ := st.ComponentRuns(context.Background(), runID.RunID)

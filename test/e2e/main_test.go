@@ -14,7 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/kubetest"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/store/postgres"
+	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/testtools/pgtest"
 )
 
 var (
@@ -112,7 +117,46 @@ func newWorld(t *testing.T) *world {
 		"HOME="+dir, // keep ~/.terraform.d and the like out of the real home
 		"XDG_CACHE_HOME="+filepath.Join(dir, ".cache"),
 	)
+	// KNIT_E2E_STORE=postgres runs the world's knit on a PostgreSQL store
+	// of its own (a throwaway cluster) instead of SQLite in the data dir.
+	if os.Getenv("KNIT_E2E_STORE") == "postgres" {
+		w.env = append(w.env, "KNIT_STORE_DSN="+pgtest.Start(t).DB(t))
+	}
 	return w
+}
+
+// dsn is the PostgreSQL store the world's knit uses (KNIT_STORE_DSN in
+// its environment), "" for SQLite in the data dir.
+func (w *world) dsn() string {
+	dsn := ""
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "KNIT_STORE_DSN="); ok {
+			dsn = v // the last one wins, as in the process's environment
+		}
+	}
+	return dsn
+}
+
+// openStore opens the world's store as its knit does, for a test to read
+// records; it is closed when the test ends.
+func (w *world) openStore() store.Store {
+	w.t.Helper()
+	ctx := context.Background()
+	var st store.Store
+	var err error
+	if dsn := w.dsn(); dsn != "" {
+		var key []byte
+		if key, err = keyfile.Load(w.dataDir); err == nil {
+			st, err = postgres.Open(ctx, dsn, key)
+		}
+	} else {
+		st, err = sqlite.Open(ctx, w.dataDir)
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // write creates files (path → content) under the world's folder.

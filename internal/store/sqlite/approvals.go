@@ -11,10 +11,6 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// approvalStatuses are the statuses DecideApproval may move an approval to.
-var approvalStatuses = []string{store.ApprovalPending, store.ApprovalApproved, store.ApprovalRejected,
-	store.ApprovalApplied, store.ApprovalStale}
-
 // CreateApproval implements store.Store. a.Status is set to pending and a
 // zero a.CreatedAt to now; a.ID is set on success. Env and Component are
 // required. Earlier open approvals of the component become stale in the
@@ -130,7 +126,7 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]st
 // names the current status. A missing approval is store.ErrNotFound; to
 // must be one of the approval statuses. A zero at becomes now.
 func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error {
-	if !slices.Contains(approvalStatuses, to) {
+	if !slices.Contains(store.ApprovalStatuses, to) {
 		return fmt.Errorf("decide approval %d: unknown status %q", id, to)
 	}
 	if at.IsZero() {

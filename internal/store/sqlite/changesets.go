@@ -92,7 +92,7 @@ func (s *Store) ListChangeSets(ctx context.Context, f store.ChangeSetFilter) ([]
 // DecideChangeSet implements store.Store. Like DecideApproval, of two
 // people deciding the same change set exactly one wins.
 func (s *Store) DecideChangeSet(ctx context.Context, id int64, from, to, actor, reason string, at time.Time) error {
-	if !slices.Contains(approvalStatuses, to) {
+	if !slices.Contains(store.ApprovalStatuses, to) {
 		return fmt.Errorf("decide change set %d: unknown status %q", id, to)
 	}
 	if at.IsZero() {

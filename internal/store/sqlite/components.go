@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -43,7 +42,7 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 				held[k] = true
 			}
 			res, err := insert.ExecContext(ctx,
-				cr.RunID, cr.Env, cr.Component, cr.Operation, startStatus(cr), cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log,
+				cr.RunID, cr.Env, cr.Component, cr.Operation, store.StartStatus(cr), cr.Code, cr.Reason, store.EncodeCause(cr.Cause), cr.PlanSummary, cr.Log,
 				ts(cr.StartedAt), ts(cr.FinishedAt))
 			if err == nil {
 				ids[i], err = res.LastInsertId()
@@ -64,18 +63,9 @@ func (s *Store) StartComponentRun(ctx context.Context, crs ...*store.ComponentRu
 		return fmt.Errorf("start %d component runs of run %s: %w", len(crs), crs[0].RunID, err)
 	}
 	for i, cr := range crs {
-		cr.ID, cr.Status = ids[i], startStatus(cr)
+		cr.ID, cr.Status = ids[i], store.StartStatus(cr)
 	}
 	return nil
-}
-
-// startStatus is the status a component run is started with: running
-// unless the caller records it whole.
-func startStatus(cr *store.ComponentRun) string {
-	if cr.Status == "" {
-		return string(store.StatusRunning)
-	}
-	return cr.Status
 }
 
 // FinishComponentRun implements store.Store. It records cr's status,
@@ -100,7 +90,7 @@ func (s *Store) FinishComponentRun(ctx context.Context, cr store.ComponentRun, s
 		res, err := tx.ExecContext(ctx, `UPDATE component_runs
 			SET status = ?, code = ?, reason = ?, cause = ?, plan_summary = ?, log = ?, finished_at = ?
 			WHERE id = ? AND run_id = (SELECT run_id FROM locks WHERE locks.env = component_runs.env)`,
-			cr.Status, cr.Code, cr.Reason, causeValue(cr.Cause), cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
+			cr.Status, cr.Code, cr.Reason, store.EncodeCause(cr.Cause), cr.PlanSummary, cr.Log, ts(cr.FinishedAt), cr.ID)
 		if err := affected(res, err, "finish component run %d (%s)", cr.ID, cr.Component); err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -304,23 +294,8 @@ func (s *Store) putState(ctx context.Context, tx *txn, st store.ComponentState) 
 	return nil
 }
 
-// causeValue is c as stored: its JSON, or NULL when it says nothing.
-func causeValue(c store.Cause) any {
-	if c.ReasonCode == "" && len(c.Upstream) == 0 && c.ApprovalID == 0 {
-		return nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil // a struct of strings and an int always encodes
-	}
-	return string(b)
-}
-
-// causeCol scans a column written by causeValue into c.
+// causeCol scans a column written by store.EncodeCause into c.
 type causeCol struct{ c *store.Cause }
 
 // Scan implements sql.Scanner.
-func (col causeCol) Scan(src any) error {
-	*col.c = store.Cause{}
-	return jsonCol{col.c}.Scan(src)
-}
+func (col causeCol) Scan(src any) error { return store.DecodeCause(src, col.c) }

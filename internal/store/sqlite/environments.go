@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,24 +14,15 @@ import (
 // to the SHA-256 of rev.Spec and rev.CreatedAt to now. A new revision also
 // refreshes the environment's team, name and metadata name (those env sets).
 func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev store.Revision) (store.Revision, error) {
-	if env.ID == "" {
-		return store.Revision{}, errors.New("put revision: environment has no ID")
-	}
-	if rev.Env == "" {
-		rev.Env = env.ID
-	}
-	if rev.Env != env.ID {
-		return store.Revision{}, fmt.Errorf("put revision: revision is for %s, environment is %s", rev.Env, env.ID)
-	}
-	if rev.Hash == "" {
-		sum := sha256.Sum256(rev.Spec)
-		rev.Hash = hex.EncodeToString(sum[:])
+	rev, err := store.PrepareRevision(env, rev)
+	if err != nil {
+		return store.Revision{}, err
 	}
 	if rev.CreatedAt.IsZero() {
 		rev.CreatedAt = s.now()
 	}
 	var out store.Revision
-	err := s.write(ctx, func(tx *txn) error {
+	err = s.write(ctx, func(tx *txn) error {
 		latest, err := revision(ctx, tx, env.ID, 0)
 		switch {
 		case err == nil && latest.Hash == rev.Hash:

@@ -17,28 +17,21 @@ import (
 // fields. dead is called inside the transaction and should be quick. A
 // lease that is not positive is an error.
 func (s *Store) AcquireLock(ctx context.Context, l store.Lock, lease time.Duration, dead func(holder store.Lock) bool) (store.Lock, error) {
-	if l.Env == "" || l.RunID == "" {
-		return store.Lock{}, errors.New("acquire lock: Env and RunID are required")
-	}
-	if lease <= 0 {
-		return store.Lock{}, fmt.Errorf("acquire lock on %s: lease %v is not positive", l.Env, lease)
+	if err := store.CheckLockRequest(l, lease); err != nil {
+		return store.Lock{}, err
 	}
 	err := s.write(ctx, func(tx *txn) error {
-		now := s.now()
+		var held *store.Lock
 		h, err := lock(ctx, tx, l.Env)
 		switch {
-		case errors.Is(err, store.ErrNotFound): // free
-		case err != nil:
+		case err == nil:
+			held = &h
+		case !errors.Is(err, store.ErrNotFound):
 			return err
-		case h.RunID == l.RunID: // our own: extend the lease, keep the rest
-			l = h
-			l.Expires = now.Add(lease)
-			return putLock(ctx, tx, l)
-		case !h.Expires.After(now) || (dead != nil && dead(h)): // take over
-		default:
-			return &store.LockedError{Env: l.Env, Holder: h}
 		}
-		l.Acquired, l.Expires = now, now.Add(lease)
+		if l, err = store.TakeLock(held, l, s.now(), lease, dead); err != nil {
+			return err
+		}
 		return putLock(ctx, tx, l)
 	})
 	var le *store.LockedError
@@ -79,21 +72,12 @@ func (s *Store) RenewLock(ctx context.Context, env, runID string, lease time.Dur
 func holds(ctx context.Context, tx *txn, env, runID string) error {
 	h, err := lock(ctx, tx, env)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("run %s: %w (no run holds %s)", runID, store.ErrLockLost, env)
+		return store.NoHolder(env, runID)
 	}
 	if err != nil {
 		return err
 	}
-	return notHeldByOther(h, env, runID)
-}
-
-// notHeldByOther is store.ErrLockLost if h, env's lock, belongs to a run
-// other than runID.
-func notHeldByOther(h store.Lock, env, runID string) error {
-	if h.RunID != runID {
-		return fmt.Errorf("run %s: %w (run %s holds %s since %s)", runID, store.ErrLockLost, h.RunID, env, h.Acquired.UTC().Format(time.RFC3339))
-	}
-	return nil
+	return store.CheckHolder(h, env, runID)
 }
 
 // Lock implements store.Store: env's current holder, or store.ErrNotFound.

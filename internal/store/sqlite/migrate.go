@@ -5,11 +5,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
+
+	"knit.dev/knit/internal/store/migration"
 )
 
 // ErrSchemaNewer is returned by Open when the database's schema version is
@@ -20,41 +17,8 @@ var ErrSchemaNewer = errors.New("database schema is newer than this knit support
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in order, checking that they
-// are numbered 1, 2, 3, … without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with its number, e.g. 0002_add_x.sql", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in order.
+func migrations() ([]migration.Migration, error) { return migration.Load(migrationFiles, "migrations") }
 
 // migrate applies the migrations the database lacks, together with their
 // schema_migrations rows, in one transaction, so a crash leaves the schema
@@ -101,7 +65,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // apply runs m in tx unless the database already has it; it refuses a
 // database whose version is beyond latest.
-func (s *Store) apply(ctx context.Context, tx *txn, m migration, latest int) error {
+func (s *Store) apply(ctx context.Context, tx *txn, m migration.Migration, latest int) error {
 	v, err := schemaVersion(ctx, tx)
 	if err != nil {
 		return err
@@ -109,15 +73,15 @@ func (s *Store) apply(ctx context.Context, tx *txn, m migration, latest int) err
 	if v > latest {
 		return fmt.Errorf("%w (database version %d, this knit knows up to %d)", ErrSchemaNewer, v, latest)
 	}
-	if v >= m.version {
+	if v >= m.Version {
 		return nil
 	}
-	if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil { // DDL: not worth a cached statement
-		return fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil { // DDL: not worth a cached statement
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, ts(s.now()))
+	_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.Version, ts(s.now()))
 	if err != nil {
-		return fmt.Errorf("record migration %s: %w", m.name, err)
+		return fmt.Errorf("record migration %s: %w", m.Name, err)
 	}
 	return nil
 }

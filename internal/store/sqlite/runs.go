@@ -85,7 +85,7 @@ func finishRun(ctx context.Context, tx *txn, id string, status store.RunStatus, 
 	case err != nil:
 		return r, fmt.Errorf("finish run %s: %w", id, err)
 	default:
-		if err := notHeldByOther(h, r.Env, id); err != nil {
+		if err := store.CheckHolder(h, r.Env, id); err != nil {
 			return r, fmt.Errorf("finish run %s: %w", id, err)
 		}
 	}
@@ -266,12 +266,8 @@ func deadRuns(ctx context.Context, tx *txn, env string, alive func(int) bool) ([
 }
 
 func interruptRun(ctx context.Context, tx *txn, r store.Run, at time.Time) error {
-	msg := r.Error
-	if msg == "" {
-		msg = fmt.Sprintf("knit process %d ended before the run finished", r.PID)
-	}
 	_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`,
-		store.StatusInterrupted, msg, ts(at), r.ID)
+		store.StatusInterrupted, store.InterruptedError(r), ts(at), r.ID)
 	if err != nil {
 		return fmt.Errorf("interrupt run %s: %w", r.ID, err)
 	}

@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"knit.dev/knit/internal/store"
+)
+
+// Source is a store being copied into this one (`knit store migrate`): the
+// SQLite store, read table by table as stored. Its tables have the columns
+// of this store's (the migrations mirror each other), its times are text
+// that ParseTime reads, and its sensitive outputs come decrypted from
+// ComponentStates, to be sealed again under this store's key.
+type Source interface {
+	SchemaVersion(ctx context.Context) (int, error)
+	Export(ctx context.Context, table string, fn func(cols []string, vals []any) error) error
+	Count(ctx context.Context, table string) (int64, error)
+	ComponentStates(ctx context.Context, env string) (map[string]store.ComponentState, error)
+	ParseTime(s string) (time.Time, error)
+}
+
+// Import copies every table of src named in tables (in that order, which
+// satisfies the foreign keys), then each component's outputs, in one
+// transaction, and checks that every table holds as many rows as src's
+// (and outputs as many as src's states have): anything else rolls the copy
+// back. It refuses a store that already has environments, runs or tokens:
+// the copy is of a whole store into a new one. It returns the rows copied
+// by table. src must not change meanwhile (stop knit first).
+func (s *Store) Import(ctx context.Context, src Source, tables []string) (map[string]int64, error) {
+	v, err := src.SchemaVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v != Migrations() {
+		return nil, fmt.Errorf("the SQLite store is at schema version %d, this knit's PostgreSQL store at %d: open the SQLite store with this knit first (it migrates it), or use the knit that wrote it", v, Migrations())
+	}
+	counts := map[string]int64{}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := refuseNonEmpty(ctx, tx); err != nil {
+			return err
+		}
+		for _, table := range tables {
+			n, err := copyTable(ctx, tx, src, table)
+			if err != nil {
+				return err
+			}
+			if err := checkCount(ctx, tx, src, table, n); err != nil {
+				return err
+			}
+			counts[table] = n
+		}
+		n, err := s.copyOutputs(ctx, tx, src)
+		counts["outputs"] = n
+		if err != nil {
+			return err
+		}
+		return resetIdentities(ctx, tx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy the store into PostgreSQL (nothing was copied): %w", err)
+	}
+	return counts, nil
+}
+
+// refuseNonEmpty fails unless the store is new.
+func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
+	var n int64
+	err := tx.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM environments) + (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM tokens)`).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return errors.New("the PostgreSQL store already holds records: migrate into a new, empty database")
+	}
+	return nil
+}
+
+// copyTable copies src's table with COPY, times turned from text into
+// nanoseconds.
+func copyTable(ctx context.Context, tx pgx.Tx, src Source, table string) (int64, error) {
+	var cols []string
+	var rows [][]any
+	err := src.Export(ctx, table, func(c []string, vals []any) error {
+		cols = c
+		row := make([]any, len(vals))
+		for i, v := range vals {
+			if isTimeColumn(c[i]) && v != nil {
+				s, ok := v.(string)
+				if !ok {
+					return fmt.Errorf("%s.%s holds %T, want a time as text", table, c[i], v)
+				}
+				t, err := src.ParseTime(s)
+				if err != nil {
+					return fmt.Errorf("%s.%s: %w", table, c[i], err)
+				}
+				v = t.UnixNano()
+			}
+			row[i] = v
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", table, err)
+	}
+	return n, nil
+}
+
+// isTimeColumn reports whether a column holds a time (knit names them so).
+func isTimeColumn(col string) bool { return strings.HasSuffix(col, "_at") || col == "time" }
+
+// checkCount fails unless table holds as many rows as src's.
+func checkCount(ctx context.Context, tx pgx.Tx, src Source, table string, copied int64) error {
+	want, err := src.Count(ctx, table)
+	if err != nil {
+		return err
+	}
+	var got int64
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&got); err != nil {
+		return err
+	}
+	if got != want || copied != want {
+		return fmt.Errorf("%s: the SQLite store has %d rows, %d were copied and PostgreSQL holds %d", table, want, copied, got)
+	}
+	return nil
+}
+
+// copyOutputs writes every component's outputs, sealing sensitive ones
+// under this store's key.
+func (s *Store) copyOutputs(ctx context.Context, tx pgx.Tx, src Source) (int64, error) {
+	envs, err := queryAll(ctx, tx, "environments", func(row pgx.Row) (string, error) {
+		var env string
+		err := row.Scan(&env)
+		return env, err
+	}, `SELECT DISTINCT env FROM component_states ORDER BY env`)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, env := range envs {
+		states, err := src.ComponentStates(ctx, env)
+		if err != nil {
+			return n, err
+		}
+		for _, st := range states {
+			if err := s.putOutputs(ctx, tx, st); err != nil {
+				return n, err
+			}
+			n += int64(len(st.Outputs))
+		}
+	}
+	var got int64
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM outputs`).Scan(&got); err != nil {
+		return n, err
+	}
+	if got != n {
+		return n, fmt.Errorf("outputs: the SQLite store has %d, PostgreSQL holds %d", n, got)
+	}
+	return n, nil
+}
+
+// resetIdentities moves each generated ID past the copied ones, so new
+// rows do not collide with them.
+func resetIdentities(ctx context.Context, tx pgx.Tx) error {
+	for _, t := range []string{"component_runs", "audit_events", "approvals", "change_sets", "notification_outbox"} {
+		_, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), COALESCE((SELECT MAX(id) FROM `+t+`), 0) + 1, false)`, t)
+		if err != nil {
+			return fmt.Errorf("reset the IDs of %s: %w", t, err)
+		}
+	}
+	return nil
+}
