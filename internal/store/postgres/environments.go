@@ -140,12 +140,13 @@ const lastRunJoin = `LEFT JOIN LATERAL (SELECT * FROM runs WHERE env = e.id ORDE
 // zero.
 const runJoinColumns = `COALESCE(%[1]s.id, ''), COALESCE(%[1]s.env, ''), COALESCE(%[1]s.kind, ''), COALESCE(%[1]s.revision, 0),
 	COALESCE(%[1]s.status, ''), COALESCE(%[1]s.actor, ''), COALESCE(%[1]s.reason, ''), COALESCE(%[1]s.source, ''),
-	COALESCE(%[1]s.error, ''), COALESCE(%[1]s.pid, 0), %[1]s.started_at, %[1]s.finished_at, COALESCE(%[1]s.superseded_by, '')`
+	COALESCE(%[1]s.error, ''), COALESCE(%[1]s.pid, 0), %[1]s.started_at, %[1]s.finished_at, COALESCE(%[1]s.superseded_by, ''), %[1]s.policy`
 
-// runJoinTargets are scan targets for runJoinColumns.
+// runJoinTargets are scan targets for runJoinColumns; a NULL policy
+// leaves r.Policy nil.
 func runJoinTargets(r *store.Run) []any {
 	return []any{&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
-		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy}
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy, (*[]byte)(&r.Policy)}
 }
 
 // EnvironmentSummaries implements store.Store: the page of Environments,

@@ -116,8 +116,11 @@ func copyTable(ctx context.Context, tx pgx.Tx, src Source, table string) (int64,
 	return n, nil
 }
 
-// isTimeColumn reports whether a column holds a time (knit names them so).
-func isTimeColumn(col string) bool { return strings.HasSuffix(col, "_at") || col == "time" }
+// isTimeColumn reports whether a column holds a time (knit names them so;
+// environment_expiries.warned_for is the expiry a warning went out for).
+func isTimeColumn(col string) bool {
+	return strings.HasSuffix(col, "_at") || col == "time" || col == "warned_for"
+}
 
 // checkCount fails unless table holds as many rows as src's.
 func checkCount(ctx context.Context, tx pgx.Tx, src Source, table string, copied int64) error {

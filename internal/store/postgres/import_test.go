@@ -43,7 +43,8 @@ func TestImportFromSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for table, want := range map[string]int64{"environments": 2, "revisions": 3, "runs": 2, "component_runs": 2, "component_states": 1,
-		"outputs": 2, "approvals": 1, "change_sets": 1, "audit_events": 2, "tokens": 1, "settings": 1, "notification_outbox": 1} {
+		"outputs": 2, "approvals": 1, "change_sets": 1, "audit_events": 2, "tokens": 1, "settings": 1, "notification_outbox": 1,
+		"environment_expiries": 2} {
 		if counts[table] != want {
 			t.Errorf("copied %d rows of %s, want %d", counts[table], table, want)
 		}
@@ -94,7 +95,8 @@ func fill(t *testing.T, s store.Store) {
 	must(t, s.FinishComponentRun(ctx, *cr, &store.ComponentState{Status: "applied", Revision: 2, UpdatedAt: at,
 		Outputs: map[string]store.OutputValue{"password": {Value: []byte(`"s3cret"`), Sensitive: true}, "host": {Value: []byte(`"h"`)}}}))
 	must(t, s.ReleaseLock(ctx, "team/web", "r1"))
-	must(t, s.FinishRun(ctx, "r1", store.StatusSucceeded, "", at.Add(2*time.Minute)))
+	must(t, s.RecordOutcome(ctx, store.RunOutcome{RunID: "r1", Status: store.StatusSucceeded, At: at.Add(2 * time.Minute),
+		Policy: []byte(`{"decisions":[{"kind":"warn","message":"m","file":"p.rego","line":2,"rule":"warn"}]}`)}))
 	a := &store.Approval{Env: "team/web", Component: "db", RunID: "r1", Plan: []byte{0, 1, 0xff}, PlanChecksum: "sha256:x"}
 	must(t, s.CreateApproval(ctx, a))
 	must(t, s.CreateChangeSet(ctx, &store.ChangeSet{Env: "team/web", RunID: "r1", Checksum: "c",
@@ -105,6 +107,9 @@ func fill(t *testing.T, s store.Store) {
 	must(t, s.SetSetting(ctx, "git.commit", "abc"))
 	_, _, err = s.AddNotification(ctx, "team/web", []string{"ops"}, []byte(`{}`))
 	must(t, err)
+	must(t, s.SetExpiry(ctx, "team/web", at.Add(time.Hour), nil))
+	must(t, s.SetExpiry(ctx, "team/api", at.Add(2*time.Hour), nil))
+	must(t, s.MarkExpiryWarned(ctx, "team/web", at.Add(time.Hour)))
 }
 
 // same checks that a and b read the same records.
@@ -123,6 +128,7 @@ func same(t *testing.T, a, b store.Store) {
 		"tokens":         func(s store.Store) (any, error) { return s.ListTokens(ctx) },
 		"settings":       func(s store.Store) (any, error) { return s.Settings(ctx, "") },
 		"outbox":         func(s store.Store) (any, error) { return s.PendingNotifications(ctx) },
+		"expiries":       func(s store.Store) (any, error) { return s.Expiries(ctx) },
 		"detail": func(s store.Store) (any, error) {
 			d, err := s.EnvironmentDetail(ctx, "team/web")
 			return d.Components, err

@@ -26,8 +26,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			}
 			started = now
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(started), ts(r.FinishedAt), r.SupersededBy)
+		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(started), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
 		if err != nil {
 			return fmt.Errorf("create run %s: %w", r.ID, err)
 		}
@@ -45,13 +45,18 @@ func (s *Store) FinishRun(ctx context.Context, id string, status store.RunStatus
 	})
 }
 
-// RecordOutcome implements store.Store: FinishRun, AppendAudit and
-// SetEnvironmentStatus in one transaction.
+// RecordOutcome implements store.Store: FinishRun, the run's policy
+// decisions, AppendAudit and SetEnvironmentStatus in one transaction.
 func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
 		r, err := finishRun(ctx, tx, o.RunID, o.Status, o.Error, o.At)
 		if err != nil {
 			return err
+		}
+		if len(o.Policy) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE runs SET policy = $1 WHERE id = $2`, []byte(o.Policy), o.RunID); err != nil {
+				return fmt.Errorf("record the policy decisions of run %s: %w", o.RunID, err)
+			}
 		}
 		if o.Audit != nil {
 			if err := s.appendAudit(ctx, tx, *o.Audit); err != nil {
@@ -88,13 +93,24 @@ func finishRun(ctx context.Context, tx pgx.Tx, id string, status store.RunStatus
 	return r, affected(tag, err, "finish run %s", id)
 }
 
-const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by`
+const runColumns = `id, env, kind, revision, status, actor, reason, source, error, pid, started_at, finished_at, superseded_by, policy`
 
 func scanRun(sc pgx.Row) (store.Run, error) {
 	var r store.Run
 	err := sc.Scan(&r.ID, &r.Env, &r.Kind, &r.Revision, &r.Status, &r.Actor, &r.Reason, &r.Source, &r.Error, &r.PID,
-		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy)
+		timeCol{&r.StartedAt}, timeCol{&r.FinishedAt}, &r.SupersededBy, (*[]byte)(&r.Policy))
+	if len(r.Policy) == 0 {
+		r.Policy = nil
+	}
 	return r, err
+}
+
+// nullBytes is b, or NULL when empty.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // Run implements store.Store; a missing run is store.ErrNotFound.

@@ -138,11 +138,11 @@ func joinedRun(p string) string {
 }
 
 // joinedRunInto scans the columns of joinedRun into r, a missing run as
-// the zero Run.
+// the zero Run (a NULL policy leaves r.Policy nil).
 func joinedRunInto(r *store.Run) []any {
 	return []any{nullStr{&r.ID}, nullStr{&r.Env}, nullStr{(*string)(&r.Kind)}, nullInt{&r.Revision}, nullStr{(*string)(&r.Status)}, nullStr{&r.Actor},
 		nullStr{&r.Reason}, nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
-		nullStr{&r.SupersededBy}}
+		nullStr{&r.SupersededBy}, (*[]byte)(&r.Policy)}
 }
 
 // jsonCol scans a JSON text column into v (a pointer); NULL leaves it alone.
