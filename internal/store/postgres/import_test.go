@@ -133,6 +133,10 @@ func same(t *testing.T, a, b store.Store) {
 			d, err := s.EnvironmentDetail(ctx, "team/web")
 			return d.Components, err
 		},
+		"newest run": func(s store.Store) (any, error) { // a joined run, with its policy
+			d, err := s.EnvironmentDetail(ctx, "team/web")
+			return d.LastRun, err
+		},
 	}
 	for what, read := range reads {
 		va, err := read(a)
