@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -313,72 +312,6 @@ func parseTemplate(env *Environment, name string, data []byte) (*templateFile, d
 	return t, append(ds, d.diags...)
 }
 
-// extend reads the Environment file env extends, resolved as it loads on
-// its own, takes its settings where env writes none, and returns its
-// components.
-func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
-	ref := env.Spec.Extends
-	fail := func(msg, hint string) ([]*layer, diag.Diagnostics) {
-		return nil, diag.Diagnostics{errAt(env, "spec.extends.path", "", msg, hint)}
-	}
-	if ref.Path == "" {
-		return fail("missing required field", "name the environment file this one builds on: path: ./base.yaml")
-	}
-	self := realPath(filepath.Join(env.Dir, filepath.Base(env.File)))
-	chain = append(chain, self)
-	if len(chain) > maxExtends {
-		return fail(fmt.Sprintf("extends nests more than %d files deep", maxExtends), "build on fewer layers")
-	}
-	abs, data, sum, err := readSource(env.Root, env.Dir, ref.Path)
-	if err != nil {
-		return fail("extends: "+err.Error(), "")
-	}
-	name := displayName(env, abs)
-	for i, p := range chain {
-		if p == realPath(abs) {
-			var names []string
-			for _, q := range chain[i:] {
-				names = append(names, displayName(env, q))
-			}
-			return fail("extends cycle: "+strings.Join(append(names, name), " → "), "an environment cannot build on itself; break the cycle")
-		}
-	}
-	base, ds := decode(name, data)
-	if base == nil {
-		return nil, ds
-	}
-	if base.Kind != KindEnvironment {
-		return nil, ds // decode said what kind it is
-	}
-	base.Dir, base.Root, base.opts = filepath.Dir(abs), env.Root, env.opts
-	more, ok := build(base, chain)
-	ds = append(ds, more...)
-	if !ok {
-		return nil, ds
-	}
-	_, ownKube := env.pos["spec.kubeconfig"]
-	inherit(env, base)
-	if !ownKube && env.Spec.Kubeconfig != nil {
-		k := *env.Spec.Kubeconfig // the base's, read from its folder
-		k.Path = relocate(k.Path, base.Dir, env.Dir)
-		env.Spec.Kubeconfig = &k
-	}
-	for k, v := range base.via {
-		if env.via == nil {
-			env.via = map[string]string{}
-		}
-		env.via[k] = v
-	}
-	env.Sources = append(env.Sources, SourceFile{Kind: "extends", Path: abs, SHA256: sum})
-	env.Sources = append(env.Sources, base.Sources...)
-	layers := []*layer{}
-	for i, c := range base.Spec.Components {
-		rebase(c, base.Dir, env.Dir)
-		layers = append(layers, newLayer(c, base.pos, base.bad, fmt.Sprintf("spec.components[%d]", i)))
-	}
-	return layers, ds
-}
-
 func realPath(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
@@ -464,54 +397,4 @@ func annotate(env *Environment) {
 	if len(ext) > 0 {
 		env.Metadata.Annotations[AnnotationExtends] = strings.Join(ext, ", ")
 	}
-}
-
-// inherit gives env every spec setting and metadata it does not write
-// itself from base, with base's positions.
-func inherit(env, base *Environment) {
-	for _, k := range specKeys {
-		if _, set := env.pos["spec."+k]; set {
-			continue
-		}
-		setField(&env.Spec, &base.Spec, k)
-		graft(env.pos, base.pos, "spec."+k, "spec."+k)
-		graft(env.bad, base.bad, "spec."+k, "spec."+k)
-	}
-	m, bm := &env.Metadata, base.Metadata
-	if m.Name == "" {
-		m.Name = bm.Name
-	}
-	if m.Namespace == "" {
-		m.Namespace = bm.Namespace
-	}
-	m.Labels = mergeStrings(bm.Labels, m.Labels)
-	m.Annotations = mergeStrings(bm.Annotations, m.Annotations)
-}
-
-// specKeys are the spec settings an extending file inherits.
-var specKeys = func() []string {
-	var out []string
-	for _, k := range jsonFields(EnvSpec{}) {
-		switch k {
-		case "components", "template", "extends", "parameters", "overrides":
-		default:
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}()
-
-func mergeStrings(base, over map[string]string) map[string]string {
-	if base == nil && over == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range over {
-		out[k] = v
-	}
-	return out
 }

@@ -1,0 +1,71 @@
+package store
+
+// The store's typed words: a run's status and kind, an environment's
+// status. The API's OpenAPI document enumerates each closed set
+// (server/TestStatusAndKindEnumsAreTheGoConstants keeps them equal).
+
+// RunStatus is where a run stands: running, then one final status. The
+// API's OpenAPI document enumerates them (RunStatuses).
+type RunStatus string
+
+// Run statuses.
+const (
+	// StatusQueued and StatusRefused are the server's, never recorded: a
+	// run waiting in its queue, and one the queue could not start.
+	StatusQueued      RunStatus = "queued"
+	StatusRefused     RunStatus = "refused"
+	StatusRunning     RunStatus = "running"
+	StatusSucceeded   RunStatus = "succeeded"
+	StatusFailed      RunStatus = "failed"
+	StatusInterrupted RunStatus = "interrupted"
+	StatusAwaiting    RunStatus = "awaiting-approval"
+	// StatusVerifying is an apply checking health once its components
+	// are applied: a live run's status (engine.Run.Status); its record
+	// says running until the outcome.
+	StatusVerifying RunStatus = "verifying"
+	// StatusSuperseded is a run that stopped at the approval gate and was
+	// replaced by a later run of its environment (Run.SupersededBy).
+	StatusSuperseded RunStatus = "superseded"
+)
+
+// RunStatuses is the closed set, in the order the OpenAPI document lists it.
+func RunStatuses() []RunStatus {
+	return []RunStatus{StatusQueued, StatusRefused, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusAwaiting, StatusVerifying, StatusSuperseded}
+}
+
+// RunKind is what a run does to its environment.
+type RunKind string
+
+// Run kinds.
+const (
+	KindPlan     RunKind = "plan"
+	KindApply    RunKind = "apply"
+	KindDrift    RunKind = "drift"
+	KindTeardown RunKind = "teardown"
+)
+
+// RunKinds is the closed set, in the order the OpenAPI document lists it.
+func RunKinds() []RunKind { return []RunKind{KindPlan, KindApply, KindDrift, KindTeardown} }
+
+// EnvStatus is what an environment's last run left it as. An applied
+// environment keeps its first machine word, "provisioned", so API clients
+// and filters keep working; people read it as "applied" (EnvLabel in
+// internal/engine). An environment no run has finished has none ("").
+type EnvStatus string
+
+// Environment statuses.
+const (
+	EnvNew         EnvStatus = "" // no run has finished
+	EnvApplied     EnvStatus = "provisioned"
+	EnvFailed      EnvStatus = "failed"
+	EnvAwaiting    EnvStatus = "awaiting-approval"
+	EnvRejected    EnvStatus = "rejected" // a person rejected the plan that awaited approval
+	EnvInterrupted EnvStatus = "interrupted"
+	EnvDrifted     EnvStatus = "drifted"
+	EnvTornDown    EnvStatus = "torn-down"
+)
+
+// EnvStatuses is the closed set, in the order the OpenAPI document lists it.
+func EnvStatuses() []EnvStatus {
+	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown}
+}
