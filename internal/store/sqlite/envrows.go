@@ -142,7 +142,7 @@ func joinedRun(p string) string {
 func joinedRunInto(r *store.Run) []any {
 	return []any{nullStr{&r.ID}, nullStr{&r.Env}, nullStr{(*string)(&r.Kind)}, nullInt{&r.Revision}, nullStr{(*string)(&r.Status)}, nullStr{&r.Actor},
 		nullStr{&r.Reason}, nullStr{&r.Source}, nullStr{&r.Error}, nullInt{&r.PID}, timeCol{&r.StartedAt}, timeCol{&r.FinishedAt},
-		nullStr{&r.SupersededBy}}
+		nullStr{&r.SupersededBy}, (*[]byte)(&r.Policy)}
 }
 
 // jsonCol scans a JSON text column into v (a pointer); NULL leaves it alone.
