@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // remoteBackend is a knit server, through its API. Environments may be
@@ -62,6 +63,14 @@ func (r *remoteBackend) resolve(ctx context.Context, ref string) (string, error)
 
 func (r *remoteBackend) Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error) {
 	return r.c.Environments(ctx, f)
+}
+
+func (r *remoteBackend) Health(ctx context.Context, ref string) (view.Health, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return view.Health{}, err
+	}
+	return r.c.Health(ctx, id)
 }
 
 func (r *remoteBackend) Environment(ctx context.Context, ref string) (knit.EnvironmentView, error) {
