@@ -1,7 +1,7 @@
 // Package controller runs knit serve's controllers as one: the fair run
-// queue (runqueue), the GitOps reconciler (gitops) and the drift scheduler
-// (drift), and the notifications of what they do. knit serve
-// (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
+// queue (runqueue), the GitOps reconciler (gitops), the drift scheduler
+// (drift) and the health scheduler (health), and the notifications of what
+// they do. knit serve (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
 // HTTP server, and runs it beside the server; the server only routes,
 // authenticates and encodes.
 package controller
@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
+	"knit.dev/knit/internal/controller/health"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -36,6 +37,9 @@ type Config struct {
 	// Drift is the drift scheduler's (its Actor, Logger and Clock are this
 	// Config's).
 	Drift drift.Config
+	// Health is the health scheduler's (its Logger and Clock are this
+	// Config's).
+	Health health.Config
 	// Notify are the sinks told about failed runs, drift, approvals needed,
 	// teardowns, successes and invalid environment files.
 	Notify []notify.Sink
@@ -50,6 +54,8 @@ type Set struct {
 	// Git is the GitOps reconciler (nil: GitOps off).
 	Git   *gitops.Reconciler
 	Drift *drift.Scheduler
+	// Health re-checks environments' health on spec.health.schedule.
+	Health *health.Scheduler
 
 	log    *slog.Logger
 	notify *notify.Dispatcher
@@ -74,6 +80,9 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	dc := cfg.Drift
 	dc.Actor, dc.Logger, dc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
 	s.Drift = drift.New(k, s.Queue, dc)
+	hc := cfg.Health
+	hc.Logger, hc.Clock = cfg.Logger, cfg.Clock
+	s.Health = health.New(k, hc)
 	if cfg.Git != nil {
 		gc := *cfg.Git
 		gc.Actor, gc.Logger, gc.Clock, gc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
@@ -90,6 +99,7 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 		return
 	}
 	s.Drift.RunEnded(o.Job.Env)
+	s.Health.RunEnded(o.Job.Env)
 	for _, ev := range notifications(o.Job, o.Result) {
 		if s.runURL != nil {
 			ev.URL = s.runURL(ev.RunID)
@@ -108,7 +118,7 @@ func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
 // start. A controller that fails alone (a repository GitOps cannot watch)
 // leaves the others running; Run returns its error at the end.
 func (s *Set) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run}
+	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.Health.Run}
 	if s.Git != nil {
 		runs = append(runs, s.Git.Run)
 	}
