@@ -77,7 +77,7 @@ spec:
 	h.do(call{method: "GET", path: "/api/v1/environments/shop/live/health", token: stranger}, 403)
 	h.do(call{method: "GET", path: "/api/v1/environments/shop/live/health", token: viewer}, 403)
 	h.do(call{method: "GET", path: "/api/v1/environments/shop/nope/health", token: operator}, 404)
-	h.do(call{method: "GET", path: "/api/v1/environments/shop/live/health"}, 401)
+	h.do(call{method: "GET", path: "/api/v1/environments/shop/live/health", invalid: true}, 401)
 	if strings.Contains(dumpAny(v), "healthz") {
 		t.Fatal("the view shows the check's URL")
 	}
