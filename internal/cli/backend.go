@@ -20,6 +20,8 @@ import (
 type backend interface {
 	Environments(ctx context.Context, f knit.EnvironmentFilter) (knit.Page[knit.EnvironmentSummary], error)
 	Environment(ctx context.Context, ref string) (knit.EnvironmentView, error)
+	// Health runs ref's health checks now and keeps the outcome as its last.
+	Health(ctx context.Context, ref string) (view.Health, error)
 	Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error)
 	// Approvals lists approvals of ref ("" = all); no statuses means any.
 	Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error)

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"knit.dev/knit/internal/health"
+	"knit.dev/knit/internal/view"
 )
 
 func newHealthCmd(d *deps) *cobra.Command {
@@ -19,23 +17,20 @@ func newHealthCmd(d *deps) *cobra.Command {
 		Long: `Run the health checks of the environment as applied: every applied
 component's, then the environment's own, each as many times as its count
 says. Prints each check's verdict (Successful, Failed, Inconclusive) and
-what its last measurement saw. Exit 0 when every check is Successful, 1
-otherwise. Changes nothing.`,
+what its last measurement saw, and keeps it as the environment's last
+health check (knit status shows it). With --server, the server runs them.
+Exit 0 when every check is Successful, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return d.withBackend(cmd.Context(), output, func(b backend) error {
-				local, ok := b.(localBackend)
-				if !ok {
-					return errors.New("knit health runs here, against the local store: drop --server (the API has no health route yet)")
-				}
-				rep, err := local.Health(cmd.Context(), args[0])
+				h, err := b.Health(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				if err := render(d.stdout, output, rep, printHealth); err != nil {
+				if err := render(d.stdout, output, h, printHealth); err != nil {
 					return err
 				}
-				if rep.Verdict != health.Successful {
+				if h.Verdict != "Successful" {
 					return &ExitError{Code: ExitFailure}
 				}
 				return nil
@@ -46,30 +41,25 @@ otherwise. Changes nothing.`,
 	return cmd
 }
 
-func printHealth(w io.Writer, rep health.Report) {
-	if len(rep.Results) == 0 {
+func printHealth(w io.Writer, h view.Health) {
+	if len(h.Checks) == 0 {
 		fmt.Fprintln(w, "no health checks: add health: to a component or spec.health.checks")
 		return
 	}
 	t := newTable(w)
 	fmt.Fprintln(t, "CHECK\tVERDICT\tMEASURED\tEVIDENCE\tWHY")
-	for _, r := range rep.Results {
-		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\n", cell(r.Name()), r.Verdict, len(r.Measurements), cell(evidence(r.Last())), lastCell(r.Message))
+	for _, c := range h.Checks {
+		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\n", cell(checkName(c)), c.Verdict, c.Measured, cell(c.Evidence), lastCell(c.Message))
 	}
 	t.Flush()
-	fmt.Fprintf(w, "health: %s\n", rep.Verdict)
+	fmt.Fprintf(w, "health: %s\n", h.Verdict)
 }
 
-// evidence is a measurement's datum: a status code, a query's value, an
-// exit code, or its message.
-func evidence(m health.Measurement) string {
-	switch {
-	case m.StatusCode != 0 && m.Value == nil:
-		return "status " + strconv.Itoa(m.StatusCode)
-	case m.Value != nil:
-		return "value " + strconv.FormatFloat(*m.Value, 'g', -1, 64)
-	case m.ExitCode != nil:
-		return "exit " + strconv.Itoa(*m.ExitCode)
+// checkName is a check's name as people read it: component/check, or the
+// check alone for the environment's.
+func checkName(c view.HealthCheck) string {
+	if c.Component == "" {
+		return c.Name
 	}
-	return m.Message
+	return c.Component + "/" + c.Name
 }

@@ -65,6 +65,14 @@ func (r *remoteBackend) Environments(ctx context.Context, f knit.EnvironmentFilt
 	return r.c.Environments(ctx, f)
 }
 
+func (r *remoteBackend) Health(ctx context.Context, ref string) (view.Health, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return view.Health{}, err
+	}
+	return r.c.Health(ctx, id)
+}
+
 func (r *remoteBackend) Environment(ctx context.Context, ref string) (knit.EnvironmentView, error) {
 	id, err := r.resolve(ctx, ref)
 	if err != nil {

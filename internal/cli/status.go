@@ -13,6 +13,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 func newStatusCmd(d *deps) *cobra.Command {
@@ -154,6 +155,9 @@ func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
 		}
 		fmt.Fprintf(w, "last drift check: %s ago: %s (run %s)\n", ago(d.CheckedAt), found, d.RunID)
 	}
+	if h := v.Health; h != nil {
+		fmt.Fprintf(w, "health: %s, checked %s ago%s\n", h.Verdict, ago(h.CheckedAt), healthNote(*h))
+	}
 	fmt.Fprintf(w, "\n  %-24s %-18s %-8s %-10s %s\n", "COMPONENT", "STATUS", "REVISION", "UPDATED", "WHY")
 	for _, c := range v.Components {
 		updated := "-"
@@ -169,6 +173,25 @@ func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
 		}
 		fmt.Fprintf(w, "  %-24s %-18s %-8d %-10s %s\n", c.Name, c.Status, c.Revision, updated, why)
 	}
+}
+
+// healthNote names the checks that did not succeed, each with what it
+// saw, and the run a verification was of.
+func healthNote(h view.Health) string {
+	var bad []string
+	for _, c := range h.Checks {
+		if c.Verdict != "Successful" {
+			bad = append(bad, fmt.Sprintf("%s %s (%s)", checkName(c), c.Verdict, c.Evidence))
+		}
+	}
+	note := ""
+	if h.RunID != "" {
+		note = " after run " + h.RunID
+	}
+	if len(bad) > 0 {
+		note += ": " + nameList(bad)
+	}
+	return note
 }
 
 // ago renders a duration since t for people: 4s, 3m, 2h, 5d.

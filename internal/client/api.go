@@ -36,6 +36,18 @@ func (c *Client) Environment(ctx context.Context, id string) (view.EnvironmentVi
 	return v, err
 }
 
+// Health runs an environment's health checks on the server now and
+// returns every verdict (the server keeps it as the environment's last).
+func (c *Client) Health(ctx context.Context, id string) (view.Health, error) {
+	var h view.Health
+	p, err := envPath(id)
+	if err != nil {
+		return h, err
+	}
+	err = c.do(ctx, "GET", p+"/health", nil, nil, &h)
+	return h, err
+}
+
 // Outputs returns an environment's outputs by component (one component if
 // set); reveal shows sensitive values, which needs an admin token and is
 // audited on the server.

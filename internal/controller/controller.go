@@ -1,6 +1,7 @@
 // Package controller runs knit serve's controllers as one: the fair run
-// queue (runqueue), the GitOps reconciler (gitops) and the drift scheduler
-// (drift), the expiry of ephemeral environments (ttl), and the notifications of what they do. knit serve
+// queue (runqueue), the GitOps reconciler (gitops), the drift scheduler
+// (drift), the expiry of ephemeral environments (ttl), the health
+// scheduler (health), and the notifications of what they do. knit serve
 // (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
 // HTTP server, and runs it beside the server; the server only routes,
 // authenticates and encodes.
@@ -15,6 +16,7 @@ import (
 	"knit.dev/knit/internal/controller/clock"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
+	"knit.dev/knit/internal/controller/health"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/controller/ttl"
 	"knit.dev/knit/internal/knit"
@@ -40,6 +42,9 @@ type Config struct {
 	// TTL is the expiry controller's (its Actor, Logger and Clock are this
 	// Config's).
 	TTL ttl.Config
+	// Health is the health scheduler's (its Logger and Clock are this
+	// Config's).
+	Health health.Config
 	// Notify are the sinks told about failed runs, drift, approvals needed,
 	// teardowns, successes and invalid environment files.
 	Notify []notify.Sink
@@ -56,6 +61,8 @@ type Set struct {
 	Drift *drift.Scheduler
 	// TTL tears expired ephemeral environments down.
 	TTL *ttl.Controller
+	// Health re-checks environments' health on spec.health.schedule.
+	Health *health.Scheduler
 
 	log    *slog.Logger
 	notify *notify.Dispatcher
@@ -83,6 +90,9 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	tc := cfg.TTL
 	tc.Actor, tc.Logger, tc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
 	s.TTL = ttl.New(k, s.Queue, d, tc)
+	hc := cfg.Health
+	hc.Logger, hc.Clock = cfg.Logger, cfg.Clock
+	s.Health = health.New(k, hc)
 	if cfg.Git != nil {
 		gc := *cfg.Git
 		gc.Actor, gc.Logger, gc.Clock, gc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
@@ -100,6 +110,7 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	}
 	s.Drift.RunEnded(o.Job.Env)
 	s.TTL.RunEnded(o.Job.Env)
+	s.Health.RunEnded(o.Job.Env)
 	for _, ev := range notifications(o.Job, o.Result) {
 		if s.runURL != nil {
 			ev.URL = s.runURL(ev.RunID)
@@ -118,7 +129,7 @@ func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
 // start. A controller that fails alone (a repository GitOps cannot watch)
 // leaves the others running; Run returns its error at the end.
 func (s *Set) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.TTL.Run}
+	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.TTL.Run, s.Health.Run}
 	if s.Git != nil {
 		runs = append(runs, s.Git.Run)
 	}

@@ -8,12 +8,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Verifier runs an applied environment's health checks (health.Runner
@@ -55,6 +57,9 @@ func (s *session) verify(ctx context.Context) error {
 	s.publish(Event{Kind: Verifying, RunKind: s.kind})
 	rep := s.e.verifier().Verify(ctx, targets)
 	s.result.Verification = &rep
+	if ctx.Err() == nil {
+		s.runFailed(s.e.RecordHealth(s.db, HealthView(rep, s.e.now(), s.run.ID), s.env.ID()))
+	}
 	for _, r := range rep.Results {
 		ev := Event{Kind: HealthChecked, Component: r.Component, Code: string(r.Verdict) + ": " + r.Check, Reason: r.Message}
 		if m := r.Last(); m.Message != "" {
@@ -220,4 +225,32 @@ func outputReader(states map[string]store.ComponentState) func(ref string) (stri
 		}
 		return str, nil
 	}
+}
+
+// HealthSetting is the server setting under which an environment's last
+// health check is kept (a key per environment, small JSON): no table of
+// its own, since only the newest one is ever shown.
+const HealthSetting = "health/"
+
+// HealthView is rep as the environment's view shows it, checked at at
+// (runID: the apply it verified, "" otherwise).
+func HealthView(rep health.Report, at time.Time, runID string) view.Health {
+	h := view.Health{Verdict: string(rep.Verdict), CheckedAt: at.UTC(), RunID: runID, Checks: make([]view.HealthCheck, 0, len(rep.Results))}
+	for _, r := range rep.Results {
+		h.Checks = append(h.Checks, view.HealthCheck{Component: r.Component, Name: r.Check, Verdict: string(r.Verdict),
+			Measured: len(r.Measurements), Evidence: r.Last().Evidence(), Message: r.Message})
+	}
+	return h
+}
+
+// RecordHealth keeps h as envID's last health check.
+func (e *Engine) RecordHealth(ctx context.Context, h view.Health, envID string) error {
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if err := e.Store.SetSetting(ctx, HealthSetting+envID, string(raw)); err != nil {
+		return fmt.Errorf("record the health of %s: %w", envID, err)
+	}
+	return nil
 }

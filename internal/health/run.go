@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -36,6 +37,20 @@ func (r Result) Last() Measurement {
 		return Measurement{}
 	}
 	return r.Measurements[len(r.Measurements)-1]
+}
+
+// Evidence is a measurement's datum as people read it: a status code, a
+// query's value, an exit code, or its message.
+func (m Measurement) Evidence() string {
+	switch {
+	case m.StatusCode != 0 && m.Value == nil:
+		return "status " + strconv.Itoa(m.StatusCode)
+	case m.Value != nil:
+		return "value " + strconv.FormatFloat(*m.Value, 'g', -1, 64)
+	case m.ExitCode != nil:
+		return "exit " + strconv.Itoa(*m.ExitCode)
+	}
+	return m.Message
 }
 
 // Clock is the time a check runs on: Now stamps measurements, After waits

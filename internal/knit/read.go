@@ -315,7 +315,8 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 			return v, err
 		}
 	}
-	return v, nil
+	v.Health, err = k.lastHealth(ctx, id)
+	return v, err
 }
 
 // componentView shows one component; d is nil for one never run.

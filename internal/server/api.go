@@ -139,6 +139,22 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, http.StatusOK, b)
 }
 
+// checkHealth runs the environment's health checks now (commands and
+// probes run here, so it needs an operator) and answers every verdict.
+func (s *Server) checkHealth(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h, err := s.k.Health(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
 func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
 	id, err := envID(r)
 	if err != nil {

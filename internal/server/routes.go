@@ -20,6 +20,7 @@ func (s *Server) routes() {
 
 	h("GET /api/v1/environments", s.authed(viewer, s.listEnvironments))
 	h("GET /api/v1/environments/{team}/{env}", s.authed(viewer, s.getEnvironment))
+	h("GET /api/v1/environments/{team}/{env}/health", s.authed(operator, s.checkHealth))
 	h("GET /api/v1/environments/{team}/{env}/outputs", s.authed(viewer, s.getOutputs))
 	h("GET /api/v1/environments/{team}/{env}/revisions", s.authed(viewer, s.listRevisions))
 	h("GET /api/v1/environments/{team}/{env}/diff", s.authed(viewer, s.diffRevisions))

@@ -115,6 +115,32 @@ type EnvironmentView struct {
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
 	// ExpiresAt is when an ephemeral environment (spec.ttl) is torn down.
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Health is the environment's last health check (after an apply, by
+	// knit health, or on its schedule); nil when none ran.
+	Health *Health `json:"health,omitempty"`
+}
+
+// Health is the outcome of one health check of an environment: the worst
+// verdict, when, and each check's verdict with what it last saw. RunID
+// is the apply it verified ("" for a check on demand or on schedule).
+type Health struct {
+	Verdict   string        `json:"verdict"`
+	CheckedAt time.Time     `json:"checkedAt"`
+	RunID     string        `json:"runId,omitempty"`
+	Checks    []HealthCheck `json:"checks"`
+}
+
+// HealthCheck is one check's verdict: Component is "" for an
+// environment-level check; Measured counts its measurements; Evidence is
+// the last one's datum (status code, query value, exit code); Message why
+// the verdict is what it is.
+type HealthCheck struct {
+	Component string `json:"component,omitempty"`
+	Name      string `json:"name"`
+	Verdict   string `json:"verdict"`
+	Measured  int    `json:"measured"`
+	Evidence  string `json:"evidence,omitempty"`
+	Message   string `json:"message,omitempty"`
 }
 
 // DriftView is the outcome of an environment's latest drift check.

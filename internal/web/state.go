@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -31,13 +32,14 @@ var tones = func() map[string]Tone {
 		}
 	}
 	set(ToneOK, string(engine.Applied), string(store.StatusSucceeded), string(engine.UpToDate), string(engine.NoChanges),
-		string(engine.InSync), string(store.EnvApplied), engine.EnvLabel(store.EnvApplied), store.ApprovalApproved)
+		string(engine.InSync), string(store.EnvApplied), engine.EnvLabel(store.EnvApplied), store.ApprovalApproved, string(health.Successful))
 	set(ToneBusy, string(store.StatusRunning), string(engine.Planning), string(engine.Applying), string(engine.Destroying),
 		string(engine.Checking), string(store.StatusQueued))
 	// Someone must decide: not the same as waiting behind it.
 	set(ToneAct, string(engine.Awaiting), "pending approval")
-	set(ToneWait, string(engine.Waiting), string(engine.Planned), string(engine.Drifted), string(engine.Affected), string(engine.Deferred))
-	set(ToneBad, string(engine.Failed), string(engine.Refused), string(engine.Canceled), string(engine.Rejected))
+	set(ToneWait, string(engine.Waiting), string(engine.Planned), string(engine.Drifted), string(engine.Affected), string(engine.Deferred),
+		string(health.Inconclusive))
+	set(ToneBad, string(engine.Failed), string(engine.Refused), string(engine.Canceled), string(engine.Rejected), string(health.Failed))
 	return m
 }()
 

@@ -96,7 +96,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "when": when, "commit": newCommit, "changeForm": newChangeForm}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

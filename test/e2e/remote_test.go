@@ -112,6 +112,12 @@ func TestCLIThroughTheServer(t *testing.T) {
 		t.Fatalf("completion of approvals:\n%s", r.stdout)
 	}
 
+	// Health checks run on the server (an operator's token); this
+	// environment has none.
+	if r := same(0, "health", "shop/remote"); !strings.Contains(r.stdout, "no health checks") {
+		t.Fatalf("health:\n%s", r.stdout)
+	}
+
 	// A viewer may look but not approve (--token-file instead of KNIT_TOKEN).
 	tokFile := w.path("viewer.token")
 	os.WriteFile(tokFile, []byte(viewer+"\n"), 0o600)
