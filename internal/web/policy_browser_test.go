@@ -55,7 +55,8 @@ spec:
 // TestDashboardShowsPolicyDecisions: a person watching a prod apply live
 // sees the policy's warning as it is made; a later commit that removes a
 // component from prod ends PolicyDenied, nothing is destroyed, and the
-// run page shows the denial with its policy file, rule and component.
+// run page, and the environment's page, show the denial with its policy
+// file, rule and component.
 func TestDashboardShowsPolicyDecisions(t *testing.T) {
 	ctx := browser(t)
 	policies := t.TempDir()
@@ -120,4 +121,10 @@ func TestDashboardShowsPolicyDecisions(t *testing.T) {
 		t.Errorf("the denied run's status: %q", st)
 	}
 	checkAxe(t, ctx, "denied run")
+	run(t, ctx, "env", chromedp.Navigate(w.url+"/env/pay/live"), chromedp.WaitVisible(chromedp.CSS("#graph[data-drawn]")))
+	// The environment's page says why cache did not go, in its words.
+	if page, want := text(t, ctx, "main"), "denied by policy: "+file+":9 deny: cache may not be destroyed in prod (component cache)"; !strings.Contains(page, want) {
+		t.Errorf("the environment's page lacks %q:\n%s", want, page)
+	}
+	checkAxe(t, ctx, "environment after a denial")
 }
