@@ -101,6 +101,10 @@ func TestDashboardShowsPolicyDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the run's end", `document.querySelector("#run-status").textContent.includes("succeeded")`)
+	// A live page lists each decision once: the stream's, not the record's too.
+	if n := eval[int](t, ctx, `document.querySelectorAll("#policy-decisions li").length`); n != 2 {
+		t.Errorf("the live page lists %d decisions at the run's end, want 2", n)
+	}
 
 	// Deny: a commit removes cache from prod.
 	testtools.WriteFiles(t, dir, map[string]string{"env.yaml": yaml[:strings.Index(yaml, "    - name: cache")]})
