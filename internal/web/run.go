@@ -237,6 +237,11 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 			c.Why = ev.Reason
 		}
 		b.WriteString(w.fragment("compstatus", c))
+	case engine.PolicyDecision:
+		// A decision appears as it is made, as the recorded page lists it.
+		if ev.Decision != nil {
+			b.WriteString(w.fragment("newdecision", *ev.Decision))
+		}
 	case engine.LogLine:
 		b.WriteString(w.fragment("logline", compSection{Name: ev.Component, Log: ev.Line}))
 	case engine.RunFinished:
