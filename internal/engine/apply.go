@@ -225,6 +225,9 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 // is unchanged, apply an approved plan when one is waiting, otherwise plan
 // (unless p and plan are given, as drift does), gate on approval, and apply.
 func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
+	if err := s.deniedAfterJudgeFirst(st); err != nil {
+		return err
+	}
 	var err error
 	if p == nil {
 		if p, err = st.prepare(ctx, true); err != nil {
@@ -264,7 +267,10 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			return s.holdAgain(st, a)
 		}
 	}
-	if plan == nil && s.autoApproved(st.c) {
+	// A component judged first with inputs known only after apply is
+	// judged again by the plan that applies (planned with its values).
+	again := plan == nil && s.mustRejudge(st.c.Name)
+	if plan == nil && s.autoApproved(st.c) && !again {
 		if pa, ok := p.r.(runner.PlanApplier); ok {
 			if err := s.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
 				return err
@@ -279,8 +285,13 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// A plan that may wait for a person feeds the plans of what waits
 		// behind it, planned ahead for the change set (known output values).
 		ahead := !s.autoApproved(st.c) && s.hasDependents(st.c.Name)
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c), KnownOutputs: ahead}); err != nil {
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c), KnownOutputs: ahead, Values: again}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
+		}
+	}
+	if again {
+		if err := s.judgeAgain(ctx, st, plan); err != nil {
+			return err
 		}
 	}
 	st.cr.Plan = plan

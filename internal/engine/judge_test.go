@@ -10,6 +10,8 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/policy"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/fake"
 	"knit.dev/knit/internal/store"
 )
 
@@ -146,4 +148,64 @@ type failingJudge struct{}
 
 func (failingJudge) Judge(context.Context, *engine.EnvPlan) (*engine.Verdict, error) {
 	return nil, errors.New("p.rego:3: boom")
+}
+
+// valuesRunner is the fake whose plan, asked for values, shows the input
+// "parent" as its resource's After value, as OpenTofu would.
+type valuesRunner struct{ *fake.Runner }
+
+func (r valuesRunner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+	p, err := r.Runner.Plan(ctx, c, in, opts)
+	if err == nil && opts.Values {
+		for i := range p.Resources {
+			p.Resources[i].After = map[string]any{"parent": in["parent"]}
+		}
+	}
+	return p, err
+}
+
+// A component judged first with an input known only after its producer
+// applies is judged again, in its turn, by the plan that applies: a value
+// the policy denies stops the run before that component applies.
+func TestAPlanMadeAfterItsUpstreamAppliesIsJudgedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.r.UnknownUntilApply = map[string]bool{"a": true}
+	h.e.Runners["script"] = valuesRunner{h.r}
+	ctx := context.Background()
+	res, err := h.e.Apply(ctx, parse(t, diamond), engine.Options{Actor: "tester", AutoApprove: true, Judge: judge(t, `package knit
+
+deny contains {"msg": "no a-1 parent", "component": c.name} if {
+	some c in input.components
+	some r in c.resources
+	r.after.parent == "a-1"
+}
+
+warn contains "heads up" if true
+`)})
+	var denied *engine.PolicyDeniedError
+	if !errors.As(err, &denied) || res.Status != store.StatusFailed {
+		t.Fatalf("apply: %v (%v), want a PolicyDeniedError", err, res)
+	}
+	if len(h.r.Calls("apply")) != 1 {
+		t.Fatalf("applies %+v, want a only", h.r.Calls("apply"))
+	}
+	for _, call := range h.r.Calls("apply") {
+		if call.Component != "a" {
+			t.Errorf("%s applied despite the denial", call.Component)
+		}
+	}
+	wantCause(t, res, "b", engine.ReasonPolicyDenied.Cause())
+	if !res.Policy.Denied() || len(res.Policy.Of(engine.DecisionWarn)) != 1 {
+		t.Fatalf("decisions %+v, want the denial and the warning once", res.Policy.Decisions)
+	}
+	audit, _ := h.st.Audit(ctx, store.AuditFilter{})
+	warns := 0
+	for _, e := range audit {
+		if e.Action == "policy-warn" {
+			warns++
+		}
+	}
+	if warns != 1 {
+		t.Fatalf("%d policy-warn audit events, want 1 (an identical decision is not recorded twice)", warns)
+	}
 }

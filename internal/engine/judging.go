@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"knit.dev/knit/internal/dag"
@@ -33,6 +34,7 @@ func (s *session) judgeFirst(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.planned = map[string]*runner.Plan{}
+	s.rejudge = map[string]bool{}
 	s.mu.Unlock()
 	defer func() {
 		// The apply resolves inputs from what its producers really output.
@@ -68,6 +70,7 @@ func (s *session) judgeFirst(ctx context.Context) error {
 			return &PolicyError{Err: fmt.Errorf("%s was not planned for the policies: %s", name, vr.Reason)}
 		}
 	}
+	s.judged = list
 	return s.judge(ctx, list)
 }
 
@@ -110,6 +113,9 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && s.hasDependents(name)}
 	var plan *runner.Plan
 	if len(p.unknown) > 0 && !destroying {
+		s.mu.Lock()
+		s.rejudge[name] = true // the plan that applies is not this one
+		s.mu.Unlock()
 		plan, pc.Unplanned = s.planPlaceholders(ctx, st, p, opts)
 		if plan == nil {
 			return pc, nil
@@ -153,9 +159,7 @@ func (s *session) judgeResult(ctx context.Context) error {
 // kept in the result, published and audited; require_approval gates the
 // components it names; a deny (unless overridden) stops the run.
 func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
-	v, err := s.opts.Judge.Judge(ctx, &EnvPlan{Env: s.env, Components: comps, Run: RunInfo{
-		ID: s.run.ID, Kind: string(s.kind), Actor: s.opts.Actor, Reason: s.opts.Reason, Source: s.opts.Source,
-		Time: s.run.StartedAt, Revision: s.run.Revision, Commit: s.opts.Commit, Author: s.opts.Author}})
+	v, err := s.opts.Judge.Judge(ctx, s.envPlan(comps))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -212,6 +216,124 @@ func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
 		}
 	}
 	return &PolicyDeniedError{Denials: denials}
+}
+
+// envPlan is what the Judge judges of this run with comps.
+func (s *session) envPlan(comps []PlannedComponent) *EnvPlan {
+	return &EnvPlan{Env: s.env, Components: comps, Run: RunInfo{
+		ID: s.run.ID, Kind: string(s.kind), Actor: s.opts.Actor, Reason: s.opts.Reason, Source: s.opts.Source,
+		Time: s.run.StartedAt, Revision: s.run.Revision, Commit: s.opts.Commit, Author: s.opts.Author}}
+}
+
+// mustRejudge reports whether name was judged first with inputs known
+// only after apply: the plan that applies in its turn was never judged.
+func (s *session) mustRejudge(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rejudge[name]
+}
+
+// judgeAgain, in name's turn, has the Judge judge the whole plan judged
+// first with name's plan replaced by plan, the one about to apply, and
+// acts on the verdict as judge does, for name: decisions not already kept
+// are added, published and audited; require_approval gates it; a deny
+// (unless overridden) stops the run before it applies.
+func (s *session) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) error {
+	name := st.c.Name
+	_, removed := s.removed[name]
+	pc := PlannedComponent{Name: name, Def: st.c, Removed: removed, Gated: !s.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
+	s.mu.Lock()
+	delete(s.rejudge, name)
+	list := slices.Clone(s.judged)
+	s.mu.Unlock()
+	if i := slices.IndexFunc(list, func(c PlannedComponent) bool { return c.Name == name }); i >= 0 {
+		list[i] = pc
+	} else {
+		list = append(list, pc)
+	}
+	v, err := s.opts.Judge.Judge(ctx, s.envPlan(list))
+	if err != nil {
+		if ctx.Err() == nil {
+			err = &PolicyError{Err: err}
+			s.runFailed(err)
+		}
+		return st.fail(ctx, err)
+	}
+	if v.Denied() && s.opts.OverridePolicy != "" {
+		v.Overridden = s.opts.OverridePolicy
+	}
+	var fresh []Decision
+	s.mu.Lock()
+	kept := s.result.Policy
+	if kept == nil {
+		kept = &Verdict{}
+		s.result.Policy = kept
+	}
+	for _, d := range v.Decisions {
+		if !slices.Contains(kept.Decisions, d) {
+			kept.Decisions = append(kept.Decisions, d)
+			fresh = append(fresh, d)
+		}
+	}
+	override := v.Overridden != "" && kept.Overridden == ""
+	if override {
+		kept.Overridden = v.Overridden
+	}
+	for _, d := range v.Of(DecisionRequireApproval) {
+		if d.Component == name || (d.Component == "" && plan.HasChanges()) {
+			s.mustApprove[name] = d.String()
+		}
+	}
+	s.mu.Unlock()
+	for i := range fresh {
+		d := fresh[i]
+		s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
+		if err := s.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
+			return st.fail(ctx, err)
+		}
+	}
+	if override {
+		if err := s.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
+			return st.fail(ctx, err)
+		}
+	}
+	if !v.Denied() {
+		return nil
+	}
+	denied := &PolicyDeniedError{Denials: v.Of(DecisionDeny)}
+	why := "not run: the run was denied by policy"
+	for _, d := range denied.Denials {
+		if d.Component == name {
+			why = "denied by policy: " + d.String()
+			break
+		}
+	}
+	s.mu.Lock()
+	if s.denied == nil {
+		s.denied = denied
+		s.errs = append(s.errs, denied)
+	}
+	s.mu.Unlock()
+	st.cr.Plan = plan
+	st.cr.Log = st.log.finish(nil)
+	s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
+	_ = s.record(st.op, st.cr, st.storeRun, nil)
+	return denied
+}
+
+// deniedAfterJudgeFirst, when a judgement in some component's turn has
+// denied the run, skips st's component and says why the run stopped.
+func (s *session) deniedAfterJudgeFirst(st *step) error {
+	s.mu.Lock()
+	denied := s.denied
+	s.mu.Unlock()
+	if denied == nil {
+		return nil
+	}
+	why := "not run: the run was denied by policy"
+	s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), why, why)
+	_ = s.record(st.op, st.cr, nil, nil)
+	return denied
 }
 
 // auditDecision records one policy decision in the audit trail.

@@ -68,6 +68,12 @@ type session struct {
 	// mustApprove names the components a policy requires a person to
 	// approve (require_approval), with the decision's text.
 	mustApprove map[string]string
+	// judged is the plan judgeFirst judged; rejudge names the components
+	// it judged with inputs known only after apply, judged again in their
+	// turn (rejudge); denied, once such a judgement denies, stops the rest.
+	judged  []PlannedComponent
+	rejudge map[string]bool
+	denied  *PolicyDeniedError
 	// secrets are, in a judged plan run, the secrets each planned
 	// component was given, which the Judge masks in its input.
 	secrets map[string][]string
