@@ -59,6 +59,27 @@ func storeEnvFilter(ctx context.Context, f EnvironmentFilter, limit int) store.E
 		After: f.After, Limit: limit}
 }
 
+// EachEnvironment calls fn with the ID of every environment the caller
+// sees, a page at a time, until the list or ctx ends: what a controller
+// reads at start to learn every schedule.
+func (k *Knit) EachEnvironment(ctx context.Context, fn func(id string)) error {
+	after := ""
+	for ctx.Err() == nil {
+		page, err := k.Environments(ctx, EnvironmentFilter{After: after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Items {
+			fn(e.ID)
+		}
+		if page.Next == "" {
+			return nil
+		}
+		after = page.Next
+	}
+	return ctx.Err()
+}
+
 // Environments lists the environments ctx's caller may see, in ID order:
 // a full page holds f.Limit of them.
 func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[EnvironmentSummary], error) {

@@ -102,20 +102,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 func (s *Scheduler) loadAll(ctx context.Context) {
-	after := ""
-	for ctx.Err() == nil {
-		page, err := s.k.Environments(ctx, knit.EnvironmentFilter{After: after, Limit: 1000})
-		if err != nil {
-			s.log.Error("drift: list environments", "err", err)
-			return
-		}
-		for _, e := range page.Items {
-			s.Refresh(ctx, e.ID)
-		}
-		if page.Next == "" {
-			return
-		}
-		after = page.Next
+	err := s.k.EachEnvironment(ctx, func(id string) { s.Refresh(ctx, id) })
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("drift: list environments", "err", err)
 	}
 }
 
