@@ -145,7 +145,11 @@ func TestCancelInterruptsTool(t *testing.T) {
 	case <-time.After(60 * time.Second): // a hang guard: the provisioner alone sleeps 30 s
 		t.Fatal("Apply did not return after cancel")
 	}
-	if !strings.Contains(f.log.String(), "Interrupt received") {
+	// Either line shows tofu handled SIGINT itself. It prints "Interrupt
+	// received" from its signal goroutine, which can lose the race with the
+	// exit once the provisioner (which got SIGINT too) has failed; "Stopping
+	// operation" comes from the operation noticing the stop.
+	if log := f.log.String(); !strings.Contains(log, "Interrupt received") && !strings.Contains(log, "Stopping operation") {
 		t.Errorf("the tool was not interrupted gracefully:\n%s", f.log)
 	}
 	// State is intact and unlocked: the next plan works and still wants the
