@@ -319,3 +319,51 @@ func (w *Watcher) At(ctx context.Context, commit string) (Commit, error) {
 	}
 	return c, nil
 }
+
+// previewRef is where the mirror keeps a fetched branch other than the
+// watched one (FetchBranch), apart from the watched branch's ref.
+const previewRef = "refs/knit-preview/"
+
+// FetchBranch fetches another branch of the repository (a pull request's,
+// to preview it) and returns its head as At does: its Dir and Files, no
+// Changes. A name git would refuse, or that could be read as an option or
+// a refspec, is refused before anything runs.
+func (w *Watcher) FetchBranch(ctx context.Context, branch string) (Commit, error) {
+	if !validBranch(branch) {
+		return Commit{}, w.wrap("fetch", fmt.Errorf("branch %q is not a valid branch name", branch))
+	}
+	var c Commit
+	err := w.locked(ctx, func() error {
+		if err := w.ensureMirror(ctx); err != nil {
+			return err
+		}
+		fc, err := w.withToken(command{args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", w.cfg.URL,
+			"+refs/heads/" + branch + ":" + previewRef + branch}})
+		if err != nil {
+			return err
+		}
+		if _, err := w.git(ctx, fc); err != nil {
+			return err
+		}
+		out, err := w.git(ctx, command{args: []string{"rev-parse", "--verify", previewRef + branch + "^{commit}"}})
+		if err != nil {
+			return err
+		}
+		head := strings.TrimSpace(string(out))
+		infos, err := w.log(ctx, "-1", head)
+		if err != nil {
+			return err
+		}
+		commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
+		if err != nil {
+			return err
+		}
+		c = commits[0]
+		c.Dir, err = w.tree(ctx, head)
+		return err
+	})
+	if err != nil {
+		return Commit{}, fmt.Errorf("gitwatch: fetch branch %q of %s: %w", branch, displayURL(w.cfg.URL), err)
+	}
+	return c, nil
+}
