@@ -79,4 +79,3 @@ func (s *Store) previews(ctx context.Context, what, query string, vals ...any) (
 	}
 	return out, err
 }
-
