@@ -150,6 +150,17 @@ func TestABranchIsPreviewedAndItsMergeAppliesThePreviewedPlan(t *testing.T) {
 			t.Errorf("the Markdown lacks %q:\n%s", want, ev.Markdown)
 		}
 	}
+	// The CLI reads it through the server, as the token may see it.
+	asShop := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + shopTok}
+	if r := w.knitWith(asShop, "previews", "--branch", "feature/bigger"); r.code != 0 ||
+		!regexp.MustCompile(`shop/app: update at \w+, planned[^\n]*\n\s+app\s+planned\s+~1 \+0 -0`).MatchString(r.stdout) {
+		t.Errorf("knit previews: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var cli []apiPreview
+	if r := w.knitWith(asShop, "previews", "--branch", "feature/bigger", "-o", "json"); r.code != 0 ||
+		json.Unmarshal([]byte(r.stdout), &cli) != nil || len(cli) != 1 || cli[0].Checksum != p.Checksum {
+		t.Errorf("knit previews -o json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	runs := w.toolRuns()
 	planned := false
 	for _, run := range runs {
