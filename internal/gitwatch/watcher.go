@@ -298,26 +298,33 @@ func (w *Watcher) At(ctx context.Context, commit string) (Commit, error) {
 		return Commit{}, w.wrap("read", fmt.Errorf("%q is not a full commit hash", commit))
 	}
 	var c Commit
-	err := w.locked(ctx, func() error {
+	err := w.locked(ctx, func() (err error) {
 		if err := w.ensureMirror(ctx); err != nil {
 			return err
 		}
-		infos, err := w.log(ctx, "-1", commit)
-		if err != nil {
-			return err
-		}
-		commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
-		if err != nil {
-			return err
-		}
-		c = commits[0]
-		c.Dir, err = w.tree(ctx, commit)
+		c, err = w.read(ctx, commit)
 		return err
 	})
 	if err != nil {
 		return Commit{}, w.wrap("read "+commit, err)
 	}
 	return c, nil
+}
+
+// read returns commit, which the mirror holds, with its Dir and Files but
+// no Changes; the caller holds the lock.
+func (w *Watcher) read(ctx context.Context, commit string) (Commit, error) {
+	infos, err := w.log(ctx, "-1", commit)
+	if err != nil {
+		return Commit{}, err
+	}
+	commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
+	if err != nil {
+		return Commit{}, err
+	}
+	c := commits[0]
+	c.Dir, err = w.tree(ctx, commit)
+	return c, err
 }
 
 // previewRef is where the mirror keeps a fetched branch other than the
@@ -349,17 +356,7 @@ func (w *Watcher) FetchBranch(ctx context.Context, branch string) (Commit, error
 		if err != nil {
 			return err
 		}
-		head := strings.TrimSpace(string(out))
-		infos, err := w.log(ctx, "-1", head)
-		if err != nil {
-			return err
-		}
-		commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
-		if err != nil {
-			return err
-		}
-		c = commits[0]
-		c.Dir, err = w.tree(ctx, head)
+		c, err = w.read(ctx, strings.TrimSpace(string(out)))
 		return err
 	})
 	if err != nil {

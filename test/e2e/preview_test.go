@@ -123,8 +123,15 @@ func TestABranchIsPreviewedAndItsMergeAppliesThePreviewedPlan(t *testing.T) {
 	mac.Write([]byte(body))
 	req, _ := http.NewRequest("POST", s.url+"/api/v1/webhooks/git", strings.NewReader(body))
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("push webhook: %v %v", resp, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct{ Status, Branch string }
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || answer.Status != "previewing" || answer.Branch != "feature/bigger" {
+		t.Fatalf("push webhook of feature/bigger: %d %+v, want 202 previewing", resp.StatusCode, answer)
 	}
 	var p apiPreview
 	s.eventually("the branch's preview", func() bool {
