@@ -2,6 +2,7 @@ package gitwatch_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestFetchBranchReadsAnotherBranchsHead(t *testing.T) {
 		t.Errorf("the watched branch moved with another branch's fetch: %d commits", len(got))
 	}
 	for _, bad := range []string{"feature/../main", "-x", "a b", "refs:x", "x*"} {
-		if _, err := w.FetchBranch(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "not a valid branch name") {
+		if _, err := w.FetchBranch(context.Background(), bad); !errors.Is(err, gitwatch.ErrInvalidBranch) {
 			t.Errorf("FetchBranch(%q) = %v, want refused as not a valid branch name", bad, err)
 		}
 	}

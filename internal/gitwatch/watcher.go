@@ -327,6 +327,9 @@ func (w *Watcher) read(ctx context.Context, commit string) (Commit, error) {
 	return c, err
 }
 
+// ErrInvalidBranch is a branch name FetchBranch refuses to hand to git.
+var ErrInvalidBranch = errors.New("not a valid branch name")
+
 // previewRef is where the mirror keeps a fetched branch other than the
 // watched one (FetchBranch), apart from the watched branch's ref.
 const previewRef = "refs/knit-preview/"
@@ -337,7 +340,7 @@ const previewRef = "refs/knit-preview/"
 // a refspec, is refused before anything runs.
 func (w *Watcher) FetchBranch(ctx context.Context, branch string) (Commit, error) {
 	if !validBranch(branch) {
-		return Commit{}, w.wrap("fetch", fmt.Errorf("branch %q is not a valid branch name", branch))
+		return Commit{}, w.wrap("fetch", fmt.Errorf("%w: %q", ErrInvalidBranch, branch))
 	}
 	var c Commit
 	err := w.locked(ctx, func() error {

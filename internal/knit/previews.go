@@ -37,7 +37,15 @@ type PreviewRequest struct {
 func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (store.Preview, error) {
 	env, base, err := k.previewEnv(ctx, req)
 	if err != nil {
-		return store.Preview{}, err
+		// Recorded, not returned: it fails the same way at every poll.
+		id := req.EnvRef
+		if req.Env != nil {
+			id = req.Env.ID()
+		}
+		team, _, _ := strings.Cut(id, "/")
+		p := store.Preview{Branch: req.Branch, Commit: req.Commit, Env: id, Team: team, Change: req.Change,
+			Status: store.PreviewFailed, Error: err.Error(), CreatedAt: k.now()}
+		return p, k.store.PutPreview(ctx, p)
 	}
 	p := store.Preview{Branch: req.Branch, Commit: req.Commit, Env: env.ID(), Team: env.Spec.TeamName,
 		Change: req.Change, BaseRevision: base, CreatedAt: k.now()}

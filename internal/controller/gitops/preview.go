@@ -142,7 +142,9 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 		if ctx.Err() == nil {
 			g.log.Error("git: fetch a branch to preview", "branch", branch, "err", err)
 		}
-		g.markPreviewed(ctx, branch, head) // a branch git cannot fetch is not tried at every poll
+		if errors.Is(err, gitwatch.ErrInvalidBranch) {
+			g.markPreviewed(ctx, branch, head) // never fetched: not tried at every poll
+		}
 		return
 	}
 	envs, err := g.branchChanges(ctx, c, branch)
