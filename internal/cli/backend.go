@@ -32,6 +32,8 @@ type backend interface {
 	// ExtendTTL moves an ephemeral environment's expiry (audited as actor
 	// locally; as the token's name on a server).
 	ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error)
+	// Previews lists a branch's previews (of commit, when set).
+	Previews(ctx context.Context, branch, commit string) ([]view.Preview, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.

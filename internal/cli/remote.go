@@ -89,6 +89,10 @@ func (r *remoteBackend) ExtendTTL(ctx context.Context, ref string, by time.Durat
 	return r.c.ExtendTTL(ctx, id, by)
 }
 
+func (r *remoteBackend) Previews(ctx context.Context, branch, commit string) ([]view.Preview, error) {
+	return r.c.Previews(ctx, branch, commit)
+}
+
 func (r *remoteBackend) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
 	id, err := r.resolve(ctx, ref)
 	if err != nil {

@@ -119,6 +119,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newApplyCmd(d),
 		newTeardownCmd(d),
 		newTTLCmd(d),
+		newPreviewsCmd(d),
 		newDriftCmd(d),
 		newApprovalsCmd(d),
 		newDecideCmd(d, true),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
@@ -50,6 +51,9 @@ type serveConfig struct {
 		Poll       string `yaml:"poll"`
 		SSHKeyFile string `yaml:"sshKeyFile"`
 		TokenFile  string `yaml:"tokenFile"`
+		// PreviewBranches is a pattern of branches whose new heads are
+		// previewed (planned, never applied): "feature/*".
+		PreviewBranches string `yaml:"previewBranches"`
 	} `yaml:"git"`
 	Notifications []serveSink `yaml:"notifications"`
 	// HTTP bounds what one client may hold (config file only; see
@@ -146,6 +150,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.Git.Poll, "git-poll", "1m", "how often to fetch")
 	f.StringVar(&c.Git.SSHKeyFile, "git-ssh-key-file", "", "private key for ssh URLs")
 	f.StringVar(&c.Git.TokenFile, "git-token-file", "", "file holding an HTTPS token")
+	f.StringVar(&c.Git.PreviewBranches, "preview-branches", "", "preview the new heads of the branches matching this pattern (feature/*): plan every environment they change, never apply (GET /api/v1/previews, preview.ready)")
 	return cmd
 }
 
@@ -178,6 +183,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	set("git-poll", &c.Git.Poll, file.Git.Poll)
 	set("git-ssh-key-file", &c.Git.SSHKeyFile, file.Git.SSHKeyFile)
 	set("git-token-file", &c.Git.TokenFile, file.Git.TokenFile)
+	set("preview-branches", &c.Git.PreviewBranches, file.Git.PreviewBranches)
 	if !cmd.Flags().Changed("max-concurrent-runs") && file.MaxConcurrentRuns > 0 {
 		c.MaxConcurrentRuns = file.MaxConcurrentRuns
 	}
@@ -298,7 +304,10 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 		if err != nil {
 			return ctl, fmt.Errorf("--git-poll: %w", err)
 		}
-		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir),
+		if _, err := path.Match(c.Git.PreviewBranches, ""); err != nil {
+			return ctl, fmt.Errorf("--preview-branches %q: %w; write a pattern such as feature/*", c.Git.PreviewBranches, err)
+		}
+		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches,
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}

@@ -400,6 +400,7 @@ func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runn
 	if !plan.HasChanges() {
 		status = NoChanges
 	}
+	st.cr.Digest = PlanDigest(p.fp, plan)
 	s.set(st.cr, status, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: stored})
 }

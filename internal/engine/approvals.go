@@ -329,13 +329,16 @@ func (e *Engine) nothingPending(ctx context.Context, env *spec.Environment, comp
 	return fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
 }
 
-func copyFile(src, dst string) error {
+func copyFile(src, dst string) error { return copyFileMode(src, dst, 0o600) }
+
+// copyFileMode copies src to dst, created with mode.
+func copyFileMode(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,14 @@ type Options struct {
 	OverridePolicy string
 	// RunID, when set, is the run's ID (see NewRunID); otherwise a new one.
 	RunID string
+	// Preview, in a plan run, previews a branch (knit serve
+	// --preview-branches): each component is planned in a copy of its
+	// work dir (a saved plan waiting for approval stays as it is), no
+	// approval is outdated, and a component whose fingerprint is the
+	// applied one's is up to date, as an apply would find it. Each plan's
+	// Digest and the run's Checksum are what the apply of the same change
+	// shows.
+	Preview bool
 	// OnEvent, when set, sees every event of the run in order, from a
 	// goroutine of its own. It is part of the run: if it panics, the run
 	// fails with the panic's message.
@@ -132,6 +140,9 @@ type ComponentResult struct {
 	Reason string `json:"reason,omitempty"`
 	store.Cause
 	Plan *runner.Plan `json:"plan,omitempty"`
+	// Digest is the plan's checksum (PlanDigest), for a plan with changes
+	// that a preview made or an apply applied.
+	Digest string `json:"digest,omitempty"`
 	// Drift is what a drift check found (in sync, drifted, affected), kept
 	// when reconciliation then moves Status on.
 	Drift Status `json:"drift,omitempty"`
@@ -161,6 +172,11 @@ type Result struct {
 	// Policy is what the environment's policies decided about the run's
 	// plan (nil without policies).
 	Policy *Verdict `json:"policy,omitempty"`
+	// Checksum is the plan's checksum over its components' digests
+	// (PlanChecksum), for a preview and an apply; Preview names the
+	// preview whose checksum an apply applied.
+	Checksum string      `json:"checksum,omitempty"`
+	Preview  *PreviewRef `json:"preview,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

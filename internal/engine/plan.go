@@ -48,7 +48,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	st.op = "plan"
 	// Only a component with an open approval needs its fingerprint: to
 	// tell whether this plan outdates the approved one.
-	p, err := st.prepare(ctx, s.hasOpen(name))
+	p, err := st.prepare(ctx, s.hasOpen(name) || s.opts.Preview)
 	var missing *missingOutputError
 	if errors.As(err, &missing) {
 		s.setCode(st.cr, Deferred, ReasonKnownAfterApply.Cause(missing.Producer+"."+missing.Output), fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
@@ -60,7 +60,21 @@ func (s *session) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, err)
 	}
 	destroying := st.c.Destroy || s.env.Spec.Teardown
-	if p.fp != "" {
+	if s.opts.Preview && !destroying {
+		// As an apply would: nothing changed since it was applied.
+		if prev := s.state(name); prev.Status == stateApplied && prev.Fingerprint == p.fp {
+			s.set(st.cr, UpToDate, "")
+			st.cr.Log = st.log.finish(nil)
+			return s.record(st.op, st.cr, nil, nil)
+		}
+	}
+	rc := p.rc
+	if s.opts.Preview {
+		if rc.WorkDir, err = s.previewDir(name, rc.WorkDir); err != nil {
+			return st.fail(ctx, err)
+		}
+	}
+	if p.fp != "" && !s.opts.Preview {
 		fp := p.fp
 		if destroying {
 			fp = destroyFingerprint(fp)
@@ -71,11 +85,14 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
+	plan, err := p.r.Plan(ctx, rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
 	st.cr.Plan = plan
+	if s.opts.Preview {
+		st.cr.Digest = PlanDigest(p.fp, plan)
+	}
 	s.mu.Lock()
 	if !destroying {
 		s.planned[name] = plan

@@ -99,6 +99,9 @@ func (e *Engine) Start(ctx context.Context, kind store.RunKind, env *spec.Enviro
 			return nil, err
 		}
 	}
+	if opts.Preview && kind != KindPlan {
+		return nil, fmt.Errorf("a preview is a plan, not a %s run", kind)
+	}
 	body, ok := bodies[kind]
 	if !ok {
 		return nil, fmt.Errorf("unknown run kind %q (plan, apply, drift or teardown)", kind)
@@ -350,7 +353,17 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	s.mu.Lock()
 	errs := append([]error{runErr}, s.errs...)
 	s.mu.Unlock()
+	errs = append(errs, s.removePreviewDirs())
+	if s.kind == KindApply || s.opts.Preview {
+		s.result.Checksum = PlanChecksum(s.result.Components)
+	}
 	status := s.outcome(ctx, joinErrs(errs))
+	if status == store.StatusSucceeded {
+		if err := s.linkPreview(); err != nil {
+			errs = append(errs, err)
+			status = s.outcome(ctx, joinErrs(errs))
+		}
+	}
 	s.result.SortByGraph(s.env.Graph())
 	// The run's record, audit event and environment status are one write:
 	// they commit together or not at all. If that write fails, the run is

@@ -58,6 +58,21 @@ func (w *Watcher) withToken(c command) (command, error) {
 // objects are fetched), sorted by name: what an environment set's
 // gitBranches generator is evaluated over.
 func (w *Watcher) Branches(ctx context.Context) ([]string, error) {
+	heads, err := w.Heads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	branches := make([]string, 0, len(heads))
+	for b := range heads {
+		branches = append(branches, b)
+	}
+	sort.Strings(branches)
+	return branches, nil
+}
+
+// Heads lists the branches of the remote repository with the commit each
+// points at (ls-remote: no objects are fetched).
+func (w *Watcher) Heads(ctx context.Context) (map[string]string, error) {
 	var out []byte
 	err := w.locked(ctx, func() error {
 		if err := w.ensureMirror(ctx); err != nil {
@@ -73,15 +88,19 @@ func (w *Watcher) Branches(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, w.wrap("list the branches", err)
 	}
-	var branches []string
+	return parseHeads(out), nil
+}
+
+// parseHeads reads ls-remote's "<hash>\trefs/heads/<branch>" lines.
+func parseHeads(out []byte) map[string]string {
+	heads := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
-		_, ref, ok := strings.Cut(strings.TrimSpace(line), "\t")
-		if b, isHead := strings.CutPrefix(ref, "refs/heads/"); ok && isHead {
-			branches = append(branches, b)
+		hash, ref, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if b, isHead := strings.CutPrefix(ref, "refs/heads/"); ok && isHead && hashPattern.MatchString(hash) {
+			heads[b] = hash
 		}
 	}
-	sort.Strings(branches)
-	return branches, nil
+	return heads
 }
 
 // ensureMirror creates the bare repository the first time, atomically, so

@@ -298,24 +298,72 @@ func (w *Watcher) At(ctx context.Context, commit string) (Commit, error) {
 		return Commit{}, w.wrap("read", fmt.Errorf("%q is not a full commit hash", commit))
 	}
 	var c Commit
-	err := w.locked(ctx, func() error {
+	err := w.locked(ctx, func() (err error) {
 		if err := w.ensureMirror(ctx); err != nil {
 			return err
 		}
-		infos, err := w.log(ctx, "-1", commit)
-		if err != nil {
-			return err
-		}
-		commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
-		if err != nil {
-			return err
-		}
-		c = commits[0]
-		c.Dir, err = w.tree(ctx, commit)
+		c, err = w.read(ctx, commit)
 		return err
 	})
 	if err != nil {
 		return Commit{}, w.wrap("read "+commit, err)
+	}
+	return c, nil
+}
+
+// read returns commit, which the mirror holds, with its Dir and Files but
+// no Changes; the caller holds the lock.
+func (w *Watcher) read(ctx context.Context, commit string) (Commit, error) {
+	infos, err := w.log(ctx, "-1", commit)
+	if err != nil {
+		return Commit{}, err
+	}
+	commits, err := w.commits(ctx, infos[:1], [][]fileChange{nil})
+	if err != nil {
+		return Commit{}, err
+	}
+	c := commits[0]
+	c.Dir, err = w.tree(ctx, commit)
+	return c, err
+}
+
+// ErrInvalidBranch is a branch name FetchBranch refuses to hand to git.
+var ErrInvalidBranch = errors.New("not a valid branch name")
+
+// previewRef is where the mirror keeps a fetched branch other than the
+// watched one (FetchBranch), apart from the watched branch's ref.
+const previewRef = "refs/knit-preview/"
+
+// FetchBranch fetches another branch of the repository (a pull request's,
+// to preview it) and returns its head as At does: its Dir and Files, no
+// Changes. A name git would refuse, or that could be read as an option or
+// a refspec, is refused before anything runs.
+func (w *Watcher) FetchBranch(ctx context.Context, branch string) (Commit, error) {
+	if !validBranch(branch) {
+		return Commit{}, w.wrap("fetch", fmt.Errorf("%w: %q", ErrInvalidBranch, branch))
+	}
+	var c Commit
+	err := w.locked(ctx, func() error {
+		if err := w.ensureMirror(ctx); err != nil {
+			return err
+		}
+		fc, err := w.withToken(command{args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", w.cfg.URL,
+			"+refs/heads/" + branch + ":" + previewRef + branch}})
+		if err != nil {
+			return err
+		}
+		if _, err := w.git(ctx, fc); err != nil {
+			return err
+		}
+		out, err := w.git(ctx, command{args: []string{"rev-parse", "--verify", previewRef + branch + "^{commit}"}})
+		if err != nil {
+			return err
+		}
+		c, err = w.read(ctx, strings.TrimSpace(string(out)))
+		return err
+	})
+	if err != nil {
+		return Commit{}, fmt.Errorf("gitwatch: fetch branch %q of %s: %w", branch, displayURL(w.cfg.URL), err)
 	}
 	return c, nil
 }

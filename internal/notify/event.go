@@ -18,10 +18,14 @@ const (
 	// KindTTLExpiring: an ephemeral environment (spec.ttl) is torn down
 	// soon; Summary says when and how to keep it.
 	KindTTLExpiring = "ttl.expiring"
+	// KindPreviewReady: a branch's commit was previewed (knit serve
+	// --preview-branches); Branch and Commit say which, Markdown is the
+	// summary a CI job posts as the pull request's comment.
+	KindPreviewReady = "preview.ready"
 )
 
 // kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring}
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring, KindPreviewReady}
 
 func knownKind(k string) bool { return slices.Contains(kinds, k) }
 
@@ -46,6 +50,9 @@ type Event struct {
 	Revision int      `json:",omitempty"`
 	Commit   string   `json:",omitempty"`
 	Errors   []string `json:",omitempty"`
+	// Branch and Markdown describe a preview (KindPreviewReady).
+	Branch   string `json:",omitempty"`
+	Markdown string `json:",omitempty"`
 }
 
 // webhookBody is the JSON a webhook sink receives. Every field is always
@@ -65,6 +72,8 @@ type webhookBody struct {
 	Revision  int       `json:"revision"`
 	Commit    string    `json:"commit"`
 	Errors    []string  `json:"errors"`
+	Branch    string    `json:"branch"`
+	Markdown  string    `json:"markdown"`
 }
 
 func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
@@ -73,6 +82,7 @@ func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
 		Component: ev.Component, Actor: ev.Actor, Summary: ev.Summary,
 		Time: ev.Time.UTC(), URL: ev.URL,
 		File: ev.File, Revision: ev.Revision, Commit: ev.Commit, Errors: ev.Errors,
+		Branch: ev.Branch, Markdown: ev.Markdown,
 	}
 	if b.Errors == nil {
 		b.Errors = []string{}

@@ -32,6 +32,7 @@ var slackTitles = map[string][2]string{
 	KindTeardownDone:    {":wastebasket:", "Teardown done"},
 	KindInvalidRevision: {":no_entry:", "Invalid commit"},
 	KindTTLExpiring:     {":hourglass:", "Environment expiring"},
+	KindPreviewReady:    {":mag:", "Preview ready"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -13,7 +13,8 @@ import (
 // gitWebhook is POST /api/v1/webhooks/git: a push notification, signed
 // GitHub-style (X-Hub-Signature-256: sha256=HMAC(secret, body)). A good
 // signature makes the git watcher fetch at once; a bad or missing one gets
-// 401 and changes nothing.
+// 401 and changes nothing. A push of a branch that knit serve previews
+// (--preview-branches) has it previewed first.
 func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 5<<20))
 	if err != nil {
@@ -27,6 +28,15 @@ func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Git == nil {
 		s.fail(w, r, fmt.Errorf("%w: GitOps is not configured (--git-url)", errNotConfigured))
 		return
+	}
+	// A push of a branch knit previews asks for its preview first; any
+	// other push fetches the watched branch.
+	if p, ok := s.cfg.Git.(Previewer); ok {
+		if b := pushedBranch(body); b != "" && p.PreviewMatches(b) {
+			p.PreviewSoon(b)
+			writeJSON(w, http.StatusAccepted, map[string]string{"status": "previewing", "branch": b})
+			return
+		}
 	}
 	s.cfg.Git.Wake()
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "fetching"})

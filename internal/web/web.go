@@ -138,6 +138,7 @@ func (w *Web) Register(mux *http.ServeMux) {
 	h("POST /approvals/decide", w.page(operator, w.decide))
 	h("GET /audit", w.page(viewer, w.audit))
 	h("GET /compare", w.page(viewer, w.compare))
+	h("GET /previews", w.page(viewer, w.previews))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {

@@ -17,6 +17,7 @@ import (
 // hookEvent is one notification a receiver got, its signature checked.
 type hookEvent struct {
 	Kind, Env, Summary, File, Commit string
+	Branch, Markdown                 string
 	Revision                         int
 	Errors                           []string
 	Signed                           bool

@@ -56,6 +56,13 @@ type Config struct {
 	Clock  clock.Clock
 	// Notify, when set, is told of environment files that do not validate.
 	Notify Notifier
+	// PreviewBranches, when set, is a pattern (path.Match: "feature/*")
+	// of branches whose new heads are previewed: every environment a head
+	// changes is planned against what it applied, never applied
+	// (preview.go). PreviewsPerPoll bounds the heads one poll previews
+	// (default DefaultPreviewsPerPoll).
+	PreviewBranches string
+	PreviewsPerPoll int
 }
 
 // Notifier is told what people should hear of (notify.Dispatcher).
@@ -88,6 +95,9 @@ type Reconciler struct {
 	ctxMu   sync.Mutex
 	ctx     context.Context
 	retries map[clock.Timer]bool
+	// soon are the branches a push webhook asked to preview first.
+	soonMu sync.Mutex
+	soon   map[string]bool
 }
 
 // Settings the reconciler keeps in the store.
@@ -143,6 +153,7 @@ func (g *Reconciler) Run(ctx context.Context) error {
 		if lease.hold(ctx) {
 			g.pollGit(ctx, w)
 			g.reconcileWants(ctx, w)
+			g.previewBranches(ctx, w)
 		}
 		if !g.waitGit(ctx, pollT.C(), leaseT.C(), lease) {
 			return nil

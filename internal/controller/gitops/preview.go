@@ -1,0 +1,261 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// Bounds of the previews of branches: what one poll may spend, whatever
+// the repository holds.
+const (
+	// DefaultPreviewsPerPoll is how many branch heads one poll previews
+	// when Config.PreviewsPerPoll is zero; the others wait for the next
+	// polls, oldest name first, a pushed branch (PreviewSoon) first of all.
+	DefaultPreviewsPerPoll = 4
+	// MaxPreviewEnvs is how many environments one branch commit may
+	// change and still be previewed: beyond, nothing of it is planned and
+	// its preview says why.
+	MaxPreviewEnvs = 20
+)
+
+// settingPreviewHead + branch is the last head of the branch previewed.
+const settingPreviewHead = "preview.head:"
+
+// PreviewSoon asks for a preview of branch at the next poll, before any
+// other branch, and wakes the loop (a signed push webhook naming it).
+func (g *Reconciler) PreviewSoon(branch string) {
+	g.soonMu.Lock()
+	if g.soon == nil {
+		g.soon = map[string]bool{}
+	}
+	if len(g.soon) < 64 { // a flood of webhooks is bounded too
+		g.soon[branch] = true
+	}
+	g.soonMu.Unlock()
+	g.Wake()
+}
+
+// PreviewMatches reports whether branch is one knit serve previews.
+func (g *Reconciler) PreviewMatches(branch string) bool {
+	if g.cfg.PreviewBranches == "" || branch == g.cfg.Branch || (g.cfg.Branch == "" && branch == "main") {
+		return false
+	}
+	ok, err := path.Match(g.cfg.PreviewBranches, branch)
+	return ok && err == nil
+}
+
+// previewBranches previews the new heads of the branches that match
+// Config.PreviewBranches, at most PreviewsPerPoll of them.
+func (g *Reconciler) previewBranches(ctx context.Context, w *gitwatch.Watcher) {
+	if g.cfg.PreviewBranches == "" {
+		return
+	}
+	heads, err := w.Heads(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: list the branches to preview", "err", err)
+		}
+		return
+	}
+	seen, err := settingsByName(ctx, g.k, settingPreviewHead)
+	if err != nil {
+		g.log.Error("git: read the previewed heads", "err", err)
+		return
+	}
+	forget := map[string]string{}
+	for b := range seen {
+		if _, ok := heads[b]; !ok {
+			forget[settingPreviewHead+b] = "" // deleted: its bookkeeping goes
+		}
+	}
+	if len(forget) > 0 {
+		if err := g.k.SetSettings(ctx, forget); err != nil {
+			g.log.Error("git: forget deleted branches' previews", "err", err)
+		}
+	}
+	todo := g.newHeads(heads, seen)
+	for _, b := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		g.previewBranch(ctx, w, b, heads[b])
+	}
+}
+
+// newHeads are the branches to preview this poll: matching, with a head
+// not previewed yet, those asked for first, then by name; at most
+// PreviewsPerPoll.
+func (g *Reconciler) newHeads(heads, seen map[string]string) []string {
+	g.soonMu.Lock()
+	soon := g.soon
+	g.soon = nil
+	g.soonMu.Unlock()
+	var todo []string
+	for b, h := range heads {
+		if g.PreviewMatches(b) && seen[b] != h {
+			todo = append(todo, b)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool {
+		if soon[todo[i]] != soon[todo[j]] {
+			return soon[todo[i]]
+		}
+		return todo[i] < todo[j]
+	})
+	limit := g.cfg.PreviewsPerPoll
+	if limit <= 0 {
+		limit = DefaultPreviewsPerPoll
+	}
+	if len(todo) > limit {
+		g.log.Info("git: more branches to preview than one poll does; the rest wait", "previewing", limit, "waiting", len(todo)-limit)
+		todo = todo[:limit]
+	}
+	return todo
+}
+
+// branchEnv is one environment a branch's commit changes.
+type branchEnv struct {
+	id, change, path string
+	env              *spec.Environment
+	folder           string
+}
+
+// previewBranch previews every environment branch's head changes, records
+// the head as previewed unless a plan must be tried again (the
+// environment was locked), and sends preview.ready.
+func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, branch, head string) {
+	c, err := w.FetchBranch(ctx, branch)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: fetch a branch to preview", "branch", branch, "err", err)
+		}
+		if errors.Is(err, gitwatch.ErrInvalidBranch) {
+			g.markPreviewed(ctx, branch, head) // never fetched: not tried at every poll
+		}
+		return
+	}
+	envs, err := g.branchChanges(ctx, c, branch)
+	if err != nil {
+		g.log.Error("git: work out what a branch changes", "branch", branch, "commit", short(c.Hash), "err", err)
+		return
+	}
+	again := false
+	if len(envs) > MaxPreviewEnvs {
+		g.log.Warn("git: a branch changes too many environments to preview", "branch", branch, "envs", len(envs), "max", MaxPreviewEnvs)
+		envs = nil
+	}
+	for _, e := range envs {
+		req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
+			Root: e.folder, Tree: c.Dir, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author}
+		p, err := g.k.Preview(ctx, req)
+		switch {
+		case errors.Is(err, engine.ErrLocked):
+			g.log.Info("git: the environment is locked; previewing it at the next poll", "branch", branch, "env", e.id)
+			again = true
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			g.log.Error("git: preview", "branch", branch, "env", e.id, "err", err)
+			again = true
+		default:
+			g.log.Info("git: previewed", "branch", branch, "env", e.id, "commit", short(c.Hash), "status", p.Status, "checksum", p.Checksum)
+		}
+	}
+	if again {
+		return
+	}
+	g.markPreviewed(ctx, branch, c.Hash)
+	ps, err := g.k.Previews(ctx, branch, c.Hash)
+	if err != nil {
+		g.log.Error("git: read the previews to tell", "branch", branch, "err", err)
+		return
+	}
+	summary := fmt.Sprintf("branch %s at %s changes %d environment(s)", branch, short(c.Hash), len(ps))
+	if len(envs) == 0 && len(ps) == 0 {
+		summary = fmt.Sprintf("branch %s at %s changes no environment", branch, short(c.Hash))
+	}
+	g.notify(notify.Event{Kind: notify.KindPreviewReady, Branch: branch, Commit: c.Hash, Actor: c.Author,
+		Summary: summary, Markdown: knit.PreviewMarkdown(branch, c.Hash, ps)})
+}
+
+func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
+	if err := g.k.SetSettings(ctx, map[string]string{settingPreviewHead + branch: head}); err != nil {
+		g.log.Error("git: record the previewed head", "branch", branch, "err", err)
+	}
+}
+
+// branchChanges are the environments commit c of branch changes, compared
+// with what the watched branch wants of each: a file whose environment
+// and inputs hash otherwise (or that no want has: a new one), and, as a
+// destroy, an environment the watched branch declares by a file the
+// branch removed. Environment sets and templates are not previewed; a
+// file that does not validate is recorded as an invalid preview.
+func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branch string) ([]branchEnv, error) {
+	g.mu.Lock()
+	wants, files, _, err := g.gitState(ctx)
+	g.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []branchEnv
+	declared := map[string]bool{}
+	sums := newContentSums()
+	for _, p := range c.Files {
+		content, err := os.ReadFile(filepath.Join(c.Dir, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		if k := spec.KindOf(content); k == spec.KindTemplate || k == spec.KindSet {
+			continue
+		}
+		folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
+		env, diags := spec.ParseWith(p, folder, "", content, g.cfg.Spec.InRepo(c.Dir))
+		if diags.HasErrors() {
+			if id := files[p]; id != "" { // the names in an invalid file are never trusted
+				declared[id] = true
+				team, _, _ := strings.Cut(id, "/")
+				if err := g.k.RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		id := env.ID()
+		declared[id] = true
+		sum, err := sums.env(env, content)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		want, ok := wants[id]
+		switch {
+		case ok && !want.Teardown && want.Sum == sum:
+			continue // the branch leaves it as the watched branch has it
+		case ok && !want.Teardown:
+			out = append(out, branchEnv{id: id, change: store.PreviewUpdate, path: p, env: env, folder: folder})
+		default:
+			out = append(out, branchEnv{id: id, change: store.PreviewCreate, path: p, env: env, folder: folder})
+		}
+	}
+	for id, want := range wants {
+		if want.Teardown || want.Element != nil || declared[id] {
+			continue
+		}
+		out = append(out, branchEnv{id: id, change: store.PreviewDestroy, path: want.Path})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
+)
+
+// AuditPreviewApplied is the audit action an apply records when the plan
+// it applied has the checksum a branch's preview showed: the trail links
+// the preview (branch, commit) and the apply (run, revision).
+const AuditPreviewApplied = "preview-applied"
+
+// PreviewRef names the preview whose plan an apply applied.
+type PreviewRef struct {
+	Branch   string `json:"branch"`
+	Commit   string `json:"commit"`
+	Checksum string `json:"checksum"`
+}
+
+// PlanDigest is a component's plan as a checksum that the same inputs
+// always give: the component's fingerprint (module content, inputs, tool
+// version: never a path or a time), whether it destroys, its counts and
+// the resources it touches with their actions. A saved plan file's
+// SHA-256 cannot serve: the tool stamps it with the time it was made, and
+// a component applied without a gate saves none. So a preview and the
+// apply of the same change, against the same state, have the same digest.
+func PlanDigest(fingerprint string, p *runner.Plan) string {
+	if p == nil || !p.HasChanges() {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "knit plan digest v1\nfingerprint %s\ndestroy %t\ncounts %d %d %d\n", fingerprint, p.Destroying, p.Add, p.Change, p.Destroy)
+	var rs []string
+	for _, r := range p.Resources {
+		if r.Action != runner.ActionRead { // data sources read at every plan
+			rs = append(rs, r.Address+" "+string(r.Action))
+		}
+	}
+	sort.Strings(rs)
+	for _, r := range rs {
+		fmt.Fprintf(h, "resource %s\n", r)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// PlanChecksum is a run's plan as one checksum: the digests of its
+// components that change something, by name ("" when none does).
+func PlanChecksum(components []*ComponentResult) string {
+	var lines []string
+	for _, c := range components {
+		if c.Digest != "" {
+			lines = append(lines, c.Name+"\x00"+c.Digest)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+// previewDir is where a preview run plans component name: a copy of its
+// work dir (state, module copy, providers) under the run's own folder, so
+// that the preview neither replaces a saved plan an approval waits on nor
+// leaves its module copy behind for the next apply.
+func (s *session) previewDir(name, workDir string) (string, error) {
+	dst := filepath.Join(s.e.DataDir, "preview", s.run.ID, name)
+	if err := copyWorkDir(workDir, dst); err != nil {
+		return "", fmt.Errorf("copy the work dir of %s for the preview: %w", name, err)
+	}
+	return dst, nil
+}
+
+// removePreviewDirs removes what a preview run copied.
+func (s *session) removePreviewDirs() error {
+	if !s.opts.Preview {
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(s.e.DataDir, "preview", s.run.ID))
+}
+
+// notCopied are files of a work dir a preview must not take along: the
+// saved plan (never the preview's to apply), what the last init saw and
+// the backend the tool initialised (both name the real work dir: the copy
+// initialises again, against its own copy of the state).
+func notCopied(rel string) bool {
+	base := filepath.Base(rel)
+	return rel == "plan.tfplan" || rel == "init.stamp" ||
+		(base == "terraform.tfstate" && filepath.Base(filepath.Dir(rel)) == ".terraform")
+}
+
+// copyWorkDir copies src (which may not exist: a new component) into dst,
+// keeping symlinks as links.
+func copyWorkDir(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." {
+			return nil
+		}
+		if notCopied(filepath.ToSlash(rel)) {
+			return nil
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case d.IsDir():
+			return os.MkdirAll(to, 0o700)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return copyFileMode(p, to, info.Mode().Perm())
+		}
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+// linkPreview, at the end of an apply about to succeed, records in the
+// audit trail the preview whose plan it applied, if any: the newest
+// planned preview of the environment with the run's checksum.
+func (s *session) linkPreview() error {
+	if s.kind != KindApply || s.result.Checksum == "" {
+		return nil
+	}
+	ps, err := s.e.Store.PreviewsByChecksum(s.db, s.env.ID(), s.result.Checksum)
+	if err != nil {
+		return fmt.Errorf("find the preview of the applied plan: %w", err)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	p := ps[0]
+	s.result.Preview = &PreviewRef{Branch: p.Branch, Commit: p.Commit, Checksum: p.Checksum}
+	err = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: AuditPreviewApplied,
+		Revision: s.run.Revision, RunID: s.run.ID, Reason: "preview " + p.Branch + "@" + shortCommit(p.Commit),
+		Detail: fmt.Sprintf("applied the plan previewed on branch %s at commit %s: checksum %s", p.Branch, p.Commit, p.Checksum),
+		Time:   s.e.now()})
+	if err != nil {
+		return fmt.Errorf("record the preview the apply applied: %w", err)
+	}
+	return nil
+}
+
+func shortCommit(c string) string { return c[:min(10, len(c))] }

@@ -1,0 +1,223 @@
+package knit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/progress"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
+)
+
+// PreviewRequest asks what a branch's commit would do to one environment.
+type PreviewRequest struct {
+	Branch, Commit string
+	// Change is store.PreviewCreate or PreviewUpdate (Env is the file at
+	// the commit) or PreviewDestroy (EnvRef names the environment whose
+	// file the commit removed; its applied spec is planned torn down).
+	Change string
+	Env    *spec.Environment
+	EnvRef string
+	// Root and Tree are the commit's folder of the file and its whole tree
+	// (whose policies/ judge the plan); Origin says where the file is.
+	Root, Tree, Origin string
+	Actor              string
+}
+
+// Preview plans req's environment as its branch's commit declares it,
+// against what the environment has applied, and records the result. It
+// applies nothing and records no revision; the environment's lock is held
+// only while the plan runs. A lock another run holds is engine.ErrLocked,
+// and nothing is recorded: try again later.
+func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (store.Preview, error) {
+	env, base, err := k.previewEnv(ctx, req)
+	if err != nil {
+		// Recorded, not returned: it fails the same way at every poll.
+		id := req.EnvRef
+		if req.Env != nil {
+			id = req.Env.ID()
+		}
+		team, _, _ := strings.Cut(id, "/")
+		p := store.Preview{Branch: req.Branch, Commit: req.Commit, Env: id, Team: team, Change: req.Change,
+			Status: store.PreviewFailed, Error: err.Error(), CreatedAt: k.now()}
+		return p, k.store.PutPreview(ctx, p)
+	}
+	p := store.Preview{Branch: req.Branch, Commit: req.Commit, Env: env.ID(), Team: env.Spec.TeamName,
+		Change: req.Change, BaseRevision: base, CreatedAt: k.now()}
+	judge, err := k.judge(ctx, env, RunRequest{Tree: req.Tree})
+	if err != nil {
+		return store.Preview{}, err
+	}
+	res, err := k.engine.Do(ctx, engine.KindPlan, env, engine.Options{Preview: true, Judge: judge,
+		Parallelism: k.cfg.Parallelism, Actor: req.Actor, Source: "preview", Root: req.Root, Origin: req.Origin,
+		Reason: fmt.Sprintf("preview of branch %s at commit %s", req.Branch, shortHash(req.Commit))})
+	if errors.Is(err, engine.ErrLocked) || ctx.Err() != nil {
+		return store.Preview{}, err
+	}
+	p.Status = store.PreviewPlanned
+	if err != nil {
+		p.Status, p.Error = store.PreviewFailed, err.Error()
+	}
+	if res != nil {
+		p.RunID, p.Checksum = res.RunID, res.Checksum
+		if res.Status != store.StatusSucceeded {
+			p.Status, p.Error = store.PreviewFailed, firstNonEmpty(res.Error, p.Error, "the plan "+string(res.Status))
+		}
+		p.Components, _ = json.Marshal(previewComponents(res)) // plain data: cannot fail
+		if res.Policy != nil {
+			p.Policy, _ = json.Marshal(res.Policy.Decisions)
+		}
+	}
+	if p.Status != store.PreviewPlanned {
+		p.Checksum = "" // a failed plan previews nothing an apply could match
+	}
+	if err := k.store.PutPreview(ctx, p); err != nil {
+		return store.Preview{}, err
+	}
+	return p, nil
+}
+
+// RecordInvalidPreview records that the file of ref's environment does not
+// validate at the branch's commit: nothing of it was planned.
+func (k *Knit) RecordInvalidPreview(ctx context.Context, branch, commit, env, team, errs string) error {
+	return k.store.PutPreview(ctx, store.Preview{Branch: branch, Commit: commit, Env: env, Team: team,
+		Change: store.PreviewUpdate, Status: store.PreviewInvalid, Error: errs, CreatedAt: k.now()})
+}
+
+// previewEnv is the environment a preview plans, and the revision it is
+// planned against (0: never applied).
+func (k *Knit) previewEnv(ctx context.Context, req PreviewRequest) (*spec.Environment, int, error) {
+	id := req.EnvRef
+	if req.Env != nil {
+		id = req.Env.ID()
+	}
+	e, err := k.store.Environment(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, 0, err
+	}
+	if req.Change != store.PreviewDestroy {
+		if req.Env == nil {
+			return nil, 0, fmt.Errorf("preview of %s: no environment file", id)
+		}
+		return req.Env, e.AppliedRevision, nil
+	}
+	if e.AppliedRevision == 0 {
+		return nil, 0, fmt.Errorf("preview of %s: nothing applied to destroy", id)
+	}
+	applied, err := k.appliedSpec(ctx, e)
+	if err != nil {
+		return nil, 0, err
+	}
+	torn := *applied // the cached spec is shared: plan a copy torn down
+	torn.Spec.Teardown = true
+	return &torn, e.AppliedRevision, nil
+}
+
+func previewComponents(res *engine.Result) []view.PreviewComponent {
+	out := make([]view.PreviewComponent, 0, len(res.Components))
+	for _, c := range res.Components {
+		pc := view.PreviewComponent{Name: c.Name, Status: string(c.Status), Digest: c.Digest, Reason: c.Reason}
+		if c.Plan != nil {
+			pc.Add, pc.Change, pc.Destroy, pc.Resources = c.Plan.Add, c.Plan.Change, c.Plan.Destroy, c.Plan.Resources
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+// Previews lists the previews of branch (of commit, when set; else the
+// newest commit's of each environment first) of the environments ctx's
+// caller may see: a team-limited token sees only its teams'.
+func (k *Knit) Previews(ctx context.Context, branch, commit string) ([]view.Preview, error) {
+	if branch == "" {
+		return nil, errors.New("name the branch: ?branch=feature/x")
+	}
+	f := store.PreviewFilter{Branch: branch, Commit: commit}
+	if t, ok := caller(ctx); ok && len(t.Teams) > 0 {
+		f.Teams = t.Teams
+	}
+	ps, err := k.store.ListPreviews(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]view.Preview, 0, len(ps))
+	for _, p := range ps {
+		v := view.Preview{Branch: p.Branch, Commit: p.Commit, Env: p.Env, Team: p.Team, Change: p.Change, Status: p.Status,
+			Checksum: p.Checksum, BaseRevision: p.BaseRevision, RunID: p.RunID, Error: p.Error, CreatedAt: p.CreatedAt,
+			Components: []view.PreviewComponent{}, Decisions: []progress.Decision{}}
+		if len(p.Components) > 0 {
+			if err := json.Unmarshal(p.Components, &v.Components); err != nil {
+				return nil, fmt.Errorf("preview of %s at %s: components: %w", p.Env, p.Commit, err)
+			}
+		}
+		if len(p.Policy) > 0 {
+			if err := json.Unmarshal(p.Policy, &v.Decisions); err != nil {
+				return nil, fmt.Errorf("preview of %s at %s: policy: %w", p.Env, p.Commit, err)
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// PreviewMarkdown is the summary of a branch commit's previews that a CI
+// job posts as a pull request's comment: a table per environment with
+// each component's changes (~changed +added -destroyed), then the
+// policies' denials and warnings, and why a preview failed.
+func PreviewMarkdown(branch, commit string, ps []view.Preview) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### knit preview of `%s` at `%s`\n\n", mdCode(branch), shortHash(commit))
+	if len(ps) == 0 {
+		b.WriteString("No environment changes.\n")
+	}
+	for _, p := range ps {
+		add, change, destroy := p.Totals()
+		fmt.Fprintf(&b, "#### `%s` (%s): %s\n\n", mdCode(p.Env), p.Change, p.Status)
+		if p.Error != "" {
+			fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(strings.TrimSpace(p.Error), "\n", "\n> "))
+		}
+		if len(p.Components) > 0 {
+			b.WriteString("| component | status | changes |\n|---|---|---|\n")
+			for _, c := range p.Components {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCell(c.Name), mdCell(c.Status), c.Counts())
+			}
+			fmt.Fprintf(&b, "| **total** | | ~%d +%d -%d |\n\n", change, add, destroy)
+		}
+		for _, d := range p.Decisions {
+			word := map[string]string{engine.DecisionDeny: "**denied**", engine.DecisionWarn: "warning",
+				engine.DecisionRequireApproval: "requires approval"}[d.Kind]
+			fmt.Fprintf(&b, "- %s: %s (`%s:%d` %s)\n", word, mdCell(d.Message), mdCode(d.File), d.Line, mdCell(d.Rule))
+		}
+		if len(p.Decisions) > 0 {
+			b.WriteString("\n")
+		}
+		if p.Checksum != "" {
+			fmt.Fprintf(&b, "Plan checksum `%s`\n\n", p.Checksum)
+		}
+	}
+	return b.String()
+}
+
+// mdCell keeps text inside one Markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
+}
+
+// mdCode keeps text inside one code span.
+func mdCode(s string) string { return strings.ReplaceAll(mdCell(s), "`", "'") }
+
+func shortHash(h string) string { return h[:min(10, len(h))] }
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
