@@ -44,7 +44,7 @@ func (c *Client) Workloads(ctx context.Context, owned []Ref, objects []string, n
 		return w, fmt.Errorf("%d workloads: more than %d, too many to judge at once (name some with kubernetes.objects)", len(picked), MaxWorkloads)
 	}
 	for _, o := range unowned {
-		noteOn(&w, o + ": not an object of this component (not read)")
+		noteOn(&w, o+": not an object of this component (not read)")
 	}
 	w.Checked = len(picked) + len(unowned)
 	groups := map[schema.GroupVersionResource]map[string][]Ref{}
@@ -64,11 +64,11 @@ func (c *Client) Workloads(ctx context.Context, owned []Ref, objects []string, n
 			for _, r := range groups[gvr][ns] {
 				obj := live[r.Name]
 				if obj == nil {
-					noteOn(&w, label(r) + ": does not exist")
+					noteOn(&w, label(r)+": does not exist")
 					continue
 				}
 				if ok, why := Ready(obj); !ok {
-					noteOn(&w, label(r) + ": " + why)
+					noteOn(&w, label(r)+": "+why)
 				}
 			}
 		}
@@ -151,7 +151,9 @@ func (c *Client) listNamed(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 }
 
-func sortedKeys[K interface{ ~string | schema.GroupVersionResource }, V any](m map[K]V) []K {
+func sortedKeys[K interface {
+	~string | schema.GroupVersionResource
+}, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
