@@ -2,8 +2,6 @@ package helm
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"knit.dev/knit/internal/kubetest"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/testtools"
@@ -74,28 +73,7 @@ spec:
 // Helm's release storage makes requests without a context: against an API
 // server that never answers, the look still ends by the caller's deadline.
 func TestReleaseWorkloadsOfAHangingClusterEndByTheDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn // open, never answered
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://%s\"}}]\n"+
-		"contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t0k3n}}]\ncurrent-context: c\n", ln.Addr())
+	kc := kubetest.Hanging(t)
 	env := &spec.Environment{Dir: t.TempDir(), Spec: spec.EnvSpec{TeamName: "t", EnvName: "e"}}
 	def := &spec.Component{Name: "web", Type: spec.TypeHelm, Chart: &spec.Chart{Path: "./charts/web", Namespace: "shop"},
 		Kubeconfig: &spec.Kubeconfig{ValueFrom: "cluster.kubeconfig"}}

@@ -3,7 +3,6 @@ package manifests
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"knit.dev/knit/internal/kube"
+	"knit.dev/knit/internal/kubetest"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 )
@@ -224,23 +224,8 @@ func TestWorkloadsLookIsBounded(t *testing.T) {
 // ends with the caller's deadline, with an error (the check's measurement
 // is then an Error, and enough of them Inconclusive).
 func TestWorkloadsOfAHangingClusterEndByTheDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered
-		}
-	}()
 	dir := t.TempDir()
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://%s\"}}]\n"+
-		"contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t0k3n}}]\ncurrent-context: c\n", ln.Addr())
+	kc := kubetest.Hanging(t)
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
