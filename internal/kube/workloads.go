@@ -169,16 +169,16 @@ func sortedKeys[K interface {
 // Job complete.
 func Ready(obj *unstructured.Unstructured) (bool, string) {
 	st := func(f ...string) int64 {
-		v, _, _ := unstructured.NestedInt64(obj.Object, append([]string{"status"}, f...)...)
+		v, _ := number(obj, append([]string{"status"}, f...)...)
 		return v
 	}
 	if obj.GetKind() == "Job" {
 		return jobReady(obj)
 	}
-	if g := obj.GetGeneration(); g > st("observedGeneration") {
+	if g, _ := number(obj, "metadata", "generation"); g > st("observedGeneration") {
 		return false, fmt.Sprintf("generation %d not yet observed by its controller (observed %d)", g, st("observedGeneration"))
 	}
-	replicas, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	replicas, found := number(obj, "spec", "replicas")
 	if !found {
 		replicas = 1
 	}
@@ -224,9 +224,24 @@ func jobReady(obj *unstructured.Unstructured) (bool, string) {
 	if condition(obj, "Complete").status == "True" {
 		return true, ""
 	}
-	active, _, _ := unstructured.NestedInt64(obj.Object, "status", "active")
-	succeeded, _, _ := unstructured.NestedInt64(obj.Object, "status", "succeeded")
+	active, _ := number(obj, "status", "active")
+	succeeded, _ := number(obj, "status", "succeeded")
 	return false, fmt.Sprintf("not complete (%d active, %d succeeded)", active, succeeded)
+}
+
+// number reads a whole number field, as the API server's JSON decodes it
+// (int64) or as YAML and JSON decoders do (float64).
+func number(obj *unstructured.Unstructured, fields ...string) (int64, bool) {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, fields...)
+	switch n := v.(type) {
+	case int64:
+		return n, found
+	case int:
+		return int64(n), found
+	case float64:
+		return int64(n), found
+	}
+	return 0, false
 }
 
 type cond struct{ status, reason string }
