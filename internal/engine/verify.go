@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -178,6 +179,9 @@ func (e *Engine) healthTargets(env *spec.Environment, names []string, states map
 			continue
 		}
 		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets, Mask: mask}
+		if c.IsKubernetes() {
+			henv.Workloads, henv.NoWorkloads = e.workloads(env, c, states)
+		}
 		for _, h := range c.Health {
 			targets = append(targets, target(c.Name, h, henv))
 		}
@@ -189,6 +193,27 @@ func (e *Engine) healthTargets(env *spec.Environment, names []string, states map
 		}
 	}
 	return targets
+}
+
+// workloads is how a kubernetes check of c looks at its workloads: through
+// c's runner, with c's inputs (its cluster access) read from states.
+func (e *Engine) workloads(env *spec.Environment, c *spec.Component, states map[string]store.ComponentState) (func(context.Context, []string) (health.Workloads, error), error) {
+	r, err := e.runnerFor(c)
+	if err != nil {
+		return nil, err
+	}
+	wr, ok := r.(runner.WorkloadReader)
+	if !ok {
+		return nil, fmt.Errorf("the %s runner cannot look at workloads", c.Type)
+	}
+	in, _, sensitive, err := resolveInputs(c, func(name string) store.ComponentState { return states[name] })
+	if err != nil {
+		return nil, err
+	}
+	rc := runner.Component{Env: env.ID(), Spec: env, Def: c, WorkDir: e.workDir(env, c), Log: io.Discard, Sensitive: sensitive}
+	return func(ctx context.Context, objects []string) (health.Workloads, error) {
+		return wr.Workloads(ctx, rc, in, objects)
+	}, nil
 }
 
 func target(component string, h spec.HealthCheck, env health.Env) health.Target {

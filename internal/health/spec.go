@@ -1,6 +1,8 @@
 package health
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -20,6 +22,12 @@ type Env struct {
 	// Mask, when set, is the caller's masking rule for evidence, covering
 	// Secrets and Vars' values (the engine's); nil: Mask with both.
 	Mask func(string) string
+	// Workloads, when set, looks at the workloads the component owns (a
+	// helm or manifests component's): what a kubernetes check measures.
+	Workloads func(ctx context.Context, objects []string) (Workloads, error)
+	// NoWorkloads, when Workloads is nil, says why (the component's
+	// cluster access could not be built, its runner cannot look).
+	NoWorkloads error
 }
 
 // FromSpec turns a validated spec check into a Check, reading the outputs
@@ -59,10 +67,19 @@ func FromSpec(h spec.HealthCheck, env Env) (Check, error) {
 		p.URL, err = value(h.Prometheus.URL, env)
 		p.Sensitive = secret(p.URL, env.Secrets)
 		c.Probe = p
+	case h.Kubernetes != nil:
+		if env.Workloads == nil {
+			why := env.NoWorkloads
+			if why == nil {
+				why = errors.New("only a helm or manifests component's workloads can be checked")
+			}
+			return Check{}, fmt.Errorf("health check %s: %w", h.Name, why)
+		}
+		c.Probe = &Kubernetes{Objects: h.Kubernetes.Objects, Look: env.Workloads, Mask: env.Mask}
 	case h.Command != "":
 		c.Probe = &Command{Run: h.Command, Dir: env.Dir, Env: env.Vars, Secrets: env.Secrets, Mask: env.Mask}
 	default:
-		return Check{}, fmt.Errorf("health check %s: no http, command or prometheus", h.Name)
+		return Check{}, fmt.Errorf("health check %s: no http, command, prometheus or kubernetes", h.Name)
 	}
 	if err != nil {
 		return Check{}, fmt.Errorf("health check %s: url: %w", h.Name, err)

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -229,4 +231,21 @@ func inputString(in map[string]any, name, what string) (string, error) {
 		return "", errors.New(what + ": not a non-empty string")
 	}
 	return s, nil
+}
+
+// Bounded is cfg whose every request ends by ctx's deadline, when it has
+// one: client-go's discovery and Helm's release storage make requests
+// without a context, which a cancelled ctx would not stop.
+func Bounded(ctx context.Context, cfg *rest.Config) *rest.Config {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	if left := time.Until(d); left > 0 && (cfg.Timeout == 0 || left < cfg.Timeout) {
+		cfg.Timeout = left
+	} else if left <= 0 {
+		cfg.Timeout = time.Nanosecond
+	}
+	return cfg
 }

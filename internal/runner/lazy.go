@@ -63,3 +63,10 @@ func (l *lazy) PlanPlaceholders(ctx context.Context, c Component, in Inputs, unk
 	}
 	return nil, ErrUnsupported
 }
+
+func (l *lazy) Workloads(ctx context.Context, c Component, in Inputs, objects []string) (Workloads, error) {
+	if w, ok := l.get().(WorkloadReader); ok {
+		return w.Workloads(ctx, c, in, objects)
+	}
+	return Workloads{}, ErrUnsupported
+}

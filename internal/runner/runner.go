@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 
+	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/plan"
 	"knit.dev/knit/internal/spec"
 )
@@ -147,6 +148,23 @@ type Preparer interface {
 type PlaceholderPlanner interface {
 	PlanPlaceholders(ctx context.Context, c Component, in Inputs, unknown []string, opts PlanOptions) (*Plan, error)
 }
+
+// WorkloadReader is a Runner whose components own Kubernetes workloads
+// (helm: the release's objects; manifests: the inventory). Workloads looks
+// once at whether they are ready (Deployments available, StatefulSets and
+// DaemonSets ready, Jobs complete), for a kubernetes health check.
+// objects, when set, narrows the look to those (Kind/name or
+// Kind/namespace/name, as spec.ParseWorkload reads them); one the
+// component does not own is reported not ready and never read. The look is
+// bounded: a few not-ready workloads named, the rest counted. An error
+// means the look could not be taken (the cluster did not answer).
+type WorkloadReader interface {
+	Workloads(ctx context.Context, c Component, in Inputs, objects []string) (Workloads, error)
+}
+
+// Workloads is one look at a component's workloads (health.Workloads: the
+// kubernetes check judges it).
+type Workloads = health.Workloads
 
 // PlaceholderText is the placeholder a PlaceholderPlanner gives a string
 // input known only after apply.

@@ -19,7 +19,8 @@ type HealthPolicy struct {
 }
 
 // HealthCheck is one check of a component's or the environment's health
-// (knit.dev/v1 only). Exactly one of HTTP, Command and Prometheus is set.
+// (knit.dev/v1 only). Exactly one of HTTP, Command, Prometheus and
+// Kubernetes is set.
 // It takes Count measurements Interval apart, each bounded by Timeout; the
 // verdict follows Argo Rollouts' analysis (see package health).
 type HealthCheck struct {
@@ -27,6 +28,7 @@ type HealthCheck struct {
 	HTTP       *HTTPCheck       `json:"http,omitempty"`
 	Command    string           `json:"command,omitempty"`
 	Prometheus *PrometheusCheck `json:"prometheus,omitempty"`
+	Kubernetes *KubernetesCheck `json:"kubernetes,omitempty"`
 	// Interval, Timeout: Go durations (1s, 2m); empty: the defaults.
 	Interval string `json:"interval,omitempty"`
 	Timeout  string `json:"timeout,omitempty"`
@@ -57,6 +59,45 @@ type PrometheusCheck struct {
 	Query     string      `json:"query"`
 	Condition string      `json:"condition"`
 }
+
+// KubernetesCheck is healthy when the workloads its helm or manifests
+// component owns (the release's objects, the manifests' inventory) are
+// ready: Deployments available, StatefulSets and DaemonSets ready, Jobs
+// complete. Objects, when set, narrows it to those workloads, each written
+// Kind/name (in the component's namespace) or Kind/namespace/name; every
+// one must be an object of the component.
+type KubernetesCheck struct {
+	Objects []string `json:"objects,omitempty"`
+}
+
+// WorkloadKinds are the kinds a kubernetes check judges.
+var WorkloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "Job"}
+
+// ParseWorkload splits a kubernetes check's object, Kind/name or
+// Kind/namespace/name, saying what is wrong with it when it is not one.
+func ParseWorkload(s string) (kind, namespace, name string, problem string) {
+	parts := strings.Split(s, "/")
+	switch len(parts) {
+	case 2:
+		kind, name = parts[0], parts[1]
+	case 3:
+		kind, namespace, name = parts[0], parts[1], parts[2]
+	default:
+		return "", "", "", "not Kind/name or Kind/namespace/name"
+	}
+	switch {
+	case !contains(WorkloadKinds, kind):
+		return "", "", "", fmt.Sprintf("kind %s is not one of %s", quote(kind), strings.Join(WorkloadKinds, ", "))
+	case len(parts) == 3 && (!k8sName.MatchString(namespace) || strings.Contains(namespace, ".") || len(namespace) > 63):
+		return "", "", "", fmt.Sprintf("%s is not a namespace name", quote(namespace))
+	case !k8sName.MatchString(name) || len(name) > 253:
+		return "", "", "", fmt.Sprintf("%s is not an object name", quote(name))
+	}
+	return kind, namespace, name, ""
+}
+
+// k8sName is a DNS-1123 name (a namespace's is a label: no dots, at most 63).
+var k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 // StringValue is a string written as a literal, or as {valueFrom:
 // component.output} read from an output once the component is applied.
@@ -109,6 +150,10 @@ func (d *decoder) healthChecks(dst *[]HealthCheck) field {
 						"url": d.stringValue(&c.URL), "query": d.str(&c.Query), "condition": d.str(&c.Condition),
 					})
 				},
+				"kubernetes": func(v *yaml.Node, p string) {
+					h.Kubernetes = &KubernetesCheck{}
+					d.mapping(v, p, false, map[string]field{"objects": d.strList(&h.Kubernetes.Objects)})
+				},
 				"interval": d.str(&h.Interval), "timeout": d.str(&h.Timeout),
 				"count": d.optInt(&h.Count), "failureLimit": d.optInt(&h.FailureLimit),
 				"inconclusiveLimit": d.optInt(&h.InconclusiveLimit), "consecutiveErrorLimit": d.optInt(&h.ConsecutiveErrorLimit),
@@ -145,13 +190,13 @@ func (v *validator) health() {
 	if h := v.env.Spec.Health; h != nil {
 		if v.knitOnly("spec.health", "health") {
 			v.schedule("spec.health.schedule", h.Schedule)
-			v.healthChecks("spec.health.checks", h.Checks)
+			v.healthChecks("spec.health.checks", h.Checks, nil)
 		}
 	}
 	for i, c := range v.env.Spec.Components {
 		p := fmt.Sprintf("spec.components[%d].health", i)
 		if len(c.Health) > 0 && v.knitOnly(p, "health") {
-			v.healthChecks(p, c.Health)
+			v.healthChecks(p, c.Health, c)
 		}
 	}
 }
@@ -166,7 +211,9 @@ func (v *validator) knitOnly(path, what string) bool {
 	return false
 }
 
-func (v *validator) healthChecks(path string, checks []HealthCheck) {
+// healthChecks checks the checks at path: owner's, or the environment's
+// when owner is nil.
+func (v *validator) healthChecks(path string, checks []HealthCheck, owner *Component) {
 	seen := map[string]bool{}
 	for i := range checks {
 		h := &checks[i]
@@ -181,6 +228,7 @@ func (v *validator) healthChecks(path string, checks []HealthCheck) {
 		}
 		seen[h.Name] = true
 		v.healthKind(p, h)
+		v.kubernetesCheck(p, h.Kubernetes, owner)
 		v.duration(p+".interval", h.Interval, maxHealthInterval)
 		v.duration(p+".timeout", h.Timeout, maxHealthInterval)
 		v.limit(p+".count", h.Count, 1, maxHealthCount)
@@ -193,16 +241,16 @@ func (v *validator) healthChecks(path string, checks []HealthCheck) {
 // healthKind checks that exactly one kind of check is set, and that kind.
 func (v *validator) healthKind(p string, h *HealthCheck) {
 	kinds := 0
-	for _, set := range []bool{h.HTTP != nil, h.Command != "", h.Prometheus != nil} {
+	for _, set := range []bool{h.HTTP != nil, h.Command != "", h.Prometheus != nil, h.Kubernetes != nil} {
 		if set {
 			kinds++
 		}
 	}
 	switch {
 	case kinds == 0 && !v.undecodable(p):
-		v.err(p, "", "a health check needs one of: http, command, prometheus", `e.g. http: {url: "http://127.0.0.1:8080/healthz"}`)
+		v.err(p, "", "a health check needs one of: http, command, prometheus, kubernetes", `e.g. http: {url: "http://127.0.0.1:8080/healthz"}`)
 	case kinds > 1:
-		v.err(p, "", "set one of http, command, prometheus, not several", "split them into checks of their own")
+		v.err(p, "", "set one of http, command, prometheus, kubernetes, not several", "split them into checks of their own")
 	}
 	if c := h.HTTP; c != nil {
 		v.checkURL(p+".http.url", c.URL)
@@ -227,6 +275,32 @@ func (v *validator) healthKind(p string, h *HealthCheck) {
 			v.err(p+".prometheus.condition", "", fmt.Sprintf("%s is not a condition", quote(c.Condition)),
 				`write result, a comparison (<, <=, >, >=, ==, !=) and a number, e.g. "result < 0.01"`)
 		}
+	}
+}
+
+// kubernetesCheck checks a kubernetes check: on a helm or manifests
+// component only (the environment owns no objects), naming workloads by
+// kind, namespace and name, each once.
+func (v *validator) kubernetesCheck(p string, k *KubernetesCheck, owner *Component) {
+	if k == nil {
+		return
+	}
+	if owner == nil || !owner.IsKubernetes() {
+		v.err(p+".kubernetes", "", "a kubernetes check belongs to a helm or manifests component: it judges the workloads that component owns",
+			"move it to the helm or manifests component whose workloads it should judge")
+		return
+	}
+	seen := map[string]bool{}
+	for i, o := range k.Objects {
+		op := fmt.Sprintf("%s.kubernetes.objects[%d]", p, i)
+		if _, _, _, problem := ParseWorkload(o); problem != "" {
+			v.err(op, "", fmt.Sprintf("%s: %s", quote(o), problem), "e.g. Deployment/web or Deployment/shop/web (kinds: "+strings.Join(WorkloadKinds, ", ")+")")
+			continue
+		}
+		if seen[o] {
+			v.err(op, "", fmt.Sprintf("%s is named twice", quote(o)), "")
+		}
+		seen[o] = true
 	}
 }
 

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -63,9 +64,9 @@ func TestHealthChecksValidate(t *testing.T) {
 		want []string
 	}{
 		{"no kind", check("        - name: a"),
-			[]string{`13:11 spec.components[0].health[0]: a health check needs one of: http, command, prometheus`}},
+			[]string{`13:11 spec.components[0].health[0]: a health check needs one of: http, command, prometheus, kubernetes`}},
 		{"two kinds", check(`        - {name: a, command: "true", http: {url: "http://x"}}`),
-			[]string{`13:11 spec.components[0].health[0]: set one of http, command, prometheus, not several`}},
+			[]string{`13:11 spec.components[0].health[0]: set one of http, command, prometheus, kubernetes, not several`}},
 		{"missing name", check(`        - {command: "true"}`),
 			[]string{`13:11 spec.components[0].health[0].name: missing required field`}},
 		{"same name twice", check(`        - {name: a, command: "true"}`, `        - {name: a, command: "true"}`),
@@ -105,5 +106,56 @@ func TestHealthChecksValidate(t *testing.T) {
 			_, ds := parse(t, tt.src)
 			wantDiags(t, ds, tt.want)
 		})
+	}
+}
+
+// A kubernetes check judges its own helm or manifests component's
+// workloads: on any other component, or the environment, it is refused,
+// as is an object that is not Kind/[namespace/]name of a workload kind.
+func TestKubernetesCheckValidate(t *testing.T) {
+	src := header + `    - name: web
+      type: helm
+      chart: {path: ./charts/web}
+      health:
+        - {name: ready, kubernetes: {}}
+        - name: some
+          kubernetes: {objects: [Deployment/web, StatefulSet/db/pg, Job/shop/migrate]}
+    - name: k8s
+      type: manifests
+      manifests: {path: ./k8s}
+      health:
+        - name: bad
+          kubernetes: {objects: [Service/web, Deployment, Deployment/Shop/web, Deployment/a/b/c, Job/x_y, Deployment/web, Deployment/web]}
+` + app + `      health:
+        - {name: k, kubernetes: {}}
+  health:
+    checks:
+      - {name: env, kubernetes: {objects: [Deployment/web]}}
+`
+	_, ds := parse(t, src)
+	wantDiags(t, ds, []string{
+		`20:34 spec.components[1].health[0].kubernetes.objects[0]: "Service/web": kind "Service" is not one of Deployment, StatefulSet, DaemonSet, Job`,
+		`20:47 spec.components[1].health[0].kubernetes.objects[1]: "Deployment": not Kind/name or Kind/namespace/name`,
+		`20:59 spec.components[1].health[0].kubernetes.objects[2]: "Deployment/Shop/web": "Shop" is not a namespace name`,
+		`20:80 spec.components[1].health[0].kubernetes.objects[3]: "Deployment/a/b/c": not Kind/name or Kind/namespace/name`,
+		`20:98 spec.components[1].health[0].kubernetes.objects[4]: "Job/x_y": "x_y" is not an object name`,
+		`20:123 spec.components[1].health[0].kubernetes.objects[6]: "Deployment/web" is named twice`,
+		`26:21 spec.components[2].health[0].kubernetes: a kubernetes check belongs to a helm or manifests component: it judges the workloads that component owns`,
+		`29:21 spec.health.checks[0].kubernetes: a kubernetes check belongs to a helm or manifests component: it judges the workloads that component owns`,
+	})
+}
+
+func TestKubernetesCheckParse(t *testing.T) {
+	env := mustParse(t, header+`    - name: web
+      type: helm
+      chart: {path: ./charts/web}
+      health:
+        - {name: ready, kubernetes: {}}
+        - {name: some, kubernetes: {objects: [Deployment/web, Job/shop/migrate]}, count: 2}
+`)
+	h := env.Component("web").Health
+	if len(h) != 2 || h[0].Kubernetes == nil || len(h[0].Kubernetes.Objects) != 0 ||
+		!reflect.DeepEqual(h[1].Kubernetes.Objects, []string{"Deployment/web", "Job/shop/migrate"}) || *h[1].Count != 2 {
+		t.Fatalf("checks: %+v", h)
 	}
 }

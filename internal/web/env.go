@@ -26,6 +26,8 @@ type node struct {
 	// decide form on the page; Act is that link's words.
 	Decide string `json:"decide,omitempty"`
 	Act    string `json:"act,omitempty"`
+	// Health is the component's in the last health check, nil without checks.
+	Health *nodeHealth `json:"health,omitempty"`
 }
 
 type envPage struct {
@@ -35,6 +37,7 @@ type envPage struct {
 	View           knit.EnvironmentView
 	Nodes          []node
 	Graph          template.JS // the nodes as JSON, for the layout script
+	Health         *graphHealth
 	Revisions      []store.Revision
 	Runs           []runItem
 	// Decisions are the plans waiting for a person, with their forms.
@@ -85,6 +88,7 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 		p.Tone = ToneBusy
 	}
 	p.Nodes = nodes(v)
+	p.Health = addHealth(p.Nodes, v.Health)
 	if p.Decisions, err = w.decisions(ctx, s, v.ID, "", "/env/"+v.ID); err != nil {
 		return p, err
 	}

@@ -119,13 +119,19 @@ func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
 	}
 }
 
-// envMark changes whenever the environment's record, lock or newest run does.
+// envMark changes whenever the environment's record, version, lock or newest run does.
 func (w *Web) envMark(ctx context.Context, id string) string {
 	e, err := w.k.EnvironmentRecord(ctx, id)
 	if err != nil {
 		return "?"
 	}
-	mark := fmt.Sprintf("%s|%d|%d|%s", e.Status, e.Revision, e.AppliedRevision, e.UpdatedAt)
+	// The version moves with whatever else the page shows (a health
+	// check recorded by another process, say).
+	version, err := w.k.EnvironmentVersion(ctx, id)
+	if err != nil {
+		return "?"
+	}
+	mark := fmt.Sprintf("%s|%d|%d|%s|v%d", e.Status, e.Revision, e.AppliedRevision, e.UpdatedAt, version)
 	last, err := w.k.LastRun(ctx, id)
 	if err != nil {
 		return "?"

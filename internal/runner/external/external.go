@@ -35,6 +35,7 @@ const (
 	OpApply       = "apply"
 	OpDestroy     = "destroy"
 	OpOutputs     = "outputs"
+	OpWorkloads   = "workloads"
 )
 
 // Request is one operation on one component.
@@ -57,15 +58,20 @@ type Request struct {
 	Inputs      runner.Inputs      `json:"inputs,omitempty"`
 	PlanOptions runner.PlanOptions `json:"planOptions"`
 	Plan        *wirePlan          `json:"plan,omitempty"`
+	// Objects narrows a workloads look; Deadline is the operation's, so
+	// that the runner ends its requests by then (zero: none).
+	Objects  []string  `json:"objects,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Response is an operation's result; Error is set when it failed.
 type Response struct {
-	Fingerprint string         `json:"fingerprint,omitempty"`
-	Plan        *wirePlan      `json:"plan,omitempty"`
-	Outputs     runner.Outputs `json:"outputs,omitempty"`
-	Error       string         `json:"error,omitempty"`
-	Unsupported bool           `json:"unsupported,omitempty"`
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	Plan        *wirePlan         `json:"plan,omitempty"`
+	Outputs     runner.Outputs    `json:"outputs,omitempty"`
+	Workloads   *runner.Workloads `json:"workloads,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Unsupported bool              `json:"unsupported,omitempty"`
 }
 
 // wirePlan is a Plan with the values its JSON form leaves out: the planned
@@ -130,6 +136,23 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Outputs, error) {
 	res, err := r.call(ctx, c, Request{Op: OpOutputs})
 	return res.Outputs, err
+}
+
+// Workloads asks the runner process for one look at the component's
+// workloads; the request carries ctx's deadline.
+func (r *Runner) Workloads(ctx context.Context, c runner.Component, in runner.Inputs, objects []string) (runner.Workloads, error) {
+	req := Request{Op: OpWorkloads, Inputs: in, Objects: objects}
+	if d, ok := ctx.Deadline(); ok {
+		req.Deadline = d
+	}
+	res, err := r.call(ctx, c, req)
+	if err != nil {
+		return runner.Workloads{}, err
+	}
+	if res.Workloads == nil {
+		return runner.Workloads{}, errors.New("the runner answered without workloads")
+	}
+	return *res.Workloads, nil
 }
 
 func (res Response) plan() (*runner.Plan, error) {

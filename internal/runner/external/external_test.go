@@ -51,10 +51,13 @@ func serveFake() int {
 		Fail: map[string]map[string]error{"failing": {"plan": errors.New("provider unreachable")}},
 	}
 	newRunner := func(typ, dataDir string) (runner.Runner, error) {
-		if typ != spec.TypeHelm {
-			return nil, fmt.Errorf("no runner for %q", typ)
+		switch typ {
+		case spec.TypeHelm:
+			return lookingRunner{r}, nil
+		case spec.TypeManifests:
+			return r, nil // cannot look at workloads
 		}
-		return r, nil
+		return nil, fmt.Errorf("no runner for %q", typ)
 	}
 	if err := external.Serve(ctx, os.Stdin, os.Stdout, os.Stderr, newRunner); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -222,4 +225,39 @@ func TestTheRunnerProcessGetsOnlyTheEnvironmentItIsGiven(t *testing.T) {
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// lookingRunner is the fake runner that can look at workloads: it names
+// the objects asked for, and says whether its operation has a deadline.
+type lookingRunner struct{ *fake.Runner }
+
+func (lookingRunner) Workloads(ctx context.Context, c runner.Component, in runner.Inputs, objects []string) (runner.Workloads, error) {
+	w := runner.Workloads{Checked: len(objects)}
+	for _, o := range objects {
+		w.NotReady = append(w.NotReady, o+": not ready in "+c.Def.Name)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		w.NotReady = append(w.NotReady, "deadline "+d.UTC().Format(time.RFC3339))
+	}
+	return w, nil
+}
+
+// A workloads look runs in the runner process with the caller's deadline;
+// a runner that cannot look says so (runner.ErrUnsupported).
+func TestAWorkloadsLookRunsInTheRunnerProcess(t *testing.T) {
+	r, component := setup(t, spec.TypeHelm)
+	c, _ := component("app")
+	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	w, err := r.Workloads(ctx, c, runner.Inputs{}, []string{"Deployment/web"})
+	want := []string{"Deployment/web: not ready in app", "deadline " + deadline.UTC().Format(time.RFC3339)}
+	if err != nil || w.Checked != 1 || strings.Join(w.NotReady, "|") != strings.Join(want, "|") {
+		t.Fatalf("look: %+v %v", w, err)
+	}
+	m, component := setup(t, spec.TypeManifests)
+	c, _ = component("app")
+	if _, err := m.Workloads(context.Background(), c, runner.Inputs{}, nil); !errors.Is(err, runner.ErrUnsupported) {
+		t.Errorf("a runner that cannot look: %v", err)
+	}
 }

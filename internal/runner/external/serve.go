@@ -50,6 +50,11 @@ func serve(ctx context.Context, req Request, log io.Writer, newRunner func(typ, 
 	if err != nil {
 		return fail(err)
 	}
+	if !req.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, req.Deadline)
+		defer cancel()
+	}
 	c := runner.Component{Env: req.Env, Spec: req.Spec, Def: def, WorkDir: req.WorkDir, Log: log, Sensitive: req.Sensitive}
 	switch req.Op {
 	case OpFingerprint:
@@ -81,6 +86,16 @@ func serve(ctx context.Context, req Request, log io.Writer, newRunner func(typ, 
 			return fail(err)
 		}
 		return Response{Outputs: outs}
+	case OpWorkloads:
+		wr, ok := r.(runner.WorkloadReader)
+		if !ok {
+			return fail(runner.ErrUnsupported)
+		}
+		w, err := wr.Workloads(ctx, c, req.Inputs, req.Objects)
+		if err != nil {
+			return fail(err)
+		}
+		return Response{Workloads: &w}
 	}
 	return fail(fmt.Errorf("unknown operation %q", req.Op))
 }

@@ -35,7 +35,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if digest(ch) != saved.Chart {
 		return nil, errors.New("the chart changed since the plan was made: plan again")
 	}
-	rel, err := r.connect(c, saved.Inputs)
+	rel, err := r.connect(ctx, c, saved.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (r *Runner) saveOutputs(ctx context.Context, c runner.Component, rel *helmR
 // most chart.timeout; the error names what is still terminating). A
 // release that does not exist is gone already.
 func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
-	rel, err := r.connect(c, in)
+	rel, err := r.connect(ctx, c, in)
 	if err != nil {
 		return err
 	}

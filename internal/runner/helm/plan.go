@@ -70,7 +70,7 @@ func (rel *helmRelease) served(ctx context.Context, ch *chart.Chart, vals map[st
 // A destroy plan deletes the release's objects, its leftover hooks and a
 // namespace knit created for it.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
-	rel, err := r.connect(c, in)
+	rel, err := r.connect(ctx, c, in)
 	if err != nil {
 		return nil, err
 	}

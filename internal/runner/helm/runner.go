@@ -82,11 +82,14 @@ type helmRelease struct {
 	owner string
 }
 
-func (r *Runner) connect(c runner.Component, in runner.Inputs) (*helmRelease, error) {
+// connect reaches the component's release; every request it makes ends by
+// ctx's deadline, even those of Helm's release storage, which take no context.
+func (r *Runner) connect(ctx context.Context, c runner.Component, in runner.Inputs) (*helmRelease, error) {
 	rc, kctx, err := kube.Access(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return nil, err
 	}
+	rc = kube.Bounded(ctx, rc)
 	ns := c.Spec.Namespace(c.Def)
 	cfg := &action.Configuration{}
 	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", func(string, ...any) {}); err != nil {

@@ -233,7 +233,7 @@ func TestMaxHistoryBoundsReleaseRecords(t *testing.T) {
 	def.Chart = &spec.Chart{Path: "./charts/web"}
 	c := f.c
 	c.Def = &def
-	rel, err := f.r.connect(c, f.inputs("a"))
+	rel, err := f.r.connect(context.Background(), c, f.inputs("a"))
 	if err != nil || rel.maxHistory != 10 {
 		t.Errorf("default maxHistory %d (%v), want 10", rel.maxHistory, err)
 	}

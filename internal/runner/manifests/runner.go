@@ -94,17 +94,19 @@ func (r *Runner) render(c runner.Component, in runner.Inputs) ([]*unstructured.U
 	return render(path, in)
 }
 
-func (r *Runner) client(c runner.Component, in runner.Inputs) (*kube.Client, error) {
-	cl, _, err := r.connect(c, in)
+func (r *Runner) client(ctx context.Context, c runner.Component, in runner.Inputs) (*kube.Client, error) {
+	cl, _, err := r.connect(ctx, c, in)
 	return cl, err
 }
 
 // connect is client, and the cluster it reaches for the plan's header.
-func (r *Runner) connect(c runner.Component, in runner.Inputs) (*kube.Client, string, error) {
+// connect's requests end by ctx's deadline (discovery's take no context).
+func (r *Runner) connect(ctx context.Context, c runner.Component, in runner.Inputs) (*kube.Client, string, error) {
 	cfg, kctx, err := kube.Access(c.Spec, c.Def.Kubeconfig, in)
 	if err != nil {
 		return nil, "", err
 	}
+	cfg = kube.Bounded(ctx, cfg)
 	cl, err := kube.NewClient(cfg)
 	return cl, kube.Target(cfg, kctx), err
 }
@@ -150,7 +152,7 @@ func (r *Runner) desired(ctx context.Context, c runner.Component, cl *kube.Clien
 // Plan diffs the objects against the cluster (see kube.Client.Diff); a
 // destroy plan deletes every object in the inventory that still exists.
 func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
-	cl, target, err := r.connect(c, in)
+	cl, target, err := r.connect(ctx, c, in)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +204,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if saved.Destroy {
 		return runner.Outputs{}, r.Destroy(ctx, c, saved.Inputs)
 	}
-	cl, err := r.client(c, saved.Inputs)
+	cl, err := r.client(ctx, c, saved.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +270,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 		return err
 	}
 	if len(inv.Objects) > 0 {
-		cl, err := r.client(c, in)
+		cl, err := r.client(ctx, c, in)
 		if err != nil {
 			return err
 		}
@@ -306,4 +308,18 @@ func (r *Runner) saveOutputs(c runner.Component, outs runner.Outputs) error {
 
 func loadOutputs(s *kube.Sealer, c runner.Component) (runner.Outputs, error) {
 	return kube.LoadOutputs(s, filepath.Join(c.WorkDir, outputsFile))
+}
+
+// Workloads looks at the workloads among the objects the last apply left in
+// the inventory (see runner.WorkloadReader).
+func (r *Runner) Workloads(ctx context.Context, c runner.Component, in runner.Inputs, objects []string) (runner.Workloads, error) {
+	inv, err := kube.LoadInventory(c.WorkDir)
+	if err != nil {
+		return runner.Workloads{}, err
+	}
+	cl, err := r.client(ctx, c, in)
+	if err != nil {
+		return runner.Workloads{}, err
+	}
+	return cl.Workloads(ctx, inv.Objects, objects, c.Spec.Namespace(c.Def))
 }

@@ -4,7 +4,15 @@
 (function () {
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
-  var W = 200, H = 64, HWHY = 84;
+  var W = 200, H = 64, HWHY = 84, HHEALTH = 18;
+
+  // healthText is a node's health for its hover title: the verdict, then
+  // each check with its verdict and what it saw.
+  function healthText(h) {
+    return "health " + h.verdict + ": " + h.checks.map(function (c) {
+      return c.name + " " + c.verdict + (c.evidence ? " (" + c.evidence + ")" : "") + (c.message ? " — " + c.message : "");
+    }).join("; ");
+  }
 
   function el(name, attrs, text) {
     var e = document.createElementNS(NS, name);
@@ -38,6 +46,7 @@
     g.setDefaultEdgeLabel(function () { return {}; });
     nodes.forEach(function (n) {
       var h = n.why ? HWHY + 14 * (wrap(n.why, 30).length - 1) : H;
+      if (n.health) h += HHEALTH;
       g.setNode(n.name, { width: W, height: n.decide ? h + 20 : h, n: n });
     });
     nodes.forEach(function (n) {
@@ -59,9 +68,11 @@
     });
     g.nodes().forEach(function (name) {
       var v = g.node(name), n = v.n;
-      var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "") + (n.act ? ": " + n.act : "");
+      var label = n.name + ", " + n.type + ": " + n.state + (n.plan ? ", plan " + n.plan : "") + (n.why ? ". " + n.why : "") +
+        (n.health ? ". " + healthText(n.health) : "") + (n.act ? ": " + n.act : "");
       // A node that needs a person leads to its decide form, not elsewhere.
       var a = el("a", { href: n.decide || n.href, class: "node tone-" + n.tone, "data-name": n.name, "data-state": n.state });
+      if (n.health) a.setAttribute("data-health", n.health.verdict);
       var grp = el("g", { transform: "translate(" + (v.x - v.width / 2) + "," + (v.y - v.height / 2) + ")" });
       grp.appendChild(el("title", {}, label));
       grp.appendChild(el("rect", { width: v.width, height: v.height, rx: 6, class: "box" }));
@@ -69,9 +80,19 @@
       grp.appendChild(el("text", { x: 14, y: 20, class: "name" }, clip(n.name, 22)));
       grp.appendChild(el("text", { x: 14, y: 38, class: "meta" }, n.type + (n.plan ? " · " + n.plan : "")));
       grp.appendChild(el("text", { x: 14, y: 56, class: "state" }, clip(n.state, 26)));
+      var below = 74;
+      if (n.health) {
+        // The health line: a dot and the verdict in its tone, the checks on hover.
+        var hl = el("g", { class: "health tone-" + n.health.tone, transform: "translate(14," + (below - 4) + ")" });
+        hl.appendChild(el("title", {}, healthText(n.health)));
+        hl.appendChild(el("circle", { cx: 5, cy: -4, r: 5, class: "dot" }));
+        hl.appendChild(el("text", { x: 14, y: 0, class: "healthtext" }, clip("health " + n.health.verdict, 24)));
+        grp.appendChild(hl);
+        below += HHEALTH;
+      }
       if (n.why) {
         var lines = wrap(n.why, 30);
-        lines.forEach(function (l, i) { grp.appendChild(el("text", { x: 14, y: 74 + i * 14, class: "whytext" }, l)); });
+        lines.forEach(function (l, i) { grp.appendChild(el("text", { x: 14, y: below + i * 14, class: "whytext" }, l)); });
       }
       if (n.decide) grp.appendChild(el("text", { x: 14, y: v.height - 10, class: "cta" }, n.act));
       if (n.busy) {
