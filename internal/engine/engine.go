@@ -69,6 +69,11 @@ const (
 	KindApply    = store.KindApply
 	KindDrift    = store.KindDrift
 	KindTeardown = store.KindTeardown
+	// KindRollback applies an earlier revision's spec after a rollout
+	// failed: an apply (only what changed, in graph order) whose
+	// re-applies go on without asking, and whose destroys of components
+	// the earlier revision lacks are gated like any destroy.
+	KindRollback = store.KindRollback
 )
 
 // Options are the knobs of one run.
@@ -161,6 +166,10 @@ type Result struct {
 	// Policy is what the environment's policies decided about the run's
 	// plan (nil without policies).
 	Policy *Verdict `json:"policy,omitempty"`
+	// Rollout is what follows a verification that did not succeed:
+	// RolloutRollback asks the caller to start a rollback run
+	// (RollbackReason says why); RolloutPaused left the environment paused.
+	Rollout Rollout `json:"rollout,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.
