@@ -18,10 +18,19 @@ const (
 	// KindTTLExpiring: an ephemeral environment (spec.ttl) is torn down
 	// soon; Summary says when and how to keep it.
 	KindTTLExpiring = "ttl.expiring"
+	// KindRolloutFailed: an apply's health checks did not succeed; Summary
+	// names the check and what it saw (status code, query value) and what
+	// follows (a rollback, a pause, nothing). It replaces run-failed for
+	// such a run.
+	KindRolloutFailed = "rollout.failed"
+	// KindRollbackDone: a rollback run succeeded; Summary says to which
+	// revision and why it ran.
+	KindRollbackDone = "rollback.done"
 )
 
 // kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring}
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring,
+	KindRolloutFailed, KindRollbackDone}
 
 func knownKind(k string) bool { return slices.Contains(kinds, k) }
 
