@@ -32,6 +32,8 @@ var slackTitles = map[string][2]string{
 	KindTeardownDone:    {":wastebasket:", "Teardown done"},
 	KindInvalidRevision: {":no_entry:", "Invalid commit"},
 	KindTTLExpiring:     {":hourglass:", "Environment expiring"},
+	KindRolloutFailed:   {":rotating_light:", "Rollout failed verification"},
+	KindRollbackDone:    {":rewind:", "Rolled back"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.
