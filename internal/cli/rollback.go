@@ -82,7 +82,7 @@ func (d *deps) rollBackAfter(ctx context.Context, b backend, res *engine.Result)
 
 // accept is knit approve ENV: a person accepts ENV's paused rollout.
 func (d *deps) accept(ctx context.Context, ref, reason string) error {
-	return d.withBackend(ctx, "", func(b backend) error {
+	return d.withBackend(ctx, "text", func(b backend) error {
 		e, err := b.Accept(ctx, ref, d.actor(), reason)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ spec:
       type: terraform
       module: {source: ./app}
       variables:
-        - {name: url, value: "` + url + `"}
+        - {name: url, value: "` + url + `?release=` + release + `"}
         - {name: release, value: "` + release + `"}
         - {name: marks, value: "` + marks + `"}
       outputs: [{name: url}, {name: release}]
@@ -64,15 +63,36 @@ spec:
 ` + check
 }
 
-// endpoint is a loopback health endpoint answering status's code.
-func endpoint(t *testing.T) (string, *atomic.Int32) {
-	var status atomic.Int32
-	status.Store(200)
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.WriteHeader(int(status.Load()))
+// releases is what a loopback health endpoint says of each release of
+// the app: 503 for a broken one, 200 for the others. The app's url output
+// names its release (?release=N), so the check of what is applied fails
+// exactly while a broken release runs.
+type releases struct {
+	mu     sync.Mutex
+	broken map[string]bool
+}
+
+func (r *releases) set(broken ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken = map[string]bool{}
+	for _, b := range broken {
+		r.broken[b] = true
+	}
+}
+
+func endpoint(t *testing.T) (string, *releases) {
+	r := &releases{broken: map[string]bool{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		bad := r.broken[req.URL.Query().Get("release")]
+		r.mu.Unlock()
+		if bad {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+		}
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/healthz", &status
+	return srv.URL + "/healthz", r
 }
 
 func (w *world) release() string {
@@ -129,7 +149,7 @@ func (r *signedReceiver) of(kind string) (string, bool) {
 // notifications name the check and the status it saw.
 func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
 	w := newWorld(t)
-	url, status := endpoint(t)
+	url, broken := endpoint(t)
 	marks := w.path("marks")
 	rcv, hook := newSignedReceiver(t, "s3cret")
 	repo := newGitRepo(t, map[string]string{
@@ -143,7 +163,7 @@ func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
 		t.Fatalf("release after the first commit: %q", got)
 	}
 
-	status.Store(503)
+	broken.set("2")
 	repo.commit("release 2", map[string]string{"envs/rolled.yaml": rolloutEnv(url, "2", "rollback", marks, "")})
 	s.eventually("rollback.done", func() bool { _, ok := rcv.of("rollback.done"); return ok })
 	if got := w.release(); got != "1" {
@@ -184,12 +204,12 @@ func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
 // rollback, and knit rollback then goes back.
 func TestRolloutPausesUntilAPersonDecides(t *testing.T) {
 	w := newWorld(t)
-	url, status := endpoint(t)
+	url, broken := endpoint(t)
 	marks := w.path("marks")
 	w.write(map[string]string{"app/main.tf": releaseModule, "env.yaml": rolloutEnv(url, "1", "pause", marks, "")})
 	w.ok("apply", "-f", "env.yaml")
 
-	status.Store(503)
+	broken.set("2")
 	w.write(map[string]string{"env.yaml": rolloutEnv(url, "2", "pause", marks, "")})
 	r := w.knit("apply", "-f", "env.yaml")
 	if r.code != 1 || !strings.Contains(r.stderr, "is paused: knit approve shop/rolled") {
@@ -222,8 +242,9 @@ func TestRolloutPausesUntilAPersonDecides(t *testing.T) {
 	if got := w.release(); got != "3" {
 		t.Errorf("release while paused: %q", got)
 	}
-	// knit rollback goes back to the last good revision: the accepted 2.
-	status.Store(200)
+	// knit rollback goes back to the last good revision: the accepted 2
+	// (its endpoint works again).
+	broken.set()
 	r = w.ok("rollback", "shop/rolled", "--reason", "nobody could tell")
 	if !strings.Contains(r.stdout, "rollback shop/rolled") || !strings.Contains(r.stdout, "succeeded") {
 		t.Errorf("knit rollback:\n%s", r.stdout)
@@ -243,18 +264,20 @@ func TestRolloutPausesUntilAPersonDecides(t *testing.T) {
 // released, the next rollback finishes the job).
 func TestRollbackOnABadDay(t *testing.T) {
 	w := newWorld(t)
-	url, status := endpoint(t)
+	url, broken := endpoint(t)
 	marks := w.path("marks")
-	status.Store(503)
+	broken.set("1")
 	w.write(map[string]string{"app/main.tf": releaseModule, "env.yaml": rolloutEnv(url, "1", "rollback", marks, "")})
 	r := w.knit("apply", "-f", "env.yaml")
 	if r.code != 1 || !strings.Contains(r.stderr, "not rolled back: no revision to roll back to") {
 		t.Fatalf("first apply failing: exit %d\n%s", r.code, r.stderr)
 	}
 	runs := func() int {
-		var page struct{ Items []json.RawMessage }
-		_ = json.Unmarshal([]byte(w.ok("history", "shop/rolled", "-o", "json").stdout), &page)
-		return len(page.Items)
+		var items []json.RawMessage
+		if err := json.Unmarshal([]byte(w.ok("history", "shop/rolled", "-o", "json").stdout), &items); err != nil {
+			t.Fatal(err)
+		}
+		return len(items)
 	}
 	before := runs()
 	r = w.knit("rollback", "shop/rolled")
@@ -266,11 +289,11 @@ func TestRollbackOnABadDay(t *testing.T) {
 	}
 
 	// A good revision, then two failures in a row: the rollback's own
-	// verification fails, and nothing rolls back again.
-	status.Store(200)
+	// verification fails (release 2 broke meanwhile), and nothing rolls
+	// back again.
 	w.write(map[string]string{"env.yaml": rolloutEnv(url, "2", "rollback", marks, "")})
 	w.ok("apply", "-f", "env.yaml")
-	status.Store(503)
+	broken.set("2", "3")
 	w.write(map[string]string{"env.yaml": rolloutEnv(url, "3", "rollback", marks, "")})
 	before = runs()
 	r = w.knit("apply", "-f", "env.yaml")
@@ -284,9 +307,13 @@ func TestRollbackOnABadDay(t *testing.T) {
 		t.Errorf("release after the failed rollback: %q, want 2 (applied, then not verified)", got)
 	}
 
-	// SIGTERM while a rollback applies.
+	// SIGTERM while a rollback applies (from a broken release 4, applied
+	// under onFailure none, back to 2).
+	broken.set("4")
 	w.write(map[string]string{"env.yaml": rolloutEnv(url, "4", "none", marks, "")})
-	_ = w.knit("apply", "-f", "env.yaml")
+	if r := w.knit("apply", "-f", "env.yaml"); r.code != 1 || strings.Contains(r.stderr, "rolling") {
+		t.Fatalf("apply of a broken release under onFailure none: exit %d\n%s", r.code, r.stderr)
+	}
 	w.write(map[string]string{"marks.delay": "60"})
 	starts := strings.Count(w.read("marks"), "start")
 	var stderr strings.Builder
@@ -309,7 +336,7 @@ func TestRollbackOnABadDay(t *testing.T) {
 		t.Errorf("the interrupted rollback's record:\n%s", hist)
 	}
 	w.write(map[string]string{"marks.delay": "0"})
-	status.Store(200)
+	broken.set()
 	r = w.ok("rollback", "shop/rolled")
 	if got := w.release(); got != "2" {
 		t.Errorf("release after the rollback ran again: %q, want 2\n%s", got, r.stdout)
