@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,9 @@ import (
 )
 
 // rolled is an app checked over HTTP, under a rollout policy; EXTRA is
-// where a revision adds a component (gated: its destroy needs approval).
+// where a revision adds a component. Neither is autoApprove: applies say
+// so (Options.AutoApprove), and a rollback re-applies app without asking
+// while extra's destroy waits.
 const rolled = `
 apiVersion: knit.dev/v1
 kind: Environment
@@ -27,7 +30,6 @@ spec:
   components:
     - name: app
       type: script
-      autoApprove: true
       script: {apply: "true"}
       variables: [{name: version, value: VERSION}]
       outputs: [{name: url}]
@@ -78,7 +80,7 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	h, status := checkedHarness(t)
 	ctx := context.Background()
 	good := parse(t, rolledSpec("rollback", "1", ""))
-	res, err := h.e.Apply(ctx, good, engine.Options{Actor: "tester"})
+	res, err := h.e.Apply(ctx, good, engine.Options{Actor: "tester", AutoApprove: true})
 	if err != nil || res.Rollout != engine.RolloutNone {
 		t.Fatalf("good apply: %v, rollout %q", err, res.Rollout)
 	}
@@ -140,7 +142,7 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 
 	// A rollback whose own verification fails does not roll back again.
 	status.Store(500)
-	if _, err := h.e.Apply(ctx, parse(t, rolledSpec("rollback", "3", "")), engine.Options{Actor: "tester"}); err == nil {
+	if _, err := h.e.Apply(ctx, parse(t, rolledSpec("rollback", "3", "")), engine.Options{Actor: "tester", AutoApprove: true}); err == nil {
 		t.Fatal("apply against a failing endpoint succeeded")
 	}
 	res, err = h.e.Do(ctx, engine.KindRollback, good, engine.Options{Actor: "knit-serve"})
@@ -154,11 +156,11 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 func TestRolloutPauses(t *testing.T) {
 	h, status := checkedHarness(t)
 	ctx := context.Background()
-	if _, err := h.e.Apply(ctx, parse(t, rolledSpec("pause", "1", "")), engine.Options{Actor: "tester"}); err != nil {
+	if _, err := h.e.Apply(ctx, parse(t, rolledSpec("pause", "1", "")), engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
 		t.Fatal(err)
 	}
 	status.Store(503)
-	res, _ := h.e.Apply(ctx, parse(t, rolledSpec("pause", "2", "")), engine.Options{Actor: "tester"})
+	res, _ := h.e.Apply(ctx, parse(t, rolledSpec("pause", "2", "")), engine.Options{Actor: "tester", AutoApprove: true})
 	env, _ := h.st.Environment(ctx, "t/rolled")
 	if res.Rollout != engine.RolloutPaused || env.Status != engine.EnvPaused {
 		t.Errorf("onFailure pause: rollout %q, environment %q", res.Rollout, env.Status)
@@ -171,7 +173,7 @@ func TestRolloutPauses(t *testing.T) {
 	dead.Close()
 	h2.r.OutputsFor = func(string, runner.Inputs) runner.Outputs { return runner.Outputs{"url": {Value: dead.URL}} }
 	h2.e.Verifier = health.Runner{Clock: &instantClock{}}
-	res, err := h2.e.Apply(ctx, parse(t, rolledSpec("rollback", "1", "")), engine.Options{Actor: "tester"})
+	res, err := h2.e.Apply(ctx, parse(t, rolledSpec("rollback", "1", "")), engine.Options{Actor: "tester", AutoApprove: true})
 	if err == nil || res.Verification.Verdict != health.Inconclusive || res.Rollout != engine.RolloutPaused {
 		t.Fatalf("inconclusive: %v, rollout %q, %+v", err, res.Rollout, res.Verification)
 	}
@@ -179,5 +181,35 @@ func TestRolloutPauses(t *testing.T) {
 	r, _ := h2.st.Revision(ctx, "t/rolled", 1)
 	if env.Status != engine.EnvPaused || r.Verification != store.VerificationInconclusive {
 		t.Errorf("inconclusive: environment %q, revision verification %q", env.Status, r.Verification)
+	}
+}
+
+// noRollback denies any rollback run: policies see the run's kind.
+const noRollback = `package knit
+
+deny contains {"msg": "rollbacks need a change ticket"} if input.run.kind == "rollback"
+`
+
+// A rollback run is judged by policy like any run: a denial stops it
+// before anything applies.
+func TestARollbackIsJudgedByPolicy(t *testing.T) {
+	h, status := checkedHarness(t)
+	ctx := context.Background()
+	good := parse(t, rolledSpec("rollback", "1", ""))
+	if _, err := h.e.Apply(ctx, good, engine.Options{Actor: "tester", AutoApprove: true}); err != nil {
+		t.Fatal(err)
+	}
+	status.Store(503)
+	if _, err := h.e.Apply(ctx, parse(t, rolledSpec("rollback", "2", "")), engine.Options{Actor: "tester", AutoApprove: true}); err == nil {
+		t.Fatal("the failing apply succeeded")
+	}
+	applies := len(h.r.Calls("apply"))
+	res, err := h.e.Do(ctx, engine.KindRollback, good, engine.Options{Actor: "knit-serve", Judge: judge(t, noRollback)})
+	var denied *engine.PolicyDeniedError
+	if !errors.As(err, &denied) || res.Status != store.StatusFailed || !res.Policy.Denied() {
+		t.Fatalf("rollback under a policy that denies it: %v, %s", err, res.Status)
+	}
+	if n := len(h.r.Calls("apply")) - applies; n != 0 {
+		t.Errorf("%d applies ran despite the denial", n)
 	}
 }
