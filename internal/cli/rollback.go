@@ -52,8 +52,9 @@ waits for approval.`,
 // rollBackAfter runs, here in the foreground, the rollback that follows a
 // local apply whose verification failed (rollout.onFailure: rollback). A
 // server runs it itself. It reports how the rollback went on stderr; the
-// apply's own exit code stands.
-func (d *deps) rollBackAfter(ctx context.Context, b backend, res *engine.Result) {
+// apply's own exit code stands. Its result goes to stdout beside a text
+// result, to stderr beside a JSON one (stdout stays one JSON document).
+func (d *deps) rollBackAfter(ctx context.Context, b backend, res *engine.Result, output string) {
 	req := knit.RollbackAfter(res, d.actor(), "cli")
 	if req == nil || b.Remote() || ctx.Err() != nil {
 		if res != nil && res.Rollout == engine.RolloutPaused && !b.Remote() {
@@ -72,7 +73,11 @@ func (d *deps) rollBackAfter(ctx context.Context, b backend, res *engine.Result)
 	case rb == nil:
 		fmt.Fprintf(d.stderr, "the rollback did not start: %v\n", err)
 	default:
-		printResult(d.stdout, rb)
+		out := d.stdout
+		if output != "" && output != "text" {
+			out = d.stderr
+		}
+		printResult(out, rb)
 		printFailureLogs(d.stderr, rb)
 		if err != nil {
 			fmt.Fprintf(d.stderr, "rollback run %s: %v\n", rb.RunID, err)
