@@ -100,20 +100,9 @@ func suite(ctx context.Context, args []string) error {
 	_ = fs.Parse(args)
 	cfg.Delays = strings.Split(*delays, ",")
 
-	var err error
-	for _, p := range []*string{&cfg.Knit, &cfg.Tofu, &cfg.Terragrunt} {
-		if *p == "" {
-			continue
-		}
-		if *p, err = filepath.Abs(*p); err != nil {
-			return err
-		}
-		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("%w (make build tools)", err)
-		}
-	}
-	if cfg.CLIConfig == "" {
-		cfg.CLIConfig = filepath.Join(filepath.Dir(filepath.Dir(cfg.Tofu)), "tofurc")
+	err := binaries(&cfg.CLIConfig, cfg.Tofu, &cfg.Knit, &cfg.Tofu, &cfg.Terragrunt)
+	if err != nil {
+		return err
 	}
 	if cfg.Self, err = os.Executable(); err != nil {
 		return err
@@ -181,17 +170,9 @@ func rollback(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Repeat, "repeat", 5, "times each figure is taken (median kept)")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "knit's parallelism")
 	_ = fs.Parse(args)
-	var err error
-	for _, p := range []*string{&cfg.Knit, &cfg.Tofu} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return err
-		}
-		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("%w (make build tools)", err)
-		}
-	}
-	if cfg.CLIConfig == "" {
-		cfg.CLIConfig = filepath.Join(filepath.Dir(filepath.Dir(cfg.Tofu)), "tofurc")
+	err := binaries(&cfg.CLIConfig, cfg.Tofu, &cfg.Knit, &cfg.Tofu)
+	if err != nil {
+		return err
 	}
 	if cfg.Work, err = bench.TempWork(); err != nil {
 		return err
@@ -209,4 +190,31 @@ func rollback(ctx context.Context, args []string) error {
 		return nil
 	}
 	return bench.WriteRollbackSection(*out, bench.RollbackSection(figs, commands, time.Since(start)))
+}
+
+// binaries makes each named binary's path absolute and checks that it
+// exists (an empty one is left out), and defaults the OpenTofu CLI config
+// to tofurc beside the folder of tofu.
+func binaries(cliConfig *string, tofu string, paths ...*string) error {
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%w (make build tools)", err)
+		}
+		*p = abs
+	}
+	if *cliConfig == "" {
+		abs, err := filepath.Abs(tofu)
+		if err != nil {
+			return err
+		}
+		*cliConfig = filepath.Join(filepath.Dir(filepath.Dir(abs)), "tofurc")
+	}
+	return nil
 }
