@@ -82,6 +82,9 @@ spec:
 		t.Errorf("accepted: %v", accepted)
 	}
 	h.do(call{method: "POST", path: "/api/v1/environments/shop/live/rollout/accept", token: operator, body: map[string]string{}}, 409)
+	h.do(call{method: "POST", path: "/api/v1/environments/shop/live/rollout/accept", token: operator, body: map[string]string{"why": "typo"}, invalid: true}, 400)
+	h.do(call{method: "POST", path: "/api/v1/environments/shop/nope/rollout/accept", token: operator, body: map[string]string{}}, 404)
+	h.do(call{method: "POST", path: "/api/v1/environments/shop/live/rollout/accept", body: map[string]string{}, invalid: true}, 401)
 
 	// Release 2 breaks; a rollback run goes back to the accepted 1.
 	mu.Lock()
