@@ -55,6 +55,7 @@ fuzz: ## fuzz the environment loader
 bench: tools terragrunt build ## measure knit against the least tool work, its bound and Terragrunt; rewrites docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
 	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -terragrunt $(TOOLS)/bin/terragrunt -out docs/benchmarks.md $(BENCHFLAGS)
+	@$(BIN)/knit-bench rollback -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md
 
 loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest

@@ -5,6 +5,7 @@
 //	knit-bench [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] ...
 //	knit-bench engine-fake -f FILE -data-dir DIR [-parallelism N]
 //	knit-bench generate -dir DIR [-kind terraform|script] [-shape chain|wide|layered] [-n N]
+//	knit-bench rollback [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] [-modules N] [-repeat N]
 package main
 
 import (
@@ -32,6 +33,8 @@ func main() {
 		err = engineFake(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "generate":
 		err = generate(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "rollback":
+		err = rollback(ctx, os.Args[2:])
 	default:
 		err = suite(ctx, os.Args[1:])
 	}
@@ -97,20 +100,9 @@ func suite(ctx context.Context, args []string) error {
 	_ = fs.Parse(args)
 	cfg.Delays = strings.Split(*delays, ",")
 
-	var err error
-	for _, p := range []*string{&cfg.Knit, &cfg.Tofu, &cfg.Terragrunt} {
-		if *p == "" {
-			continue
-		}
-		if *p, err = filepath.Abs(*p); err != nil {
-			return err
-		}
-		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("%w (make build tools)", err)
-		}
-	}
-	if cfg.CLIConfig == "" {
-		cfg.CLIConfig = filepath.Join(filepath.Dir(filepath.Dir(cfg.Tofu)), "tofurc")
+	err := binaries(&cfg.CLIConfig, cfg.Tofu, &cfg.Knit, &cfg.Tofu, &cfg.Terragrunt)
+	if err != nil {
+		return err
 	}
 	if cfg.Self, err = os.Executable(); err != nil {
 		return err
@@ -163,4 +155,66 @@ func suite(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(os.Stderr, "knit-bench: wrote", *out)
 	return os.WriteFile(*out, bench.KeepMarked(old, b.Bytes()), 0o644)
+}
+
+// rollback measures the rollback figures alone and rewrites their section
+// of the report.
+func rollback(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
+	cfg := bench.RollbackConfig{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "knit-bench: "+f+"\n", a...) }}
+	out := fs.String("out", "docs/benchmarks.md", "the report whose rollback section is rewritten (empty: none)")
+	fs.StringVar(&cfg.Knit, "knit", "bin/knit", "knit binary")
+	fs.StringVar(&cfg.Tofu, "tofu", ".tools/bin/tofu", "OpenTofu binary")
+	fs.StringVar(&cfg.CLIConfig, "tofurc", "", "OpenTofu CLI config (default: tofurc beside the binary's folder)")
+	fs.IntVar(&cfg.Modules, "modules", 20, "components of the environment rolled back")
+	fs.IntVar(&cfg.Repeat, "repeat", 5, "times each figure is taken (median kept)")
+	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "knit's parallelism")
+	_ = fs.Parse(args)
+	err := binaries(&cfg.CLIConfig, cfg.Tofu, &cfg.Knit, &cfg.Tofu)
+	if err != nil {
+		return err
+	}
+	if cfg.Work, err = bench.TempWork(); err != nil {
+		return err
+	}
+	defer os.RemoveAll(cfg.Work)
+	os.Setenv("KNIT_TF_CLI_CONFIG", cfg.CLIConfig)
+	os.Setenv("KNIT_ACTOR", "bench")
+	start := time.Now()
+	figs, commands, err := bench.RollbackFigures(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Print(bench.Table(figs))
+	if *out == "" {
+		return nil
+	}
+	return bench.WriteRollbackSection(*out, bench.RollbackSection(figs, commands, time.Since(start)))
+}
+
+// binaries makes each named binary's path absolute and checks that it
+// exists (an empty one is left out), and defaults the OpenTofu CLI config
+// to tofurc beside the folder of tofu.
+func binaries(cliConfig *string, tofu string, paths ...*string) error {
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%w (make build tools)", err)
+		}
+		*p = abs
+	}
+	if *cliConfig == "" {
+		abs, err := filepath.Abs(tofu)
+		if err != nil {
+			return err
+		}
+		*cliConfig = filepath.Join(filepath.Dir(filepath.Dir(abs)), "tofurc")
+	}
+	return nil
 }

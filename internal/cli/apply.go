@@ -154,6 +154,7 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		printResult(d.stdout, res)
 	}
 	printFailureLogs(d.stderr, res)
+	d.rollBackAfter(ctx, b, res, v.output)
 	switch {
 	case err != nil:
 		return fmt.Errorf("run %s: %w", res.RunID, err)

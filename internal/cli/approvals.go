@@ -137,7 +137,7 @@ func newDecideCmd(d *deps, approve bool) *cobra.Command {
 	var noApply bool
 	use, short := "reject ENV (COMPONENT | --change CHECKSUM) [--reason …]", "Reject the plan or change set waiting for approval"
 	if approve {
-		use, short = "approve ENV (COMPONENT | --change CHECKSUM) [--reason …]", "Approve the exact plan or change set waiting for approval, then apply it"
+		use, short = "approve ENV [COMPONENT | --change CHECKSUM] [--reason …]", "Approve the exact plan or change set waiting for approval, then apply it (ENV alone: accept its paused rollout)"
 	}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -150,6 +150,10 @@ the components that waited on it. If anything changed since the plan (a new
 revision, new upstream outputs, the state), the approval is stale: knit
 refuses to apply it and makes a fresh plan that needs approval.
 
+knit approve ENV alone accepts ENV's paused rollout (an apply whose health
+checks were Inconclusive, or Failed with rollout.onFailure: pause): its revision
+counts as verified from then on, and the environment as applied.
+
 The decision names the plan by its checksum (knit approvals shows its first
 12 characters, -o json all of it): --checksum is the plan you reviewed, in
 full or those 12 characters or more; without it, the plan waiting now.
@@ -160,6 +164,8 @@ which are planned again in their turn and go on without asking while they do
 what the change set showed; one that differs stops and says how.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
+			case approve && change == "" && len(args) == 1:
+				return nil // accept ENV's paused rollout
 			case change != "" && len(args) != 1:
 				return fmt.Errorf("--change decides the whole change set of ENV: give ENV only, not a component (knit approvals ENV shows the change set)")
 			case change == "" && len(args) != 2:
@@ -170,6 +176,9 @@ what the change set showed; one that differs stops and says how.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
+			}
+			if approve && change == "" && len(args) == 1 {
+				return d.accept(cmd.Context(), args[0], reason)
 			}
 			return d.run(cmd.Context(), runView{output: output}, func(b backend) (knit.RunRequest, error) {
 				req := knit.DecideRequest{EnvRef: args[0], Approve: approve, Actor: d.actor(), Reason: reason, Source: "cli", ChangeChecksum: change}

@@ -45,6 +45,9 @@ type backend interface {
 	// an approval, carries it out: here by handing the apply to submit
 	// (nil: record only), on a server by the server's queue (runID).
 	Decide(ctx context.Context, req knit.DecideRequest, submit knit.Submitter) (d knit.Decision, runID string, err error)
+	// Accept accepts ref's paused rollout as actor (on a server: the
+	// token), returning the environment as it now is.
+	Accept(ctx context.Context, ref, actor, reason string) (store.Environment, error)
 	// Run starts req (or, with req.RunID, follows that run already
 	// started on a server), hands every event to req.OnEvent and returns
 	// the result once the run ends. A nil result means it never started.

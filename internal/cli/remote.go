@@ -202,7 +202,7 @@ func (r *remoteBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.R
 		}
 		var err error
 		id, err = r.c.StartRun(ctx, env, client.RunRequest{Kind: req.Kind, Components: req.Components,
-			Reason: req.Reason, Reconcile: req.Reconcile, AutoApprove: req.AutoApprove})
+			Reason: req.Reason, Reconcile: req.Reconcile, AutoApprove: req.AutoApprove, To: req.To})
 		if err != nil {
 			return nil, err
 		}
@@ -396,4 +396,13 @@ func sortByGraph(res *engine.Result, comps []knit.ComponentView) {
 		}
 	}
 	res.SortByGraph(g)
+}
+
+// Accept accepts the paused rollout on the server, as the token.
+func (r *remoteBackend) Accept(ctx context.Context, ref, _, reason string) (store.Environment, error) {
+	id, err := r.resolve(ctx, ref)
+	if err != nil {
+		return store.Environment{}, err
+	}
+	return r.c.AcceptRollout(ctx, id, reason)
 }

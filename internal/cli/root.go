@@ -118,6 +118,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newPlanCmd(d),
 		newApplyCmd(d),
 		newTeardownCmd(d),
+		newRollbackCmd(d),
 		newTTLCmd(d),
 		newPreviewsCmd(d),
 		newDriftCmd(d),

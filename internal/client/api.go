@@ -226,6 +226,26 @@ type RunRequest struct {
 	// AutoApprove, for a teardown, destroys gated components without
 	// waiting for approval.
 	AutoApprove bool `json:"autoApprove,omitempty"`
+	// To, for a rollback, is the revision to go back to (0: the last one
+	// whose verification succeeded).
+	To int `json:"to,omitempty"`
+}
+
+// AcceptRollout accepts environment id's paused rollout: its applied
+// revision becomes good and the environment applied. It answers the
+// environment's ID, revision and new status.
+func (c *Client) AcceptRollout(ctx context.Context, id, reason string) (store.Environment, error) {
+	var out struct {
+		Env      string          `json:"env"`
+		Revision int             `json:"revision"`
+		Status   store.EnvStatus `json:"status"`
+	}
+	p, err := envPath(id)
+	if err != nil {
+		return store.Environment{}, err
+	}
+	err = c.do(ctx, "POST", p+"/rollout/accept", nil, map[string]string{"reason": reason}, &out)
+	return store.Environment{ID: out.Env, AppliedRevision: out.Revision, Status: out.Status}, err
 }
 
 // StartRun queues a run of an environment and returns its ID.

@@ -65,6 +65,7 @@ type Set struct {
 	Health *health.Scheduler
 
 	log    *slog.Logger
+	actor  string
 	notify *notify.Dispatcher
 	runURL func(string) string
 }
@@ -82,7 +83,7 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{log: cfg.Logger, notify: d, runURL: cfg.RunURL}
+	s := &Set{log: cfg.Logger, actor: cfg.Actor, notify: d, runURL: cfg.RunURL}
 	s.Queue = runqueue.New(k, runqueue.Config{Max: cfg.MaxConcurrentRuns, Actor: cfg.Actor, Logger: cfg.Logger, Clock: cfg.Clock})
 	dc := cfg.Drift
 	dc.Actor, dc.Logger, dc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
@@ -116,6 +117,13 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 			ev.URL = s.runURL(ev.RunID)
 		}
 		s.notify.Notify(ev)
+	}
+	// A failed rollout with onFailure: rollback goes back at once (in its
+	// environment's turn in the queue).
+	if req := knit.RollbackAfter(o.Result, s.actor, "rollout"); req != nil {
+		if _, err := s.Queue.Enqueue(*req, o.Job.Env); err != nil {
+			s.log.Error("start the rollback of a failed rollout", "env", o.Job.Env, "err", err)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/store"
 )
@@ -41,6 +42,10 @@ func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
 	}
 	ev := base
 	switch {
+	case res.Verification != nil && res.Verification.Verdict != health.Successful:
+		ev.Kind, ev.Summary = notify.KindRolloutFailed, rolloutFailed(res)
+	case res.Status == store.StatusSucceeded && res.Kind == engine.KindRollback:
+		ev.Kind, ev.Summary = notify.KindRollbackDone, fmt.Sprintf("%s rolled back (revision %d): %s", res.Env, res.Revision, j.Req.Reason)
 	case res.Status == store.StatusFailed:
 		ev.Kind, ev.Summary = notify.KindRunFailed, fmt.Sprintf("%s of %s failed: %s", res.Kind, res.Env, firstFailure(res))
 	case res.Status == store.StatusSucceeded && res.Kind == engine.KindTeardown:
@@ -51,6 +56,21 @@ func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
 		return out
 	}
 	return append(out, ev)
+}
+
+// rolloutFailed says which revision failed verification, the check that
+// failed it with what it saw, and what follows.
+func rolloutFailed(res *engine.Result) string {
+	next := "nothing more (rollout.onFailure: none)"
+	switch {
+	case res.Rollout == engine.RolloutRollback:
+		next = "rolling back to the last good revision"
+	case res.Rollout == engine.RolloutPaused:
+		next = "paused: knit approve accepts it, knit rollback goes back"
+	case res.Kind == engine.KindRollback:
+		next = "the rollback itself failed verification: not rolled back again"
+	}
+	return fmt.Sprintf("%s of %s (revision %d) failed verification: %s; %s", res.Kind, res.Env, res.Revision, res.Verification.Summary(), next)
 }
 
 // firstFailure says why a run failed in one line: its own error, or its

@@ -210,7 +210,7 @@ func (s *session) heldPlan(name string) (heldPlan, bool) {
 // plan intact, in an apply that asks nobody at a terminal. A change a run
 // makes elsewhere (a sibling's apply) cannot affect such a plan.
 func (s *session) stillWaiting(c *spec.Component, fp string) (*store.Approval, error) {
-	if s.kind != KindApply || s.opts.Confirm != nil || s.opts.Refresh || s.autoApproved(c) {
+	if !s.applies() || s.opts.Confirm != nil || s.opts.Refresh || s.autoApproved(c) {
 		return nil, nil
 	}
 	a, err := s.openApproval(c.Name)

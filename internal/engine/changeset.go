@@ -366,7 +366,7 @@ func (s *session) openChange(ctx context.Context) error {
 		s.change = &cs
 		return nil
 	}
-	if s.kind != KindApply && s.kind != KindTeardown {
+	if !s.applies() && s.kind != KindTeardown {
 		return nil
 	}
 	why := fmt.Sprintf("change set #%d was for revision %d, and the environment is now at revision %d", cs.ID, cs.Revision, s.run.Revision)

@@ -69,6 +69,11 @@ const (
 	KindApply    = store.KindApply
 	KindDrift    = store.KindDrift
 	KindTeardown = store.KindTeardown
+	// KindRollback applies an earlier revision's spec after a rollout
+	// failed: an apply (only what changed, in graph order) whose
+	// re-applies go on without asking, and whose destroys of components
+	// the earlier revision lacks are gated like any destroy.
+	KindRollback = store.KindRollback
 )
 
 // Options are the knobs of one run.
@@ -177,6 +182,10 @@ type Result struct {
 	// preview whose checksum an apply applied.
 	Checksum string      `json:"checksum,omitempty"`
 	Preview  *PreviewRef `json:"preview,omitempty"`
+	// Rollout is what follows a verification that did not succeed:
+	// RolloutRollback asks the caller to start a rollback run
+	// (RollbackReason says why); RolloutPaused left the environment paused.
+	Rollout Rollout `json:"rollout,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

@@ -81,7 +81,7 @@ func (s *session) autoApproved(c *spec.Component) bool {
 	case spec.DriftApprove:
 		return false
 	}
-	return s.opts.AutoApprove || s.env.EffectiveAutoApprove(c)
+	return s.rollingBack(c) || s.opts.AutoApprove || s.env.EffectiveAutoApprove(c)
 }
 
 func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
@@ -94,7 +94,7 @@ func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
 	case spec.DriftApprove:
 		return false // the drift policy says: a person decides
 	}
-	if s.opts.AutoApprove || s.env.EffectiveAutoApprove(c) {
+	if s.rollingBack(c) || s.opts.AutoApprove || s.env.EffectiveAutoApprove(c) {
 		return true
 	}
 	if s.opts.Confirm == nil {
@@ -103,4 +103,16 @@ func (s *session) approved(c *spec.Component, p *runner.Plan) bool {
 	s.confirm.Lock()
 	defer s.confirm.Unlock()
 	return s.opts.Confirm(c.Name, p)
+}
+
+// rollingBack reports whether c is re-applied by a rollback: going back to
+// a revision that was applied before goes on without asking. A component
+// the rollback destroys (the failed revision added it) is gated like any
+// destroy (rollout.autoApprove, given as Options.AutoApprove, lets it go).
+func (s *session) rollingBack(c *spec.Component) bool {
+	if s.kind != KindRollback {
+		return false
+	}
+	_, removed := s.removed[c.Name]
+	return !removed
 }

@@ -196,7 +196,7 @@ func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
 		return nil
 	}
 	denials := v.Of(DecisionDeny)
-	if s.kind == KindApply || s.kind == KindTeardown {
+	if s.applies() || s.kind == KindTeardown {
 		op := "apply"
 		if s.kind == KindTeardown {
 			op = "destroy"

@@ -37,7 +37,10 @@ func (s *session) recordOutcome(status store.RunStatus, err error) error {
 			RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: o.At,
 		}
 		o.EnvStatus = envStatuses[status]
+		o.Verification = s.verification(status, err)
 		switch {
+		case s.result.Rollout == RolloutPaused:
+			o.EnvStatus = EnvPaused
 		case s.kind == KindTeardown && status == store.StatusSucceeded:
 			o.EnvStatus = EnvTornDown
 		case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():

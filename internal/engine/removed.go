@@ -69,6 +69,9 @@ func (s *session) defEnv(name string) *spec.Environment {
 // removedReason says why a destroy was planned, for a removed component.
 func (s *session) destroyReason(name string) string {
 	if _, ok := s.removed[name]; ok {
+		if s.kind == KindRollback {
+			return "not in the revision rolled back to: will be destroyed"
+		}
 		return "removed from file: will be destroyed"
 	}
 	if s.env.Spec.Teardown || s.kind == KindTeardown {

@@ -104,7 +104,7 @@ func (e *Engine) Start(ctx context.Context, kind store.RunKind, env *spec.Enviro
 	}
 	body, ok := bodies[kind]
 	if !ok {
-		return nil, fmt.Errorf("unknown run kind %q (plan, apply, drift or teardown)", kind)
+		return nil, fmt.Errorf("unknown run kind %q (plan, apply, drift, teardown or rollback)", kind)
 	}
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = 4
@@ -128,7 +128,12 @@ var bodies = map[store.RunKind]func(*session, context.Context) error{
 	KindApply:    (*session).apply,
 	KindDrift:    (*session).drift,
 	KindTeardown: (*session).teardown,
+	KindRollback: (*session).apply,
 }
+
+// applies reports whether the run converges the environment to its spec:
+// an apply, or a rollback (an apply of an earlier revision).
+func (s *session) applies() bool { return s.kind == KindApply || s.kind == KindRollback }
 
 // begin takes the lock, marks runs left by a crashed knit as interrupted,
 // records the revision an apply or teardown converges to, and creates the
@@ -201,14 +206,14 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 	if err := e.Store.CreateRun(ctx, s.run); err != nil {
 		return nil, fmt.Errorf("record run: %w", err)
 	}
-	if kind == KindApply || kind == KindTeardown {
+	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
 		// This run decides every gate again: the runs that stopped at one
 		// end superseded by it.
 		if _, err := e.Store.SupersedeRuns(ctx, env.ID(), runID); err != nil {
 			return nil, err
 		}
 	}
-	if kind == KindApply || kind == KindTeardown {
+	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
 		if err := s.openChange(ctx); err != nil {
 			return nil, fmt.Errorf("read the approved change set: %w", err)
 		}
@@ -238,7 +243,7 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 	}
 	hash := hex.EncodeToString(h.Sum(nil))
 	id := s.env.ID()
-	if s.kind == KindApply || s.kind == KindTeardown {
+	if s.applies() || s.kind == KindTeardown {
 		root, err := s.root(ctx)
 		if err != nil {
 			return 0, err
@@ -332,7 +337,7 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 			return
 		}
 	}
-	if s.opts.Judge != nil && (s.kind == KindApply || s.kind == KindTeardown) {
+	if s.opts.Judge != nil && (s.applies() || s.kind == KindTeardown) {
 		if err = s.judgeFirst(ctx); err != nil {
 			return
 		}
@@ -364,6 +369,7 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 			status = s.outcome(ctx, joinErrs(errs))
 		}
 	}
+	s.result.Rollout = s.rollout(joinErrs(errs))
 	s.result.SortByGraph(s.env.Graph())
 	// The run's record, audit event and environment status are one write:
 	// they commit together or not at all. If that write fails, the run is

@@ -46,7 +46,7 @@ func (e *VerificationError) Reason() Reason {
 // the run succeeds only when each is Successful. Runs whose components
 // failed or wait for approval, and runs without checks, are not verified.
 func (s *session) verify(ctx context.Context) error {
-	if s.kind != KindApply || ctx.Err() != nil || s.result.Failed() || s.result.Awaiting() {
+	if !s.applies() || ctx.Err() != nil || s.result.Failed() || s.result.Awaiting() {
 		return nil
 	}
 	targets := s.healthTargets()

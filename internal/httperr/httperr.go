@@ -35,7 +35,7 @@ func Status(err error) (int, string) {
 		return http.StatusConflict, "stale_plan"
 	case errors.Is(err, engine.ErrLocked):
 		return http.StatusConflict, "locked"
-	case errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, store.ErrConflict):
+	case errors.Is(err, engine.ErrNothingToApprove), errors.Is(err, store.ErrConflict), errors.Is(err, knit.ErrNoGoodRevision), errors.Is(err, knit.ErrNotPaused):
 		return http.StatusConflict, "conflict"
 	}
 	return http.StatusInternalServerError, "internal"

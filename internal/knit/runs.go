@@ -14,8 +14,12 @@ import (
 
 // RunRequest asks for one run.
 type RunRequest struct {
-	// Kind is engine.KindPlan, KindApply, KindDrift or KindTeardown.
+	// Kind is engine.KindPlan, KindApply, KindDrift, KindTeardown or
+	// KindRollback (of EnvRef, to revision To or its last good one).
 	Kind store.RunKind
+	// To is, for a rollback, the revision to go back to (0: the newest
+	// good one before the applied revision).
+	To int
 	// Env is the environment to run, as loaded from a file or a commit.
 	// When nil, EnvRef names a known environment (team/env or its
 	// metadata name) and the run uses its applied revision.
@@ -66,6 +70,11 @@ func NewRunID() string { return engine.NewRunID(time.Now()) }
 // environment's lock; the run goes on in the background. Cancelling ctx
 // interrupts it, as does Cancel(run.ID).
 func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
+	if req.Kind == engine.KindRollback {
+		if _, err := k.rollbackSpec(ctx, &req); err != nil {
+			return nil, err
+		}
+	}
 	env := req.Env
 	if env == nil {
 		if req.EnvRef == "" {

@@ -22,10 +22,20 @@ const (
 	// --preview-branches); Branch and Commit say which, Markdown is the
 	// summary a CI job posts as the pull request's comment.
 	KindPreviewReady = "preview.ready"
+
+	// KindRolloutFailed: an apply's health checks did not succeed; Summary
+	// names the check and what it saw (status code, query value) and what
+	// follows (a rollback, a pause, nothing). It replaces run-failed for
+	// such a run.
+	KindRolloutFailed = "rollout.failed"
+	// KindRollbackDone: a rollback run succeeded; Summary says to which
+	// revision and why it ran.
+	KindRollbackDone = "rollback.done"
 )
 
 // kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring, KindPreviewReady}
+var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring,
+	KindPreviewReady, KindRolloutFailed, KindRollbackDone}
 
 func knownKind(k string) bool { return slices.Contains(kinds, k) }
 

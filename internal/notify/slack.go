@@ -33,6 +33,8 @@ var slackTitles = map[string][2]string{
 	KindInvalidRevision: {":no_entry:", "Invalid commit"},
 	KindTTLExpiring:     {":hourglass:", "Environment expiring"},
 	KindPreviewReady:    {":mag:", "Preview ready"},
+	KindRolloutFailed:   {":rotating_light:", "Rollout failed verification"},
+	KindRollbackDone:    {":rewind:", "Rolled back"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -254,6 +254,9 @@ type runRequest struct {
 	// waiting (knit teardown --auto-approve, or its "yes"). Starting a run
 	// and approving need the same role, so it asks for no other.
 	AutoApprove bool `json:"autoApprove,omitempty"`
+	// To, for a rollback, is the revision to go back to (0: the last one
+	// whose verification succeeded).
+	To int `json:"to,omitempty"`
 }
 
 func decode(r *http.Request, v any) error {
@@ -277,9 +280,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch body.Kind {
-	case engine.KindPlan, engine.KindApply, engine.KindDrift, engine.KindTeardown:
+	case engine.KindPlan, engine.KindApply, engine.KindDrift, engine.KindTeardown, engine.KindRollback:
 	default:
-		s.fail(w, r, badReq(fmt.Sprintf("kind %q: use plan, apply, drift or teardown", body.Kind)))
+		s.fail(w, r, badReq(fmt.Sprintf("kind %q: use plan, apply, drift, teardown or rollback", body.Kind)))
+		return
+	}
+	if body.To != 0 && body.Kind != engine.KindRollback {
+		s.fail(w, r, badReq("to is for rollback runs"))
 		return
 	}
 	if body.Reconcile && body.Kind != engine.KindDrift {
@@ -299,8 +306,15 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: %s has no valid revision to run yet", store.ErrConflict, id))
 		return
 	}
+	if body.Kind == engine.KindRollback {
+		// Nothing to go back to is said now, not by a refused run.
+		if _, err := s.k.RollbackTarget(r.Context(), id, body.To); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	tok := principal(r.Context())
-	runID, err := s.queue.Enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components,
+	runID, err := s.queue.Enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components, To: body.To,
 		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -425,4 +439,27 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"released": l})
+}
+
+// acceptRollout is POST …/rollout/accept: a person accepts the paused
+// rollout of the environment's applied revision (knit approve ENV).
+func (s *Server) acceptRollout(w http.ResponseWriter, r *http.Request) {
+	id, err := envID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.k.Accept(r.Context(), id, principal(r.Context()).Name, body.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"env": e.ID, "revision": e.AppliedRevision, "status": e.Status})
 }

@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/environments/{team}/{env}/diff", s.authed(viewer, s.diffRevisions))
 	h("GET /api/v1/environments/{team}/{env}/runs", s.authed(viewer, s.listRuns))
 	h("POST /api/v1/environments/{team}/{env}/runs", s.authed(operator, s.startRun))
+	h("POST /api/v1/environments/{team}/{env}/rollout/accept", s.authed(operator, s.acceptRollout))
 	h("GET /api/v1/environments/{team}/{env}/components/{name}/logs", s.authed(viewer, s.componentLogs))
 	h("DELETE /api/v1/environments/{team}/{env}/lock", s.authed(admin, s.unlock))
 	h("POST /api/v1/environments/{team}/{env}/ttl", s.authed(operator, s.extendTTL))

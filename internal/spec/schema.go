@@ -98,7 +98,11 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 			},
 			"overrides": d.overrides(&s.Overrides),
 			"health":    d.healthPolicy(&s.Health),
-			"policies":  d.strList(&s.Policies),
+			"rollout": func(v *yaml.Node, path string) {
+				s.Rollout = &Rollout{}
+				d.mapping(v, path, false, map[string]field{"onFailure": d.str(&s.Rollout.OnFailure), "autoApprove": d.boolean(&s.Rollout.AutoApprove)})
+			},
+			"policies": d.strList(&s.Policies),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}

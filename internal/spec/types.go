@@ -98,6 +98,8 @@ type EnvSpec struct {
 	// Health is the environment's own health checks and when the server
 	// re-checks health (knit.dev/v1 only).
 	Health *HealthPolicy `json:"health,omitempty"`
+	// Rollout is what a failed verification leads to (knit.dev/v1 only).
+	Rollout *Rollout `json:"rollout,omitempty"`
 	// Policies are folders of Rego policies, relative to the
 	// environment's folder and inside it, that judge its runs' plans
 	// beside the ones knit is given (knit.dev/v1 only).

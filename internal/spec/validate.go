@@ -94,6 +94,7 @@ func validate(env *Environment) diag.Diagnostics {
 	v.componentNames()
 	v.driftPolicy("spec.drift", env.Spec.Drift)
 	v.ttl()
+	v.rollout()
 	if env.Spec.Approval != nil && env.APIVersion != APIVersionKnit {
 		v.err("spec.approval", "", "approval needs apiVersion: "+APIVersionKnit, "change apiVersion to "+APIVersionKnit)
 	}

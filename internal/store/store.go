@@ -75,6 +75,25 @@ type Revision struct {
 	// revisions; empty for revisions recorded before knit kept it.
 	File      []byte    `json:"-"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Verification is how the health checks after the revision's last
+	// apply ended (VerificationSuccessful, …; "" when never verified).
+	Verification string `json:"verification,omitempty"`
+}
+
+// How a revision's verification ended (Revision.Verification). A revision
+// is good, one a rollback may go back to, when it is Successful (its
+// apply succeeded, health checks and all) or Accepted (a person accepted
+// it when its rollout paused).
+const (
+	VerificationSuccessful   = "Successful"
+	VerificationFailed       = "Failed"
+	VerificationInconclusive = "Inconclusive"
+	VerificationAccepted     = "Accepted"
+)
+
+// Good reports whether a rollback may go back to the revision.
+func (r Revision) Good() bool {
+	return r.Verification == VerificationSuccessful || r.Verification == VerificationAccepted
 }
 
 // Run is one execution against an environment.
@@ -159,6 +178,25 @@ type RunOutcome struct {
 	EnvStatus EnvStatus
 	// Policy, when set, is recorded as the run's Policy.
 	Policy json.RawMessage
+	// Verification, when set, is recorded as the Verification of the
+	// run's revision (how the apply's health checks ended).
+	Verification string
+}
+
+// VerificationDecision is a person's decision on a revision whose rollout
+// paused (Accepted), as RecordVerification writes it.
+type VerificationDecision struct {
+	Env      string
+	Revision int
+	// Verification becomes the revision's.
+	Verification string
+	// From, when set, is the Verification the revision must have now
+	// (otherwise ErrConflict: someone decided first).
+	From string
+	// EnvStatus, when set, becomes the environment's status.
+	EnvStatus EnvStatus
+	// Audit, when non-nil, is appended to the audit trail.
+	Audit *AuditEvent
 }
 
 // EnvironmentSummary is one row of a list of environments.
@@ -340,6 +378,15 @@ type Store interface {
 	// its revisions; its audit events stay. It reports whether it removed
 	// one: an applied environment, or one with runs, is left alone.
 	DeleteUnappliedEnvironment(ctx context.Context, id string) (bool, error)
+	// LastGoodRevision is env's newest revision numbered below before
+	// (<= 0: any) that is Good: the one a rollback goes back to. None is
+	// ErrNotFound.
+	LastGoodRevision(ctx context.Context, env string, before int) (Revision, error)
+	// RecordVerification records d in one transaction: the revision's
+	// verification, the environment's status and the audit event. An
+	// unknown revision is ErrNotFound; one whose verification is not d.From
+	// is ErrConflict, and nothing is written.
+	RecordVerification(ctx context.Context, d VerificationDecision) error
 	// SetAppliedRevision makes revision n the one env is applied at,
 	// leaving Revision (the latest seen) alone. An unknown environment or
 	// revision is ErrNotFound.

@@ -42,10 +42,15 @@ const (
 	KindApply    RunKind = "apply"
 	KindDrift    RunKind = "drift"
 	KindTeardown RunKind = "teardown"
+	// KindRollback re-applies the last revision whose verification
+	// succeeded, after a rollout failed (or when a person asks).
+	KindRollback RunKind = "rollback"
 )
 
 // RunKinds is the closed set, in the order the OpenAPI document lists it.
-func RunKinds() []RunKind { return []RunKind{KindPlan, KindApply, KindDrift, KindTeardown} }
+func RunKinds() []RunKind {
+	return []RunKind{KindPlan, KindApply, KindDrift, KindTeardown, KindRollback}
+}
 
 // EnvStatus is what an environment's last run left it as. An applied
 // environment keeps its first machine word, "provisioned", so API clients
@@ -63,9 +68,13 @@ const (
 	EnvInterrupted EnvStatus = "interrupted"
 	EnvDrifted     EnvStatus = "drifted"
 	EnvTornDown    EnvStatus = "torn-down"
+	// EnvPaused: an apply's verification did not succeed and the rollout
+	// waits for a person: knit approve accepts the revision, knit rollback
+	// goes back to the last good one.
+	EnvPaused EnvStatus = "paused"
 )
 
 // EnvStatuses is the closed set, in the order the OpenAPI document lists it.
 func EnvStatuses() []EnvStatus {
-	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown}
+	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown, EnvPaused}
 }

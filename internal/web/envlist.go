@@ -22,7 +22,7 @@ const pageSize = 50
 // each named as the list shows it.
 var envStates = func() []struct{ Value, Label string } {
 	states := []struct{ Value, Label string }{{"", "any state"}}
-	for _, st := range []store.EnvStatus{engine.EnvApplied, engine.EnvFailed, engine.EnvAwaiting, engine.EnvRejected, engine.EnvDrifted, engine.EnvTornDown, engine.EnvInterrupted} {
+	for _, st := range []store.EnvStatus{engine.EnvApplied, engine.EnvFailed, engine.EnvAwaiting, engine.EnvRejected, engine.EnvDrifted, engine.EnvTornDown, engine.EnvInterrupted, engine.EnvPaused} {
 		states = append(states, struct{ Value, Label string }{string(st), engine.EnvLabel(st)})
 	}
 	return states

@@ -36,7 +36,7 @@ var tones = func() map[string]Tone {
 	set(ToneBusy, string(store.StatusRunning), string(engine.Planning), string(engine.Applying), string(engine.Destroying),
 		string(engine.Checking), string(store.StatusQueued))
 	// Someone must decide: not the same as waiting behind it.
-	set(ToneAct, string(engine.Awaiting), "pending approval")
+	set(ToneAct, string(engine.Awaiting), "pending approval", string(engine.EnvPaused))
 	set(ToneWait, string(engine.Waiting), string(engine.Planned), string(engine.Drifted), string(engine.Affected), string(engine.Deferred),
 		string(health.Inconclusive))
 	set(ToneBad, string(engine.Failed), string(engine.Refused), string(engine.Canceled), string(engine.Rejected), string(health.Failed))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -60,7 +61,14 @@ func (q *Queue) Resume(ctx context.Context) error {
 func (q *Queue) interruptedByShutdown(j *Job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(j.Req.Kind)}); err != nil {
+	kind := j.Req.Kind
+	if kind == engine.KindRollback {
+		// A rollback recorded the revision it goes back to as applied
+		// before it ran: applying the applied revision finishes it (a
+		// rollback again would go back further).
+		kind = engine.KindApply
+	}
+	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(kind)}); err != nil {
 		q.log.Error("remember a run to resume", "env", j.Env, "err", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,8 +45,8 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, r.Env, r.Number, r.Hash, r.Source, r.Spec, ts(r.CreatedAt),
-			r.Root, r.Commit, r.Author, r.Message, r.Errors, orEmpty(r.File))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, r.Env, r.Number, r.Hash, r.Source, r.Spec, ts(r.CreatedAt),
+			r.Root, r.Commit, r.Author, r.Message, r.Errors, orEmpty(r.File), r.Verification)
 		if err != nil {
 			return fmt.Errorf("insert revision: %w", err)
 		}
@@ -97,11 +98,11 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 	return r, nil
 }
 
-const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file`
+const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file, verification`
 
 func scanRevision(sc pgx.Row) (store.Revision, error) {
 	var r store.Revision
-	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File)
+	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File, &r.Verification)
 	if len(r.File) == 0 {
 		r.File = nil // none kept, as the SQLite store returns it
 	}
@@ -272,4 +273,43 @@ func (s *Store) DeleteUnappliedEnvironment(ctx context.Context, id string) (bool
 		return false, fmt.Errorf("delete environment %s: %w", id, err)
 	}
 	return removed, nil
+}
+
+// LastGoodRevision implements store.Store.
+func (s *Store) LastGoodRevision(ctx context.Context, env string, before int) (store.Revision, error) {
+	if before <= 0 {
+		before = math.MaxInt32
+	}
+	r, err := scanRevision(s.pool.QueryRow(ctx, `SELECT `+revisionColumns+` FROM revisions
+		WHERE env = $1 AND number < $2 AND verification IN ($3, $4) ORDER BY number DESC LIMIT 1`,
+		env, before, store.VerificationSuccessful, store.VerificationAccepted))
+	if err != nil {
+		return store.Revision{}, notFound(err, "a good revision of %s", env)
+	}
+	return r, nil
+}
+
+// RecordVerification implements store.Store.
+func (s *Store) RecordVerification(ctx context.Context, d store.VerificationDecision) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
+		r, err := revision(ctx, tx, d.Env, d.Revision)
+		if err != nil {
+			return err
+		}
+		if d.From != "" && r.Verification != d.From {
+			return fmt.Errorf("revision %d of %s: %w (its verification is %q, not %q)", d.Revision, d.Env, store.ErrConflict, r.Verification, d.From)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE revisions SET verification = $1 WHERE env = $2 AND number = $3`, d.Verification, d.Env, d.Revision); err != nil {
+			return fmt.Errorf("record the verification of revision %d of %s: %w", d.Revision, d.Env, err)
+		}
+		if d.Audit != nil {
+			if err := s.appendAudit(ctx, tx, *d.Audit); err != nil {
+				return err
+			}
+		}
+		if d.EnvStatus != "" {
+			return s.setEnvironmentStatus(ctx, tx, d.Env, d.EnvStatus)
+		}
+		return nil
+	})
 }

@@ -58,6 +58,11 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 				return fmt.Errorf("record the policy decisions of run %s: %w", o.RunID, err)
 			}
 		}
+		if o.Verification != "" {
+			if _, err := tx.Exec(ctx, `UPDATE revisions SET verification = $1 WHERE env = $2 AND number = $3`, o.Verification, r.Env, r.Revision); err != nil {
+				return fmt.Errorf("record the verification of run %s: %w", o.RunID, err)
+			}
+		}
 		if o.Audit != nil {
 			if err := s.appendAudit(ctx, tx, *o.Audit); err != nil {
 				return err

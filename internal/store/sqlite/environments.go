@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"knit.dev/knit/internal/store"
@@ -39,8 +40,8 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
-			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors, orEmpty(rev.File))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
+			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors, orEmpty(rev.File), rev.Verification)
 		if err != nil {
 			return fmt.Errorf("insert revision: %w", err)
 		}
@@ -99,11 +100,11 @@ func revision(ctx context.Context, q querier, env string, n int) (store.Revision
 	return r, nil
 }
 
-const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file`
+const revisionColumns = `env, number, hash, source, spec, created_at, root, commit_hash, author, message, errors, file, verification`
 
 func scanRevision(sc rowScanner) (store.Revision, error) {
 	var r store.Revision
-	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File)
+	err := sc.Scan(&r.Env, &r.Number, &r.Hash, &r.Source, &r.Spec, timeCol{&r.CreatedAt}, &r.Root, &r.Commit, &r.Author, &r.Message, &r.Errors, &r.File, &r.Verification)
 	return r, err
 }
 
@@ -354,4 +355,43 @@ func queryAll[T any](ctx context.Context, q interface {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
+}
+
+// LastGoodRevision implements store.Store.
+func (s *Store) LastGoodRevision(ctx context.Context, env string, before int) (store.Revision, error) {
+	if before <= 0 {
+		before = math.MaxInt32
+	}
+	r, err := scanRevision(s.q.QueryRowContext(ctx, `SELECT `+revisionColumns+` FROM revisions
+		WHERE env = ? AND number < ? AND verification IN (?, ?) ORDER BY number DESC LIMIT 1`,
+		env, before, store.VerificationSuccessful, store.VerificationAccepted))
+	if err != nil {
+		return store.Revision{}, notFound(err, "a good revision of %s", env)
+	}
+	return r, nil
+}
+
+// RecordVerification implements store.Store.
+func (s *Store) RecordVerification(ctx context.Context, d store.VerificationDecision) error {
+	return s.write(ctx, func(tx *txn) error {
+		r, err := revision(ctx, tx, d.Env, d.Revision)
+		if err != nil {
+			return err
+		}
+		if d.From != "" && r.Verification != d.From {
+			return fmt.Errorf("revision %d of %s: %w (its verification is %q, not %q)", d.Revision, d.Env, store.ErrConflict, r.Verification, d.From)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE revisions SET verification = ? WHERE env = ? AND number = ?`, d.Verification, d.Env, d.Revision); err != nil {
+			return fmt.Errorf("record the verification of revision %d of %s: %w", d.Revision, d.Env, err)
+		}
+		if d.Audit != nil {
+			if err := s.appendAudit(ctx, tx, *d.Audit); err != nil {
+				return err
+			}
+		}
+		if d.EnvStatus != "" {
+			return s.setEnvironmentStatus(ctx, tx, d.Env, d.EnvStatus)
+		}
+		return nil
+	})
 }

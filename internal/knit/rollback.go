@@ -1,0 +1,124 @@
+package knit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// ErrNoGoodRevision: a rollback was asked for, and no earlier revision of
+// the environment passed verification to go back to. Nothing is changed.
+var ErrNoGoodRevision = errors.New("no revision to roll back to")
+
+// ErrNotPaused: knit approve was asked to accept a revision, and the
+// environment's rollout is not paused.
+var ErrNotPaused = errors.New("the environment's rollout is not paused")
+
+// rollbackSpec is the spec a rollback run (req.Kind KindRollback) of
+// req.EnvRef applies: revision req.To, or else the newest good revision
+// (store.Revision.Good) below the applied one. It fills in req's origin,
+// root and, when the applied spec's rollout says so, AutoApprove (the
+// destroys of components the failed revision added go on without asking).
+// With nothing to go back to, it is ErrNoGoodRevision and nothing runs.
+func (k *Knit) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environment, error) {
+	ref := req.EnvRef
+	if ref == "" && req.Env != nil {
+		ref = req.Env.ID()
+	}
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	to, err := k.rollbackTarget(ctx, e, req.To)
+	if err != nil {
+		return nil, err
+	}
+	env, err := k.revisionSpec(ctx, e.ID, to.Number)
+	if err != nil {
+		return nil, err
+	}
+	if applied, err := k.appliedSpec(ctx, e); err == nil && applied.Spec.Rollout != nil && applied.Spec.Rollout.AutoApprove {
+		req.AutoApprove = true
+	}
+	if req.Reason == "" {
+		req.Reason = fmt.Sprintf("rollback of revision %d to revision %d", e.AppliedRevision, to.Number)
+	}
+	req.Env, req.Root, req.Origin = env, to.Root, to.Source
+	req.Commit, req.Author, req.Message = to.Commit, to.Author, to.Message
+	return env, nil
+}
+
+// RollbackTarget is the revision a rollback of ref goes back to: to
+// (> 0), or else the newest good revision below the applied one. Nothing
+// to go back to is ErrNoGoodRevision.
+func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (store.Revision, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	return k.rollbackTarget(ctx, e, to)
+}
+
+func (k *Knit) rollbackTarget(ctx context.Context, e store.Environment, to int) (store.Revision, error) {
+	if e.AppliedRevision == 0 {
+		return store.Revision{}, fmt.Errorf("%w: %s was never applied", ErrNoGoodRevision, e.ID)
+	}
+	if to > 0 {
+		if to == e.AppliedRevision {
+			return store.Revision{}, fmt.Errorf("%w: %s is applied at revision %d already", ErrNoGoodRevision, e.ID, to)
+		}
+		r, err := k.revision(ctx, e.ID, to)
+		if err == nil && r.Errors != "" {
+			err = fmt.Errorf("%w: revision %d of %s does not validate", ErrNoGoodRevision, to, e.ID)
+		}
+		return r, err
+	}
+	r, err := k.store.LastGoodRevision(ctx, e.ID, e.AppliedRevision)
+	if errors.Is(err, store.ErrNotFound) {
+		return r, fmt.Errorf("%w: no revision of %s before revision %d passed verification (knit history %s lists them; --to REV picks one)",
+			ErrNoGoodRevision, e.ID, e.AppliedRevision, e.ID)
+	}
+	return r, err
+}
+
+// RollbackAfter is the rollback run that follows res, when its rollout
+// says so (engine.RolloutRollback: onFailure rollback and a failed
+// verification), or nil: what knit serve queues and knit apply runs next.
+// Its reason names the failed check and what it saw.
+func RollbackAfter(res *engine.Result, actor, source string) *RunRequest {
+	if res == nil || res.Rollout != engine.RolloutRollback {
+		return nil
+	}
+	return &RunRequest{Kind: engine.KindRollback, EnvRef: res.Env, Actor: actor, Source: source,
+		Reason: engine.RollbackReason(res)}
+}
+
+// Accept is a person accepting a paused rollout (knit approve ENV): the
+// applied revision becomes good, as if its verification had succeeded, and
+// the environment applied; audited as rollout-accepted. An environment
+// that is not paused is ErrNotPaused, and nothing changes.
+func (k *Knit) Accept(ctx context.Context, ref, actor, reason string) (store.Environment, error) {
+	e, err := k.ResolveEnv(ctx, ref)
+	if err != nil {
+		return e, err
+	}
+	if e.Status != store.EnvPaused {
+		return e, fmt.Errorf("%w: %s is %s (knit approvals %s lists what waits)", ErrNotPaused, e.ID, engine.EnvLabel(e.Status), e.ID)
+	}
+	rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
+	if err != nil {
+		return e, err
+	}
+	err = k.store.RecordVerification(ctx, store.VerificationDecision{Env: e.ID, Revision: rev.Number,
+		Verification: store.VerificationAccepted, From: rev.Verification, EnvStatus: store.EnvApplied,
+		Audit: &store.AuditEvent{Env: e.ID, Actor: actor, Action: "rollout-accepted", Revision: rev.Number, Reason: reason,
+			Detail: fmt.Sprintf("revision %d accepted after its verification was %s", rev.Number, rev.Verification)}})
+	if err != nil {
+		return e, err
+	}
+	return k.store.Environment(ctx, e.ID)
+}
