@@ -75,9 +75,9 @@ type session struct {
 	// applies is the revision an apply or teardown converges to, made
 	// the applied one once the policies let the run go on (markApplied).
 	applies int
-	judged []PlannedComponent
-	usable map[string]judgedPlan
-	denied *PolicyDeniedError
+	judged  []PlannedComponent
+	usable  map[string]judgedPlan
+	denied  *PolicyDeniedError
 	// secrets are, in a judged plan run, the secrets each planned
 	// component was given, which the Judge masks in its input.
 	secrets map[string][]string
