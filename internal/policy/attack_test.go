@@ -132,3 +132,13 @@ func captureStdio(t *testing.T, fn func()) string {
 	w.Close()
 	return <-done
 }
+
+// A policy file over the bound is refused before it is read in full or
+// parsed.
+func TestAHugePolicyFileIsRefused(t *testing.T) {
+	big := "package knit\n\nwarn contains \"x\" if true\n" + strings.Repeat("# padding\n", policy.MaxFileSize/10+1)
+	_, err := policy.Load(context.Background(), write(t, map[string]string{"big.rego": big}))
+	if err == nil || !strings.Contains(err.Error(), "big.rego is over") {
+		t.Fatalf("Load = %v, want the file bound's error naming big.rego", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,6 +38,8 @@ const (
 	// one evaluation runs (see watchMemory): a policy that builds huge
 	// collections is stopped, not left to take the machine's memory.
 	DefaultMaxMemory = 1 << 30
+	// MaxFileSize bounds one policy file.
+	MaxFileSize = 8 << 20
 )
 
 // decisionRules are the rules of package knit that make decisions.
@@ -184,6 +187,24 @@ func inside(dir, root, path string) error {
 	return nil
 }
 
+// readPolicy reads one policy file, refusing one over MaxFileSize (a
+// repository's file must not make knit read and parse gigabytes).
+func readPolicy(file, name string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	if len(text) > MaxFileSize {
+		return nil, fmt.Errorf("policies: %s is over %d MiB, the bound of a policy file", name, MaxFileSize>>20)
+	}
+	return text, nil
+}
+
 // parse parses files as Rego v1, reporting every error with file:line.
 func parse(files []string) (map[string]*ast.Module, error) {
 	return parseShown(files, nil)
@@ -194,13 +215,13 @@ func parseShown(files []string, shown map[string]string) (map[string]*ast.Module
 	modules := make(map[string]*ast.Module, len(files))
 	var errs []string
 	for _, f := range files {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("policies: %w", err)
-		}
 		name := f
 		if s, ok := shown[f]; ok {
 			name = s
+		}
+		text, err := readPolicy(f, name)
+		if err != nil {
+			return nil, err
 		}
 		m, err := ast.ParseModuleWithOpts(name, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
