@@ -16,7 +16,7 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench loadtest fmt vet clean
+.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go loadtest fmt vet clean
 
 all: build
 
@@ -56,6 +56,10 @@ bench: tools terragrunt build ## measure knit against the least tool work, its b
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
 	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -terragrunt $(TOOLS)/bin/terragrunt -out docs/benchmarks.md $(BENCHFLAGS)
 	@$(BIN)/knit-bench rollback -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md
+
+bench-go: ## only the in-process figures of make bench (policy evaluation, environment sets, engine), printed as rows of its table; needs no tools
+	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
+	@$(BIN)/knit-bench gobench
 
 loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest

@@ -6,6 +6,7 @@
 //	knit-bench engine-fake -f FILE -data-dir DIR [-parallelism N]
 //	knit-bench generate -dir DIR [-kind terraform|script] [-shape chain|wide|layered] [-n N]
 //	knit-bench rollback [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] [-modules N] [-repeat N]
+//	knit-bench gobench [-bench REGEXP] [PACKAGES...]
 package main
 
 import (
@@ -35,6 +36,8 @@ func main() {
 		err = generate(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "rollback":
 		err = rollback(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "gobench":
+		err = goBenchOnly(ctx, os.Args[2:])
 	default:
 		err = suite(ctx, os.Args[1:])
 	}
@@ -127,16 +130,9 @@ func suite(ctx context.Context, args []string) error {
 	}
 	doc := bench.Doc{Machine: machine, Config: cfg, Results: res}
 	if *goBench != "" {
-		gargs := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", *goBench}
-		doc.GoBenchCmd = "go " + strings.Join(gargs, " ")
-		fmt.Fprintln(os.Stderr, "knit-bench:", doc.GoBenchCmd)
-		cmd := exec.CommandContext(ctx, "go", gargs...)
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w\n%s", doc.GoBenchCmd, err, buf.String())
+		if doc.GoBenchCmd, doc.GoBench, err = runGoBench(ctx, ".", *goBench); err != nil {
+			return err
 		}
-		doc.GoBench = buf.String()
 		res.Figures = append(res.Figures, bench.GoFigures(doc.GoBench)...)
 	}
 	res.Elapsed = time.Since(start)
@@ -216,5 +212,40 @@ func binaries(cliConfig *string, tofu string, paths ...*string) error {
 		}
 		*cliConfig = filepath.Join(filepath.Dir(filepath.Dir(abs)), "tofurc")
 	}
+	return nil
+}
+
+// runGoBench runs the Go benchmarks matching pattern in pkgs and returns
+// the command line and its output.
+func runGoBench(ctx context.Context, pattern string, pkgs ...string) (string, string, error) {
+	gargs := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}, pkgs...)
+	line := "go " + strings.Join(gargs, " ")
+	fmt.Fprintln(os.Stderr, "knit-bench:", line)
+	cmd := exec.CommandContext(ctx, "go", gargs...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		return line, "", fmt.Errorf("%s: %w\n%s", line, err, buf.String())
+	}
+	return line, buf.String(), nil
+}
+
+// goBenchOnly runs only Go benchmarks (by default those of the report's
+// in-process figures: policy evaluation, environment sets, the engine) and
+// prints their figures as rows of the report's table, without the
+// terraform suite (which needs the tools and takes minutes).
+func goBenchOnly(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gobench", flag.ExitOnError)
+	pattern := fs.String("bench", "BenchmarkJudge|BenchmarkExpandSet|BenchmarkEngine", "benchmarks to run (go test -bench)")
+	_ = fs.Parse(args)
+	pkgs := fs.Args()
+	if len(pkgs) == 0 {
+		pkgs = []string{"./internal/policy", "./internal/spec", "./internal/engine"}
+	}
+	line, out, err := runGoBench(ctx, *pattern, pkgs...)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\n\n%s\n%s", line, out, bench.Table(bench.GoFigures(out)))
 	return nil
 }

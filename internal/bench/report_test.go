@@ -110,3 +110,34 @@ func TestPairedRatioIsTheMedianOfEachPairsRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestGoFiguresPicksTheReportedBenchmarks: the engine's, the policies'
+// and the environment set's benchmarks become figures; others do not.
+func TestGoFiguresPicksTheReportedBenchmarks(t *testing.T) {
+	out := `pkg: knit.dev/knit/internal/engine
+BenchmarkEngineApply1000-2   	       3	 380899053 ns/op	26891432 B/op	  311029 allocs/op
+pkg: knit.dev/knit/internal/policy
+BenchmarkJudge/components=20-2         	     426	   4562157 ns/op	  592084 B/op	    9751 allocs/op
+BenchmarkJudge/components=1000-2       	       4	 281471593 ns/op	30471676 B/op	  469503 allocs/op
+pkg: knit.dev/knit/internal/spec
+BenchmarkExpandSet100-2   	      14	  73333643 ns/op	14421363 B/op	  151672 allocs/op
+BenchmarkLoad1000-2    	      22	  49960521 ns/op	   5.37 MB/s	19412033 B/op	  296191 allocs/op
+BenchmarkWalk1000-2     	     768	   1560731 ns/op	  628218 B/op	    7928 allocs/op
+`
+	figs := GoFigures(out)
+	want := []struct{ name, value, verdict string }{
+		{"Go benchmark BenchmarkEngineApply1000", "0.381 ms; 26.3 KiB", "—"},
+		{"policy evaluation of a 20-component plan", "4.6 ms; 0.6 MiB", "yes"},
+		{"policy evaluation of a 1000-component plan", "281.5 ms; 29.1 MiB", "yes"},
+		{"100 environments from one environment set", "73.3 ms", "yes"},
+	}
+	if len(figs) != len(want) {
+		t.Fatalf("%d figures, want %d:\n%s", len(figs), len(want), Table(figs))
+	}
+	for i, w := range want {
+		row := Table(figs[i : i+1])
+		if !strings.Contains(row, w.name) || !strings.Contains(row, "| "+w.value+" |") || !strings.HasSuffix(strings.TrimSpace(row), "| "+w.verdict+" |") {
+			t.Errorf("figure %d:\n%s\nwant %q, value %q, met %q", i, row, w.name, w.value, w.verdict)
+		}
+	}
+}

@@ -267,9 +267,19 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			return s.holdAgain(st, a)
 		}
 	}
-	// A component judged first with inputs known only after apply is
-	// judged again by the plan that applies (planned with its values).
-	again := plan == nil && s.mustRejudge(st.c.Name)
+	// In a run judged first, the plan that applies is the judged one: the
+	// saved plan judgeFirst judged, when made from these very inputs, or
+	// else a plan made now and judged again before anything applies.
+	judgedPlan, judged := s.judgedPlan(st.c.Name, p.fp)
+	again := plan == nil && judged
+	if plan == nil && judgedPlan != nil {
+		err := s.gateAndApply(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return s.closeJudged(st, judgedPlan, err) })
+		refused := (*errRefusedPlan)(nil)
+		if !errors.As(err, &refused) {
+			return err
+		}
+		staleWhy = refused.why // the tool refused it, changing nothing: plan again, and judge that
+	}
 	if plan == nil && s.autoApproved(st.c) && !again {
 		if pa, ok := p.r.(runner.PlanApplier); ok {
 			if err := s.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
@@ -281,7 +291,7 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// The plan lists resources, actions and counts; attribute names
 		// and values cost another tool run per changed component, spent
 		// only where a person will read them (`knit plan`, drift, and a
-		// plan that waits for approval).
+		// plan that waits for approval) or a policy judges them.
 		// A plan that may wait for a person feeds the plans of what waits
 		// behind it, planned ahead for the change set (known output values).
 		ahead := !s.autoApproved(st.c) && s.hasDependents(st.c.Name)
@@ -294,6 +304,14 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			return err
 		}
 	}
+	return s.gateAndApply(ctx, st, p, plan, staleWhy, nil)
+}
+
+// gateAndApply applies plan unless it must wait for a person: a plan
+// with changes of a component not auto-approved applies when the approved
+// change set covers it or a person says yes at the terminal, and waits
+// otherwise. done is as for applyPlan.
+func (s *session) gateAndApply(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
 	st.cr.Plan = plan
 	if plan.HasChanges() && !s.autoApproved(st.c) {
 		ok, differs := s.covered(st.c.Name, plan)
@@ -301,13 +319,27 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			if err := s.auditCovered(st); err != nil {
 				return st.fail(ctx, err)
 			}
-			return s.applyPlan(ctx, st, p, plan, nil)
+			return s.applyPlan(ctx, st, p, plan, done)
 		}
 		if !s.approved(st.c, plan) {
 			return s.hold(st, p, plan, staleWhy, differs)
 		}
 	}
-	return s.applyPlan(ctx, st, p, plan, nil)
+	return s.applyPlan(ctx, st, p, plan, done)
+}
+
+// closeJudged is what became of applying the judged plan: a plan the tool
+// refused as stale (the state moved since it was judged) is an
+// *errRefusedPlan, so that the turn plans again and judges that plan; once
+// applied, it closes any approval a plan before it waited with.
+func (s *session) closeJudged(st *step, plan *runner.Plan, err error) error {
+	if errors.Is(err, runner.ErrStalePlan) {
+		return &errRefusedPlan{why: "the plan judged before the run no longer applies: " + firstLine(err.Error())}
+	}
+	if err == nil && plan.HasChanges() {
+		return s.supersedeApproval(st.c.Name)
+	}
+	return nil
 }
 
 // applyPlan applies plan (or, with no changes, reads outputs) and records

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,4 +209,104 @@ warn contains "heads up" if true
 	if warns != 1 {
 		t.Fatalf("%d policy-warn audit events, want 1 (an identical decision is not recorded twice)", warns)
 	}
+}
+
+// A run the policies deny changes nothing, so ENV keeps meaning what was
+// applied before: the denied spec is recorded as a revision (the run names
+// it) but is not the applied one, for an apply and for a teardown alike.
+func TestADeniedRunDoesNotMoveTheAppliedRevision(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.applied(t, diamond)
+	before, err := h.st.Environment(ctx, "t/diamond")
+	if err != nil || before.AppliedRevision == 0 {
+		t.Fatalf("after the first apply: %+v, %v", before, err)
+	}
+	denyAll := judge(t, "package knit\n\ndeny contains \"frozen\" if true\n")
+	changed := parse(t, strings.Replace(diamond, "{name: size, value: 3}", "{name: size, value: 4}", 1))
+	for _, run := range []struct {
+		name string
+		do   func() (*engine.Result, error)
+	}{
+		{"apply", func() (*engine.Result, error) {
+			return h.e.Apply(ctx, changed, engine.Options{Actor: "tester", AutoApprove: true, Judge: denyAll})
+		}},
+		{"teardown", func() (*engine.Result, error) {
+			return h.e.Teardown(ctx, changed, engine.Options{Actor: "tester", AutoApprove: true, Judge: denyAll})
+		}},
+	} {
+		res, err := run.do()
+		var denied *engine.PolicyDeniedError
+		if !errors.As(err, &denied) {
+			t.Fatalf("%s: %v, want a PolicyDeniedError", run.name, err)
+		}
+		after, err := h.st.Environment(ctx, "t/diamond")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.AppliedRevision != before.AppliedRevision {
+			t.Errorf("%s denied: applied revision %d, want %d (still the one applied before)", run.name, after.AppliedRevision, before.AppliedRevision)
+		}
+		if res.Revision == before.AppliedRevision || after.Revision != res.Revision {
+			t.Errorf("%s denied: run revision %d, latest %d: the denied spec is recorded as a new revision", run.name, res.Revision, after.Revision)
+		}
+	}
+}
+
+// The plan that applies is the plan the policies judged. A component
+// judged first with every input known applies that very saved plan (it
+// is not planned again); when the world moves between the judgement and
+// its turn, the tool refuses the judged plan as stale, and the plan made
+// instead is judged before it applies: here it re-creates b, which the
+// policy denies, so b is not applied.
+func TestTheInTurnPlanIsTheJudgedPlanOrIsJudgedAgain(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.applied(t, diamond)
+	h.r.RefuseStale = true
+	noRecreate := judge(t, `package knit
+
+deny contains {"msg": "b holds data: never re-create it", "component": "b"} if {
+	some c in input.components
+	c.name == "b"
+	c.changes.add > 0
+}
+`)
+	// a and b change (update in place, which the policy allows).
+	changed := parse(t, withChanges(4, 1))
+	plans := len(h.r.Calls("plan"))
+	res, err := h.e.Apply(ctx, changed, engine.Options{Actor: "tester", AutoApprove: true, Judge: noRecreate})
+	if err != nil || res.Status != store.StatusSucceeded {
+		t.Fatalf("apply: %v, %v", res, err)
+	}
+	if n := len(h.r.Calls("plan")) - plans; n != 2 {
+		t.Errorf("%d plans, want 2 (a and b, each planned once: the judged plan is the one applied)", n)
+	}
+
+	// Now b's world moves (its resource vanishes) while a applies, after
+	// the judgement: b's judged plan (an update) no longer applies, and the
+	// plan made in its turn re-creates b.
+	h.r.Hook = func(_ context.Context, op, comp string) error {
+		if op == "apply" && comp == "a" {
+			h.r.Drift("b")
+		}
+		return nil
+	}
+	again := parse(t, withChanges(5, 2))
+	res, err = h.e.Apply(ctx, again, engine.Options{Actor: "tester", AutoApprove: true, Judge: noRecreate})
+	var denied *engine.PolicyDeniedError
+	if !errors.As(err, &denied) || res.Status != store.StatusFailed {
+		t.Fatalf("apply: %v (%v), want a PolicyDeniedError for re-creating b", err, res)
+	}
+	if h.r.Applied("b") {
+		t.Error("b was re-created despite the policy: the plan that applied was never judged")
+	}
+	wantCause(t, res, "b", engine.ReasonPolicyDenied.Cause())
+}
+
+// withChanges is diamond with a's size and a new variable of b's set.
+func withChanges(size, extra int) string {
+	return strings.NewReplacer("{name: size, value: 3}", fmt.Sprintf("{name: size, value: %d}", size),
+		"variables: [{name: parent, valueFrom: a.id}]\n      outputs: [{name: url}]",
+		fmt.Sprintf("variables: [{name: parent, valueFrom: a.id}, {name: extra, value: %d}]\n      outputs: [{name: url}]", extra)).Replace(diamond)
 }

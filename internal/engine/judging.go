@@ -34,7 +34,7 @@ func (s *session) judgeFirst(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.planned = map[string]*runner.Plan{}
-	s.rejudge = map[string]bool{}
+	s.usable = map[string]judgedPlan{}
 	s.mu.Unlock()
 	defer func() {
 		// The apply resolves inputs from what its producers really output.
@@ -113,9 +113,7 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && s.hasDependents(name)}
 	var plan *runner.Plan
 	if len(p.unknown) > 0 && !destroying {
-		s.mu.Lock()
-		s.rejudge[name] = true // the plan that applies is not this one
-		s.mu.Unlock()
+		// The plan that applies is made in its turn and judged then.
 		plan, pc.Unplanned = s.planPlaceholders(ctx, st, p, opts)
 		if plan == nil {
 			return pc, nil
@@ -125,10 +123,13 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 	}
 	plan.Destroying = destroying
 	pc.Plan = plan
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !destroying {
-		s.mu.Lock()
 		s.planned[name] = plan
-		s.mu.Unlock()
+	}
+	if len(p.unknown) == 0 && plan.File != "" {
+		s.usable[name] = judgedPlan{plan: plan, fp: p.fp}
 	}
 	return pc, nil
 }
@@ -225,12 +226,32 @@ func (s *session) envPlan(comps []PlannedComponent) *EnvPlan {
 		Time: s.run.StartedAt, Revision: s.run.Revision, Commit: s.opts.Commit, Author: s.opts.Author}}
 }
 
-// mustRejudge reports whether name was judged first with inputs known
-// only after apply: the plan that applies in its turn was never judged.
-func (s *session) mustRejudge(name string) bool {
+// judgedPlan is a saved plan judgeFirst judged, and the fingerprint of
+// the inputs it was made from.
+type judgedPlan struct {
+	plan *runner.Plan
+	fp   string
+}
+
+// judgedPlan returns, once, the saved plan judgeFirst judged for name if
+// it was made from the inputs fp stands for: applied as it is, it is the
+// judged plan by construction (the tool applies the saved file, checked
+// by its checksum, and refuses it if the state moved since). judged says
+// whether the run was judged first at all: if it was and no plan is
+// returned, any plan made for name must be judged again (judgeAgain)
+// before it applies.
+func (s *session) judgedPlan(name, fp string) (plan *runner.Plan, judged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rejudge[name]
+	if s.usable == nil {
+		return nil, false
+	}
+	jp, ok := s.usable[name]
+	delete(s.usable, name)
+	if !ok || jp.fp != fp {
+		return nil, true
+	}
+	return jp.plan, true
 }
 
 // judgeAgain, in name's turn, has the Judge judge the whole plan judged
@@ -243,7 +264,6 @@ func (s *session) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 	_, removed := s.removed[name]
 	pc := PlannedComponent{Name: name, Def: st.c, Removed: removed, Gated: !s.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
 	s.mu.Lock()
-	delete(s.rejudge, name)
 	list := slices.Clone(s.judged)
 	s.mu.Unlock()
 	if i := slices.IndexFunc(list, func(c PlannedComponent) bool { return c.Name == name }); i >= 0 {

@@ -68,12 +68,16 @@ type session struct {
 	// mustApprove names the components a policy requires a person to
 	// approve (require_approval), with the decision's text.
 	mustApprove map[string]string
-	// judged is the plan judgeFirst judged; rejudge names the components
-	// it judged with inputs known only after apply, judged again in their
-	// turn (rejudge); denied, once such a judgement denies, stops the rest.
-	judged  []PlannedComponent
-	rejudge map[string]bool
-	denied  *PolicyDeniedError
+	// judged is the plan judgeFirst judged; usable holds, by component,
+	// the saved plans it judged that may apply as they are (judgedPlan):
+	// any other plan a component's turn makes is judged again
+	// (judgeAgain); denied, once such a judgement denies, stops the rest.
+	// convergesTo is the revision an apply or teardown converges to, made
+	// the applied one once the policies let the run go on (markApplied).
+	convergesTo int
+	judged      []PlannedComponent
+	usable      map[string]judgedPlan
+	denied      *PolicyDeniedError
 	// secrets are, in a judged plan run, the secrets each planned
 	// component was given, which the Judge masks in its input.
 	secrets map[string][]string
@@ -224,7 +228,8 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 }
 
 // revision records the spec an apply or teardown converges to as a new
-// revision and makes it the one ENV means. A plan or a drift check records
+// revision, which markApplied makes the one ENV means once the policies
+// let the run go on. A plan or a drift check records
 // none: a plan of an edited file must not move what was applied. Their run
 // names the applied revision when the spec is the applied one (0 otherwise).
 func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
@@ -255,9 +260,9 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("record revision: %w", err)
 		}
-		if err := s.e.Store.SetAppliedRevision(ctx, id, rev.Number); err != nil {
-			return 0, fmt.Errorf("record revision %d as applied: %w", rev.Number, err)
-		}
+		// It becomes the one ENV means once the policies let the run go
+		// on (markApplied): a denied run changes nothing, ENV included.
+		s.convergesTo = rev.Number
 		return rev.Number, nil
 	}
 	e, err := s.e.Store.Environment(ctx, id)
@@ -275,6 +280,18 @@ func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
 		return applied.Number, nil
 	}
 	return 0, nil
+}
+
+// markApplied makes the revision an apply or teardown converges to the
+// one ENV means, as the run begins to change things.
+func (s *session) markApplied() error {
+	if s.convergesTo == 0 {
+		return nil
+	}
+	if err := s.e.Store.SetAppliedRevision(s.db, s.env.ID(), s.convergesTo); err != nil {
+		return fmt.Errorf("record revision %d as applied: %w", s.convergesTo, err)
+	}
+	return nil
 }
 
 // root is the folder the revision's relative paths resolve against:
@@ -341,6 +358,9 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 		if err = s.judgeFirst(ctx); err != nil {
 			return
 		}
+	}
+	if err = s.markApplied(); err != nil {
+		return
 	}
 	err = body(s, ctx)
 	if err == nil {

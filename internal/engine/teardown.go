@@ -184,43 +184,74 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 	if err != nil {
 		return st.fail(ctx, err)
 	}
-	if !gated {
+	// In a run judged first, what destroys is the judged destroy plan, or
+	// else a destroy plan made now and judged again.
+	judgedPlan, judged := s.judgedPlan(name, "")
+	if judgedPlan != nil && !judgedPlan.Destroying {
+		judgedPlan = nil
+	}
+	if !gated && !judged {
 		if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
 			return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 		}
 		return s.destroyed(st)
 	}
-	p.fp = destroyFingerprint(p.fp)
-	approved, staleWhy, err := s.approvedPlan(name, p.fp)
-	if err != nil {
-		return st.fail(ctx, err)
+	var staleWhy string
+	if gated {
+		p.fp = destroyFingerprint(p.fp)
+		approved, why, err := s.approvedPlan(name, p.fp)
+		if err != nil {
+			return st.fail(ctx, err)
+		}
+		staleWhy = why
+		if approved != nil {
+			err := s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+			refused := (*errRefusedPlan)(nil)
+			if !errors.As(err, &refused) {
+				return err
+			}
+			staleWhy = refused.why // the tool refused it, changing nothing: plan the destroy again
+		}
 	}
-	if approved != nil {
-		err := s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+	if judgedPlan != nil {
+		err := s.gateAndDestroy(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return s.closeJudged(st, judgedPlan, err) })
 		refused := (*errRefusedPlan)(nil)
 		if !errors.As(err, &refused) {
 			return err
 		}
-		staleWhy = refused.why // the tool refused it, changing nothing: plan the destroy again
+		staleWhy = refused.why
 	}
 	s.set(st.cr, Planning, s.destroyReason(name))
-	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true})
+	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true, Values: judged})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan destroy: %w", err))
 	}
+	if judged {
+		if err := s.judgeAgain(ctx, st, plan); err != nil {
+			return err
+		}
+	}
+	return s.gateAndDestroy(ctx, st, p, plan, staleWhy, nil)
+}
+
+// gateAndDestroy applies a destroy plan unless it must wait for a person,
+// as gateAndApply does for other plans; done is as for applyDestroy.
+func (s *session) gateAndDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
 	st.cr.Plan = plan
 	if !plan.HasChanges() {
 		return s.destroyed(st)
 	}
-	ok, differs := s.covered(name, plan)
-	if ok {
-		if err := s.auditCovered(st); err != nil {
-			return st.fail(ctx, err)
+	if !s.autoApproved(st.c) {
+		ok, differs := s.covered(st.c.Name, plan)
+		if ok {
+			if err := s.auditCovered(st); err != nil {
+				return st.fail(ctx, err)
+			}
+		} else if !s.approved(st.c, plan) {
+			return s.hold(st, p, plan, staleWhy, differs)
 		}
-	} else if !s.approved(st.c, plan) {
-		return s.hold(st, p, plan, staleWhy, differs)
 	}
-	return s.applyDestroy(ctx, st, p, plan, nil)
+	return s.applyDestroy(ctx, st, p, plan, done)
 }
 
 // applyDestroy applies a destroy plan; done, if set, learns the outcome,

@@ -31,6 +31,11 @@ func (k *Knit) judge(ctx context.Context, env *spec.Environment, req RunRequest)
 	}
 	if req.Tree != "" {
 		if dir := filepath.Join(req.Tree, "policies"); isDir(dir) {
+			// Read from the commit only: not through a link out of it
+			// (policies/ itself, or a file in it, pointing at the server's).
+			if err := spec.ContainTree(req.Tree, dir); err != nil {
+				return brokenPolicies{fmt.Errorf("policies/: %w", err)}, nil
+			}
 			all = append(all, inTree(dir))
 		}
 	}

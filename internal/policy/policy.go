@@ -7,10 +7,12 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +34,12 @@ const (
 	// DefaultMaxInput bounds the input document (JSON bytes): a plan
 	// larger than this is refused rather than judged in unbounded memory.
 	DefaultMaxInput = 64 << 20
+	// DefaultMaxMemory bounds how much the process's heap may grow while
+	// one evaluation runs (see watchMemory): a policy that builds huge
+	// collections is stopped, not left to take the machine's memory.
+	DefaultMaxMemory = 1 << 30
+	// MaxFileSize bounds one policy file.
+	MaxFileSize = 8 << 20
 )
 
 // decisionRules are the rules of package knit that make decisions.
@@ -46,9 +54,11 @@ const copyPrefix = "__knit_rule_"
 type Set struct {
 	// Files are the policy files loaded (tests excluded), sorted.
 	Files []string
-	// Timeout and MaxInput bound one evaluation (defaults above).
-	Timeout  time.Duration
-	MaxInput int
+	// Timeout, MaxInput and MaxMemory bound one evaluation (defaults
+	// above).
+	Timeout   time.Duration
+	MaxInput  int
+	MaxMemory uint64
 
 	query  rego.PreparedEvalQuery
 	copies map[string]ruleRef // copy name → the rule it copies
@@ -132,6 +142,10 @@ func regoFiles(dirs []string, tests bool) ([]string, error) {
 			}
 			return nil, fmt.Errorf("policies: %s is not a folder of .rego files", dir)
 		}
+		root, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, fmt.Errorf("policies: %w", err)
+		}
 		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -141,6 +155,11 @@ func regoFiles(dirs []string, tests bool) ([]string, error) {
 			}
 			if !tests && strings.HasSuffix(path, "_test.rego") {
 				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				if err := inside(dir, root, path); err != nil {
+					return err
+				}
 			}
 			files = append(files, path)
 			return nil
@@ -153,6 +172,39 @@ func regoFiles(dirs []string, tests bool) ([]string, error) {
 	return slices.Compact(files), nil
 }
 
+// inside checks that the symbolic link path resolves to a file under
+// root, the real path of the folder dir: a policy folder is read from
+// inside only, so that a repository's policies/ cannot make the server
+// read (and show, in a parse error) a file of its own.
+func inside(dir, root, path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("policies: %s is a symbolic link that does not resolve: %w", path, err)
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("policies: %s is a symbolic link to a file outside its folder %s; policies are read only from inside their folder", path, dir)
+	}
+	return nil
+}
+
+// readPolicy reads one policy file, refusing one over MaxFileSize (a
+// repository's file must not make knit read and parse gigabytes).
+func readPolicy(file, name string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	if len(text) > MaxFileSize {
+		return nil, fmt.Errorf("policies: %s is over %d MiB, the bound of a policy file", name, MaxFileSize>>20)
+	}
+	return text, nil
+}
+
 // parse parses files as Rego v1, reporting every error with file:line.
 func parse(files []string) (map[string]*ast.Module, error) {
 	return parseShown(files, nil)
@@ -163,13 +215,13 @@ func parseShown(files []string, shown map[string]string) (map[string]*ast.Module
 	modules := make(map[string]*ast.Module, len(files))
 	var errs []string
 	for _, f := range files {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("policies: %w", err)
-		}
 		name := f
 		if s, ok := shown[f]; ok {
 			name = s
+		}
+		text, err := readPolicy(f, name)
+		if err != nil {
+			return nil, err
 		}
 		m, err := ast.ParseModuleWithOpts(name, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
@@ -258,7 +310,7 @@ func compile(ctx context.Context, files []string, modules map[string]*ast.Module
 	if err != nil {
 		return nil, fmt.Errorf("prepare the policies: %s", strings.Join(located(err), "\n"))
 	}
-	return &Set{Files: files, Timeout: DefaultTimeout, MaxInput: DefaultMaxInput, query: q, copies: copies}, nil
+	return &Set{Files: files, Timeout: DefaultTimeout, MaxInput: DefaultMaxInput, MaxMemory: DefaultMaxMemory, query: q, copies: copies}, nil
 }
 
 // Judge builds the input of p and evaluates it (engine.Judge).
@@ -292,8 +344,13 @@ func (s *Set) Evaluate(ctx context.Context, input any) ([]engine.Decision, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx, stop := watchMemory(ctx, cmp.Or(s.MaxMemory, DefaultMaxMemory))
+	defer stop()
 	rs, err := s.query.Eval(ctx, rego.EvalParsedInput(v))
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errMemoryBound) {
+			return nil, fmt.Errorf("evaluation stopped: the heap grew by more than %d MiB (the memory bound; does a policy build a large collection?): %s", cmp.Or(s.MaxMemory, DefaultMaxMemory)>>20, strings.Join(located(err), "; "))
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("evaluation stopped after %s (the time bound; does a policy loop over a large range?): %s", timeout, strings.Join(located(err), "; "))
 		}

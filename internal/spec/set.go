@@ -424,6 +424,16 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 // (outside a server a gitBranches generator yields nothing): what
 // `knit validate -f SET` reports.
 func CheckSet(file string, opts Options) ([]*Environment, diag.Diagnostics) {
+	s, ds := LoadSet(file, opts)
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return s.Expand(nil)
+}
+
+// LoadSet reads and parses the EnvironmentSet file (not its elements:
+// Expand does), outside any server's repository.
+func LoadSet(file string, opts Options) (*Set, diag.Diagnostics) {
 	data, err := readFile(file)
 	if err != nil {
 		return nil, diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: file}, Message: err.Error()}}
@@ -432,11 +442,26 @@ func CheckSet(file string, opts Options) ([]*Environment, diag.Diagnostics) {
 	if err != nil {
 		abs = file
 	}
-	s, ds := ParseSet(file, filepath.Dir(abs), "", data, opts)
-	if ds.HasErrors() {
-		return nil, ds
+	return ParseSet(file, filepath.Dir(abs), "", data, opts)
+}
+
+// BranchGenerator returns where the set's first gitBranches generator is
+// written ("file:line:col"), if it has one: such a set generates
+// environments only from a list of branches (the server's repository's).
+func (s *Set) BranchGenerator() (string, bool) {
+	var find func(gs []*Generator) (string, bool)
+	find = func(gs []*Generator) (string, bool) {
+		for _, g := range gs {
+			if g.GitBranches != nil {
+				return s.posOf(g.path + ".gitBranches"), true
+			}
+			if at, ok := find(g.Matrix); ok {
+				return at, true
+			}
+		}
+		return "", false
 	}
-	return s.Expand(nil)
+	return find(s.Generators)
 }
 
 // Expand is every environment of the set, given the repository's

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -378,5 +379,79 @@ deny contains "never" if {
 	}
 	if calls := w.calls(); strings.Contains(strings.Join(calls["a"], " "), "apply") {
 		t.Errorf("a was applied although its policies never decided: %v", calls["a"])
+	}
+}
+
+// keepModule manages a file that must never be re-created and a value
+// updated in place.
+const keepModule = `
+terraform {
+  required_providers {
+    local = { source = "hashicorp/local", version = "1.4.0" }
+  }
+}
+variable "path" { type = string }
+variable "note" { type = string }
+resource "local_file" "f" {
+  filename = var.path
+  content  = "keep"
+}
+resource "terraform_data" "d" { input = var.note }
+`
+
+const noRecreate = `package knit
+
+deny contains {"msg": "b's file is never re-created", "component": "b", "resource": r.address} if {
+	some c in input.components
+	c.name == "b"
+	some r in c.resources
+	r.address == "local_file.f"
+	"create" in r.actions
+}
+`
+
+// Issue 28: the plan that applies is the plan the policies judged. b's
+// judged plan updates a value in place; between the judgement and b's
+// turn, a (which b waits for) deletes b's file out of band. The plan the
+// tool would make in b's turn re-creates the file, which the policy
+// forbids: knit applies the judged plan (the saved file), not that one,
+// so the file is not re-created unjudged; the next run that plans b
+// (--refresh) plans the re-creation, and the policy denies it.
+func TestTheJudgedPlanIsThePlanThatApplies(t *testing.T) {
+	w := newWorld(t)
+	w.write(map[string]string{"modules/keep/main.tf": keepModule, "policies/keep.rego": noRecreate})
+	target := w.path("files/b.txt")
+	env := func(round int) string {
+		return envFile("keep", fmt.Sprintf(`    - name: a
+      type: script
+      script: {apply: "rm -f %s; echo '{}'"}
+      variables: [{name: round, value: %d}]
+    - name: b
+      type: terraform
+      module: {source: ./modules/keep}
+      dependsOn: [a]
+      variables:
+        - {name: path, value: %s}
+        - {name: note, value: "round %d"}
+`, target, round, target, round))
+	}
+	w.writeEnv(env(1))
+	w.ok("apply", "-f", "env.yaml") // the policy forbids creating it: it is created before the policy holds
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("the first apply did not create b's file: %v", err)
+	}
+
+	w.writeEnv(env(2))
+	r := w.ok("apply", "-f", "env.yaml", "--policies", "policies")
+	if _, err := os.Stat(target); err == nil {
+		t.Fatalf("b's file was re-created by a plan the policies never judged:\n%s", r.stdout)
+	}
+
+	r = w.knit("apply", "-f", "env.yaml", "--policies", "policies", "--refresh")
+	if r.code != 1 || !strings.Contains(r.stdout, "b's file is never re-created") {
+		t.Fatalf("the re-creation, planned: exit %d, want 1 with the denial\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("b's file was re-created despite the denial")
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,50 @@ func TestValidateASet(t *testing.T) {
 	r := w.knit("validate", "-f", "envs/dup.yaml")
 	if r.code != 1 || !strings.Contains(r.stdout, `envs/dup.yaml:11:67:`) || !strings.Contains(r.stdout, `two elements generate the envName "alpha"`) {
 		t.Errorf("validate dup.yaml: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// knit render -f SET prints every environment the set generates (YAML
+// documents, or a JSON list with origins under --explain); a gitBranches
+// set needs --branches locally and says so at the generator's line.
+func TestRenderASet(t *testing.T) {
+	w := newWorld(t)
+	git(t, w.dir, "init", "-q") // the repository's root bounds the template's path
+	w.write(map[string]string{
+		"modules/file/main.tf":   fileModule,
+		"templates/preview.yaml": strings.ReplaceAll(setTemplate, "FILES", w.path("files")),
+		"envs/list.yaml":         listSet("alpha", "beta"),
+		"envs/branches.yaml":     envSet("pr-{{ .branch.slug }}", `{name: "pr-{{ .branch.slug }}"}`, "    - gitBranches: {pattern: \"feature/*\"}\n"),
+	})
+	r := w.ok("render", "-f", "envs/list.yaml")
+	if docs := strings.Split(r.stdout, "\n---\n"); len(docs) != 2 || !strings.Contains(docs[0], "envName: alpha") || !strings.Contains(docs[1], "envName: beta") ||
+		!strings.Contains(docs[1], "value: app beta") {
+		t.Errorf("render list.yaml: want two YAML documents, alpha then beta:\n%s", r.stdout)
+	}
+	var list []struct {
+		Environment struct {
+			Spec struct{ EnvName string } `json:"spec"`
+		} `json:"environment"`
+		Origins map[string]string `json:"origins"`
+	}
+	r = w.ok("render", "-f", "envs/list.yaml", "-o", "json", "--explain")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[1].Environment.Spec.EnvName != "beta" {
+		t.Fatalf("render -o json --explain: %v\n%s", err, r.stdout)
+	}
+	if o := list[0].Origins["spec.components[0].variables[1].value"]; !strings.Contains(o, "templates/preview.yaml:") {
+		t.Errorf("origin of alpha's content: %q, want the template's line (origins %v)", o, list[0].Origins)
+	}
+
+	r = w.knit("render", "-f", "envs/branches.yaml")
+	if r.code != 1 || !strings.Contains(r.stderr, "envs/branches.yaml:11:") || !strings.Contains(r.stderr, "--branches") {
+		t.Errorf("render of a gitBranches set without --branches: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = w.ok("render", "-f", "envs/branches.yaml", "--branches", "feature/a,fix/b,feature/C_d")
+	if !strings.Contains(r.stdout, "envName: pr-feature-a") || !strings.Contains(r.stdout, "envName: pr-feature-c-d") || strings.Contains(r.stdout, "fix") {
+		t.Errorf("render --branches: want pr-feature-a and pr-feature-c-d only:\n%s", r.stdout)
+	}
+	w.write(map[string]string{"envs/one.yaml": strings.Replace(listSet("x"), "kind: EnvironmentSet", "kind: Environment", 1)})
+	if r := w.knit("render", "-f", "envs/one.yaml", "--branches", "a"); r.code == 0 || !strings.Contains(r.stderr, "--branches is for an EnvironmentSet") {
+		t.Errorf("--branches on a file that is not a set: exit %d\n%s", r.code, r.stderr)
 	}
 }

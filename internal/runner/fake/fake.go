@@ -48,11 +48,27 @@ type Runner struct {
 	// Ahead makes PrepareAhead do something: record a "prepare" call, log
 	// a line, and run Hook with op "prepare". Otherwise it does nothing.
 	Ahead bool
+	// RefuseStale makes Apply refuse (runner.ErrStalePlan), as OpenTofu
+	// refuses a plan made against older state, a plan made before the
+	// component's world last changed (an apply, a destroy, Drift).
+	RefuseStale bool
 
 	mu      sync.Mutex
 	calls   []Call
 	applied map[string]runner.Inputs // the "world": last applied inputs
 	outs    map[string]runner.Outputs
+	// changes counts, per component, the changes of its world; planned
+	// is that count when each plan file was last written.
+	changes map[string]int
+	planned map[string]int
+}
+
+// changed counts a change of component's world; r.mu is held.
+func (r *Runner) changed(component string) {
+	if r.changes == nil {
+		r.changes = map[string]int{}
+	}
+	r.changes[component]++
 }
 
 func (r *Runner) record(c Call) {
@@ -80,6 +96,7 @@ func (r *Runner) Drift(component string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.applied, component)
+	r.changed(component)
 }
 
 // Applied reports whether the component currently exists in the fake world.
@@ -133,6 +150,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	fmt.Fprintf(c.Log, "planning %s\n", c.Def.Name)
 	r.mu.Lock()
 	prev, exists := r.applied[c.Def.Name]
+	version := r.changes[c.Def.Name]
 	r.mu.Unlock()
 	p := &runner.Plan{Destroying: opts.Destroy, Unchecked: r.Unchecked[c.Def.Name]}
 	pb, _ := json.Marshal(prev)
@@ -174,6 +192,12 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	}
 	sum := sha256.Sum256(ib)
 	p.Checksum = hex.EncodeToString(sum[:])
+	r.mu.Lock()
+	if r.planned == nil {
+		r.planned = map[string]int{}
+	}
+	r.planned[p.File] = version
+	r.mu.Unlock()
 	return p, nil
 }
 
@@ -196,6 +220,10 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	call.Inputs = in
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.RefuseStale && r.planned[p.File] != r.changes[c.Def.Name] {
+		return nil, fmt.Errorf("Saved plan is stale: %s changed since %s was made: %w", c.Def.Name, p.File, runner.ErrStalePlan)
+	}
+	r.changed(c.Def.Name)
 	if r.applied == nil {
 		r.applied, r.outs = map[string]runner.Inputs{}, map[string]runner.Outputs{}
 	}
@@ -235,6 +263,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	defer r.mu.Unlock()
 	delete(r.applied, c.Def.Name)
 	delete(r.outs, c.Def.Name)
+	r.changed(c.Def.Name)
 	return nil
 }
 
