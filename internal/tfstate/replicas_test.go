@@ -163,4 +163,3 @@ func TestStateAcrossReplicas(t *testing.T) {
 		t.Errorf("states in the store = %d, %v; want 1", n, err)
 	}
 }
-
