@@ -56,7 +56,9 @@ func call(t *testing.T, srv *tfstate.Server, method, key, pass, query string, bo
 	return resp.StatusCode, string(b)
 }
 
-func lockBody(id string) []byte { return []byte(`{"ID":"` + id + `","Operation":"OperationTypeApply","Who":"a@replica-a"}`) }
+func lockBody(id string) []byte {
+	return []byte(`{"ID":"` + id + `","Operation":"OperationTypeApply","Who":"a@replica-a"}`)
+}
 
 // TestProtocolRefusals: what the server refuses, on each store, changing
 // nothing: no password, another state's password, a write or unlock by
