@@ -12,6 +12,11 @@ import (
 type TFLock struct {
 	ID   string `json:"id"`
 	Info []byte `json:"info,omitempty"`
+	// Host and PID name the knit process whose state server the tool
+	// locked through: a tool reaches only its own knit's server, so once
+	// that process is gone the lock can never be released by its holder.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
 }
 
 // TFLockedError is a Terraform state write, lock or unlock refused because
@@ -50,8 +55,10 @@ type TFStates interface {
 	// with no state is not an error.
 	DeleteTFState(ctx context.Context, key, lockID string) error
 	// LockTFState takes key's lock for l. A lock held by another ID is
-	// *TFLockedError naming it; the holder locking again succeeds.
-	LockTFState(ctx context.Context, key string, l TFLock) error
+	// *TFLockedError naming it, unless dead (may be nil; called inside the
+	// store's transaction) reports its holder gone: then l takes it over.
+	// The holder locking again succeeds.
+	LockTFState(ctx context.Context, key string, l TFLock, dead func(holder TFLock) bool) error
 	// UnlockTFState frees key's lock held by lockID. Another holder's lock
 	// is *TFLockedError naming it, and stays; an unlocked key is
 	// *TFLockedError with an empty holder.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,6 +140,48 @@ func cutOff(t *testing.T, srv *tfstate.Server, key, lockID string) {
 	// The server has read what there was once a request after it is served.
 	if code, _ := call(t, srv, "GET", key, "", "", nil); code != 200 {
 		t.Errorf("GET after a cut-off write: %d", code)
+	}
+}
+
+// TestADeadKnitsLockIsTakenOver: a state lock taken through a knit
+// process of this machine that is gone (killed with its tools; a new run
+// ended what they left) is taken over by the next tool's LOCK; a lock of a
+// live process, or of another machine, is not.
+func TestADeadKnitsLockIsTakenOver(t *testing.T) {
+	st := openSQLite(t)
+	srv, err := tfstate.Start(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	const key = "team/prod/db"
+	for _, tc := range []struct {
+		holder store.TFLock
+		taken  bool
+	}{
+		{store.TFLock{ID: "live", Host: host, PID: os.Getppid()}, false},
+		{store.TFLock{ID: "elsewhere", Host: "other-" + host, PID: dead.Process.Pid}, false},
+		{store.TFLock{ID: "dead", Host: host, PID: dead.Process.Pid}, true},
+	} {
+		must(t, st.LockTFState(t.Context(), key, tc.holder, nil))
+		code, body := call(t, srv, "LOCK", key, "", "", lockBody("next"))
+		if taken := code == 200; taken != tc.taken {
+			t.Errorf("LOCK over %s's lock: %d %s; taken %v, want %v", tc.holder.ID, code, body, taken, tc.taken)
+		}
+		_, l, _ := st.TFState(t.Context(), key)
+		must(t, st.UnlockTFState(t.Context(), key, l.ID))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -29,9 +29,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -51,6 +53,7 @@ type Server struct {
 	srv *http.Server
 
 	secret []byte // keys the passwords
+	host   string // this machine, recorded with every lock
 }
 
 // Start listens on a random loopback port and serves states.
@@ -61,7 +64,8 @@ func Start(states store.TFStates) (*Server, error) {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret) //nolint:errcheck // crypto/rand.Read never fails
-	s := &Server{states: states, ln: ln, secret: secret}
+	host, _ := os.Hostname()
+	s := &Server{states: states, ln: ln, secret: secret, host: host}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute}
 	go s.srv.Serve(ln) //nolint:errcheck // ErrServerClosed after Close
 	return s, nil
@@ -145,7 +149,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		s.reply(w, s.states.LockTFState(ctx, key, store.TFLock{ID: id, Info: info}))
+		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid()}
+		s.reply(w, s.states.LockTFState(ctx, key, l, s.deadHolder))
 	case "UNLOCK":
 		_, id, err := s.lockInfo(w, r)
 		if err != nil {
@@ -212,6 +217,19 @@ func (s *Server) reply(w http.ResponseWriter, err error) {
 	default:
 		s.fail(w, err)
 	}
+}
+
+// deadHolder reports whether the knit process a lock was taken through is
+// gone: on this machine, another process, and not alive. Its tools can
+// never reach its server again, so the lock is stale: a new run (which
+// holds the environment's lock and has ended the tools dead runs left on
+// this host, engine.EndLeftTools) takes it over. A holder on another
+// machine is left alone: that machine's knit may be alive.
+func (s *Server) deadHolder(h store.TFLock) bool {
+	if s.host == "" || h.Host != s.host || h.PID <= 0 || h.PID == os.Getpid() {
+		return false
+	}
+	return !procexec.Alive(h.PID)
 }
 
 func (s *Server) fail(w http.ResponseWriter, err error) {

@@ -48,9 +48,9 @@ func testTFStates(t *testing.T, s store.Store) {
 	wantState(t, s, key, v1, "")
 
 	info := []byte(`{"ID":"lock-a","Operation":"OperationTypeApply"}`)
-	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-a", Info: info}))
-	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-a", Info: info})) // the holder again
-	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-b"}), "second lock", "lock-a")
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-a", Info: info}, nil))
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-a", Info: info}, nil)) // the holder again
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-b"}, nil), "second lock", "lock-a")
 	wantTFLocked(t, s.PutTFState(ctx, key, []byte("b"), "lock-b"), "write by another lock", "lock-a")
 	wantTFLocked(t, s.PutTFState(ctx, key, []byte("b"), ""), "write without the lock", "lock-a")
 	wantTFLocked(t, s.DeleteTFState(ctx, key, "lock-b"), "delete by another lock", "lock-a")
@@ -70,7 +70,7 @@ func testTFStates(t *testing.T, s store.Store) {
 	wantTFLocked(t, s.UnlockTFState(ctx, key, "lock-a"), "unlock of an unlocked state", "")
 
 	// A lock on a key with no state yet, and a delete under a lock.
-	must(t, s.LockTFState(ctx, "team/web/new", store.TFLock{ID: "l"}))
+	must(t, s.LockTFState(ctx, "team/web/new", store.TFLock{ID: "l"}, nil))
 	wantState(t, s, "team/web/new", nil, "")
 	if done, err := s.ImportTFState(ctx, "team/web/new", []byte("old")); err != nil || done {
 		t.Errorf("import over a lock = %v, %v; want false", done, err)
@@ -83,15 +83,31 @@ func testTFStates(t *testing.T, s store.Store) {
 	if n, err := s.CountTFStates(ctx); err != nil || n != 2 {
 		t.Errorf("CountTFStates = %d, %v; want 2", n, err)
 	}
-	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-c"}))
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-c"}, nil))
 	must(t, s.DeleteTFState(ctx, key, "lock-c"))
 	wantState(t, s, key, nil, "")
-	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-d"}), "lock after a delete under lock", "lock-c")
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "lock-d"}, nil), "lock after a delete under lock", "lock-c")
 	must(t, s.UnlockTFState(ctx, key, "lock-c"))
 	must(t, s.DeleteTFState(ctx, "team/web/new", ""))
 	if n, err := s.CountTFStates(ctx); err != nil || n != 0 {
 		t.Errorf("CountTFStates after deletes = %d, %v; want 0", n, err)
 	}
+
+	// A lock whose holder dead reports gone is taken over; a live one is not.
+	must(t, s.PutTFState(ctx, key, v2, ""))
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "dead", Host: "h1", PID: 41}, nil))
+	var asked store.TFLock
+	alive := func(h store.TFLock) bool { asked = h; return false }
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "new", Host: "h1", PID: 42}, alive), "lock over a live holder", "dead")
+	if asked.ID != "dead" || asked.Host != "h1" || asked.PID != 41 {
+		t.Errorf("dead was asked about %+v, want the holder dead@h1 pid 41", asked)
+	}
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "new", Host: "h1", PID: 42}, func(store.TFLock) bool { return true }))
+	wantState(t, s, key, v2, "new")
+	if _, l, _ := s.TFState(ctx, key); l.Host != "h1" || l.PID != 42 {
+		t.Errorf("the new holder is %+v, want h1 pid 42", l)
+	}
+	must(t, s.UnlockTFState(ctx, key, "new"))
 }
 
 // testSavedPlans: an approval's saved plan bytes round-trip, and are

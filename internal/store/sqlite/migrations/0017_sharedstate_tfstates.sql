@@ -6,6 +6,9 @@ CREATE TABLE tf_states (
     key        TEXT PRIMARY KEY,
     data       BLOB,
     lock_id    TEXT NOT NULL DEFAULT '',
+    -- the knit process whose state server the tool locked through
+    lock_host  TEXT NOT NULL DEFAULT '',
+    lock_pid   INTEGER NOT NULL DEFAULT 0,
     lock_info  BLOB,
     updated_at INTEGER NOT NULL
 );
