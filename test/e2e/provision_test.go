@@ -354,6 +354,9 @@ func stateResources(t *testing.T, w *world, env, component string) int {
 	}
 	cmd := exec.Command(tofuBin, "state", "list", "-state="+file)
 	cmd.Dir = filepath.Join(wd, "module")
+	if w.dsn() != "" {
+		cmd.Dir = filepath.Dir(file) // not the module's folder: its backend is knit's HTTP one
+	}
 	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(repo, ".tools", "tofurc")), terraform.EncryptionEnv(key)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
