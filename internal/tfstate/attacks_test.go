@@ -305,8 +305,8 @@ func TestTwoAppliesOnOneState(t *testing.T) {
 	if err != nil || !json.Valid(data) || l.ID == "" {
 		t.Fatalf("state after the kill: %d bytes, valid JSON %v, lock %q, %v; want whole, locked", len(data), json.Valid(data), l.ID, err)
 	}
-	if _, _, err := b.r.PlanApply(ctx, b.c, in(2)); !errors.As(err, &locked) || locked.ID != l.ID {
-		t.Fatalf("B after A's tool died: %v, want the dead lock %s named", err, l.ID)
+	if _, _, err := b.r.PlanApply(ctx, b.c, in(2)); !errors.As(err, &locked) || locked.ID != l.ID || !strings.Contains(err.Error(), "knit's store") {
+		t.Fatalf("B after A's tool died: %v, want the dead lock %s named, and where it is", err, l.ID)
 	}
 	var le *store.TFLockedError
 	if err := b.st.UnlockTFState(ctx, "team/prod/db", "not-"+l.ID); !errors.As(err, &le) {
