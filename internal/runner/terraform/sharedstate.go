@@ -3,6 +3,7 @@ package terraform
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,24 +103,32 @@ func (r *Runner) importLocalState(ctx context.Context, c runner.Component, wd, d
 	return os.Remove(filepath.Join(wd, stampFile)) // init again, for the new backend
 }
 
-// rebuild lays out a work dir that lost its module copy or init (a cache
-// another replica never had, or one deleted) before a command that runs
-// without the layout, as PrepareAhead would: the module from the
-// revision, init, with no inputs (the saved plan holds them).
+// rebuild makes the work dir ready for a command that runs without the
+// layout (apply of a saved plan, outputs) when it may be another
+// replica's plan: a work dir this replica never had, deleted, or laid out
+// for another revision is laid out from the revision and init'ed, as
+// PrepareAhead would, with no inputs (the saved plan holds them). A work
+// dir whose init is current is left as it is, and so is an initialised
+// one whose init depends on inputs (it cannot be judged without them).
 func (r *Runner) rebuild(ctx context.Context, c runner.Component) error {
-	dir, err := runDir(c)
+	wd, err := workDir(c)
 	if err != nil {
 		return err
 	}
-	if exists(filepath.Join(dir, ".terraform")) {
-		return nil
-	}
-	fmt.Fprintf(c.Log, "knit: %s's work dir is not initialised here: laying it out from the revision\n", compName(c))
 	l, err := r.layout(ctx, c, nil)
 	if err != nil {
 		return err
 	}
 	l.inputsUnknown = true
+	dir := runFolder(wd, l.sub)
+	current, err := r.initCurrent(&prepared{layout: l, wd: wd, dir: dir})
+	if (errors.Is(err, errInputsUnknown) && exists(filepath.Join(dir, ".terraform"))) || (err == nil && current) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, errInputsUnknown) {
+		return err
+	}
+	fmt.Fprintf(c.Log, "knit: %s's work dir is not initialised for this revision here: laying it out\n", compName(c))
 	_, err = r.prepareLayout(ctx, c, l)
 	return err
 }
