@@ -163,3 +163,49 @@ func TestStateAcrossReplicas(t *testing.T) {
 		t.Errorf("states in the store = %d, %v; want 1", n, err)
 	}
 }
+
+// TestAPlanForANewerRevisionAppliesOnAStaleWorkDir: replica B's work dir
+// was laid out and init'ed for an earlier revision (no provider but the
+// built-in one); a plan A made of the newer revision, which needs the
+// local provider, applies on B: B brings its work dir up to date (init)
+// before applying the bytes.
+func TestAPlanForANewerRevisionAppliesOnAStaleWorkDir(t *testing.T) {
+	pg := pgtest.Start(t)
+	dsn := pg.DB(t)
+	env := environment(t, secretModule)
+	a := newReplica(t, openPG(t, dsn), env)
+	b := newReplica(t, openPG(t, dsn), env)
+	ctx := context.Background()
+	in := runner.Inputs{"password": secret, "n": 1}
+	if _, _, err := a.r.PlanApply(ctx, a.c, in); err != nil {
+		t.Fatalf("apply on A: %v\n%s", err, a.log)
+	}
+	if p, err := b.r.Plan(ctx, b.c, in, runner.PlanOptions{}); err != nil || p.HasChanges() {
+		t.Fatalf("plan on B: %+v, %v\n%s", p, err, b.log)
+	}
+	testtools.WriteFiles(t, env.Dir, map[string]string{
+		"mod/calls.tf": `resource "local_file" "f" {
+  filename = "` + filepath.Join(t.TempDir(), "out.txt") + `"
+  content  = "new revision"
+}
+`,
+	})
+	p, err := a.r.Plan(ctx, a.c, in, runner.PlanOptions{})
+	if err != nil || !p.HasChanges() {
+		t.Fatalf("plan of the new revision on A: %+v, %v\n%s", p, err, a.log)
+	}
+	planBytes, err := os.ReadFile(p.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB := filepath.Join(b.data, "approved.tfplan")
+	if err := os.WriteFile(onB, planBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.r.Apply(ctx, b.c, &runner.Plan{File: onB, Checksum: p.Checksum}); err != nil {
+		t.Fatalf("apply on B's stale work dir: %v\n%s", err, b.log)
+	}
+	if again, err := a.r.Plan(ctx, a.c, in, runner.PlanOptions{}); err != nil || again.HasChanges() {
+		t.Errorf("A after B's apply: %+v, %v; want no changes\n%s", again, err, a.log)
+	}
+}
