@@ -26,6 +26,7 @@ import (
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/postgres"
 	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/tfstate"
 )
 
 // Tools are the settings of the real runners.
@@ -52,6 +53,11 @@ type Tools struct {
 	// GracePeriod is how long a cancelled tool has between its interrupt
 	// and the kill of its whole process group (default procexec.Grace).
 	GracePeriod time.Duration
+	// States, when set, keeps terraform components' state in the store
+	// rather than in work dirs: knit serves it to the tool over the
+	// Terraform HTTP backend protocol on loopback (package tfstate). Open
+	// sets it for a PostgreSQL store, which every replica shares.
+	States store.TFStates
 }
 
 // StateKeyPurpose derives, from knit's key file, the key that encrypts
@@ -127,14 +133,17 @@ func Open(ctx context.Context, cfg Config) (k *knit.Knit, err error) {
 	if cfg.Tools.GracePeriod == 0 {
 		cfg.Tools.GracePeriod = cfg.Config.GracePeriod
 	}
-	if cfg.Runners == nil {
-		cfg.Runners = Runners(ctx, cfg.Tools)
-	}
 	if cfg.Store == nil {
 		if cfg.Store, err = OpenStore(ctx, dir, ""); err != nil {
 			return nil, err
 		}
 		cfg.CloseStore = true
+	}
+	if _, shared := cfg.Store.(*postgres.Store); shared && cfg.Tools.States == nil {
+		cfg.Tools.States = cfg.Store
+	}
+	if cfg.Runners == nil {
+		cfg.Runners = Runners(ctx, cfg.Tools)
 	}
 	return knit.Open(ctx, cfg.Config)
 }
@@ -172,8 +181,17 @@ func (t Tools) terraform(ctx context.Context) runner.Runner {
 		return runner.Unavailable(fmt.Errorf("state encryption key: %w", err))
 	}
 	key := keyfile.Derive(master, StateKeyPurpose)
-	return terraform.New(bin, terraform.Options{DataDir: t.DataDir, ToolVersion: tv, ExtraEnv: t.ToolEnv,
-		GracePeriod: t.GracePeriod, EncryptionKey: key})
+	opts := terraform.Options{DataDir: t.DataDir, ToolVersion: tv, ExtraEnv: t.ToolEnv,
+		GracePeriod: t.GracePeriod, EncryptionKey: key}
+	if t.States != nil {
+		srv, err := tfstate.Start(t.States)
+		if err != nil {
+			return runner.Unavailable(err)
+		}
+		go func() { <-ctx.Done(); srv.Close() }() // the runner lives as long as ctx
+		opts.States = srv
+	}
+	return terraform.New(bin, opts)
 }
 
 // script runs script components, sealing their work files with a key

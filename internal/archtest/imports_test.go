@@ -45,6 +45,8 @@ var rules = []rule{
 	{Pkg: mod + "view", Forbid: leafOf(mod+"store", mod+"plan", mod+"progress"),
 		Why: "the read models are a leaf: the store's port, plans and progress at most"},
 	{Pkg: mod + "plan", Forbid: leafOf(), Why: "plans and outputs are plain data: a leaf"},
+	{Pkg: mod + "tfstate", Forbid: leafOf(mod+"store", mod+"procexec"),
+		Why: "the Terraform state backend serves the store's port: no store implementation, no runner"},
 	{Pkg: mod + "progress", Forbid: leafOf(mod + "store"), Why: "statuses and events are a leaf: the store's port at most"},
 	{Pkg: mod + "knit", Forbid: forbidAdapterOr(mod + "adapters"), Why: "the library takes its store and runners from its caller"},
 	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod+"cli", mod+"controller", mod+"controller/gitops", mod+"controller/drift", mod+"controller/ttl", mod+"controller/health"),

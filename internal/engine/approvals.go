@@ -46,7 +46,10 @@ func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
 	if err := json.Unmarshal(a.Plan, plan); err != nil {
 		return nil, "", fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err)
 	}
-	plan.File, plan.Checksum = a.PlanFile, a.PlanChecksum
+	if plan.File, err = s.planFile(a); err != nil {
+		return nil, "", err
+	}
+	plan.Checksum = a.PlanChecksum
 	return &approvedPlan{a: a, plan: plan}, "", nil
 }
 
@@ -58,10 +61,49 @@ func (s *session) staleness(a store.Approval, fp string) string {
 	case a.Fingerprint != fp:
 		return fmt.Sprintf("approval #%d: the module, inputs or upstream outputs of %s changed since the plan", a.ID, a.Component)
 	}
-	if sum, err := fileSHA256(a.PlanFile); err != nil || sum != a.PlanChecksum {
+	if !s.planIntact(a) {
 		return fmt.Sprintf("approval #%d: the saved plan file is missing or changed", a.ID)
 	}
 	return ""
+}
+
+// planIntact reports whether approval a's saved plan is still the one
+// approved: its bytes in the store (or, for an approval from before knit
+// kept them there, its file) have the approved checksum.
+func (s *session) planIntact(a store.Approval) bool {
+	data, err := s.e.Store.SavedPlan(s.db, a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		sum, err := fileSHA256(a.PlanFile)
+		return err == nil && sum == a.PlanChecksum
+	}
+	return err == nil && bytesSHA256(data) == a.PlanChecksum
+}
+
+// planFile writes approval a's saved plan, from the store, to a file of
+// this process's data dir, and returns its path: the bytes applied are
+// the ones approved, whichever replica made the plan, and the work dir
+// holds no copy anyone relies on. An approval from before knit kept plans
+// in the store is applied from its file.
+func (s *session) planFile(a store.Approval) (string, error) {
+	data, err := s.e.Store.SavedPlan(s.db, a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return a.PlanFile, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read approval #%d's saved plan: %w", a.ID, err)
+	}
+	if bytesSHA256(data) != a.PlanChecksum {
+		return "", fmt.Errorf("approval #%d: the saved plan in the store does not have the approved checksum", a.ID)
+	}
+	dir := filepath.Join(s.e.DataDir, "approvals", s.env.Spec.TeamName, s.env.Spec.EnvName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, filepath.Base(a.PlanFile))
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return "", fmt.Errorf("write approval #%d's saved plan: %w", a.ID, err)
+	}
+	return file, nil
 }
 
 func (s *session) markStale(a store.Approval, why string) error {
@@ -189,6 +231,13 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	s.open[name] = true
 	s.mu.Unlock()
 	if err := s.e.Store.CreateApproval(s.db, a); err != nil {
+		return 0, err
+	}
+	// The plan's bytes go to the store, so any replica applies them.
+	if err := s.keepPlan(a.ID, file); err != nil {
+		if serr := s.markStale(*a, "its saved plan could not be kept in the store"); serr != nil {
+			return 0, errors.Join(err, serr)
+		}
 		return 0, err
 	}
 	s.mu.Lock()
@@ -347,6 +396,23 @@ func copyFileMode(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// keepPlan saves the plan file's bytes as approval id's saved plan.
+func (s *session) keepPlan(id int64, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("keep plan for approval: %w", err)
+	}
+	if err := s.e.Store.SavePlan(s.db, id, data); err != nil {
+		return fmt.Errorf("keep plan for approval #%d in the store: %w", id, err)
+	}
+	return nil
+}
+
+func bytesSHA256(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 func fileSHA256(p string) (string, error) {

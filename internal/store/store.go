@@ -494,6 +494,7 @@ type Store interface {
 	Outbox
 	Expiries
 	Previews
+	TFStates
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

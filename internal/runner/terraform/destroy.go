@@ -22,7 +22,8 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return err
 	}
-	hasState := stateHasResources(filepath.Join(wd, stateFile))
+	// Shared state is not on this disk: the tool looks.
+	hasState := r.opts.States != nil || stateHasResources(filepath.Join(wd, stateFile))
 	l, err := r.fingerprinted(ctx, wd, c, in)
 	if err != nil {
 		return r.destroyLastCopy(ctx, c, in, hasState, err)

@@ -10,6 +10,8 @@
 //	                             git checkout at its ref); the tool runs in
 //	                             module/<module.path or //subdir>
 //	<WorkDir>/terraform.tfstate  state, when the module has no backend of its own
+//	                             and knit shares none (Options.States; then the
+//	                             state is in knit's store, see sharedstate.go)
 //	<WorkDir>/plan.tfplan        the last saved plan
 //	<WorkDir>/init.stamp         what the last successful init saw
 //	<WorkDir>/synced.knit        the files the last sync placed in module/

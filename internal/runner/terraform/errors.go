@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -44,6 +45,9 @@ type StateLockedError struct {
 	Operation string
 	Who       string
 	Created   string
+	// Shared says the state is in knit's store (Options.States): the
+	// tool's force-unlock cannot reach it.
+	Shared bool
 	// Err is the tool's error, stderr included.
 	Err error
 }
@@ -63,7 +67,10 @@ func (e *StateLockedError) Error() string {
 		b.WriteString(")")
 	}
 	b.WriteString(": another run is using this component; wait for it to finish")
-	if e.ID != "" {
+	switch {
+	case e.ID != "" && e.Shared:
+		fmt.Fprintf(&b, "; a lock whose knit died on this machine is taken over by the next run here, any other stays until lock %s is released in knit's store", e.ID)
+	case e.ID != "":
 		fmt.Fprintf(&b, ", or, if it died, run force-unlock %s in the component's module folder", e.ID)
 	}
 	return b.String()
@@ -112,6 +119,7 @@ func wrap(op string, c runner.Component, err error) error {
 		return fmt.Errorf("%s %s: interrupted: %w", op, compName(c), err)
 	}
 	if l := stateLocked(err); l != nil {
+		l.Shared = c.WorkDir != "" && exists(filepath.Join(c.WorkDir, sharedMarker))
 		return fmt.Errorf("%s %s: %w", op, compName(c), l)
 	}
 	return fmt.Errorf("%s %s: %w", op, compName(c), err)

@@ -167,7 +167,7 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	if l.backend, l.ownEncryption, err = r.moduleSettings(l); err != nil {
 		return nil, err
 	}
-	return l, l.addKnitFiles(wd, plain)
+	return l, l.addKnitFiles(wd, plain, r.opts.States != nil)
 }
 
 // outsideDataDir refuses a local module that lies in knit's data dir when
@@ -191,9 +191,11 @@ func (r *Runner) outsideDataDir(c runner.Component, src spec.Source, root string
 // addKnitFiles adds the backend override (unless the module has a backend)
 // and the inputs that are not secret (those reach the tool through its
 // environment only).
-func (l *layout) addKnitFiles(wd string, in runner.Inputs) error {
+func (l *layout) addKnitFiles(wd string, in runner.Inputs, shared bool) error {
 	l.ownBackend = l.backend != ""
-	if !l.ownBackend {
+	if !l.ownBackend && shared {
+		l.files[l.runFile(backendFile)] = file{data: []byte(httpBackend), mode: 0o644}
+	} else if !l.ownBackend {
 		body := fmt.Sprintf("# Written by knit: state lives outside the module copy.\nterraform {\n  backend \"local\" {\n    path = %q\n  }\n}\n",
 			filepath.Join(wd, stateFile))
 		l.files[l.runFile(backendFile)] = file{data: []byte(body), mode: 0o644}

@@ -19,6 +19,11 @@ func (r *Runner) Outputs(ctx context.Context, c runner.Component) (runner.Output
 	if err != nil {
 		return nil, wrap("outputs", c, err)
 	}
+	if r.opts.States != nil && !exists(filepath.Join(dir, ".terraform")) {
+		if err := r.rebuild(ctx, c); err != nil { // shared state: this work dir is a cache
+			return nil, wrap("outputs", c, err)
+		}
+	}
 	if !exists(filepath.Join(dir, ".terraform")) {
 		return runner.Outputs{}, nil
 	}

@@ -106,6 +106,13 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
+	if r.opts.States != nil {
+		// The plan may come from another replica: this one's work dir is
+		// a cache, rebuilt from the revision when it is missing.
+		if err := r.rebuild(ctx, c); err != nil {
+			return nil, wrap("apply", c, err)
+		}
+	}
 	dir, err := runDir(c)
 	if err != nil {
 		return nil, wrap("apply", c, err)

@@ -56,10 +56,20 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err != nil {
 		return nil, err
 	}
+	shared, err := r.shares(wd, l)
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		if err := r.importLocalState(ctx, c, wd, p.dir); err != nil {
+			return nil, err
+		}
+	}
 	extra, err := r.toolEnv(wd, encrypted, l.secret)
 	if err != nil {
 		return nil, err
 	}
+	r.stateEnv(c, shared, extra)
 	p.s = r.session(p.dir, c.Log, extra)
 	r.warnUnencrypted(c.Log, wd, c)
 	return p, r.initIfNeeded(ctx, p, false)

@@ -47,6 +47,9 @@ type Options struct {
 	// saved plans (32 bytes, AES-256-GCM; see secrets.go); empty: no
 	// encryption by knit.
 	EncryptionKey []byte
+	// States, when set, keeps every component's state in a backend all
+	// replicas reach (see sharedstate.go); nil: in the work dir.
+	States StateBackend
 }
 
 // Runner runs OpenTofu or Terraform for terraform components. It implements

@@ -71,7 +71,7 @@ const fallbackMarker = "fallback.knit"
 // that cannot be read), or the module keeps its state where knit cannot
 // look (fallbackMarker).
 func plaintextLeft(wd string) bool {
-	if exists(filepath.Join(wd, fallbackMarker)) {
+	if exists(filepath.Join(wd, fallbackMarker)) || exists(filepath.Join(wd, importedMarker)) {
 		return true
 	}
 	if state, err := os.ReadFile(filepath.Join(wd, stateFile)); err == nil || !os.IsNotExist(err) {
@@ -296,6 +296,7 @@ func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inp
 	if err != nil {
 		return nil, err
 	}
+	r.stateEnv(c, exists(filepath.Join(wd, sharedMarker)), extra)
 	return r.session(dir, c.Log, extra), nil
 }
 

@@ -228,10 +228,10 @@ func TestTreeRefusesLoopsAndDanglingLinks(t *testing.T) {
 func TestInputsFileIsCanonical(t *testing.T) {
 	t.Parallel()
 	a, b := &layout{sub: ".", files: map[string]file{}}, &layout{sub: ".", files: map[string]file{}}
-	if err := a.addKnitFiles("/w", runner.Inputs{"b": 1, "a": []any{"x"}, "m": map[string]any{"z": 1, "y": 2.5}}); err != nil {
+	if err := a.addKnitFiles("/w", runner.Inputs{"b": 1, "a": []any{"x"}, "m": map[string]any{"z": 1, "y": 2.5}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.addKnitFiles("/w", runner.Inputs{"m": map[string]any{"y": 2.5, "z": 1}, "a": []any{"x"}, "b": 1.0}); err != nil {
+	if err := b.addKnitFiles("/w", runner.Inputs{"m": map[string]any{"y": 2.5, "z": 1}, "a": []any{"x"}, "b": 1.0}, false); err != nil {
 		t.Fatal(err)
 	}
 	got, other := string(a.files[inputsFile].data), string(b.files[inputsFile].data)

@@ -35,6 +35,10 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 		if err != nil {
 			return fmt.Errorf("mark earlier approvals stale: %w", err)
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM saved_plans WHERE approval_id IN
+			(SELECT id FROM approvals WHERE env = $1 AND component = $2 AND status = $3)`, a.Env, a.Component, store.ApprovalStale); err != nil {
+			return fmt.Errorf("drop stale plans: %w", err)
+		}
 		return tx.QueryRow(ctx, `INSERT INTO approvals
 			(env, component, run_id, revision, fingerprint, plan_file, plan_checksum, plan, status, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
@@ -128,6 +132,10 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, r
 		}
 		_, err = tx.Exec(ctx, `UPDATE approvals SET status = $1, decided_by = $2, reason = $3, decided_at = $4 WHERE id = $5`,
 			to, actor, reason, ts(when), id)
+		if err != nil || !store.FinalApproval(to) {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM saved_plans WHERE approval_id = $1`, id) // never applied now
 		return err
 	})
 	if err != nil {

@@ -23,6 +23,11 @@ type Source interface {
 	Count(ctx context.Context, table string) (int64, error)
 	ComponentStates(ctx context.Context, env string) (map[string]store.ComponentState, error)
 	ParseTime(s string) (time.Time, error)
+	// Terraform state and saved plans come decrypted, to be sealed again.
+	TFStateKeys(ctx context.Context) ([]string, error)
+	TFState(ctx context.Context, key string) ([]byte, store.TFLock, error)
+	SavedPlanIDs(ctx context.Context) ([]int64, error)
+	SavedPlan(ctx context.Context, id int64) ([]byte, error)
 }
 
 // Import copies every table of src named in tables (in that order, which
@@ -58,6 +63,12 @@ func (s *Store) Import(ctx context.Context, src Source, tables []string) (map[st
 		n, err := s.copyOutputs(ctx, tx, src)
 		counts["outputs"] = n
 		if err != nil {
+			return err
+		}
+		if counts["tf_states"], err = s.copyTFStates(ctx, tx, src); err != nil {
+			return err
+		}
+		if counts["saved_plans"], err = s.copySavedPlans(ctx, tx, src); err != nil {
 			return err
 		}
 		return resetIdentities(ctx, tx)
@@ -170,6 +181,64 @@ func (s *Store) copyOutputs(ctx context.Context, tx pgx.Tx, src Source) (int64, 
 		return n, fmt.Errorf("outputs: the SQLite store has %d, PostgreSQL holds %d", n, got)
 	}
 	return n, nil
+}
+
+// copyTFStates copies every Terraform state, sealed again under this
+// store's key, and checks the count.
+func (s *Store) copyTFStates(ctx context.Context, tx pgx.Tx, src Source) (int64, error) {
+	keys, err := src.TFStateKeys(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, key := range keys {
+		data, _, err := src.TFState(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		sealed, err := s.sealer.Seal(data, store.TFStateAD(key))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO tf_states (key, data, updated_at) VALUES ($1, $2, 0)`, key, sealed); err != nil {
+			return 0, fmt.Errorf("copy terraform state %s: %w", key, err)
+		}
+	}
+	return int64(len(keys)), countIs(ctx, tx, "tf_states", len(keys))
+}
+
+// copySavedPlans copies every kept saved plan, sealed again, and checks
+// the count.
+func (s *Store) copySavedPlans(ctx context.Context, tx pgx.Tx, src Source) (int64, error) {
+	ids, err := src.SavedPlanIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		data, err := src.SavedPlan(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		sealed, err := s.sealer.Seal(data, store.PlanAD(id))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO saved_plans (approval_id, data) VALUES ($1, $2)`, id, sealed); err != nil {
+			return 0, fmt.Errorf("copy the saved plan of approval %d: %w", id, err)
+		}
+	}
+	return int64(len(ids)), countIs(ctx, tx, "saved_plans", len(ids))
+}
+
+// countIs fails unless table holds want rows.
+func countIs(ctx context.Context, tx pgx.Tx, table string, want int) error {
+	var got int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&got); err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s: the SQLite store has %d, PostgreSQL holds %d", table, want, got)
+	}
+	return nil
 }
 
 // resetIdentities moves each generated ID past the copied ones, so new

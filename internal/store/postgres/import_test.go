@@ -44,7 +44,7 @@ func TestImportFromSQLite(t *testing.T) {
 	}
 	for table, want := range map[string]int64{"environments": 2, "revisions": 3, "runs": 2, "component_runs": 2, "component_states": 1,
 		"outputs": 2, "approvals": 1, "change_sets": 1, "audit_events": 2, "tokens": 1, "settings": 1, "notification_outbox": 1,
-		"environment_expiries": 2} {
+		"environment_expiries": 2, "tf_states": 2, "saved_plans": 1} {
 		if counts[table] != want {
 			t.Errorf("copied %d rows of %s, want %d", counts[table], table, want)
 		}
@@ -58,7 +58,17 @@ func TestImportFromSQLite(t *testing.T) {
 		t.Errorf("the sensitive output reads %q after the copy", got)
 	}
 	if strings.Contains(string(c.Dump(t, pgtest.DBName(t, dsn))), "s3cret") {
-		t.Error("the copied sensitive output is in clear in the database")
+		t.Error("the copied sensitive output, state or plan is in clear in the database")
+	}
+	// State and saved plans read back, sealed again under this store's key.
+	if data, _, err := dst.TFState(ctx, "team/web/db"); err != nil || !strings.Contains(string(data), `"serial":3`) {
+		t.Errorf("copied state = %q, %v", data, err)
+	}
+	if n, err := dst.CountTFStates(ctx); err != nil || n != 2 {
+		t.Errorf("copied states = %d, %v; want 2", n, err)
+	}
+	if plan, err := dst.SavedPlan(ctx, 1); err != nil || string(plan) != "PK\x03\x04plan-s3cret" {
+		t.Errorf("copied saved plan = %q, %v", plan, err)
 	}
 
 	// New records number after the copied ones.
@@ -99,6 +109,9 @@ func fill(t *testing.T, s store.Store) {
 		Policy: []byte(`{"decisions":[{"kind":"warn","message":"m","file":"p.rego","line":2,"rule":"warn"}]}`)}))
 	a := &store.Approval{Env: "team/web", Component: "db", RunID: "r1", Plan: []byte{0, 1, 0xff}, PlanChecksum: "sha256:x"}
 	must(t, s.CreateApproval(ctx, a))
+	must(t, s.SavePlan(ctx, a.ID, []byte("PK\x03\x04plan-s3cret")))
+	must(t, s.PutTFState(ctx, "team/web/db", []byte(`{"serial":3,"password":"s3cret"}`), ""))
+	must(t, s.PutTFState(ctx, "team/api/net", []byte(`{"serial":1}`), ""))
 	must(t, s.CreateChangeSet(ctx, &store.ChangeSet{Env: "team/web", RunID: "r1", Checksum: "c",
 		Components: []store.ChangeSetComponent{{Component: "db", ApprovalID: a.ID, PlanChecksum: "sha256:x", Gated: true}}}))
 	must(t, s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Actor: "alice", Action: "apply", Time: at}))

@@ -31,6 +31,10 @@ func (s *Store) CreateApproval(ctx context.Context, a *store.Approval) error {
 		if err != nil {
 			return fmt.Errorf("mark earlier approvals stale: %w", err)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM saved_plans WHERE approval_id IN
+			(SELECT id FROM approvals WHERE env = ? AND component = ? AND status = ?)`, a.Env, a.Component, store.ApprovalStale); err != nil {
+			return fmt.Errorf("drop stale plans: %w", err)
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO approvals
 			(env, component, run_id, revision, fingerprint, plan_file, plan_checksum, plan, status, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -143,6 +147,10 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, from, to, actor, r
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
 			WHERE id = ?`, to, actor, reason, ts(at), id)
+		if err != nil || !store.FinalApproval(to) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM saved_plans WHERE approval_id = ?`, id) // never applied now
 		return err
 	})
 	if err != nil {

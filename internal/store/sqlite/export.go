@@ -67,3 +67,32 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // ParseTime reads a time column as Export returns it.
 func (s *Store) ParseTime(v string) (time.Time, error) { return parseTime(v) }
+
+// TFStateKeys lists the keys of the Terraform states the store holds, for
+// copying them (decrypted through TFState) to another store.
+func (s *Store) TFStateKeys(ctx context.Context) ([]string, error) {
+	return queryList[string](ctx, s, `SELECT key FROM tf_states WHERE data IS NOT NULL ORDER BY key`)
+}
+
+// SavedPlanIDs lists the approvals whose saved plans the store holds, for
+// copying them (decrypted through SavedPlan) to another store.
+func (s *Store) SavedPlanIDs(ctx context.Context) ([]int64, error) {
+	return queryList[int64](ctx, s, `SELECT approval_id FROM saved_plans ORDER BY approval_id`)
+}
+
+func queryList[T any](ctx context.Context, s *Store, query string) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	return list, rows.Err()
+}

@@ -67,6 +67,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Outbox", plain(testOutbox)},
 		{"Expiries", plain(testExpiries)},
 		{"Previews", plain(testPreviews)},
+		{"TFStates", plain(testTFStates)},
+		{"SavedPlans", plain(testSavedPlans)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"knit.dev/knit/internal/store"
+)
+
+// TFState implements store.Store.
+func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, error) {
+	var sealed []byte
+	var l store.TFLock
+	err := s.pool.QueryRow(ctx, `SELECT data, lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = $1`, key).Scan(&sealed, &l.ID, &l.Info, &l.Host, &l.PID)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && sealed == nil) {
+		return nil, l, fmt.Errorf("terraform state %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, l, fmt.Errorf("terraform state %s: %w", key, err)
+	}
+	data, err := s.sealer.Open(sealed, store.TFStateAD(key))
+	if err != nil {
+		return nil, l, fmt.Errorf("terraform state %s: open: %w", key, err)
+	}
+	return data, l, nil
+}
+
+// tfLock reads key's lock inside tx (a zero TFLock when there is no row).
+func tfLock(ctx context.Context, tx pgx.Tx, key string) (store.TFLock, error) {
+	var l store.TFLock
+	err := tx.QueryRow(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = $1`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, nil
+	}
+	return l, err
+}
+
+// PutTFState implements store.Store. The write is one serializable
+// transaction: of two replicas' tools writing at once, the lock check and
+// the write are one step.
+func (s *Store) PutTFState(ctx context.Context, key string, data []byte, lockID string) error {
+	sealed, err := s.sealer.Seal(data, store.TFStateAD(key))
+	if err != nil {
+		return fmt.Errorf("seal terraform state %s: %w", key, err)
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		held, err := tfLock(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckTFWrite(key, held, lockID); err != nil {
+			return err
+		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tf_states (key, data, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`, key, sealed, ts(now))
+		return err
+	})
+}
+
+// ImportTFState implements store.Store.
+func (s *Store) ImportTFState(ctx context.Context, key string, data []byte) (bool, error) {
+	sealed, err := s.sealer.Seal(data, store.TFStateAD(key))
+	if err != nil {
+		return false, fmt.Errorf("seal terraform state %s: %w", key, err)
+	}
+	var done bool
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO tf_states (key, data, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO NOTHING`, key, sealed, ts(now))
+		done = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return done, err
+}
+
+// DeleteTFState implements store.Store. The row stays while locked, with
+// no state, so the lock outlives the delete as the tool expects.
+func (s *Store) DeleteTFState(ctx context.Context, key, lockID string) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
+		held, err := tfLock(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckTFWrite(key, held, lockID); err != nil {
+			return err
+		}
+		if held.ID != "" {
+			_, err = tx.Exec(ctx, `UPDATE tf_states SET data = NULL WHERE key = $1`, key)
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM tf_states WHERE key = $1`, key)
+		return err
+	})
+}
+
+// LockTFState implements store.Store.
+func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dead func(store.TFLock) bool) error {
+	if l.ID == "" {
+		return fmt.Errorf("lock terraform state %s: no lock ID", key)
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		held, err := tfLock(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if held.ID != "" && held.ID != l.ID && (dead == nil || !dead(held)) {
+			return &store.TFLockedError{Key: key, Holder: held}
+		}
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (key) DO UPDATE SET lock_id = excluded.lock_id, lock_info = excluded.lock_info,
+				lock_host = excluded.lock_host, lock_pid = excluded.lock_pid`, key, l.ID, l.Info, l.Host, l.PID, ts(now))
+		return err
+	})
+}
+
+// UnlockTFState implements store.Store.
+func (s *Store) UnlockTFState(ctx context.Context, key, lockID string) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
+		held, err := tfLock(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckTFUnlock(key, held, lockID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tf_states SET lock_id = '', lock_info = NULL, lock_host = '', lock_pid = 0 WHERE key = $1`, key); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM tf_states WHERE key = $1 AND data IS NULL`, key)
+		return err
+	})
+}
+
+// CountTFStates implements store.Store.
+func (s *Store) CountTFStates(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM tf_states WHERE data IS NOT NULL`).Scan(&n)
+	return n, err
+}
+
+// SavePlan implements store.Store.
+func (s *Store) SavePlan(ctx context.Context, id int64, data []byte) error {
+	sealed, err := s.sealer.Seal(data, store.PlanAD(id))
+	if err != nil {
+		return fmt.Errorf("seal plan of approval %d: %w", id, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO saved_plans (approval_id, data) VALUES ($1, $2)
+			ON CONFLICT (approval_id) DO UPDATE SET data = excluded.data`, id, sealed)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("save plan of approval %d: %w", id, err)
+	}
+	return nil
+}
+
+// SavedPlan implements store.Store.
+func (s *Store) SavedPlan(ctx context.Context, id int64) ([]byte, error) {
+	var sealed []byte
+	if err := s.pool.QueryRow(ctx, `SELECT data FROM saved_plans WHERE approval_id = $1`, id).Scan(&sealed); err != nil {
+		return nil, notFound(err, "saved plan of approval %d", id)
+	}
+	data, err := s.sealer.Open(sealed, store.PlanAD(id))
+	if err != nil {
+		return nil, fmt.Errorf("saved plan of approval %d: open: %w", id, err)
+	}
+	return data, nil
+}
