@@ -118,7 +118,9 @@ func add(mgr ctrl.Manager, opts Options, gv schema.GroupVersion, newObj func() e
 		Named("environment-"+strings.ReplaceAll(gv.Group, ".", "-")).
 		For(newObj(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting{}))).
 		Watches(&EnvironmentApproval{}, toEnv, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		// Names are checked process-wide (for metrics, which are off): tests
+		// run one controller after another in one process.
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, SkipNameValidation: ptr(true)}).
 		Complete(r)
 }
 

@@ -225,3 +225,17 @@ func readFile(t *testing.T, path string) (string, bool) {
 }
 
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
+
+func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// waitFor waits until ok holds.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("no %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -158,6 +158,12 @@ func (r *reconciler) finalize(ctx context.Context, obj envObject) (ctrl.Result, 
 	}
 	req := knit.RunRequest{Kind: engine.KindTeardown, EnvRef: st.Env, Actor: r.actor(e), Source: source,
 		Reason: fmt.Sprintf("%s %s/%s deleted", r.gv.Group, e.Namespace, e.Name)}
+	// The spec as it is now, so that lifting destroyProtection on a
+	// deleted object lets its teardown go on; the applied one if it no
+	// longer reads.
+	if env, err := load(ctx, r.reader, r.dir, r.gv, e); err == nil && env.ID() == st.Env {
+		req.Env, req.EnvRef = env, ""
+	}
 	res, err := r.knit.Run(ctx, req)
 	r.log.Info("teardown", "object", e.Namespace+"/"+e.Name, "env", st.Env, "status", status(res), "error", err)
 	if ctx.Err() != nil {
