@@ -117,12 +117,18 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (h *harness) kubectl(args ...string) string {
 	h.t.Helper()
-	cmd := exec.Command(h.cluster.Kubectl, append([]string{"--kubeconfig", h.cluster.KubeconfigPath}, args...)...)
-	out, err := cmd.CombinedOutput()
+	out, err := h.kubectlMay(args...)
 	if err != nil {
 		h.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
+}
+
+// kubectlMay runs kubectl and returns its output and error.
+func (h *harness) kubectlMay(args ...string) (string, error) {
+	cmd := exec.Command(h.cluster.Kubectl, append([]string{"--kubeconfig", h.cluster.KubeconfigPath}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // apply writes doc to a file and kubectl-applies it in the namespace.
@@ -226,7 +232,9 @@ func readFile(t *testing.T, path string) (string, bool) {
 
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
 
-func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // waitFor waits until ok holds.
 func waitFor(t *testing.T, what string, ok func() bool) {
