@@ -64,8 +64,12 @@ func start(t *testing.T) *harness {
 	cluster := kubetest.Start(t)
 	h := &harness{t: t, cluster: cluster, files: t.TempDir()}
 	h.kubectl("apply", "-f", filepath.Join(testtools.ModuleRoot(t), "deploy", "crds"))
-	h.kubectl("wait", "--for=condition=established", "--timeout=120s",
-		"crd/environments.knit.dev", "crd/environments.stable.cloudknit.io", "crd/environmentapprovals.knit.dev")
+	for _, crd := range []string{"environments.knit.dev", "environments.stable.cloudknit.io", "environmentapprovals.knit.dev"} {
+		waitFor(t, crd+" established", func() bool {
+			out, err := h.kubectlMay("get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			return err == nil && out == "True"
+		})
+	}
 	h.ns = cluster.Namespace(t)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
