@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"knit.dev/knit/internal/kubecontroller"
+	"knit.dev/knit/internal/testtools"
 )
 
 // shopEnv has a terraform component (the module from a ConfigMap) that
@@ -107,5 +108,37 @@ func TestEnvironmentReadyDriftedAndTornDown(t *testing.T) {
 		if _, ok := readFile(t, filepath.Join(h.files, f)); ok {
 			t.Errorf("%s survived the teardown", f)
 		}
+	}
+}
+
+// TestModuleFromGit: an Environment whose module comes from a git
+// repository (here file://, tagged v1) needs no ConfigMap: it is applied
+// as the CLI applies one.
+func TestModuleFromGit(t *testing.T) {
+	h := start(t)
+	repo := t.TempDir()
+	testtools.RunGit(t, repo, "init", "-q")
+	testtools.WriteFiles(t, repo, map[string]string{"file/main.tf": fileModule})
+	testtools.RunGit(t, repo, "add", ".")
+	testtools.RunGit(t, repo, "commit", "-qm", "file module")
+	testtools.RunGit(t, repo, "tag", "v1")
+	h.apply(`apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: fromgit}
+spec:
+  teamName: qa
+  envName: fromgit
+  autoApprove: true
+  components:
+    - name: file
+      type: terraform
+      module: {source: "git::file://` + repo + `//file?ref=v1"}
+      variables:
+        - {name: path, value: FILES/git.txt}
+        - {name: content, value: "from git"}
+`)
+	h.waitEnv("fromgit", "Ready=True", condIs(kubecontroller.CondReady, metav1.ConditionTrue))
+	if got, _ := readFile(t, filepath.Join(h.files, "git.txt")); got != "from git" {
+		t.Errorf("git.txt = %q", got)
 	}
 }
