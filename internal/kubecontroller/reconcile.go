@@ -73,6 +73,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
 	}
 	st := *deepCopy(&e.Status)
+	if other, err := r.claimedElsewhere(ctx, env, e); err != nil {
+		return ctrl.Result{}, err
+	} else if other != "" {
+		stalled(&st, e.Generation, ReasonOwnedElsewhere, fmt.Sprintf(
+			"environment %s is applied from Environment %s: give this one another teamName/envName, or delete that one first", env.ID(), other))
+		return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
+	}
 	switch {
 	case e.Generation != st.ObservedGeneration:
 		return r.run(ctx, obj, engine.KindApply, env, fmt.Sprintf("generation %d", e.Generation))
@@ -196,4 +203,35 @@ func (r *reconciler) release(ctx context.Context, obj envObject) error {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(r.dir, r.gv.Group, e.Namespace, e.Name))
+}
+
+// claimedElsewhere names the other Environment object (group/namespace/
+// name) whose spec knit's environment env.ID() is applied from, if one is
+// and it is not torn down: two objects naming one environment would undo
+// each other's applies. An environment applied by knit apply or knit
+// serve is taken over.
+func (r *reconciler) claimedElsewhere(ctx context.Context, env *spec.Environment, e *Environment) (string, error) {
+	rec, err := r.knit.ResolveEnv(ctx, env.ID())
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if rec.AppliedRevision == 0 || rec.Status == store.EnvTornDown {
+		return "", nil
+	}
+	applied, _, err := r.knit.AppliedSpec(ctx, env.ID())
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(r.dir, filepath.Dir(applied.File))
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", nil // not from an object
+	}
+	mine := filepath.Join(r.gv.Group, e.Namespace, e.Name)
+	if rel == mine {
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
 }

@@ -127,3 +127,40 @@ spec:
 		return os.IsNotExist(err) && h.c.Get(context.Background(), key(h.ns, "legacy"), &e) != nil
 	})
 }
+
+// TestTwoObjectsOneEnvironment: a second Environment object naming the
+// teamName/envName another object applies is Stalled OwnedElsewhere,
+// naming the first, and runs nothing: two objects would undo each other's
+// applies. Once the first is deleted (torn down), the second applies.
+func TestTwoObjectsOneEnvironment(t *testing.T) {
+	h := start(t)
+	doc := `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: NAME}
+spec:
+  teamName: qa
+  envName: twice
+  autoApprove: true
+  components:
+    - {name: a, type: script, script: {apply: "echo NAME >> FILES/twice.txt; echo '{}'", destroy: "true"}}
+`
+	h.apply(strings.ReplaceAll(doc, "NAME", "first"))
+	first := h.waitEnv("first", "Ready=True", condIs(kubecontroller.CondReady, metav1.ConditionTrue))
+	h.apply(strings.ReplaceAll(doc, "NAME", "second"))
+	e := h.waitEnv("second", "Stalled=True", condIs(kubecontroller.CondStalled, metav1.ConditionTrue))
+	c := meta.FindStatusCondition(e.Status.Conditions, kubecontroller.CondStalled)
+	if c.Reason != kubecontroller.ReasonOwnedElsewhere || !strings.Contains(c.Message, "knit.dev/"+h.ns+"/first") {
+		t.Errorf("Stalled %s %q", c.Reason, c.Message)
+	}
+	if got, _ := readFile(t, filepath.Join(h.files, "twice.txt")); got != "first\n" {
+		t.Errorf("twice.txt = %q: the second object ran", got)
+	}
+	if err := h.c.Delete(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone("first")
+	h.waitEnv("second", "Ready=True once the first is gone", condIs(kubecontroller.CondReady, metav1.ConditionTrue))
+	if got, _ := readFile(t, filepath.Join(h.files, "twice.txt")); got != "first\nsecond\n" {
+		t.Errorf("twice.txt = %q", got)
+	}
+}

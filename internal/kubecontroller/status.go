@@ -35,6 +35,7 @@ const (
 	ReasonNothingWaiting   = "NothingWaiting"   // AwaitingApproval False
 	ReasonInvalidSpec      = "InvalidSpec"      // Stalled: the spec does not read as an environment file
 	ReasonRunFailed        = "RunFailed"        // Stalled: the run failed as a whole (store, lock)
+	ReasonOwnedElsewhere   = "OwnedElsewhere"   // Stalled: another Environment object applies this environment
 	ReasonChecksumMismatch = "ChecksumMismatch" // Approved False: another plan waits
 	ReasonNoPlanWaiting    = "NoPlanWaiting"    // Approved False: nothing waits for approval
 	ReasonApproved         = "Approved"         // Approved True
