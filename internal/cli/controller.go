@@ -42,6 +42,12 @@ same way; destroyProtection refuses) before its finalizer goes.
 The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.logFormat != "text" && f.logFormat != "json" {
+				return fmt.Errorf("--log-format %q: use text or json", f.logFormat)
+			}
+			if f.interval <= 0 {
+				return fmt.Errorf("--interval %s: give a positive duration such as 5m", f.interval)
+			}
 			cfg, err := f.restConfig()
 			if err != nil {
 				return err
