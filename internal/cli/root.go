@@ -136,6 +136,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newTokenCmd(d),
 		newPolicyCmd(d),
 		newStoreCmd(d),
+		newControllerCmd(d),
 		newVersionCmd(d),
 	)
 	registerCompletions(d, root)

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"knit.dev/knit/internal/kubecontroller"
+)
+
+// controllerFlags are knit controller's.
+type controllerFlags struct {
+	kubeconfig, context string
+	namespace           string
+	interval            time.Duration
+	workers             int
+	noCloudKnit         bool
+	leaderElect         bool
+	leaderNamespace     string
+	logFormat           string
+	toolEnv             []string
+}
+
+func newControllerCmd(d *deps) *cobra.Command {
+	var f controllerFlags
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Reconcile Environment custom resources in a Kubernetes cluster",
+		Long: `Run knit as a Kubernetes controller: it reconciles Environment objects
+(knit.dev/v1, and CloudKnit's stable.cloudknit.io/v1) with the same engine and
+store as knit apply and knit serve (--store for PostgreSQL). A new generation
+is applied, gated by approval as any apply: create an EnvironmentApproval
+naming the checksum in the Environment's status.approval.checksum. Every
+--interval an applied Environment is re-planned; a change made out of band
+sets its Drifted condition. Deleting an Environment tears it down (gated the
+same way; destroyProtection refuses) before its finalizer goes.
+
+The CRDs are in deploy/crds; knit controller install-crds applies them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.logFormat != "text" && f.logFormat != "json" {
+				return fmt.Errorf("--log-format %q: use text or json", f.logFormat)
+			}
+			if f.interval <= 0 {
+				return fmt.Errorf("--interval %s: give a positive duration such as 5m", f.interval)
+			}
+			cfg, err := f.restConfig()
+			if err != nil {
+				return err
+			}
+			dir, err := d.dataDir()
+			if err != nil {
+				return err
+			}
+			k, err := d.openKnit(cmd.Context(), dir, f.toolEnv, nil)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			var h slog.Handler = slog.NewTextHandler(d.stderr, nil)
+			if f.logFormat == "json" {
+				h = slog.NewJSONHandler(d.stderr, nil)
+			}
+			return kubecontroller.Run(cmd.Context(), cfg, kubecontroller.Options{
+				Knit: k, Namespace: f.namespace, Interval: f.interval, Workers: f.workers, NoCloudKnit: f.noCloudKnit,
+				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, Log: slog.New(h),
+			})
+		},
+	}
+	f.clusterFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "reconcile the Environments of this namespace only (default: all)")
+	fl.DurationVar(&f.interval, "interval", 5*time.Minute, "how often an applied Environment is re-planned for drift, and a stalled one retried")
+	fl.IntVar(&f.workers, "workers", 4, "Environments of a group reconciled at once")
+	fl.BoolVar(&f.noCloudKnit, "no-cloudknit", false, "leave stable.cloudknit.io Environments alone (their CRD need not be installed)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "with several replicas, one at a time reconciles (a Lease named knit-controller)")
+	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the namespace of the Lease (default: the pod's)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fl.StringSliceVar(&f.toolEnv, "tool-env", nil, "variables of knit's environment that the tools may see, beyond the built-in allowlist")
+	cmd.AddCommand(newInstallCRDsCmd(d))
+	return cmd
+}
+
+func newInstallCRDsCmd(d *deps) *cobra.Command {
+	var f controllerFlags
+	cmd := &cobra.Command{
+		Use:   "install-crds",
+		Short: "Apply the CRDs of knit controller (Environment, EnvironmentApproval) to the cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.restConfig()
+			if err != nil {
+				return err
+			}
+			names, err := kubecontroller.InstallCRDs(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintf(d.stdout, "customresourcedefinition %s established\n", n)
+			}
+			return nil
+		},
+	}
+	f.clusterFlags(cmd)
+	return cmd
+}
+
+func (f *controllerFlags) clusterFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the pod's service account)")
+	cmd.Flags().StringVar(&f.context, "context", "", "context of the kubeconfig (default: its current one)")
+}
+
+// restConfig is how to reach the cluster: the kubeconfig the flags or
+// KUBECONFIG name, else ~/.kube/config, else the pod's service account.
+func (f *controllerFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster access: %w (pass --kubeconfig, or run in a pod with a service account)", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,32 @@
+package kubecontroller_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/cli"
+)
+
+// TestControllerCommandRefusesBadFlags: knit controller says what is wrong
+// with a flag, or with the cluster access, before it starts anything.
+func TestControllerCommandRefusesBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-kubeconfig")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller", "--log-format", "xml"}, `--log-format "xml": use text or json`},
+		{[]string{"controller", "--interval", "0s"}, "--interval 0s: give a positive duration"},
+		{[]string{"controller", "--kubeconfig", missing}, "cluster access: "},
+		{[]string{"controller", "install-crds", "--kubeconfig", missing}, "pass --kubeconfig"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := cli.Run(context.Background(), append(tc.args, "--data-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("knit %s: exit %d, stderr %q, want %q", strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+	}
+}
