@@ -446,6 +446,7 @@ type Store interface {
 	ToolProcesses
 	Outbox
 	Expiries
+	Pipelines
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

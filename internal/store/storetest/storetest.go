@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"ToolProcesses", testToolProcesses},
 		{"Outbox", plain(testOutbox)},
 		{"Expiries", plain(testExpiries)},
+		{"Pipelines", plain(testPipelines)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
