@@ -60,11 +60,14 @@ type StageEvent struct {
 
 // PromotionApproval is a person's approval of a release entering a stage.
 type PromotionApproval struct {
-	Pipeline   string    `json:"pipeline"`
-	Release    string    `json:"release"`
-	Stage      string    `json:"stage"`
-	Actor      string    `json:"actor"`
-	Reason     string    `json:"reason,omitempty"`
+	Pipeline string `json:"pipeline"`
+	Release  string `json:"release"`
+	Stage    string `json:"stage"`
+	Actor    string `json:"actor"`
+	Reason   string `json:"reason,omitempty"`
+	// Forced is an admin's promotion past every gate (soak, windows,
+	// approvals): audited as such.
+	Forced     bool      `json:"forced,omitempty"`
 	ApprovedAt time.Time `json:"approvedAt"`
 }
 

@@ -184,8 +184,8 @@ func (s *Store) ApprovePromotion(ctx context.Context, a store.PromotionApproval,
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO pipeline_approvals (pipeline, release_id, stage, actor, reason, approved_at)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, a.Pipeline, a.Release, a.Stage, a.Actor, a.Reason, ts(at))
+		tag, err := tx.Exec(ctx, `INSERT INTO pipeline_approvals (pipeline, release_id, stage, actor, reason, forced, approved_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`, a.Pipeline, a.Release, a.Stage, a.Actor, a.Reason, a.Forced, ts(at))
 		if err != nil {
 			return err
 		}
@@ -207,8 +207,8 @@ func (s *Store) ApprovePromotion(ctx context.Context, a store.PromotionApproval,
 func (s *Store) PromotionApprovals(ctx context.Context, pipeline string) ([]store.PromotionApproval, error) {
 	return queryAll(ctx, s.pool, "list promotion approvals", func(row pgx.Row) (store.PromotionApproval, error) {
 		var a store.PromotionApproval
-		err := row.Scan(&a.Pipeline, &a.Release, &a.Stage, &a.Actor, &a.Reason, timeCol{&a.ApprovedAt})
+		err := row.Scan(&a.Pipeline, &a.Release, &a.Stage, &a.Actor, &a.Reason, &a.Forced, timeCol{&a.ApprovedAt})
 		return a, err
-	}, `SELECT pipeline, release_id, stage, actor, reason, approved_at FROM pipeline_approvals
+	}, `SELECT pipeline, release_id, stage, actor, reason, forced, approved_at FROM pipeline_approvals
 		WHERE pipeline = $1 ORDER BY approved_at, actor`, pipeline)
 }

@@ -159,8 +159,8 @@ func (s *Store) StageHistory(ctx context.Context, pipeline string) ([]store.Stag
 func (s *Store) ApprovePromotion(ctx context.Context, a store.PromotionApproval, audit *store.AuditEvent) error {
 	a.ApprovedAt = s.stamp(a.ApprovedAt)
 	err := s.write(ctx, func(tx *txn) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO pipeline_approvals (pipeline, release_id, stage, actor, reason, approved_at)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, a.Pipeline, a.Release, a.Stage, a.Actor, a.Reason, ts(a.ApprovedAt))
+		res, err := tx.ExecContext(ctx, `INSERT INTO pipeline_approvals (pipeline, release_id, stage, actor, reason, forced, approved_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, a.Pipeline, a.Release, a.Stage, a.Actor, a.Reason, a.Forced, ts(a.ApprovedAt))
 		if err != nil {
 			return err
 		}
@@ -184,9 +184,9 @@ func (s *Store) ApprovePromotion(ctx context.Context, a store.PromotionApproval,
 func (s *Store) PromotionApprovals(ctx context.Context, pipeline string) ([]store.PromotionApproval, error) {
 	return queryAll(ctx, s.q, "list promotion approvals", func(row rowScanner) (store.PromotionApproval, error) {
 		var a store.PromotionApproval
-		err := row.Scan(&a.Pipeline, &a.Release, &a.Stage, &a.Actor, &a.Reason, timeCol{&a.ApprovedAt})
+		err := row.Scan(&a.Pipeline, &a.Release, &a.Stage, &a.Actor, &a.Reason, &a.Forced, timeCol{&a.ApprovedAt})
 		return a, err
-	}, `SELECT pipeline, release_id, stage, actor, reason, approved_at FROM pipeline_approvals
+	}, `SELECT pipeline, release_id, stage, actor, reason, forced, approved_at FROM pipeline_approvals
 		WHERE pipeline = ? ORDER BY approved_at, actor`, pipeline)
 }
 

@@ -78,7 +78,11 @@ func testPipelines(t *testing.T, s store.Store) {
 	}
 	as, err := s.PromotionApprovals(ctx, "web")
 	must(t, err)
-	equal(t, "approvals", as, []store.PromotionApproval{a})
+	forced := store.PromotionApproval{Pipeline: "web", Release: "r-2", Stage: "prod", Actor: "root", Forced: true, ApprovedAt: at(4)}
+	must(t, s.ApprovePromotion(ctx, forced, nil))
+	as, err = s.PromotionApprovals(ctx, "web")
+	must(t, err)
+	equal(t, "approvals", as, []store.PromotionApproval{a, forced})
 	none, err := s.PromotionApprovals(ctx, "other")
 	must(t, err)
 	if len(none) != 0 {

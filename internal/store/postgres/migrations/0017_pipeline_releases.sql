@@ -62,6 +62,7 @@ CREATE TABLE pipeline_approvals (
     stage       TEXT NOT NULL,
     actor       TEXT NOT NULL,
     reason      TEXT NOT NULL,
+    forced      BOOLEAN NOT NULL,
     approved_at BIGINT NOT NULL,
     PRIMARY KEY (pipeline, release_id, stage, actor)
 );

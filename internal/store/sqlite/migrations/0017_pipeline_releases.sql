@@ -61,6 +61,7 @@ CREATE TABLE pipeline_approvals (
     stage       TEXT NOT NULL,
     actor       TEXT NOT NULL,
     reason      TEXT NOT NULL,
+    forced      INTEGER NOT NULL,
     approved_at TEXT NOT NULL,
     PRIMARY KEY (pipeline, release_id, stage, actor)
 ) STRICT;
