@@ -32,6 +32,11 @@ type backend interface {
 	// ExtendTTL moves an ephemeral environment's expiry (audited as actor
 	// locally; as the token's name on a server).
 	ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error)
+	// PipelineStatus, Releases and Promote are a promotion pipeline's
+	// (see knit.Knit's).
+	PipelineStatus(ctx context.Context, name string) (view.Pipeline, error)
+	Releases(ctx context.Context, name, stage string) ([]view.Release, error)
+	Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.

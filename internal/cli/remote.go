@@ -393,3 +393,16 @@ func sortByGraph(res *engine.Result, comps []knit.ComponentView) {
 	}
 	res.SortByGraph(g)
 }
+
+func (r *remoteBackend) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
+	return r.c.PipelineStatus(ctx, name)
+}
+
+func (r *remoteBackend) Releases(ctx context.Context, name, stage string) ([]view.Release, error) {
+	return r.c.Releases(ctx, name, stage)
+}
+
+// Promote is recorded as the token's name on the server.
+func (r *remoteBackend) Promote(ctx context.Context, name, release, stage, _, reason string, force bool) (view.Stage, error) {
+	return r.c.Promote(ctx, name, release, stage, reason, force)
+}
