@@ -10,7 +10,7 @@ import (
 // PipelineStatus is pipeline name's status.
 func (c *Client) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
 	var p view.Pipeline
-	err := c.do(ctx, "GET", "/api/v1/pipelines/"+url.PathEscape(name), nil, nil, &p)
+	err := c.do(ctx, "GET", "/pipelines/"+url.PathEscape(name), nil, nil, &p)
 	return p, err
 }
 
@@ -24,7 +24,7 @@ func (c *Client) Releases(ctx context.Context, name, stage string) ([]view.Relea
 	if stage != "" {
 		q.Set("stage", stage)
 	}
-	err := c.do(ctx, "GET", "/api/v1/pipelines/"+url.PathEscape(name)+"/releases", q, nil, &out)
+	err := c.do(ctx, "GET", "/pipelines/"+url.PathEscape(name)+"/releases", q, nil, &out)
 	return out.Items, err
 }
 
@@ -32,7 +32,7 @@ func (c *Client) Releases(ctx context.Context, name, stage string) ([]view.Relea
 // every gate, an admin's).
 func (c *Client) Promote(ctx context.Context, name, release, stage, reason string, force bool) (view.Stage, error) {
 	var st view.Stage
-	err := c.do(ctx, "POST", "/api/v1/pipelines/"+url.PathEscape(name)+"/promote", nil,
+	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/promote", nil,
 		map[string]any{"release": release, "stage": stage, "reason": reason, "force": force}, &st)
 	return st, err
 }

@@ -293,13 +293,16 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 				v.Current = &sr
 			}
 		}
-		if v.Last != nil && v.Last.State == store.StageFailed {
-			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: v.Last.Reason, Message: v.Last.Message}
-		} else if v.Last != nil && v.Last.State == store.StageApplying {
+		// One release applies at a time; a newer one verified in the stage
+		// before replaces one that failed here (which never moves on).
+		switch {
+		case v.Last != nil && v.Last.State == store.StageApplying:
 			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: view.WaitApplying, Message: "run " + v.Last.RunID + " applies it"}
-		}
-		if i > 0 && v.Waiting == nil {
+		case i > 0:
 			v.Waiting = f.candidate(i, newest, now)
+		}
+		if v.Waiting == nil && v.Last != nil && v.Last.State == store.StageFailed {
+			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: v.Last.Reason, Message: v.Last.Message}
 		}
 		p.Stages = append(p.Stages, v)
 	}

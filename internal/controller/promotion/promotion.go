@@ -137,7 +137,9 @@ func (c *Controller) poll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s at %s: %w", file, short(head), err))
 		}
 	}
-	if len(errs) == 0 {
+	// A commit whose pipeline or first stage does not load is reported
+	// once: the next commit fixes it. One the context cut is read again.
+	if ctx.Err() == nil {
 		c.head = head
 	}
 	return errors.Join(errs...)
@@ -155,24 +157,29 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	if want := strings.TrimSuffix(path.Base(file), path.Ext(file)); p.Metadata.Name != want {
 		return fmt.Errorf("metadata.name is %q: name the file %s.yaml", p.Metadata.Name, p.Metadata.Name)
 	}
-	envs := map[string]string{}
-	var first *spec.Environment
-	for i, st := range p.Spec.Stages {
-		env, err := c.load(dir, file, st, nil)
-		if err != nil {
-			return err
-		}
-		envs[st.Name] = env.Spec.TeamName + "/" + env.Spec.EnvName
-		if i == 0 {
-			first = env
-		}
-	}
-	if err := c.k.PutPipeline(ctx, p, commit.Hash, envs); err != nil {
+	// The first stage's file names the release; the later stages are
+	// read with it, as they will be applied (their own values of the
+	// promote parameters may be stale).
+	first, err := c.load(dir, file, p.Spec.Stages[0], nil)
+	if err != nil {
 		return err
 	}
 	content, err := spec.ReleaseOf(first)
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", p.Spec.Stages[0].Name, err)
+	}
+	envs := map[string]string{}
+	for i, st := range p.Spec.Stages {
+		env := first
+		if i > 0 {
+			if env, err = c.load(dir, file, st, content.Params); err != nil {
+				return err
+			}
+		}
+		envs[st.Name] = env.Spec.TeamName + "/" + env.Spec.EnvName
+	}
+	if err := c.k.PutPipeline(ctx, p, commit.Hash, envs); err != nil {
+		return err
 	}
 	params, err := jsonOf(content.Params)
 	if err != nil {
