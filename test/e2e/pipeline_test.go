@@ -246,3 +246,65 @@ func TestPipelinePromotesThroughStages(t *testing.T) {
 		t.Fatalf("R1 never reached prod, yet it is listed:\n%s", why.stdout)
 	}
 }
+
+// TestPromotionWaitsForItsWindow: prod's only window opens at the start
+// of a minute some seconds away; the release verified in dev waits,
+// WindowClosed, and enters prod once the window opens, not before.
+func TestPromotionWaitsForItsWindow(t *testing.T) {
+	requireTofu(t)
+	w := newWorld(t)
+	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprint(rw, "ok") }))
+	defer probe.Close()
+	// The window opens at the next minute, or the one after when the next
+	// is too close for dev to apply and verify first.
+	opens := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+	if time.Until(opens) < 40*time.Second {
+		opens = opens.Add(time.Minute)
+	}
+	pipeline := fmt.Sprintf(`apiVersion: knit.dev/v1
+kind: Pipeline
+metadata: {name: web}
+spec:
+  teamName: shop
+  stages:
+    - {name: dev, file: ../stages/dev.yaml}
+    - name: prod
+      file: ../stages/prod.yaml
+      windows:
+        allow: [{schedule: "%d %d * * *", duration: 10m}]
+`, opens.Minute(), opens.Hour())
+	repo := newGitRepo(t, map[string]string{
+		"modules/app-1/main.tf": appVersion(1),
+		"templates/web.yaml":    pipelineTemplate,
+		"stages/dev.yaml":       stageEnv("dev", "1", probe.URL+"/dev"),
+		"stages/prod.yaml":      stageEnv("prod", "1", probe.URL+"/prod"),
+		"pipelines/web.yaml":    pipeline,
+	})
+	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
+	admin := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
+	s.eventually("the release waits for prod's window", func() bool {
+		_, _, _, reason := w.pipelineStatus(admin).stage("prod")
+		return reason == "WindowClosed"
+	})
+	if time.Now().After(opens) {
+		t.Fatalf("prod's window (%s) opened before the release reached it: the machine is too busy for this test", opens)
+	}
+	s.eventually("the release enters prod once its window opens", func() bool {
+		cur, _, _, _ := w.pipelineStatus(admin).stage("prod")
+		return cur != ""
+	})
+	var rels []struct {
+		History []struct {
+			Stage, State string
+			At           time.Time
+		}
+	}
+	if err := json.Unmarshal([]byte(w.ok("releases", "web", "-o", "json").stdout), &rels); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range rels[0].History {
+		if e.Stage == "prod" && e.State == "applying" && e.At.Before(opens) {
+			t.Fatalf("the release entered prod at %s, before its window opened at %s", e.At, opens)
+		}
+	}
+}
