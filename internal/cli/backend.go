@@ -37,6 +37,7 @@ type backend interface {
 	PipelineStatus(ctx context.Context, name string) (view.Pipeline, error)
 	Releases(ctx context.Context, name, stage string) ([]view.Release, error)
 	Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error)
+	RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.

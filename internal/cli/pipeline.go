@@ -33,7 +33,27 @@ Applying, or Ready (the server applies it now).`,
 		},
 	}
 	outputFlag(status, &output)
-	cmd.AddCommand(status)
+	var reason string
+	rollback := &cobra.Command{
+		Use:   "rollback PIPELINE STAGE",
+		Short: "Apply again the release a stage verified before its current one",
+		Long: `The server's promotion controller applies it through the run queue, as a new revision
+of the stage's environment (operators; audited). knit pipeline status shows which release
+a rollback would apply (rollbackTo in -o json).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				st, err := b.RollbackStage(cmd.Context(), args[0], args[1], d.actor(), reason)
+				if err != nil {
+					return err
+				}
+				return render(d.stdout, output, st, printStage)
+			})
+		},
+	}
+	outputFlag(rollback, &output)
+	rollback.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	cmd.AddCommand(status, rollback)
 	return cmd
 }
 

@@ -406,3 +406,8 @@ func (r *remoteBackend) Releases(ctx context.Context, name, stage string) ([]vie
 func (r *remoteBackend) Promote(ctx context.Context, name, release, stage, _, reason string, force bool) (view.Stage, error) {
 	return r.c.Promote(ctx, name, release, stage, reason, force)
 }
+
+// RollbackStage is recorded as the token's name on the server.
+func (r *remoteBackend) RollbackStage(ctx context.Context, name, stage, _, reason string) (view.Stage, error) {
+	return r.c.RollbackStage(ctx, name, stage, reason)
+}

@@ -36,3 +36,11 @@ func (c *Client) Promote(ctx context.Context, name, release, stage, reason strin
 		map[string]any{"release": release, "stage": stage, "reason": reason, "force": force}, &st)
 	return st, err
 }
+
+// RollbackStage asks the server to apply again the release stage verified
+// before its current one.
+func (c *Client) RollbackStage(ctx context.Context, name, stage, reason string) (view.Stage, error) {
+	var st view.Stage
+	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/rollback", nil, map[string]any{"stage": stage, "reason": reason}, &st)
+	return st, err
+}

@@ -280,24 +280,37 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 		if st.Approval != nil {
 			v.Approvals, v.RequireOtherApprover = st.Approval.Required, st.Approval.RequireOtherApprover
 		}
-		var newest int64 // the newest release tried here
+		// Last is the release that changed here last, Current the one
+		// verified last (a rollback makes an older release current again);
+		// newest is the newest release ever tried here.
+		var newest int64
+		var busy *view.StageRelease
 		for _, s := range f.States {
 			if s.Stage != st.Name {
 				continue
 			}
 			sr, seq := stageRelease(s), f.seq(s.Release)
-			if seq > newest {
-				newest, v.Last = seq, &sr
+			newest = max(newest, seq)
+			if v.Last == nil || s.ChangedAt.After(v.Last.ChangedAt) || s.ChangedAt.Equal(v.Last.ChangedAt) && seq > f.seq(v.Last.Release) {
+				v.Last = &sr
 			}
-			if s.State == store.StageSucceeded && (v.Current == nil || seq > f.seq(v.Current.Release)) {
+			if s.State == store.StageSucceeded && (v.Current == nil || s.VerifiedAt.After(v.Current.VerifiedAt)) {
 				v.Current = &sr
 			}
+			if s.State == store.StageApplying || s.State == store.StageQueued {
+				busy = &sr
+			}
 		}
+		v.RollbackTo = f.rollbackTarget(st.Name, v.Current)
 		// One release applies at a time; a newer one verified in the stage
 		// before replaces one that failed here (which never moves on).
 		switch {
-		case v.Last != nil && v.Last.State == store.StageApplying:
-			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: view.WaitApplying, Message: "run " + v.Last.RunID + " applies it"}
+		case busy != nil:
+			msg := "run " + busy.RunID + " applies it"
+			if busy.State == store.StageQueued {
+				msg = "queued: " + busy.Message
+			}
+			v.Waiting = &view.Waiting{Release: busy.Release, Reason: view.WaitApplying, Message: msg}
 		case i > 0:
 			v.Waiting = f.candidate(i, newest, now)
 		}
@@ -359,3 +372,64 @@ func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Wait
 	}
 	return w
 }
+
+// rollbackTarget is the release verified in stage most recently before
+// current ("" when none): what a rollback of the stage applies again.
+func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease) string {
+	var best *store.StageState
+	for i := range f.States {
+		s := &f.States[i]
+		if s.Stage != stage || s.State != store.StageSucceeded || current != nil && s.Release == current.Release {
+			continue
+		}
+		if best == nil || s.VerifiedAt.After(best.VerifiedAt) {
+			best = s
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Release
+}
+
+// RollbackStage asks for stage of pipeline name to run again the release
+// verified there before the current one (operators; audited as actor):
+// the server's promotion controller applies it, through the run queue,
+// as a new revision of the stage's environment.
+func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return view.Stage{}, err
+	}
+	i := f.stageIndex(stage)
+	if i < 0 {
+		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	}
+	cur := f.Status(k.now()).Stages[i]
+	switch {
+	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
+		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
+	case cur.RollbackTo == "":
+		return view.Stage{}, fmt.Errorf("%w: %s has no release verified before the current one to roll back to", store.ErrConflict, stage)
+	}
+	prev := f.state(cur.RollbackTo, stage)
+	next := *prev
+	next.State, next.Reason, next.RunID, next.Actor, next.ChangedAt = store.StageQueued, "Rollback", "", actor, k.now()
+	next.Message = fmt.Sprintf("rollback by %s", actor)
+	if reason != "" {
+		next.Message += ": " + reason
+	}
+	if err := k.SetStage(ctx, next, store.StageSucceeded, f.Envs[stage]); err != nil {
+		return view.Stage{}, err
+	}
+	if f, err = k.Facts(ctx, name); err != nil {
+		return view.Stage{}, err
+	}
+	return f.Status(k.now()).Stages[i], nil
+}
+
+// StageIndex is the index of stage name (-1: none).
+func (f *PipelineFacts) StageIndex(name string) int { return f.stageIndex(name) }
+
+// ReleaseByID is the release of that ID (nil: none).
+func (f *PipelineFacts) ReleaseByID(id string) *store.Release { return f.release(id) }

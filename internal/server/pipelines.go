@@ -50,3 +50,26 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, st)
 }
+
+// rollbackStage asks the server to apply again the release a stage
+// verified before its current one (operator; audited).
+func (s *Server) rollbackStage(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Stage  string `json:"stage"`
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.Stage == "" {
+		s.fail(w, r, badReq("stage is required"))
+		return
+	}
+	st, err := s.k.RollbackStage(r.Context(), r.PathValue("name"), body.Stage, principal(r.Context()).Name, body.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

@@ -105,3 +105,46 @@ func TestPipelines(t *testing.T) {
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases?stage=qa", token: viewer}, 404)
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases", invalid: true}, 401)
 }
+
+// TestPipelineRollback: an operator asks a stage to apply again the
+// release it verified before its current one; the stage then applies it
+// (a second ask is a conflict); unknown stages, viewers and missing
+// tokens are refused.
+func TestPipelineRollback(t *testing.T) {
+	h := newHarness(t)
+	h.seedPipeline()
+	ctx := context.Background()
+	_, _, err := h.k.AddRelease(ctx, store.Release{Pipeline: "web", ID: "r-2", Template: "t.yaml@sha256:ab", Params: []byte(`{"version":"2"}`),
+		Commit: "beef", Author: "alice", Message: "v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := h.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-2", Stage: "dev", State: store.StageSucceeded, ChangedAt: now, VerifiedAt: now}, "", "shop/dev"); err != nil {
+		t.Fatal(err)
+	}
+	viewer, op := h.token("viewer", "viewer", "shop"), h.token("op", "operator", "shop")
+	var p struct {
+		Stages []struct{ Name, RollbackTo string }
+	}
+	h.do(call{method: "GET", path: "/api/v1/pipelines/web", token: viewer}, 200).decode(t, &p)
+	if p.Stages[0].RollbackTo != "r-1" {
+		t.Fatalf("dev would roll back to %q, want r-1", p.Stages[0].RollbackTo)
+	}
+	rollback := func(token string, body map[string]any, want int, invalid bool) response {
+		t.Helper()
+		return h.do(call{method: "POST", path: "/api/v1/pipelines/web/rollback", token: token, body: body, invalid: invalid}, want)
+	}
+	rollback(viewer, map[string]any{"stage": "dev"}, 403, false)
+	rollback(op, map[string]any{"stage": "qa"}, 404, false)
+	rollback(op, map[string]any{"reason": "x"}, 400, true)
+	rollback("", map[string]any{"stage": "dev"}, 401, true)
+	var st struct {
+		Waiting struct{ Release, Reason, Message string }
+	}
+	rollback(op, map[string]any{"stage": "dev", "reason": "v2 is slow"}, 200, false).decode(t, &st)
+	if st.Waiting.Release != "r-1" || st.Waiting.Reason != "Applying" || st.Waiting.Message != "queued: rollback by op: v2 is slow" {
+		t.Fatalf("after the rollback dev says %+v", st)
+	}
+	rollback(op, map[string]any{"stage": "dev"}, 409, false)
+}

@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/pipelines/{name}", s.authed(viewer, s.getPipeline))
 	h("GET /api/v1/pipelines/{name}/releases", s.authed(viewer, s.listReleases))
 	h("POST /api/v1/pipelines/{name}/promote", s.authed(operator, s.promote))
+	h("POST /api/v1/pipelines/{name}/rollback", s.authed(operator, s.rollbackStage))
 
 	h("GET /api/v1/diff", s.authed(viewer, s.diffEnvironments))
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))

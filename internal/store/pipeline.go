@@ -32,6 +32,7 @@ type Release struct {
 
 // Stage states of a release (see StageState).
 const (
+	StageQueued    = "queued"    // a person asked for it again (a rollback): the server applies it
 	StageApplying  = "applying"  // a run applies the release to the stage
 	StageSucceeded = "succeeded" // applied and verified: soaking, then free to move on
 	StageFailed    = "failed"    // its run failed there: it never moves on

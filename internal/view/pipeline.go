@@ -40,6 +40,9 @@ type Stage struct {
 	Last *StageRelease `json:"last,omitempty"`
 	// Waiting is the release next in line for this stage, and why it waits.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// RollbackTo is the release verified here before Current: what a
+	// rollback of the stage applies again ("" : none).
+	RollbackTo string `json:"rollbackTo,omitempty"`
 }
 
 // StageRelease is a release's state in a stage.

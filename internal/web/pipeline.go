@@ -59,3 +59,19 @@ func canPromote(w *view.Waiting) bool {
 	}
 	return false
 }
+
+// rollback asks for a stage to run again the release it verified before
+// its current one, then shows the pipeline again.
+func (w *Web) rollback(rw http.ResponseWriter, r *http.Request, s *session) {
+	name, stage := r.PathValue("name"), r.PostFormValue("stage")
+	st, err := w.k.RollbackStage(r.Context(), name, stage, s.Token.Name, r.PostFormValue("reason"))
+	if err != nil {
+		w.errorPage(rw, r, s, 0, err)
+		return
+	}
+	flash := "rollback of " + stage + " asked"
+	if st.Waiting != nil {
+		flash += ": " + st.Waiting.Release + " " + st.Waiting.Reason
+	}
+	http.Redirect(rw, r, "/pipelines/"+url.PathEscape(name)+"?flash="+url.QueryEscape(flash), http.StatusSeeOther)
+}

@@ -58,7 +58,7 @@ spec:
 	}
 	set("r-0", "dev", store.StageSucceeded, "", long)
 	set("r-0", "staging", store.StageFailed, "VerificationFailed", long)
-	set("r-1", "dev", store.StageSucceeded, "", long)
+	set("r-1", "dev", store.StageSucceeded, "", long.Add(time.Minute))
 	set("r-1", "staging", store.StageSucceeded, "", long)
 	set("r-2", "dev", store.StageSucceeded, "", time.Now())
 }
@@ -66,14 +66,15 @@ spec:
 // TestPipelinePage: stages left to right with the release in each, its
 // verdict, why the next waits (a soak counting down, an approval); a
 // viewer has no buttons; an operator's Promote approves r-1 into prod,
-// which is then Ready. axe-core passes.
+// which is then Ready; Roll back asks dev to apply r-1 again, the
+// release it verified before r-2. axe-core passes.
 func TestPipelinePage(t *testing.T) {
 	ctx := browser(t)
 	w := newWorld(t, adapters.Config{})
 	w.seedPipeline()
 
 	code, body := get(t, w.client("viewer"), w.url+"/pipelines/web")
-	if code != 200 || strings.Contains(body, `class="promote"`) {
+	if code != 200 || strings.Contains(body, `class="promote"`) || strings.Contains(body, `class="rollback"`) {
 		t.Fatalf("the viewer's page (%d) has a promote button or fails:\n%s", code, body)
 	}
 	if _, body := get(t, w.client("viewer"), w.url+"/pipelines"); !strings.Contains(body, `href="/pipelines/web"`) {
@@ -119,5 +120,17 @@ func TestPipelinePage(t *testing.T) {
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll('li[data-stage="prod"] form.promote').length`); n != 0 {
 		t.Errorf("prod still offers a promote button once Ready")
+	}
+
+	if b := text(t, ctx, `li[data-stage="dev"] form.rollback button`); b != "Roll back dev to r-1" {
+		t.Fatalf("dev's rollback button says %q", b)
+	}
+	run(t, ctx, "roll dev back", chromedp.Click(chromedp.CSS(`li[data-stage="dev"] form.rollback button`)),
+		chromedp.WaitVisible(chromedp.CSS(`li[data-stage="dev"] .waiting[data-reason="Applying"]`)))
+	if dev := text(t, ctx, `li[data-stage="dev"]`); !strings.Contains(dev, "queued: rollback by operator-1") || !strings.Contains(dev, "r-1") {
+		t.Errorf("dev after the rollback:\n%s", dev)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('li[data-stage="dev"] form.rollback').length`); n != 0 {
+		t.Errorf("dev offers another rollback while one is queued")
 	}
 }

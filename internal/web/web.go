@@ -141,6 +141,7 @@ func (w *Web) Register(mux *http.ServeMux) {
 	h("GET /pipelines", w.page(viewer, w.pipelines))
 	h("GET /pipelines/{name}", w.page(viewer, w.pipeline))
 	h("POST /pipelines/{name}/promote", w.page(operator, w.promote))
+	h("POST /pipelines/{name}/rollback", w.page(operator, w.rollback))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {

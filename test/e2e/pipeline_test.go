@@ -245,6 +245,22 @@ func TestPipelinePromotesThroughStages(t *testing.T) {
 	if strings.Contains(why.stdout, r1) {
 		t.Fatalf("R1 never reached prod, yet it is listed:\n%s", why.stdout)
 	}
+
+	// An operator rolls dev back to R1, the release it verified before
+	// R2: the server applies it again (module v1), through the queue.
+	if r := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + bob}, "pipeline", "rollback", "web", "dev", "--reason", "v2 misbehaves"); r.code != 0 {
+		t.Fatalf("knit pipeline rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.eventually("dev runs R1 again", func() bool {
+		cur, _, waiting, _ := w.pipelineStatus(admin).stage("dev")
+		return cur == r1 && waiting == ""
+	})
+	if o := w.ok("output", "shop/dev", "app", "version"); strings.TrimSpace(o.stdout) != "1" {
+		t.Fatalf("dev's app version output after the rollback: %q", o.stdout)
+	}
+	if cur, _, _, _ := w.pipelineStatus(admin).stage("prod"); cur != r2 {
+		t.Fatalf("prod moved to %s after dev's rollback", cur)
+	}
 }
 
 // TestPromotionWaitsForItsWindow: prod's only window opens at the start

@@ -219,6 +219,11 @@ func (c *Controller) load(dir, file string, st spec.Stage, promote map[string]an
 // r's commit with r's promote parameters. The stage records the run at
 // once, so a restart follows it rather than starting another.
 func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID string) error {
+	return c.applyFrom(ctx, pipeline, st, file, r, envID, "")
+}
+
+// applyFrom is apply for a release whose state in the stage is from.
+func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID, from string) error {
 	dir, err := c.w.Checkout(ctx, r.Commit)
 	if err != nil {
 		return err
@@ -230,7 +235,7 @@ func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, 
 	env, err := c.load(dir, file, st, params)
 	if err != nil {
 		return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
-			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, "", envID)
+			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, from, envID)
 	}
 	rel := path.Join(path.Dir(file), st.File)
 	req := knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
@@ -242,7 +247,7 @@ func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, 
 	}
 	c.log.Info("pipelines: applying", "pipeline", pipeline, "release", r.ID, "stage", st.Name, "run", id)
 	return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
-		RunID: id, Actor: c.cfg.Actor}, "", envID)
+		RunID: id, Actor: c.cfg.Actor}, from, envID)
 }
 
 // judge follows the runs applying releases of pipeline name and starts
@@ -253,9 +258,17 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 		return err
 	}
 	for _, s := range f.States {
-		if s.State == store.StageApplying {
+		switch s.State {
+		case store.StageApplying:
 			if err := c.follow(ctx, s, f.Envs[s.Stage]); err != nil {
 				return err
+			}
+		case store.StageQueued: // a rollback a person asked for
+			i := f.StageIndex(s.Stage)
+			if r := f.ReleaseByID(s.Release); i >= 0 && r != nil {
+				if err := c.applyFrom(ctx, name, f.Def.Spec.Stages[i], c.fileOf(name), *r, f.Envs[s.Stage], s.State); err != nil {
+					return err
+				}
 			}
 		}
 	}
