@@ -260,15 +260,7 @@ func (ws *Windows) NextChange(t time.Time) time.Time {
 
 // covers reports whether the window is open at t: a start s with
 // s <= t < s+duration.
-func (w Window) covers(t time.Time) bool {
-	s, err := schedule.Parse(w.Schedule)
-	d, derr := time.ParseDuration(w.Duration)
-	if err != nil || derr != nil || d <= 0 {
-		return false
-	}
-	start := s.Next(t.UTC().Add(-d))
-	return !start.IsZero() && !start.After(t)
-}
+func (w Window) covers(t time.Time) bool { return !w.end(t).IsZero() }
 
 // end is when the window open at t closes (zero when it is not open).
 func (w Window) end(t time.Time) time.Time {
