@@ -34,6 +34,12 @@ type backend interface {
 	ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error)
 	// Previews lists a branch's previews (of commit, when set).
 	Previews(ctx context.Context, branch, commit string) ([]view.Preview, error)
+	// PipelineStatus, Releases and Promote are a promotion pipeline's
+	// (see knit.Knit's).
+	PipelineStatus(ctx context.Context, name string) (view.Pipeline, error)
+	Releases(ctx context.Context, name, stage string) ([]view.Release, error)
+	Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error)
+	RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.

@@ -406,3 +406,21 @@ func (r *remoteBackend) Accept(ctx context.Context, ref, _, reason string) (stor
 	}
 	return r.c.AcceptRollout(ctx, id, reason)
 }
+
+func (r *remoteBackend) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
+	return r.c.PipelineStatus(ctx, name)
+}
+
+func (r *remoteBackend) Releases(ctx context.Context, name, stage string) ([]view.Release, error) {
+	return r.c.Releases(ctx, name, stage)
+}
+
+// Promote is recorded as the token's name on the server.
+func (r *remoteBackend) Promote(ctx context.Context, name, release, stage, _, reason string, force bool) (view.Stage, error) {
+	return r.c.Promote(ctx, name, release, stage, reason, force)
+}
+
+// RollbackStage is recorded as the token's name on the server.
+func (r *remoteBackend) RollbackStage(ctx context.Context, name, stage, _, reason string) (view.Stage, error) {
+	return r.c.RollbackStage(ctx, name, stage, reason)
+}

@@ -17,6 +17,7 @@ import (
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
+	"knit.dev/knit/internal/controller/promotion"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -55,6 +56,8 @@ type serveConfig struct {
 		// previewed (planned, never applied): "feature/*".
 		PreviewBranches string `yaml:"previewBranches"`
 	} `yaml:"git"`
+	// Pipelines are pipeline files (kind: Pipeline) in the git repository.
+	Pipelines     []string    `yaml:"pipelines"`
 	Notifications []serveSink `yaml:"notifications"`
 	// HTTP bounds what one client may hold (config file only; see
 	// server.HTTPLimits for the defaults).
@@ -68,6 +71,7 @@ type serveConfig struct {
 
 	minDriftEvery, driftTick time.Duration // hidden flags, for tests
 	ttlTick                  time.Duration // hidden flag, for tests
+	pipelineTick             time.Duration // hidden flag, for tests
 	gitKeepTrees             int           // hidden flag, for tests
 	cpuProfile               string        // hidden flag, for knit-loadtest
 }
@@ -144,6 +148,9 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	_ = f.MarkHidden("ttl-tick")
 	f.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
 	_ = f.MarkHidden("cpu-profile") // for knit-loadtest -cpu-profile
+	f.StringSliceVar(&c.Pipelines, "pipeline", nil, "a promotion pipeline file (kind: Pipeline) in the --git-url repository; repeatable")
+	f.DurationVar(&c.pipelineTick, "pipeline-tick", time.Second, "how often promotion rules are judged")
+	_ = f.MarkHidden("pipeline-tick")
 	f.StringVar(&c.Git.URL, "git-url", "", "git repository of environment files (file://, https://, ssh)")
 	f.StringVar(&c.Git.Branch, "git-branch", "main", "branch to follow")
 	f.StringVar(&c.Git.Path, "git-path", "", "folder of environment files in the repository")
@@ -195,6 +202,9 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	}
 	if !cmd.Flags().Changed("tool-env") {
 		c.ToolEnv = file.ToolEnv
+	}
+	if !cmd.Flags().Changed("pipeline") {
+		c.Pipelines = file.Pipelines
 	}
 	c.DataDir, c.TFBinary, c.Notifications = file.DataDir, file.TFBinary, file.Notifications
 	c.HTTP = file.HTTP
@@ -310,6 +320,14 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches,
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
+	}
+	if len(c.Pipelines) > 0 {
+		if ctl.Git == nil {
+			return ctl, fmt.Errorf("--pipeline needs --git-url: pipelines and their stages' files are read from git")
+		}
+		g := ctl.Git.Config
+		g.CacheDir = filepath.Join(dir, "pipeline-git")
+		ctl.Pipelines = &promotion.Config{Git: g, Files: c.Pipelines, Spec: ctl.Git.Spec, Poll: ctl.Git.Poll, Tick: c.pipelineTick}
 	}
 	for _, n := range c.Notifications {
 		secret, err := readSecretFile(n.SecretFile)

@@ -1,7 +1,7 @@
 // Package controller runs knit serve's controllers as one: the fair run
 // queue (runqueue), the GitOps reconciler (gitops), the drift scheduler
 // (drift), the expiry of ephemeral environments (ttl), the health
-// scheduler (health), and the notifications of what they do. knit serve
+// scheduler (health), the promotion pipelines (promotion), and the notifications of what they do. knit serve
 // (internal/cli/serve.go) builds a Set, hands its Queue and Git to the
 // HTTP server, and runs it beside the server; the server only routes,
 // authenticates and encodes.
@@ -17,6 +17,7 @@ import (
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/controller/health"
+	"knit.dev/knit/internal/controller/promotion"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/controller/ttl"
 	"knit.dev/knit/internal/knit"
@@ -45,6 +46,9 @@ type Config struct {
 	// Health is the health scheduler's (its Logger and Clock are this
 	// Config's).
 	Health health.Config
+	// Pipelines, when set, switches on the promotion controller (its
+	// Actor, Logger and Clock are this Config's).
+	Pipelines *promotion.Config
 	// Notify are the sinks told about failed runs, drift, approvals needed,
 	// teardowns, successes and invalid environment files.
 	Notify []notify.Sink
@@ -63,6 +67,8 @@ type Set struct {
 	TTL *ttl.Controller
 	// Health re-checks environments' health on spec.health.schedule.
 	Health *health.Scheduler
+	// Promotion moves releases through pipelines (nil: none configured).
+	Promotion *promotion.Controller
 
 	log    *slog.Logger
 	actor  string
@@ -98,6 +104,11 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 		gc := *cfg.Git
 		gc.Actor, gc.Logger, gc.Clock, gc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
 		s.Git = gitops.New(k, s.Queue, gc)
+	}
+	if cfg.Pipelines != nil {
+		pc := *cfg.Pipelines
+		pc.Actor, pc.Logger, pc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
+		s.Promotion = promotion.New(k, s.Queue, pc)
 	}
 	s.Queue.OnFinish(s.runEnded)
 	return s, nil
@@ -140,6 +151,9 @@ func (s *Set) Run(ctx context.Context) error {
 	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.TTL.Run, s.Health.Run}
 	if s.Git != nil {
 		runs = append(runs, s.Git.Run)
+	}
+	if s.Promotion != nil {
+		runs = append(runs, s.Promotion.Run)
 	}
 	var (
 		wg   sync.WaitGroup

@@ -40,6 +40,11 @@ func (s *Server) routes() {
 	h("POST /api/v1/runs/{id}/cancel", s.authed(operator, s.cancelRun))
 	h("GET /api/v1/runs/{id}/events", s.authed(viewer, s.runEvents))
 
+	h("GET /api/v1/pipelines/{name}", s.authed(viewer, s.getPipeline))
+	h("GET /api/v1/pipelines/{name}/releases", s.authed(viewer, s.listReleases))
+	h("POST /api/v1/pipelines/{name}/promote", s.authed(operator, s.promote))
+	h("POST /api/v1/pipelines/{name}/rollback", s.authed(operator, s.rollbackStage))
+
 	h("GET /api/v1/diff", s.authed(viewer, s.diffEnvironments))
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))
 	h("GET /api/v1/change-sets", s.authed(viewer, s.listChangeSets))

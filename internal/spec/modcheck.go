@@ -40,6 +40,10 @@ type Options struct {
 	// file's folder.
 	Repo     string
 	RepoRoot bool
+	// Promote are the values of a release (a pipeline's): they replace
+	// the environment's own values of the template's promote: true
+	// parameters; naming any other parameter is an error.
+	Promote map[string]any
 }
 
 // InRepo returns o with Repo set to dir: the tree a file was read from.

@@ -185,7 +185,42 @@ func bindParameters(env *Environment, t *templateFile) (values map[string]any, f
 			values[prm.Name] = prm.Default
 		}
 	}
+	ds = append(ds, promote(env, t, declared, values)...)
 	return values, failed, ds
+}
+
+// promote replaces the values of promote: true parameters with a
+// release's (Options.Promote), and records them all in env.Promoted.
+func promote(env *Environment, t *templateFile, declared map[string]*Parameter, values map[string]any) diag.Diagnostics {
+	var ds diag.Diagnostics
+	var names []string
+	for k := range env.opts.Promote {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		prm := declared[k]
+		if prm == nil || !prm.Promote {
+			ds = append(ds, errAt(env, "spec.template", "", fmt.Sprintf("the release sets parameter %q, which the template %s does not mark promote: true", k, t.name),
+				"a release carries only the template's promote: true parameters"))
+			continue
+		}
+		v := env.opts.Promote[k]
+		if msg := prm.checkValue(v); msg != "" {
+			ds = append(ds, errAt(env, "spec.template", "", "release: "+msg, prm.Description))
+			continue
+		}
+		values[k] = v
+	}
+	for _, prm := range t.params {
+		if v, ok := values[prm.Name]; ok && prm.Promote {
+			if env.Promoted == nil {
+				env.Promoted = map[string]any{}
+			}
+			env.Promoted[prm.Name] = v
+		}
+	}
+	return ds
 }
 
 // placeholder is a value of prm's type for checking a template on its own.

@@ -75,6 +75,9 @@ type Parameter struct {
 	Required    bool   `json:"required,omitempty"`
 	Enum        []any  `json:"enum,omitempty"`
 	Pattern     string `json:"pattern,omitempty"`
+	// Promote marks a parameter a release carries from stage to stage of
+	// a pipeline (an image tag, a module version): see Options.Promote.
+	Promote bool `json:"promote,omitempty"`
 
 	hasDefault bool
 	path       string // field path in the template
@@ -159,6 +162,7 @@ func (d *decoder) parameters(dst *[]*Parameter) field {
 				"description": d.str(&prm.Description),
 				"required":    d.boolean(&prm.Required),
 				"pattern":     d.str(&prm.Pattern),
+				"promote":     d.boolean(&prm.Promote),
 				"default": func(v *yaml.Node, path string) {
 					prm.Default, prm.hasDefault = d.value(v, path, 0), true
 				},

@@ -47,6 +47,10 @@ type Environment struct {
 	// Sources are the files the environment was built from besides its
 	// own: its template and the files it extends, with their identity.
 	Sources []SourceFile `json:"-"`
+	// Promoted are the values of its template's promote: true parameters
+	// as resolved: with the template's identity, what a pipeline's
+	// release is.
+	Promoted map[string]any `json:"-"`
 
 	pos map[string]diag.Pos
 	bad map[string]bool // field paths whose values could not be decoded

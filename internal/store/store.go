@@ -495,6 +495,7 @@ type Store interface {
 	Expiries
 	Previews
 	TFStates
+	Pipelines
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

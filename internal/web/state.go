@@ -7,6 +7,7 @@ import (
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Tone is the colour family of a state, shared by badges and graph nodes.
@@ -40,6 +41,12 @@ var tones = func() map[string]Tone {
 	set(ToneWait, string(engine.Waiting), string(engine.Planned), string(engine.Drifted), string(engine.Affected), string(engine.Deferred),
 		string(health.Inconclusive))
 	set(ToneBad, string(engine.Failed), string(engine.Refused), string(engine.Canceled), string(engine.Rejected), string(health.Failed))
+	// Promotion pipelines: a release's state in a stage, why one waits.
+	set(ToneOK, store.StageSucceeded, view.WaitReady)
+	set(ToneBusy, store.StageApplying, view.WaitApplying)
+	set(ToneAct, view.WaitAwaitingApproval)
+	set(ToneWait, view.WaitSoaking, view.WaitWindowClosed)
+	set(ToneBad, store.StageFailed, view.WaitVerificationFailed, view.WaitApplyFailed)
 	return m
 }()
 

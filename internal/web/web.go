@@ -96,7 +96,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -139,6 +139,10 @@ func (w *Web) Register(mux *http.ServeMux) {
 	h("GET /audit", w.page(viewer, w.audit))
 	h("GET /compare", w.page(viewer, w.compare))
 	h("GET /previews", w.page(viewer, w.previews))
+	h("GET /pipelines", w.page(viewer, w.pipelines))
+	h("GET /pipelines/{name}", w.page(viewer, w.pipeline))
+	h("POST /pipelines/{name}/promote", w.page(operator, w.promote))
+	h("POST /pipelines/{name}/rollback", w.page(operator, w.rollback))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {

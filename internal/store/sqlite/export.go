@@ -12,7 +12,8 @@ import (
 // and the outputs (read decrypted through ComponentStates) are left out.
 var Tables = []string{"environments", "revisions", "runs", "component_runs", "component_states", "approvals",
 	"change_sets", "audit_events", "tokens", "settings", "tool_processes", "notification_outbox", "notification_seqs",
-	"environment_expiries", "previews"}
+	"environment_expiries", "previews",
+	"pipelines", "pipeline_releases", "pipeline_stages", "pipeline_history", "pipeline_approvals"}
 
 // Export reads every row of table, in the order they were written, as
 // stored: times as text (see ts), blobs as []byte, integers as int64, NULL

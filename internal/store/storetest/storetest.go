@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Previews", plain(testPreviews)},
 		{"TFStates", plain(testTFStates)},
 		{"SavedPlans", plain(testSavedPlans)},
+		{"Pipelines", plain(testPipelines)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,6 +134,25 @@
       if (t.textContent !== words) t.textContent = words;
     });
   };
+  // Countdowns (a soak's end) say how long is left the same way.
+  function left(ms) {
+    var s = Math.ceil(ms / 1000);
+    if (s <= 0) return "now";
+    if (s < 60) return "in " + s + "s";
+    if (s < 3600) return "in " + Math.floor(s / 60) + "m";
+    return "in " + Math.floor(s / 3600) + "h";
+  }
+  var tickTimes = knit.tick;
+  knit.tick = function () {
+    tickTimes();
+    var now = knit.now();
+    document.querySelectorAll("[data-until]").forEach(function (t) {
+      var at = Date.parse(t.dataset.until);
+      if (isNaN(at)) return;
+      var words = left(at - now);
+      if (t.textContent !== words) t.textContent = words;
+    });
+  };
   setInterval(function () { knit.tick(); }, 1000);
 
   // A log follows its output while the reader is at its end: scrolling up

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"knit.dev/knit/internal/view"
+)
+
+func newPipelineCmd(d *deps) *cobra.Command {
+	cmd := &cobra.Command{Use: "pipeline", Short: "Promotion pipelines (kind: Pipeline, followed by knit serve --pipeline)"}
+	var output string
+	status := &cobra.Command{
+		Use:   "status PIPELINE",
+		Short: "Which release is in which stage and, for one that waits, why",
+		Long: `Each stage, left to right: the release it holds (the newest verified there), the last
+one tried there, and the release next in line with why it waits: Soaking, WindowClosed,
+AwaitingApproval, VerificationFailed (it failed there and never moves on), ApplyFailed,
+Applying, or Ready (the server applies it now).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				p, err := b.PipelineStatus(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return render(d.stdout, output, p, printPipeline)
+			})
+		},
+	}
+	outputFlag(status, &output)
+	var reason string
+	rollback := &cobra.Command{
+		Use:   "rollback PIPELINE STAGE",
+		Short: "Apply again the release a stage verified before its current one",
+		Long: `The server's promotion controller applies it through the run queue, as a new revision
+of the stage's environment (operators; audited). knit pipeline status shows which release
+a rollback would apply (rollbackTo in -o json).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				st, err := b.RollbackStage(cmd.Context(), args[0], args[1], d.actor(), reason)
+				if err != nil {
+					return err
+				}
+				return render(d.stdout, output, st, printStage)
+			})
+		},
+	}
+	outputFlag(rollback, &output)
+	rollback.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	cmd.AddCommand(status, rollback)
+	return cmd
+}
+
+func printPipeline(w io.Writer, p view.Pipeline) {
+	fmt.Fprintf(w, "pipeline %s (team %s, commit %s)\n", p.Name, p.Team, shortHash(p.Commit))
+	rows := [][]string{{"STAGE", "ENV", "CURRENT", "LAST", "WAITING", "REASON", "WHY"}}
+	for _, s := range p.Stages {
+		cur, last, waiting, reason, why := "-", "-", "-", "-", ""
+		if s.Current != nil {
+			cur = s.Current.Release
+		}
+		if s.Last != nil {
+			last = s.Last.Release + " " + s.Last.State
+		}
+		if s.Waiting != nil {
+			waiting, reason, why = s.Waiting.Release, s.Waiting.Reason, s.Waiting.Message
+			if !s.Waiting.Until.IsZero() {
+				why += fmt.Sprintf(" (%s left)", time.Until(s.Waiting.Until).Round(time.Second))
+			}
+		}
+		rows = append(rows, []string{s.Name, s.Env, cur, last, waiting, reason, oneLine(why)})
+	}
+	tw := newTable(w)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func newReleasesCmd(d *deps) *cobra.Command {
+	var output, stage string
+	cmd := &cobra.Command{
+		Use:   "releases PIPELINE [--stage STAGE]",
+		Short: "A pipeline's releases and their history: commit, author, stages, runs, approvals",
+		Long: `Lists releases newest first. With --stage prod, only the releases that reached prod,
+the first being what prod runs: its commit and author, when each stage applied and verified
+it (with the runs), and who approved it — why prod is on that version, in one command.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				rs, err := b.Releases(cmd.Context(), args[0], stage)
+				if err != nil {
+					return err
+				}
+				return render(d.stdout, output, rs, printReleases)
+			})
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&stage, "stage", "", "only releases that reached this stage")
+	return cmd
+}
+
+func printReleases(w io.Writer, rs []view.Release) {
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "no releases")
+		return
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s  %s  commit %s by %s: %s\n", r.ID, string(r.Params), shortHash(r.Commit), r.Author, r.Message)
+		for _, e := range r.History {
+			line := fmt.Sprintf("  %s  %-8s %-10s", e.At.Local().Format(time.DateTime), e.Stage, e.State)
+			if e.RunID != "" {
+				line += " run " + e.RunID
+			}
+			if e.Reason != "" {
+				line += " " + e.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+		for _, a := range r.Approvals {
+			fmt.Fprintf(w, "  %s  %-8s approved by %s\n", a.At.Local().Format(time.DateTime), a.Stage, a.Actor)
+		}
+	}
+}
+
+func newPromoteCmd(d *deps) *cobra.Command {
+	var output, release, to, reason string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "promote PIPELINE --release R --to STAGE [--force]",
+		Short: "Approve a release entering a stage; the server applies it once every gate is open",
+		Long: `Within the server's own rules: the release must be verified in the stage before, its
+soak over and the stage's window open; a stage that requires approvals takes yours (its
+author's is refused when the stage requires another approver). --force (an admin) passes
+every gate; it is audited. Exit 0 when the release is Ready or applying, 3 while it waits.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if release == "" || to == "" {
+				return fmt.Errorf("--release and --to are required: knit releases %s lists releases", args[0])
+			}
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				st, err := b.Promote(cmd.Context(), args[0], release, to, d.actor(), reason, force)
+				if err != nil {
+					return err
+				}
+				if err := render(d.stdout, output, st, printStage); err != nil {
+					return err
+				}
+				if st.Waiting != nil && st.Waiting.Release == release && st.Waiting.Reason != view.WaitReady && st.Waiting.Reason != view.WaitApplying {
+					return &ExitError{Code: ExitApproval}
+				}
+				return nil
+			})
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&release, "release", "", "the release (knit releases PIPELINE)")
+	cmd.Flags().StringVar(&to, "to", "", "the stage")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	cmd.Flags().BoolVar(&force, "force", false, "pass every gate (admin; audited)")
+	return cmd
+}
+
+func printStage(w io.Writer, s view.Stage) {
+	switch {
+	case s.Waiting == nil:
+		fmt.Fprintf(w, "%s: nothing waits\n", s.Name)
+	default:
+		fmt.Fprintf(w, "%s: %s %s: %s\n", s.Name, s.Waiting.Release, s.Waiting.Reason, s.Waiting.Message)
+	}
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}

@@ -1,0 +1,346 @@
+// Package promotion is knit serve's promotion controller: it reads each
+// pipeline (kind: Pipeline) from the git repository, turns a commit that
+// changes the first stage's release into a new release applied there, and
+// moves each release to the next stage once the rules hold (knit.Status:
+// applied, verified, soaked, window open, approved). Applying a release
+// to a stage is a new revision of the stage's environment, built from its
+// own file at the release's commit with the release's promote parameters,
+// queued on the fair run queue like any change.
+package promotion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/controller/clock"
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
+)
+
+// Config is which pipelines to follow and how.
+type Config struct {
+	// Git is the repository holding the pipeline files (its Path unused).
+	Git gitwatch.Config
+	// Files are the pipeline files, paths inside the repository.
+	Files []string
+	// Spec is what loading a stage's environment knows beyond its file.
+	Spec spec.Options
+	// Tick is how often the rules are judged again (default 1s); Poll how
+	// often the repository is fetched (default 1m).
+	Tick, Poll time.Duration
+	Actor      string
+	Logger     *slog.Logger
+	Clock      clock.Clock
+}
+
+// Queue is where stage applies go (runqueue.Queue).
+type Queue interface {
+	EnqueueWith(req knit.RunRequest, env string, onStart func(error)) (string, error)
+}
+
+// Controller promotes releases through the configured pipelines.
+type Controller struct {
+	k      *knit.Knit
+	q      Queue
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.Clock
+	w      *gitwatch.Watcher
+	head   string
+	polled time.Time
+}
+
+// New is a controller over k queueing its applies on q.
+func New(k *knit.Knit, q Queue, cfg Config) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = "knit-serve"
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Minute
+	}
+	return &Controller{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock)}
+}
+
+// Run follows the repository and judges the rules every tick until ctx
+// ends. A repository it cannot watch is an error at once.
+func (c *Controller) Run(ctx context.Context) error {
+	w, err := gitwatch.New(c.cfg.Git)
+	if err != nil {
+		return fmt.Errorf("pipelines: cannot watch the repository: %w", err)
+	}
+	c.w = w
+	t := c.clock.NewTicker(c.cfg.Tick)
+	defer t.Stop()
+	for {
+		c.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// Step does one round: fetch when due, then for every pipeline follow
+// the runs applying releases and start the promotions that are ready.
+func (c *Controller) Step(ctx context.Context) {
+	if now := c.clock.Now(); c.polled.IsZero() || now.Sub(c.polled) >= c.cfg.Poll {
+		c.polled = now
+		if err := c.poll(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("pipelines: read the repository", "err", err)
+		}
+	}
+	for _, file := range c.cfg.Files {
+		name := strings.TrimSuffix(path.Base(file), path.Ext(file))
+		if err := c.judge(ctx, name); err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
+			c.log.Error("pipelines: judge", "pipeline", name, "err", err)
+		}
+	}
+}
+
+// poll reads the pipelines at the branch's head when it moved: each
+// pipeline's definition, and the release its first stage's environment
+// carries at that commit (a new one enters the first stage).
+func (c *Controller) poll(ctx context.Context) error {
+	head, err := c.w.Head(ctx)
+	if err != nil || head == c.head {
+		return err
+	}
+	commit, err := c.w.At(ctx, head)
+	if err != nil {
+		return err
+	}
+	dir, err := c.w.Checkout(ctx, head)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, file := range c.cfg.Files {
+		if err := c.readPipeline(ctx, dir, file, commit); err != nil {
+			errs = append(errs, fmt.Errorf("%s at %s: %w", file, short(head), err))
+		}
+	}
+	// A commit whose pipeline or first stage does not load is reported
+	// once: the next commit fixes it. One the context cut is read again.
+	if ctx.Err() == nil {
+		c.head = head
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit gitwatch.Commit) error {
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+	if err != nil {
+		return err
+	}
+	p, ds := spec.ParsePipeline(file, data)
+	if ds.HasErrors() {
+		return errors.New(ds.String())
+	}
+	if want := strings.TrimSuffix(path.Base(file), path.Ext(file)); p.Metadata.Name != want {
+		return fmt.Errorf("metadata.name is %q: name the file %s.yaml", p.Metadata.Name, p.Metadata.Name)
+	}
+	// The first stage's file names the release; the later stages are
+	// read with it, as they will be applied (their own values of the
+	// promote parameters may be stale).
+	first, err := c.load(dir, file, p.Spec.Stages[0], nil)
+	if err != nil {
+		return err
+	}
+	content, err := spec.ReleaseOf(first)
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", p.Spec.Stages[0].Name, err)
+	}
+	envs := map[string]string{}
+	for i, st := range p.Spec.Stages {
+		env := first
+		if i > 0 {
+			if env, err = c.load(dir, file, st, content.Params); err != nil {
+				return err
+			}
+		}
+		envs[st.Name] = env.Spec.TeamName + "/" + env.Spec.EnvName
+	}
+	if err := c.k.PutPipeline(ctx, p, commit.Hash, envs); err != nil {
+		return err
+	}
+	params, err := jsonOf(content.Params)
+	if err != nil {
+		return err
+	}
+	author := commit.Author
+	r, created, err := c.k.AddRelease(ctx, store.Release{Pipeline: p.Metadata.Name, ID: content.ID(), Template: content.Template,
+		Params: params, Commit: commit.Hash, Author: author, Message: firstLine(commit.Message)})
+	if err != nil || !created {
+		return err
+	}
+	c.log.Info("pipelines: new release", "pipeline", p.Metadata.Name, "release", r.ID, "commit", short(r.Commit))
+	return c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name])
+}
+
+// load reads a stage's environment from a commit's tree dir, with the
+// release's promote parameters when given.
+func (c *Controller) load(dir, file string, st spec.Stage, promote map[string]any) (*spec.Environment, error) {
+	rel := path.Join(path.Dir(file), st.File)
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, fmt.Errorf("stage %s: %s is outside the repository", st.Name, st.File)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", st.Name, err)
+	}
+	opts := c.cfg.Spec.InRepo(dir)
+	opts.Promote = promote
+	env, ds := spec.ParseWith(rel, filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), dir, data, opts)
+	if ds.HasErrors() {
+		return nil, fmt.Errorf("stage %s: %s", st.Name, ds.String())
+	}
+	return env, nil
+}
+
+// apply queues the apply of release r to stage st: the stage's file at
+// r's commit with r's promote parameters. The stage records the run at
+// once, so a restart follows it rather than starting another.
+func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID string) error {
+	return c.applyFrom(ctx, pipeline, st, file, r, envID, "")
+}
+
+// applyFrom is apply for a release whose state in the stage is from.
+func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID, from string) error {
+	dir, err := c.w.Checkout(ctx, r.Commit)
+	if err != nil {
+		return err
+	}
+	params, err := paramsOf(r.Params)
+	if err != nil {
+		return err
+	}
+	env, err := c.load(dir, file, st, params)
+	if err != nil {
+		return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
+			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, from, envID)
+	}
+	rel := path.Join(path.Dir(file), st.File)
+	req := knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
+		Actor: c.cfg.Actor, Source: "pipeline", Reason: fmt.Sprintf("pipeline %s: release %s to %s", pipeline, r.ID, st.Name),
+		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + r.Commit + ":" + rel}
+	id, err := c.q.EnqueueWith(req, envID, nil)
+	if err != nil {
+		return err
+	}
+	c.log.Info("pipelines: applying", "pipeline", pipeline, "release", r.ID, "stage", st.Name, "run", id)
+	return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
+		RunID: id, Actor: c.cfg.Actor}, from, envID)
+}
+
+// judge follows the runs applying releases of pipeline name and starts
+// the promotions the rules allow.
+func (c *Controller) judge(ctx context.Context, name string) error {
+	f, err := c.k.Facts(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, s := range f.States {
+		switch s.State {
+		case store.StageApplying:
+			if err := c.follow(ctx, s, f.Envs[s.Stage]); err != nil {
+				return err
+			}
+		case store.StageQueued: // a rollback a person asked for
+			i := f.StageIndex(s.Stage)
+			if r := f.ReleaseByID(s.Release); i >= 0 && r != nil {
+				if err := c.applyFrom(ctx, name, f.Def.Spec.Stages[i], c.fileOf(name), *r, f.Envs[s.Stage], s.State); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if f, err = c.k.Facts(ctx, name); err != nil {
+		return err
+	}
+	status := f.Status(c.clock.Now())
+	file := c.fileOf(name)
+	for i, st := range status.Stages {
+		if i == 0 || st.Waiting == nil || st.Waiting.Reason != view.WaitReady {
+			continue
+		}
+		var r store.Release
+		for _, x := range f.Releases {
+			if x.ID == st.Waiting.Release {
+				r = x
+			}
+		}
+		if err := c.apply(ctx, name, f.Def.Spec.Stages[i], file, r, st.Env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// follow records the end of the run applying s: verified (soak starts
+// now), or failed; a run that failed its verification is
+// VerificationFailed, and the release never moves on from here.
+func (c *Controller) follow(ctx context.Context, s store.StageState, envID string) error {
+	run, err := c.k.RunRecord(ctx, s.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // queued, not started yet
+	} else if err != nil {
+		return err
+	}
+	next := s
+	next.Actor, next.ChangedAt = c.cfg.Actor, c.clock.Now()
+	switch run.Run.Status {
+	case store.StatusSucceeded:
+		next.State, next.VerifiedAt = store.StageSucceeded, next.ChangedAt
+	case store.StatusFailed, store.StatusInterrupted, store.StatusRefused, store.StatusSuperseded:
+		next.State, next.Reason, next.Message = store.StageFailed, view.WaitApplyFailed, run.Run.Error
+		if strings.HasPrefix(run.Run.Error, "verification ") {
+			next.Reason = view.WaitVerificationFailed
+		}
+	default:
+		return nil // running, verifying or waiting for an approval
+	}
+	err = c.k.SetStage(ctx, next, store.StageApplying, envID)
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+func (c *Controller) fileOf(name string) string {
+	for _, f := range c.cfg.Files {
+		if strings.TrimSuffix(path.Base(f), path.Ext(f)) == name {
+			return f
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func short(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}

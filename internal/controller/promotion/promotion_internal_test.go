@@ -1,0 +1,176 @@
+package promotion
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/controller/clock"
+	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/fake"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/view"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// runQueue runs each request at once, in the caller's goroutine, and
+// remembers which environments it ran.
+type runQueue struct {
+	k    *knit.Knit
+	mu   sync.Mutex
+	envs []string
+	n    int
+}
+
+func (q *runQueue) EnqueueWith(req knit.RunRequest, env string, _ func(error)) (string, error) {
+	q.mu.Lock()
+	q.n++
+	req.RunID = "run-" + string(rune('a'+q.n))
+	q.envs = append(q.envs, env)
+	q.mu.Unlock()
+	_, err := q.k.Run(context.Background(), req)
+	return req.RunID, err
+}
+
+const (
+	tmpl = `apiVersion: knit.dev/v1
+kind: EnvironmentTemplate
+spec:
+  parameters:
+    - {name: version, type: string, promote: true}
+  components:
+    - {name: app, type: script, script: {apply: "echo ${param.version}"}}
+`
+	// prod opens at 01:00 UTC for an hour; dev soaks 10 minutes.
+	pipeline = `apiVersion: knit.dev/v1
+kind: Pipeline
+metadata: {name: web}
+spec:
+  teamName: shop
+  stages:
+    - {name: dev, file: ../stages/dev.yaml, soak: 10m}
+    - name: prod
+      file: ../stages/prod.yaml
+      windows: {allow: [{schedule: "0 1 * * *", duration: 1h}]}
+`
+)
+
+func stageFile(name string) string {
+	return "apiVersion: knit.dev/v1\nkind: Environment\nspec:\n  teamName: shop\n  envName: " + name +
+		"\n  autoApprove: true\n  template: {path: ../templates/web.yaml}\n  parameters: {version: \"1\"}\n"
+}
+
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare, work := filepath.Join(dir, "repo.git"), filepath.Join(dir, "work")
+	git := func(in string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = in
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=alice", "GIT_AUTHOR_EMAIL=a@example.com",
+			"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=a@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git(dir, "init", "-q", "--bare", "-b", "main", bare)
+	git(dir, "init", "-q", "-b", "main", work)
+	for name, content := range files {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(work, "add", "-A")
+	git(work, "commit", "-q", "-m", "v1")
+	git(work, "push", "-q", bare, "main")
+	return bare
+}
+
+// TestControllerSoaksAndWaitsForTheWindow drives the controller on a fake
+// clock over a real git repository and SQLite store: the commit's
+// release enters dev and is verified; it soaks 10 minutes, then waits
+// for prod's window (WindowClosed) with nothing applied to prod, and
+// enters prod when the window opens at 01:00.
+func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed")
+	}
+	ctx := context.Background()
+	fc := clock.NewFake(t0)
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := knit.Open(ctx, knit.Config{DataDir: dir, Store: st, CloseStore: true, Now: fc.Now,
+		Runners: map[string]runner.Runner{spec.TypeScript: &fake.Runner{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	bare := gitRepo(t, map[string]string{"templates/web.yaml": tmpl, "stages/dev.yaml": stageFile("dev"),
+		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
+	q := &runQueue{k: k}
+	c := New(k, q, Config{Git: gitwatch.Config{URL: "file://" + bare, CacheDir: filepath.Join(dir, "git")},
+		Files: []string{"pipelines/web.yaml"}, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if c.w, err = gitwatch.New(c.cfg.Git); err != nil {
+		t.Fatal(err)
+	}
+	prod := func() *view.Waiting {
+		t.Helper()
+		p, err := k.PipelineStatus(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Stages[1].Waiting
+	}
+
+	c.Step(ctx) // the release enters dev; its run ends at once
+	c.Step(ctx) // and is followed: verified at t0
+	if w := prod(); w == nil || w.Reason != view.WaitSoaking || !w.Until.Equal(t0.Add(10*time.Minute)) {
+		t.Fatalf("prod at t0: %+v, want Soaking until t0+10m", w)
+	}
+	fc.Advance(10 * time.Minute)
+	c.Step(ctx)
+	if w := prod(); w == nil || w.Reason != view.WaitWindowClosed || !w.Until.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("prod after the soak: %+v, want WindowClosed until 01:00", w)
+	}
+	fc.Advance(49 * time.Minute)
+	c.Step(ctx)
+	if got := strings.Join(q.envs, " "); got != "shop/dev" {
+		t.Fatalf("runs before the window opened: %s, want shop/dev alone", got)
+	}
+	fc.Advance(time.Minute)
+	c.Step(ctx) // 01:00: the window is open
+	c.Step(ctx)
+	if got := strings.Join(q.envs, " "); got != "shop/dev shop/prod" {
+		t.Fatalf("runs: %s, want shop/dev then shop/prod", got)
+	}
+	p, err := k.PipelineStatus(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur := p.Stages[1].Current; cur == nil || cur.Release != p.Stages[0].Current.Release || !cur.VerifiedAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("prod holds %+v, want dev's release verified at 01:00", cur)
+	}
+	rs, err := k.Releases(ctx, "web", "prod")
+	if err != nil || len(rs) != 1 || rs[0].Author != "alice" || rs[0].Message != "v1" || string(rs[0].Params) != `{"version":"1"}` {
+		t.Fatalf("releases in prod: %+v, %v", rs, err)
+	}
+}

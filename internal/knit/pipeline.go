@@ -1,0 +1,435 @@
+package knit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
+)
+
+// Audit actions of promotion pipelines.
+const (
+	AuditPromote        = "promote"         // a release entered, passed or failed a stage
+	AuditPromoteApprove = "promote-approve" // a person approved a release entering a stage
+	AuditPromoteForce   = "promote-force"   // an admin promoted past the gates
+)
+
+// ErrOwnRelease is the author of a release approving its entry into a
+// stage that requires another approver.
+var ErrOwnRelease = fmt.Errorf("%w: the stage requires another approver than the release's author", ErrForbidden)
+
+// PipelineFacts is everything the promotion rules read of one pipeline.
+type PipelineFacts struct {
+	Def       spec.Pipeline
+	Record    store.Pipeline
+	Releases  []store.Release // newest first
+	States    []store.StageState
+	Approvals []store.PromotionApproval
+	// Envs are the stage environments' IDs, by stage (as the controller
+	// last resolved them; empty until it did).
+	Envs map[string]string
+}
+
+// PutPipeline records a pipeline's definition as read from commit.
+func (k *Knit) PutPipeline(ctx context.Context, p *spec.Pipeline, commit string, envs map[string]string) error {
+	def, err := json.Marshal(struct {
+		Def  *spec.Pipeline    `json:"def"`
+		Envs map[string]string `json:"envs"`
+	}{p, envs})
+	if err != nil {
+		return err
+	}
+	return k.store.PutPipeline(ctx, store.Pipeline{Name: p.Metadata.Name, Team: p.Spec.TeamName, Definition: def, Commit: commit, UpdatedAt: k.now()})
+}
+
+// AddRelease records a release (once: releases are content-addressed);
+// created is false for one known already.
+func (k *Knit) AddRelease(ctx context.Context, r store.Release) (store.Release, bool, error) {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = k.now()
+	}
+	return k.store.AddRelease(ctx, r)
+}
+
+// SetStage records a release's state in a stage, from the state the
+// caller saw (store.ErrConflict when it changed), audited on env.
+func (k *Knit) SetStage(ctx context.Context, s store.StageState, from, env string) error {
+	if s.ChangedAt.IsZero() {
+		s.ChangedAt = k.now()
+	}
+	detail := fmt.Sprintf("release %s %s in stage %s of pipeline %s", s.Release, s.State, s.Stage, s.Pipeline)
+	if s.Reason != "" {
+		detail += " (" + s.Reason + ")"
+	}
+	return k.store.SetStage(ctx, s, from, &store.AuditEvent{Env: env, Actor: s.Actor, Action: AuditPromote, RunID: s.RunID,
+		Reason: s.Reason, Detail: detail, Time: s.ChangedAt})
+}
+
+// PipelineNames lists every pipeline the caller may see.
+func (k *Knit) PipelineNames(ctx context.Context) ([]string, error) {
+	ps, err := k.store.ListPipelines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range ps {
+		if visibleTo(ctx, p.Team) {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
+}
+
+// Facts reads everything about pipeline name the rules need; a pipeline
+// of a team the caller may not see is ErrForbidden.
+func (k *Knit) Facts(ctx context.Context, name string) (*PipelineFacts, error) {
+	rec, err := k.store.Pipeline(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !visibleTo(ctx, rec.Team) {
+		return nil, fmt.Errorf("%w: pipeline %s belongs to another team", ErrForbidden, name)
+	}
+	f := &PipelineFacts{Record: rec}
+	var def struct {
+		Def  spec.Pipeline     `json:"def"`
+		Envs map[string]string `json:"envs"`
+	}
+	if err := json.Unmarshal(rec.Definition, &def); err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", name, err)
+	}
+	f.Def, f.Envs = def.Def, def.Envs
+	if f.Releases, err = k.store.Releases(ctx, name); err != nil {
+		return nil, err
+	}
+	if f.States, err = k.store.StageStates(ctx, name); err != nil {
+		return nil, err
+	}
+	if f.Approvals, err = k.store.PromotionApprovals(ctx, name); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// PipelineStatus is the status of pipeline name now.
+func (k *Knit) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return view.Pipeline{}, err
+	}
+	return f.Status(k.now()), nil
+}
+
+// Releases lists pipeline name's releases, newest first, each with its
+// history and approvals; with stage set, only releases that reached it.
+func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if stage != "" && f.stageIndex(stage) < 0 {
+		return nil, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	}
+	hist, err := k.store.StageHistory(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := []view.Release{}
+	for _, r := range f.Releases {
+		v := view.Release{ID: r.ID, Seq: r.Seq, Template: r.Template, Params: json.RawMessage(r.Params), Commit: r.Commit,
+			Author: r.Author, Message: r.Message, CreatedAt: r.CreatedAt, Stages: map[string]view.StageRelease{},
+			History: []view.ReleaseEvent{}, Approvals: []view.ReleaseApproval{}}
+		for _, s := range f.States {
+			if s.Release == r.ID {
+				v.Stages[s.Stage] = stageRelease(s)
+			}
+		}
+		if _, ok := v.Stages[stage]; stage != "" && !ok {
+			continue
+		}
+		for _, e := range hist {
+			if e.Release == r.ID {
+				v.History = append(v.History, view.ReleaseEvent{Stage: e.Stage, State: e.State, Reason: e.Reason,
+					Message: e.Message, RunID: e.RunID, Actor: e.Actor, At: e.ChangedAt})
+			}
+		}
+		for _, a := range f.Approvals {
+			if a.Release == r.ID {
+				v.Approvals = append(v.Approvals, view.ReleaseApproval{Stage: a.Stage, Actor: a.Actor, Reason: a.Reason, At: a.ApprovedAt})
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Promote asks for release to enter stage of pipeline name, as actor:
+// the same rules as the server's own promotions (soak, windows,
+// approvals). A stage that requires approvals takes actor's (refused,
+// ErrOwnRelease, from the release's author when the stage requires
+// another approver). With force (an admin's token, or the local CLI) the
+// gates are passed by, audited. It returns the stage's status after: the
+// server's promotion controller applies a release that is Ready.
+func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return view.Stage{}, err
+	}
+	i := f.stageIndex(stage)
+	switch {
+	case i < 0:
+		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	case i == 0:
+		return view.Stage{}, fmt.Errorf("%w: releases enter the first stage, %s, from commits: promote to a later stage", store.ErrConflict, stage)
+	case f.release(release) == nil:
+		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no release %q (knit releases %s lists them)", store.ErrNotFound, name, release, name)
+	}
+	prev := f.Def.Spec.Stages[i-1].Name
+	if s := f.state(release, prev); s == nil || s.State != store.StageSucceeded {
+		return view.Stage{}, fmt.Errorf("%w: release %s is not verified in %s, the stage before %s", store.ErrConflict, release, prev, stage)
+	}
+	if s := f.state(release, stage); s != nil {
+		return view.Stage{}, fmt.Errorf("%w: release %s is %s in %s already", store.ErrConflict, release, s.State, stage)
+	}
+	if force {
+		if t, ok := caller(ctx); ok && t.Role != store.RoleAdmin {
+			return view.Stage{}, fmt.Errorf("%w: --force needs an admin token", ErrForbidden)
+		}
+	}
+	st := f.Def.Spec.Stages[i]
+	needs := st.Approval != nil && st.Approval.Required > 0
+	if force || needs {
+		if !force && st.Approval.RequireOtherApprover && f.release(release).Author == actor {
+			return view.Stage{}, fmt.Errorf("%w: %s authored release %s", ErrOwnRelease, actor, release)
+		}
+		action, detail := AuditPromoteApprove, fmt.Sprintf("approved release %s into stage %s of pipeline %s", release, stage, name)
+		if force {
+			action, detail = AuditPromoteForce, fmt.Sprintf("forced release %s into stage %s of pipeline %s past its gates", release, stage, name)
+		}
+		err := k.store.ApprovePromotion(ctx, store.PromotionApproval{Pipeline: name, Release: release, Stage: stage, Actor: actor,
+			Reason: reason, Forced: force, ApprovedAt: k.now()},
+			&store.AuditEvent{Env: f.Envs[stage], Actor: actor, Action: action, Reason: reason, Detail: detail, Time: k.now()})
+		if err != nil && !(errors.Is(err, store.ErrConflict) && !force) {
+			return view.Stage{}, err
+		}
+		if f, err = k.Facts(ctx, name); err != nil {
+			return view.Stage{}, err
+		}
+	}
+	return f.Status(k.now()).Stages[i], nil
+}
+
+func (f *PipelineFacts) stageIndex(name string) int {
+	for i, s := range f.Def.Spec.Stages {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (f *PipelineFacts) stageNames() string {
+	var names []string
+	for _, s := range f.Def.Spec.Stages {
+		names = append(names, s.Name)
+	}
+	return fmt.Sprint(names)
+}
+
+func (f *PipelineFacts) release(id string) *store.Release {
+	for i := range f.Releases {
+		if f.Releases[i].ID == id {
+			return &f.Releases[i]
+		}
+	}
+	return nil
+}
+
+func (f *PipelineFacts) state(release, stage string) *store.StageState {
+	for i := range f.States {
+		if f.States[i].Release == release && f.States[i].Stage == stage {
+			return &f.States[i]
+		}
+	}
+	return nil
+}
+
+func (f *PipelineFacts) seq(release string) int64 {
+	if r := f.release(release); r != nil {
+		return r.Seq
+	}
+	return 0
+}
+
+func stageRelease(s store.StageState) view.StageRelease {
+	return view.StageRelease{Release: s.Release, State: s.State, Reason: s.Reason, Message: s.Message, RunID: s.RunID,
+		ChangedAt: s.ChangedAt, VerifiedAt: s.VerifiedAt}
+}
+
+// Status applies the promotion rules at now: for each stage the release it
+// holds, the last one tried, and the one next in line with why it waits.
+func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
+	p := view.Pipeline{Name: f.Record.Name, Team: f.Record.Team, Commit: f.Record.Commit, Stages: []view.Stage{}}
+	for i, st := range f.Def.Spec.Stages {
+		v := view.Stage{Name: st.Name, Env: f.Envs[st.Name], Soak: st.Soak}
+		if st.Approval != nil {
+			v.Approvals, v.RequireOtherApprover = st.Approval.Required, st.Approval.RequireOtherApprover
+		}
+		// Last is the release that changed here last, Current the one
+		// verified last (a rollback makes an older release current again);
+		// newest is the newest release ever tried here.
+		var newest int64
+		var busy *view.StageRelease
+		for _, s := range f.States {
+			if s.Stage != st.Name {
+				continue
+			}
+			sr, seq := stageRelease(s), f.seq(s.Release)
+			newest = max(newest, seq)
+			if v.Last == nil || s.ChangedAt.After(v.Last.ChangedAt) || s.ChangedAt.Equal(v.Last.ChangedAt) && seq > f.seq(v.Last.Release) {
+				v.Last = &sr
+			}
+			if s.State == store.StageSucceeded && (v.Current == nil || s.VerifiedAt.After(v.Current.VerifiedAt)) {
+				v.Current = &sr
+			}
+			if s.State == store.StageApplying || s.State == store.StageQueued {
+				busy = &sr
+			}
+		}
+		v.RollbackTo = f.rollbackTarget(st.Name, v.Current)
+		// One release applies at a time; a newer one verified in the stage
+		// before replaces one that failed here (which never moves on).
+		switch {
+		case busy != nil:
+			msg := "run " + busy.RunID + " applies it"
+			if busy.State == store.StageQueued {
+				msg = "queued: " + busy.Message
+			}
+			v.Waiting = &view.Waiting{Release: busy.Release, Reason: view.WaitApplying, Message: msg}
+		case i > 0:
+			v.Waiting = f.candidate(i, newest, now)
+		}
+		if v.Waiting == nil && v.Last != nil && v.Last.State == store.StageFailed {
+			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: v.Last.Reason, Message: v.Last.Message}
+		}
+		p.Stages = append(p.Stages, v)
+	}
+	return p
+}
+
+// candidate is the newest release verified in stage i-1 and newer than
+// any tried in stage i, and why it does not enter stage i yet (Ready when
+// nothing holds it back); nil when there is none.
+func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Waiting {
+	prev, st := f.Def.Spec.Stages[i-1], f.Def.Spec.Stages[i]
+	var c *store.StageState
+	for j := range f.States {
+		s := &f.States[j]
+		if s.Stage == prev.Name && s.State == store.StageSucceeded && f.seq(s.Release) > newest &&
+			(c == nil || f.seq(s.Release) > f.seq(c.Release)) {
+			c = s
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	w := &view.Waiting{Release: c.Release}
+	var approvers []string
+	author := f.release(c.Release).Author
+	for _, a := range f.Approvals {
+		if a.Release != c.Release || a.Stage != st.Name {
+			continue
+		}
+		w.Approvals = append(w.Approvals, a.Actor)
+		w.Forced = w.Forced || a.Forced
+		if st.Approval == nil || !st.Approval.RequireOtherApprover || a.Actor != author {
+			approvers = append(approvers, a.Actor)
+		}
+	}
+	soakEnd := c.VerifiedAt.Add(prev.SoakDuration())
+	switch {
+	case w.Forced:
+		w.Reason, w.Message = view.WaitReady, "forced past its gates"
+	case now.Before(soakEnd):
+		w.Reason, w.Until = view.WaitSoaking, soakEnd
+		w.Message = fmt.Sprintf("soaking in %s until %s", prev.Name, soakEnd.UTC().Format(time.RFC3339))
+	case !st.Windows.Open(now):
+		w.Reason, w.Until = view.WaitWindowClosed, st.Windows.NextChange(now)
+		w.Message = "no promotion window of " + st.Name + " is open"
+	case st.Approval != nil && len(approvers) < st.Approval.Required:
+		w.Reason = view.WaitAwaitingApproval
+		w.Message = fmt.Sprintf("%d of %d approvals", len(approvers), st.Approval.Required)
+		if st.Approval.RequireOtherApprover {
+			w.Message += " by someone other than its author, " + author
+		}
+	default:
+		w.Reason, w.Message = view.WaitReady, "every gate is open"
+	}
+	return w
+}
+
+// rollbackTarget is the release verified in stage most recently before
+// current ("" when none): what a rollback of the stage applies again.
+func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease) string {
+	var best *store.StageState
+	for i := range f.States {
+		s := &f.States[i]
+		if s.Stage != stage || s.State != store.StageSucceeded || current != nil && s.Release == current.Release {
+			continue
+		}
+		if best == nil || s.VerifiedAt.After(best.VerifiedAt) {
+			best = s
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Release
+}
+
+// RollbackStage asks for stage of pipeline name to run again the release
+// verified there before the current one (operators; audited as actor):
+// the server's promotion controller applies it, through the run queue,
+// as a new revision of the stage's environment.
+func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return view.Stage{}, err
+	}
+	i := f.stageIndex(stage)
+	if i < 0 {
+		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	}
+	cur := f.Status(k.now()).Stages[i]
+	switch {
+	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
+		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
+	case cur.RollbackTo == "":
+		return view.Stage{}, fmt.Errorf("%w: %s has no release verified before the current one to roll back to", store.ErrConflict, stage)
+	}
+	prev := f.state(cur.RollbackTo, stage)
+	next := *prev
+	next.State, next.Reason, next.RunID, next.Actor, next.ChangedAt = store.StageQueued, "Rollback", "", actor, k.now()
+	next.Message = fmt.Sprintf("rollback by %s", actor)
+	if reason != "" {
+		next.Message += ": " + reason
+	}
+	if err := k.SetStage(ctx, next, store.StageSucceeded, f.Envs[stage]); err != nil {
+		return view.Stage{}, err
+	}
+	if f, err = k.Facts(ctx, name); err != nil {
+		return view.Stage{}, err
+	}
+	return f.Status(k.now()).Stages[i], nil
+}
+
+// StageIndex is the index of stage name (-1: none).
+func (f *PipelineFacts) StageIndex(name string) int { return f.stageIndex(name) }
+
+// ReleaseByID is the release of that ID (nil: none).
+func (f *PipelineFacts) ReleaseByID(id string) *store.Release { return f.release(id) }

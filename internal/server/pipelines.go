@@ -1,0 +1,75 @@
+package server
+
+import (
+	"net/http"
+)
+
+// getPipeline answers a pipeline's status: each stage's release and, for
+// one that waits, why.
+func (s *Server) getPipeline(w http.ResponseWriter, r *http.Request) {
+	p, err := s.k.PipelineStatus(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// listReleases answers a pipeline's releases with their history, only
+// those that reached ?stage= when given.
+func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
+	rs, err := s.k.Releases(r.Context(), r.PathValue("name"), r.URL.Query().Get("stage"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": rs})
+}
+
+// promote approves (and, past every gate, lets the server apply) a
+// release entering a stage; force needs an admin (audited).
+func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Release string `json:"release"`
+		Stage   string `json:"stage"`
+		Reason  string `json:"reason"`
+		Force   bool   `json:"force"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.Release == "" || body.Stage == "" {
+		s.fail(w, r, badReq("release and stage are required"))
+		return
+	}
+	st, err := s.k.Promote(r.Context(), r.PathValue("name"), body.Release, body.Stage, principal(r.Context()).Name, body.Reason, body.Force)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// rollbackStage asks the server to apply again the release a stage
+// verified before its current one (operator; audited).
+func (s *Server) rollbackStage(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Stage  string `json:"stage"`
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.Stage == "" {
+		s.fail(w, r, badReq("stage is required"))
+		return
+	}
+	st, err := s.k.RollbackStage(r.Context(), r.PathValue("name"), body.Stage, principal(r.Context()).Name, body.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Pipeline is a promotion pipeline as the server last read it from git:
+// its definition (spec.Pipeline as JSON) and the commit it came from.
+type Pipeline struct {
+	Name       string    `json:"name"`
+	Team       string    `json:"team"`
+	Definition []byte    `json:"definition"`
+	Commit     string    `json:"commit"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// Release is one immutable, content-addressed release of a pipeline: its
+// template identity and promote parameters (JSON), and the commit that
+// brought it into the first stage. Seq orders a pipeline's releases.
+type Release struct {
+	Pipeline  string    `json:"pipeline"`
+	ID        string    `json:"id"`
+	Seq       int64     `json:"seq"`
+	Template  string    `json:"template"`
+	Params    []byte    `json:"params"`
+	Commit    string    `json:"commit"`
+	Author    string    `json:"author"`
+	Message   string    `json:"message"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Stage states of a release (see StageState).
+const (
+	StageQueued    = "queued"    // a person asked for it again (a rollback): the server applies it
+	StageApplying  = "applying"  // a run applies the release to the stage
+	StageSucceeded = "succeeded" // applied and verified: soaking, then free to move on
+	StageFailed    = "failed"    // its run failed there: it never moves on
+)
+
+// StageState is where a release stands in one stage, with the run that
+// applied it and, once verified, when (soak counts from VerifiedAt).
+type StageState struct {
+	Pipeline   string    `json:"pipeline"`
+	Release    string    `json:"release"`
+	Stage      string    `json:"stage"`
+	State      string    `json:"state"`
+	RunID      string    `json:"runId,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Actor      string    `json:"actor,omitempty"`
+	ChangedAt  time.Time `json:"changedAt"`
+	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+}
+
+// StageEvent is one change of a StageState, in a pipeline's history.
+type StageEvent struct {
+	Seq int64 `json:"seq"`
+	StageState
+}
+
+// PromotionApproval is a person's approval of a release entering a stage.
+type PromotionApproval struct {
+	Pipeline string `json:"pipeline"`
+	Release  string `json:"release"`
+	Stage    string `json:"stage"`
+	Actor    string `json:"actor"`
+	Reason   string `json:"reason,omitempty"`
+	// Forced is an admin's promotion past every gate (soak, windows,
+	// approvals): audited as such.
+	Forced     bool      `json:"forced,omitempty"`
+	ApprovedAt time.Time `json:"approvedAt"`
+}
+
+// Pipelines is the part of the Store that keeps promotion pipelines, their
+// releases, where each release stands in each stage (and how it got
+// there) and the approvals of promotions.
+type Pipelines interface {
+	// PutPipeline records p's definition, replacing the one of its name.
+	PutPipeline(ctx context.Context, p Pipeline) error
+	// Pipeline is the pipeline named name (ErrNotFound: none).
+	Pipeline(ctx context.Context, name string) (Pipeline, error)
+	// ListPipelines lists every pipeline, by name.
+	ListPipelines(ctx context.Context) ([]Pipeline, error)
+	// AddRelease records r with the next Seq of its pipeline, unless a
+	// release of that ID exists: then it returns that one and false.
+	AddRelease(ctx context.Context, r Release) (Release, bool, error)
+	// Releases lists a pipeline's releases, newest (highest Seq) first.
+	Releases(ctx context.Context, pipeline string) ([]Release, error)
+	// SetStage records s as its release's state in its stage, provided
+	// the state there is still from ("" : none yet), else ErrConflict; it
+	// appends s to the pipeline's history and audit, when non-nil, in the
+	// same transaction.
+	SetStage(ctx context.Context, s StageState, from string, audit *AuditEvent) error
+	// StageStates lists where every release of a pipeline stands, by
+	// release and stage.
+	StageStates(ctx context.Context, pipeline string) ([]StageState, error)
+	// StageHistory lists every change of a pipeline's stage states,
+	// oldest first.
+	StageHistory(ctx context.Context, pipeline string) ([]StageEvent, error)
+	// ApprovePromotion records a's approval and audit, when non-nil, in
+	// one transaction; ErrConflict when a.Actor approved it already.
+	ApprovePromotion(ctx context.Context, a PromotionApproval, audit *AuditEvent) error
+	// PromotionApprovals lists a pipeline's approvals, oldest first.
+	PromotionApprovals(ctx context.Context, pipeline string) ([]PromotionApproval, error)
+}

@@ -1,0 +1,105 @@
+package view
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Why a release waits at the entry of a stage, or stopped in one.
+const (
+	WaitSoaking            = "Soaking"            // the stage before has not soaked it long enough
+	WaitWindowClosed       = "WindowClosed"       // no promotion window of the stage is open
+	WaitAwaitingApproval   = "AwaitingApproval"   // the stage needs more approvals
+	WaitVerificationFailed = "VerificationFailed" // its health checks failed there: it never moves on
+	WaitApplyFailed        = "ApplyFailed"        // its run failed there before verification
+	WaitApplying           = "Applying"           // a run applies it now
+	WaitReady              = "Ready"              // every gate is open: the server applies it
+)
+
+// Pipeline is a promotion pipeline's status: each stage, left to right.
+type Pipeline struct {
+	Name   string  `json:"name"`
+	Team   string  `json:"team"`
+	Commit string  `json:"commit"`
+	Stages []Stage `json:"stages"`
+}
+
+// Stage is one stage of a pipeline: its environment, the release it
+// holds (the last verified), the last release tried there, and the
+// release waiting to enter it with why it waits.
+type Stage struct {
+	Name string `json:"name"`
+	Env  string `json:"env"`
+	// Soak, Approvals and RequireOtherApprover are the stage's rules.
+	Soak                 string `json:"soak,omitempty"`
+	Approvals            int    `json:"approvals,omitempty"`
+	RequireOtherApprover bool   `json:"requireOtherApprover,omitempty"`
+	// Current is the newest release verified here.
+	Current *StageRelease `json:"current,omitempty"`
+	// Last is the newest release tried here (applying, failed or current).
+	Last *StageRelease `json:"last,omitempty"`
+	// Waiting is the release next in line for this stage, and why it waits.
+	Waiting *Waiting `json:"waiting,omitempty"`
+	// RollbackTo is the release verified here before Current: what a
+	// rollback of the stage applies again ("" : none).
+	RollbackTo string `json:"rollbackTo,omitempty"`
+}
+
+// StageRelease is a release's state in a stage.
+type StageRelease struct {
+	Release    string    `json:"release"`
+	State      string    `json:"state"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	RunID      string    `json:"runId,omitempty"`
+	ChangedAt  time.Time `json:"changedAt"`
+	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+}
+
+// Waiting is a release waiting to enter a stage. Reason is one of the
+// Wait words; Until, when set, is when the reason ends (soak over, a
+// window opens); Approvals are those given.
+type Waiting struct {
+	Release   string    `json:"release"`
+	Reason    string    `json:"reason"`
+	Message   string    `json:"message"`
+	Until     time.Time `json:"until,omitzero"`
+	Approvals []string  `json:"approvals,omitempty"`
+	Forced    bool      `json:"forced,omitempty"`
+}
+
+// Release is one release of a pipeline with its history: every stage
+// state it went through, and the approvals it was given.
+type Release struct {
+	ID        string          `json:"id"`
+	Seq       int64           `json:"seq"`
+	Template  string          `json:"template"`
+	Params    json.RawMessage `json:"params"`
+	Commit    string          `json:"commit"`
+	Author    string          `json:"author"`
+	Message   string          `json:"message"`
+	CreatedAt time.Time       `json:"createdAt"`
+	// Stages is the release's state in each stage it reached, by stage.
+	Stages    map[string]StageRelease `json:"stages"`
+	History   []ReleaseEvent          `json:"history"`
+	Approvals []ReleaseApproval       `json:"approvals"`
+}
+
+// ReleaseEvent is one change of a release's state in a stage.
+type ReleaseEvent struct {
+	Stage   string    `json:"stage"`
+	State   string    `json:"state"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	RunID   string    `json:"runId,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// ReleaseApproval is a person's approval of a release entering a stage.
+type ReleaseApproval struct {
+	Stage  string    `json:"stage"`
+	Actor  string    `json:"actor"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
