@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -33,25 +32,28 @@ CREATE INDEX IF NOT EXISTS river_job_knit_run ON river_job ((args->>'run_id')) W
 CREATE INDEX IF NOT EXISTS river_job_knit_env ON river_job ((args->>'env'), state) WHERE kind = 'knit_run';
 `
 
-// migrate brings River's tables and the queue's up to date in one
-// transaction, under an advisory lock: replicas starting together
-// migrate once.
+// migrate brings River's tables and the queue's up to date under a
+// session advisory lock, so replicas starting together migrate once.
+// River's migrations go one transaction each (one adds an enum value a
+// later one uses, which Postgres refuses within one transaction).
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	m, err := rivermigrate.New(riverpgxv5.New(nil), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fmt.Errorf("run queue: migrate: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
-			return err
-		}
-		if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, schema)
-		return err
-	})
+	lock, err := pool.Acquire(ctx)
 	if err != nil {
+		return fmt.Errorf("run queue: migrate: %w", err)
+	}
+	defer lock.Release()
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
+		return fmt.Errorf("run queue: migrate: %w", err)
+	}
+	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock)) }()
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("run queue: migrate the database: %w", err)
+	}
+	if _, err := pool.Exec(ctx, schema); err != nil {
 		return fmt.Errorf("run queue: migrate the database: %w", err)
 	}
 	return nil
