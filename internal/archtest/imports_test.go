@@ -60,6 +60,8 @@ var rules = []rule{
 	controllerRule(mod + "controller/drift"),
 	controllerRule(mod + "controller/ttl"),
 	controllerRule(mod + "controller/health"),
+	controllerRule(mod + "controller/riverqueue"),
+	controllerRule(mod + "controller/leader"),
 	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "the controllers' clock is a leaf"},
 	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
