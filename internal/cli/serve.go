@@ -70,7 +70,7 @@ type serveConfig struct {
 	// lockLease and leaderLease are the runs' lock lease and the leader's
 	// (hidden flags: tests shorten them to see a replica's death soon).
 	lockLease, leaderLease time.Duration
-	cpuProfile               string        // hidden flag, for knit-loadtest
+	cpuProfile             string // hidden flag, for knit-loadtest
 }
 
 type serveSink struct {

@@ -49,7 +49,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
 		return fmt.Errorf("run queue: migrate: %w", err)
 	}
-	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock)) }()
+	defer func() {
+		_, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
+	}()
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("run queue: migrate the database: %w", err)
 	}
