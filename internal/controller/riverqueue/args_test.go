@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
@@ -58,5 +59,16 @@ spec:
 	}
 	if _, err := argsOf(knit.RunRequest{OnEvent: func(engine.Event) {}}, "x/y"); err == nil {
 		t.Error("a request with a callback was queued in the database")
+	}
+}
+
+func TestLockBackoffDoublesUpToAMinute(t *testing.T) {
+	for _, c := range []struct {
+		meta string
+		want time.Duration
+	}{{`{}`, 2 * time.Second}, {`{"snoozes": 1}`, 4 * time.Second}, {`{"snoozes": 3}`, 16 * time.Second}, {`{"snoozes": 40}`, time.Minute}} {
+		if got := lockBackoff(2*time.Second, []byte(c.meta)); got != c.want {
+			t.Errorf("lockBackoff after %s = %v, want %v", c.meta, got, c.want)
+		}
 	}
 }

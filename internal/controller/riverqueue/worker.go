@@ -2,6 +2,7 @@ package riverqueue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -48,8 +49,9 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	start := time.Now()
 	run, err := q.k.Start(ctx, req)
 	if errors.Is(err, engine.ErrLocked) && !q.stopping.Load() {
-		q.log.Info("run queue: the environment is locked; trying again", "run", a.RunID, "env", a.Env, "in", q.cfg.LockRetry)
-		return river.JobSnooze(q.cfg.LockRetry)
+		d := lockBackoff(q.cfg.LockRetry, job.Metadata)
+		q.log.Info("run queue: the environment is locked; trying again", "run", a.RunID, "env", a.Env, "in", d, "err", err)
+		return river.JobSnooze(d)
 	}
 	if err != nil {
 		q.refused(ctx, a, err)
@@ -104,4 +106,23 @@ func refusal(msg string) error {
 		return runqueue.ErrCancelled
 	}
 	return errors.New(msg)
+}
+
+// maxLockRetry bounds the wait between tries of a locked environment.
+const maxLockRetry = time.Minute
+
+// lockBackoff doubles the wait after each try of a locked environment
+// (River counts the job's snoozes in its metadata), from first up to
+// maxLockRetry: a long CLI apply costs a few refusals, not one every
+// first.
+func lockBackoff(first time.Duration, metadata []byte) time.Duration {
+	var m struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(metadata, &m)
+	d := first
+	for range min(m.Snoozes, 10) {
+		d *= 2
+	}
+	return min(d, maxLockRetry)
 }
