@@ -93,8 +93,11 @@ func (rs *replicaSet) byName(n string) *server {
 }
 
 // kill ends a replica with SIGKILL: no chance to record or release anything.
-func (rs *replicaSet) kill(s *server) {
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+func (rs *replicaSet) kill(s *server) { rs.signal(s, syscall.SIGKILL) }
+
+// signal sends sig to a replica and waits for its end.
+func (rs *replicaSet) signal(s *server, sig syscall.Signal) {
+	if err := s.cmd.Process.Signal(sig); err != nil {
 		rs.w.t.Fatal(err)
 	}
 	_ = s.cmd.Wait()
@@ -199,7 +202,16 @@ func TestThreeReplicasApplyThirtyEnvironmentsOnceEachWithinTheirConcurrency(t *t
 	}
 }
 
+// A replica killed (SIGKILL: nothing recorded, its lease must end) or
+// stopped (SIGTERM: it interrupts the run and queues its resume) in the
+// middle of an apply: another replica finishes it, applying once.
 func TestAReplicaKilledMidApplyIsResumedElsewhereAndAppliesOnce(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { stopMidApply(t, sig) })
+	}
+}
+
+func stopMidApply(t *testing.T, sig syscall.Signal) {
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -240,7 +252,7 @@ spec:
 	runID := newestRun(t, other, "fleet/long").ID
 	streamUntil(t, other, runID, `"component":"app","status":"applying"`)
 
-	rs.kill(first)
+	rs.signal(first, sig)
 	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 2 })
 	second := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[1]))
 	if second == first {
