@@ -84,7 +84,14 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = 2 * time.Second
 	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("run queue: %w", redact(err))
+	}
+	// Two connections stay LISTENing (River's notifier, the hub); each
+	// worker publishes its run's events, and streams read them.
+	pc.MaxConns = max(pc.MaxConns, int32(2*cfg.Max+6))
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("run queue: %w", redact(err))
 	}
