@@ -31,6 +31,7 @@ func main() {
 	flag.IntVar(&cfg.FanOut, "fan-out", 100, "environments one commit touches (0: skip)")
 	flag.IntVar(&cfg.MaxRuns, "max-concurrent-runs", 4, "the fan-out server's --max-concurrent-runs")
 	flag.StringVar(&cfg.Data, "data", "", "keep the seeded data directory here and reuse it when it exists (for iterating)")
+	flag.IntVar(&cfg.Replicas, "postgres-replicas", 3, "replicas of the PostgreSQL row, on one database holding the same store (0: skip)")
 	flag.StringVar(&cfg.CPUProfile, "cpu-profile", "", "the measured server writes its CPU profile here")
 	flag.Parse()
 	if abs, err := filepath.Abs(cfg.Knit); err == nil {

@@ -65,6 +65,8 @@ var rules = []rule{
 	{Pkg: mod + "kubecontroller", Forbid: forbidAdapterOr(mod+"adapters", mod+"server", mod+"web", mod+"cli", mod+"client", mod+"controller", mod+"controller/runqueue"),
 		Why: "knit controller reconciles Environment objects through internal/knit; only the CLI wires it to a store and runners"},
 	controllerRule(mod + "controller/promotion"),
+	controllerRule(mod + "controller/riverqueue"),
+	controllerRule(mod + "controller/leader"),
 	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "the controllers' clock is a leaf"},
 	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },

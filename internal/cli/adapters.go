@@ -33,7 +33,7 @@ func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies [
 		return nil, err
 	}
 	return adapters.Open(ctx, adapters.Config{
-		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies},
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease},
 		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
 	})
 }

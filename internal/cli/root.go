@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,6 +57,9 @@ type globalFlags struct {
 	tokenFile string
 	// store and storeDSNFile name the store (see storeDSN).
 	store, storeDSNFile string
+	// lockLease is the runs' lock lease (knit serve's --lock-lease; 0:
+	// knit's default).
+	lockLease time.Duration
 }
 
 // Run executes knit with args and returns the process exit code.

@@ -17,7 +17,9 @@ import (
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/controller/drift"
 	"knit.dev/knit/internal/controller/gitops"
+	"knit.dev/knit/internal/controller/leader"
 	"knit.dev/knit/internal/controller/promotion"
+	"knit.dev/knit/internal/controller/riverqueue"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -73,7 +75,10 @@ type serveConfig struct {
 	ttlTick                  time.Duration // hidden flag, for tests
 	pipelineTick             time.Duration // hidden flag, for tests
 	gitKeepTrees             int           // hidden flag, for tests
-	cpuProfile               string        // hidden flag, for knit-loadtest
+	// lockLease and leaderLease are the runs' lock lease and the leader's
+	// (hidden flags: tests shorten them to see a replica's death soon).
+	lockLease, leaderLease time.Duration
+	cpuProfile             string // hidden flag, for knit-loadtest
 }
 
 type serveSink struct {
@@ -146,6 +151,10 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	_ = f.MarkHidden("drift-tick")
 	f.DurationVar(&c.ttlTick, "ttl-tick", 0, "how often expiries are looked at (default 1s)")
 	_ = f.MarkHidden("ttl-tick")
+	f.DurationVar(&c.lockLease, "lock-lease", 0, "how long a run's lock lives unrenewed (default 60s)")
+	f.DurationVar(&c.leaderLease, "leader-lease", 0, "with a PostgreSQL store: how long the leader's lease lives unrenewed (default 30s)")
+	_ = f.MarkHidden("lock-lease")
+	_ = f.MarkHidden("leader-lease")
 	f.StringVar(&c.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
 	_ = f.MarkHidden("cpu-profile") // for knit-loadtest -cpu-profile
 	f.StringSliceVar(&c.Pipelines, "pipeline", nil, "a promotion pipeline file (kind: Pipeline) in the --git-url repository; repeatable")
@@ -268,14 +277,16 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	d.global.lockLease = c.lockLease
 	k, err := d.openKnit(ctx, dir, c.ToolEnv, c.Policies)
 	if err != nil {
 		return err
 	}
-	if dsn, _ := d.storeDSN(); dsn != "" { // it parsed as openKnit opened it
+	defer k.Close()
+	dsn, _ := d.storeDSN() // it parsed as openKnit opened it
+	if dsn != "" {
 		log.Info("store", "kind", "postgres", "at", storeName(dsn))
 	}
-	defer k.Close()
 	secret, err := readSecretFile(c.WebhookSecretFile)
 	if err != nil {
 		return fmt.Errorf("webhook secret: %w", err)
@@ -289,7 +300,30 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	if dsn != "" {
+		if err := c.replicas(ctx, dsn, k, &cfg, &ctl); err != nil {
+			return err
+		}
+	}
 	return runServe(ctx, d, k, cfg, ctl, dir)
+}
+
+// replicas sets knit serve up to share its PostgreSQL store with other
+// replicas: runs are River jobs in the database, their events go through
+// it, and one elected leader runs GitOps, the schedules and the resumes.
+func (c serveConfig) replicas(ctx context.Context, dsn string, k *knit.Knit, cfg *server.Config, ctl *controller.Config) error {
+	q, err := riverqueue.Open(ctx, dsn, k, riverqueue.Config{Max: c.MaxConcurrentRuns, Actor: "knit-serve",
+		Logger: cfg.Logger, Lease: c.lockLease})
+	if err != nil {
+		return err
+	}
+	ctl.Queue, cfg.Remote = q, q
+	ctl.Leader = leader.New(k, c.leaderLease, "knit-serve", cfg.Logger)
+	ctl.LeaderTasks = []func(context.Context) error{q.Reap}
+	if ctl.Git != nil {
+		ctl.Git.Lease = c.leaderLease // the leader's watcher takes over within one lease too
+	}
+	return nil
 }
 
 // controllers is the controllers' config: the run queue's bound, drift

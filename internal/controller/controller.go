@@ -55,11 +55,45 @@ type Config struct {
 	// RunURL, when set, is the dashboard page of a run, for the links
 	// notifications carry.
 	RunURL func(id string) string
+	// Queue, when set, is the run queue (riverqueue's, when replicas
+	// share a store); default an in-process runqueue.Queue.
+	Queue Queue
+	// Leader, when set, runs the singletons (GitOps, drift, expiry,
+	// health, LeaderTasks) only while this replica leads; default: they
+	// always run.
+	Leader Leader
+	// LeaderTasks run beside the singletons while this replica leads.
+	LeaderTasks []func(context.Context) error
+}
+
+// Queue is a run queue as the controllers and the server use it.
+type Queue interface {
+	Run(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Enqueue(req knit.RunRequest, env string) (string, error)
+	EnqueueWith(req knit.RunRequest, env string, onStart func(error)) (string, error)
+	PendingFor(env string) bool
+	Queued(id string) (env string, ok bool)
+	Job(id string) (*runqueue.Job, bool)
+	Cancel(id string) error
+	Depth() (queued, running int)
+	OnFinish(fn func(runqueue.Outcome))
+}
+
+// Leader elects the replica that runs the singletons (leader.Elector).
+type Leader interface {
+	Run(ctx context.Context, lead func(ctx context.Context)) error
+}
+
+// endsElsewhere is a queue whose runs may end in another replica: the
+// schedulers here hear of those ends too.
+type endsElsewhere interface {
+	OnEnded(fn func(env string))
 }
 
 // Set is the controllers of one knit serve.
 type Set struct {
-	Queue *runqueue.Queue
+	Queue Queue
 	// Git is the GitOps reconciler (nil: GitOps off).
 	Git   *gitops.Reconciler
 	Drift *drift.Scheduler
@@ -74,6 +108,8 @@ type Set struct {
 	actor  string
 	notify *notify.Dispatcher
 	runURL func(string) string
+	leader Leader
+	tasks  []func(context.Context) error
 }
 
 // New builds the controllers over k. Nothing runs until Run. Bad
@@ -89,8 +125,10 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{log: cfg.Logger, actor: cfg.Actor, notify: d, runURL: cfg.RunURL}
-	s.Queue = runqueue.New(k, runqueue.Config{Max: cfg.MaxConcurrentRuns, Actor: cfg.Actor, Logger: cfg.Logger, Clock: cfg.Clock})
+	s := &Set{log: cfg.Logger, actor: cfg.Actor, notify: d, runURL: cfg.RunURL, leader: cfg.Leader, tasks: cfg.LeaderTasks, Queue: cfg.Queue}
+	if s.Queue == nil {
+		s.Queue = runqueue.New(k, runqueue.Config{Max: cfg.MaxConcurrentRuns, Actor: cfg.Actor, Logger: cfg.Logger, Clock: cfg.Clock})
+	}
 	dc := cfg.Drift
 	dc.Actor, dc.Logger, dc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
 	s.Drift = drift.New(k, s.Queue, dc)
@@ -111,7 +149,18 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 		s.Promotion = promotion.New(k, s.Queue, pc)
 	}
 	s.Queue.OnFinish(s.runEnded)
+	if q, ok := s.Queue.(endsElsewhere); ok {
+		q.OnEnded(s.schedulesFollow)
+	}
 	return s, nil
+}
+
+// schedulesFollow has the schedules follow the end of a run of env,
+// wherever it ran (their leader may not be the replica that ran it).
+func (s *Set) schedulesFollow(env string) {
+	s.Drift.RunEnded(env)
+	s.TTL.RunEnded(env)
+	s.Health.RunEnded(env)
 }
 
 // runEnded follows a run's end: the environment's drift schedule may have
@@ -120,9 +169,9 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	if o.Refused != nil {
 		return
 	}
-	s.Drift.RunEnded(o.Job.Env)
-	s.TTL.RunEnded(o.Job.Env)
-	s.Health.RunEnded(o.Job.Env)
+	if _, elsewhere := s.Queue.(endsElsewhere); !elsewhere {
+		s.schedulesFollow(o.Job.Env)
+	}
 	for _, ev := range notifications(o.Job, o.Result) {
 		if s.runURL != nil {
 			ev.URL = s.runURL(ev.RunID)
@@ -148,13 +197,32 @@ func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
 // start. A controller that fails alone (a repository GitOps cannot watch)
 // leaves the others running; Run returns its error at the end.
 func (s *Set) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{s.Queue.Run, s.Drift.Run, s.TTL.Run, s.Health.Run}
+	singletons := append([]func(context.Context) error{s.Drift.Run, s.TTL.Run, s.Health.Run}, s.tasks...)
 	if s.Git != nil {
-		runs = append(runs, s.Git.Run)
+		singletons = append(singletons, s.Git.Run)
 	}
 	if s.Promotion != nil {
-		runs = append(runs, s.Promotion.Run)
+		singletons = append(singletons, s.Promotion.Run)
 	}
+	runs := append([]func(context.Context) error{s.Queue.Run}, singletons...)
+	if s.leader != nil {
+		runs = []func(context.Context) error{s.Queue.Run, func(ctx context.Context) error {
+			return s.leader.Run(ctx, func(ctx context.Context) {
+				if err := runAll(ctx, singletons); err != nil {
+					s.log.Error("controllers", "err", err)
+				}
+			})
+		}}
+	}
+	err := runAll(ctx, runs)
+	if err := s.notify.Close(context.Background()); err != nil {
+		s.log.Warn("notifications left undelivered", "err", err)
+	}
+	return err
+}
+
+// runAll runs each of runs until ctx ends and joins their errors.
+func runAll(ctx context.Context, runs []func(context.Context) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -172,8 +240,5 @@ func (s *Set) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	if err := s.notify.Close(context.Background()); err != nil {
-		s.log.Warn("notifications left undelivered", "err", err)
-	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package knit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"knit.dev/knit/internal/engine"
@@ -74,4 +75,33 @@ func (k *Knit) InterruptedKind(ctx context.Context, env string) (store.RunKind, 
 // CountComponents counts the components in status, over every environment.
 func (k *Knit) CountComponents(ctx context.Context, status string) (int, error) {
 	return k.store.CountComponents(ctx, status)
+}
+
+// StrandedRuns lists the runs recorded running that no live process
+// carries any more: their environment's lock names another run or none,
+// its holder is a process of this host that is gone, or its lease ended
+// more than grace ago by this process's clock (grace covers clocks that
+// disagree; a run taking the lock over is judged by the store's clock).
+// A server sharing its store with others resumes them (internal/jobs).
+func (k *Knit) StrandedRuns(ctx context.Context, grace time.Duration) ([]store.Run, error) {
+	running, err := k.store.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning})
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Run
+	for _, r := range running {
+		l, err := k.store.Lock(ctx, r.Env)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return out, err
+		case l.RunID != r.ID:
+		case l.Host == k.cfg.Host && l.PID != k.cfg.PID && !procexec.Alive(l.PID):
+		case time.Now().After(l.Expires.Add(grace)):
+		default:
+			continue // carried by a live run
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

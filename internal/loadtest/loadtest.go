@@ -45,7 +45,10 @@ type Config struct {
 	// CPUProfile, when set, is where the measured server writes its CPU
 	// profile (knit serve --cpu-profile).
 	CPUProfile string
-	Log        io.Writer
+	// Replicas, when positive, adds the PostgreSQL row: that many
+	// replicas on one database holding the same store, round-robin.
+	Replicas int
+	Log      io.Writer
 }
 
 // Report is what was measured.
@@ -66,7 +69,16 @@ type Report struct {
 	// server without a view cache (--view-cache-mb 0): every view read
 	// from SQLite and encoded.
 	UncachedRequests, UncachedErrors int64
+	// The PostgreSQL row (Replicas > 0): the store copied in PGMigrate,
+	// the same latency samples and clients, round-robin over Replicas.
+	Replicas                                 int
+	PGMigrate                                time.Duration
+	PGListP50, PGListP99, PGOneP50, PGOneP99 time.Duration
+	PGRequests, PGErrors                     int64
 }
+
+// PGRPS is the PostgreSQL row's requests per second.
+func (r Report) PGRPS() float64 { return float64(r.PGRequests) / r.Duration.Seconds() }
 
 // UncachedRPS is RPS without the view cache.
 func (r Report) UncachedRPS() float64 { return float64(r.UncachedRequests) / r.Duration.Seconds() }
@@ -152,6 +164,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.logf("throughput without the view cache: %.0f requests/s, %d errors", rep.UncachedRPS(), rep.UncachedErrors)
 	srv.stop()
 
+	if cfg.Replicas > 0 {
+		if err := pgRow(ctx, cfg, data, token, &rep); err != nil {
+			return rep, err
+		}
+	}
 	if cfg.FanOut > 0 {
 		seen, took, err := fanOut(ctx, cfg)
 		if err != nil {
@@ -318,8 +335,11 @@ func cpuTime(pid int) time.Duration {
 // into a buffer and dropped, never parsed; statuses are checked.
 type client struct {
 	base, token string
-	http        *http.Client
-	auth        []string // the Authorization header's value, made once
+	// bases, when set, are several replicas called in turn instead of base.
+	bases []string
+	next  atomic.Uint64
+	http  *http.Client
+	auth  []string // the Authorization header's value, made once
 }
 
 // requestTimeout bounds one request, so a stuck server fails the test.
@@ -344,7 +364,11 @@ func (c *client) body(ctx context.Context, path string) ([]byte, error) {
 
 // do sends GET path and copies the body to w.
 func (c *client) do(ctx context.Context, path string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	base := c.base
+	if len(c.bases) > 0 {
+		base = c.bases[(c.next.Add(1)-1)%uint64(len(c.bases))]
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", base+path, nil)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,12 @@ func (r Report) Markdown(cmdline string) string {
 	fmt.Fprintf(&b, "| the same, without the view cache (`--view-cache-mb 0`) | %.0f requests/s, %d errors | | |\n", r.UncachedRPS(), r.UncachedErrors)
 	fmt.Fprintf(&b, "| idle server RSS | %s | ≤ 200 MiB | %s |\n", mib(r.IdleRSS), met(r.IdleRSS <= 200<<20))
 	fmt.Fprintf(&b, "| server RSS after the load | %s | | |\n", mib(r.LoadedRSS))
+	if r.Replicas > 0 {
+		fmt.Fprintf(&b, "| PostgreSQL, %d replicas round-robin: list p50 / p99 | %s / %s | | |\n", r.Replicas, ms(r.PGListP50), ms(r.PGListP99))
+		fmt.Fprintf(&b, "| PostgreSQL, %d replicas round-robin: one environment p50 / p99 | %s / %s | | |\n", r.Replicas, ms(r.PGOneP50), ms(r.PGOneP99))
+		fmt.Fprintf(&b, "| PostgreSQL, %d replicas round-robin: %d clients for %s | %.0f requests/s, %d errors | | |\n",
+			r.Replicas, r.Clients, r.Duration, r.PGRPS(), r.PGErrors)
+	}
 	if r.FanOut > 0 {
 		fmt.Fprintf(&b, "| one commit touching %d environments | all reconciled in %s; at most %d runs at once | never more than `--max-concurrent-runs` = %d | %s |\n",
 			r.FanOut, r.FanOutTime.Round(time.Millisecond), r.MaxConcurrentSeen, r.MaxRuns, met(r.MaxConcurrentSeen <= r.MaxRuns))
@@ -47,6 +53,11 @@ func (r Report) Markdown(cmdline string) string {
 		"During the clients' run the server's view cache (an environment's encoded views, kept while its version is unchanged) "+
 		"answered %.0f%% of summary pages and %.0f%% of details; the clients ask for environments spread over all %d.\n",
 		100*r.SummaryHits, 100*r.DetailHits, r.Envs)
+	if r.Replicas > 0 {
+		fmt.Fprintf(&b, "\nThe PostgreSQL rows: the same seeded store copied by `knit store migrate` (in %s) into a throwaway local cluster "+
+			"(fsync off), %d `knit serve` replicas on it sharing the machine's cores with the database and the load generator, "+
+			"the same samples and clients sent to the replicas in turn.\n", r.PGMigrate.Round(time.Millisecond), r.Replicas)
+	}
 	fmt.Fprintf(&b, "\nCommand: `%s`\n%s\n", cmdline, endMark)
 	return b.String()
 }

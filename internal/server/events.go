@@ -64,6 +64,11 @@ func (a *apiEvents) Find(ctx context.Context) sse.Found[engine.Event] {
 	if run, live := a.s.k.Lookup(a.id); live {
 		return sse.Found[engine.Event]{Events: run.Subscribe(a.after).Channel(ctx)}
 	}
+	if a.s.cfg.Remote != nil {
+		if events, live := a.s.cfg.Remote.Follow(ctx, a.id, a.after); live {
+			return sse.Found[engine.Event]{Events: events}
+		}
+	}
 	// Finished long ago, refused, or another process's: its record (or
 	// the queue's) says how it ended.
 	v := a.view

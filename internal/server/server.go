@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"knit.dev/knit/internal/controller/runqueue"
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/web"
 )
@@ -52,6 +53,16 @@ type Config struct {
 	ViewCacheBytes int
 	// HTTP bounds what each client may hold of the server.
 	HTTP HTTPLimits
+	// Remote, when set, streams the events of runs executing in another
+	// replica sharing the store (riverqueue.Queue); nil: runs are this
+	// process's only.
+	Remote RemoteRuns
+}
+
+// RemoteRuns streams a run executing elsewhere: its events from the first
+// after seq after, until its last; ok is false when it runs nowhere.
+type RemoteRuns interface {
+	Follow(ctx context.Context, id string, after int64) (events <-chan engine.Event, ok bool)
 }
 
 // Queue is the run queue as the API sees it (runqueue.Queue): it submits

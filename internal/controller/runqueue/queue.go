@@ -43,6 +43,22 @@ type Job struct {
 	// including ErrCancelled for a job cancelled while queued. A job still
 	// queued when the queue stops never calls it.
 	onStart func(err error)
+	once    sync.Once // guards started for Start
+}
+
+// NewJob is a job of another queue (internal/jobs, where runs are jobs in
+// the database): it reads as queued until Start.
+func NewJob(id, env string, req knit.RunRequest, queued time.Time) *Job {
+	return &Job{ID: id, Env: env, Req: req, Queued: queued, started: make(chan struct{})}
+}
+
+// Start records that a NewJob's run started (run, perhaps nil when it
+// runs elsewhere) or could not (err). Calls after the first do nothing.
+func (j *Job) Start(run *engine.Run, err error) {
+	j.once.Do(func() {
+		j.run, j.err = run, err
+		close(j.started)
+	})
 }
 
 // Started is closed once the run started or could not (Err).

@@ -112,6 +112,9 @@ func copyTable(ctx context.Context, tx pgx.Tx, src Source, table string) (int64,
 				}
 				v = t.UnixNano()
 			}
+			if b, ok := v.([]byte); ok && b == nil {
+				v = []byte{} // an empty blob (x''), not NULL
+			}
 			row[i] = v
 		}
 		rows = append(rows, row)

@@ -168,3 +168,36 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestImportSeededStore: a seeded SQLite store (make loadtest's: its
+// revisions keep no file, an empty blob) copies into PostgreSQL, whose
+// revisions.file is NOT NULL: an empty blob stays empty, not NULL.
+func TestImportSeededStore(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	src, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	spec := func(team, env string, comps int) []byte { return []byte(`{"spec":{"teamName":"` + team + `"}}`) }
+	if err := src.Seed(ctx, 3, 2, spec); err != nil {
+		t.Fatal(err)
+	}
+	key, err := keyfile.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := postgres.Open(ctx, pgtest.Start(t).DB(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	counts, err := dst.Import(ctx, src, sqlite.Tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["revisions"] != 3 {
+		t.Errorf("copied %d revisions, want 3", counts["revisions"])
+	}
+}
