@@ -149,11 +149,11 @@ func TestChartUpgradeFailingItsKubernetesCheckIsRolledBack(t *testing.T) {
 	}
 
 	// The rollback run says why, and its verification passed.
-	var runs []struct{ Kind, Status, Reason string }
+	var runs []struct{ ID, Kind, Status, Reason string }
 	if err := json.Unmarshal([]byte(k.ok("history", "qa/kback", "-o", "json").stdout), &runs); err != nil {
 		t.Fatal(err)
 	}
-	var rollback *struct{ Kind, Status, Reason string }
+	var rollback *struct{ ID, Kind, Status, Reason string }
 	for i := range runs {
 		if runs[i].Kind == "rollback" {
 			rollback = &runs[i]
@@ -162,6 +162,20 @@ func TestChartUpgradeFailingItsKubernetesCheckIsRolledBack(t *testing.T) {
 	if rollback == nil || rollback.Status != "succeeded" || !strings.Contains(rollback.Reason, "app/rolled-out") ||
 		!strings.Contains(rollback.Reason, evidence) {
 		t.Errorf("the rollback run: %+v\nall runs: %+v", rollback, runs)
+	}
+	// The health recorded is the rollback's own verification: its
+	// kubernetes check looked at the rolled-back Deployment until ready.
+	var st struct {
+		Health struct {
+			Verdict, RunID string
+			Checks         []struct{ Component, Name, Verdict, Evidence string }
+		}
+	}
+	s := k.ok("status", "qa/kback", "-o", "json")
+	if err := json.Unmarshal([]byte(s.stdout), &st); err != nil || rollback == nil || st.Health.RunID != rollback.ID ||
+		st.Health.Verdict != "Successful" || len(st.Health.Checks) != 1 || st.Health.Checks[0].Name != "rolled-out" ||
+		st.Health.Checks[0].Verdict != "Successful" || st.Health.Checks[0].Evidence != "1 of 1 workloads ready" {
+		t.Errorf("health after the rollback (%v):\n%s", err, s.stdout)
 	}
 	if h := k.ok("health", "qa/kback"); !strings.Contains(h.stdout, "health: Successful") {
 		t.Errorf("knit health after the rollback:\n%s", h.stdout)
