@@ -132,8 +132,13 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	// A failed rollout with onFailure: rollback goes back at once (in its
 	// environment's turn in the queue).
 	if req := knit.RollbackAfter(o.Result, s.actor, "rollout"); req != nil {
-		if _, err := s.Queue.Enqueue(*req, o.Job.Env); err != nil {
+		id, err := s.Queue.Enqueue(*req, o.Job.Env)
+		if err != nil {
 			s.log.Error("start the rollback of a failed rollout", "env", o.Job.Env, "err", err)
+		} else if s.Promotion != nil { // a pipeline stage's history names it
+			if err := s.Promotion.RolledBack(context.Background(), o.Job.ID, id); err != nil {
+				s.log.Error("record the rollback in its pipeline", "env", o.Job.Env, "run", id, "err", err)
+			}
 		}
 	}
 }
