@@ -77,7 +77,7 @@ spec:
 type pipelineStatus struct {
 	Stages []struct {
 		Name    string
-		Current *struct{ Release string }
+		Current *struct{ Release, RunID string }
 		Last    *struct{ Release, State, Reason, RunID, Message string }
 		Waiting *struct{ Release, Reason, Message string }
 	}
@@ -307,6 +307,31 @@ func TestPipelinePromotesThroughStages(t *testing.T) {
 	}
 	if cur, _, _, _ := w.pipelineStatus(admin).stage("prod"); cur != r2 {
 		t.Fatalf("prod moved to %s after dev's rollback", cur)
+	}
+
+	// A person rolls staging back outside the pipeline (knit rollback,
+	// run kind rollback): to its last good revision, R0's (R1 failed
+	// there). The pipeline follows: staging holds R0 again, by that run.
+	r = w.knitWith(admin, "rollback", "shop/staging", "--reason", "v3 misbehaves in staging")
+	if r.code != 0 {
+		t.Fatalf("knit rollback shop/staging: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var by string
+	s.eventually("staging holds R0 again", func() bool {
+		for _, st := range w.pipelineStatus(admin).Stages {
+			if st.Name == "staging" && st.Current != nil && st.Current.Release == r0 {
+				by = st.Current.RunID
+				return true
+			}
+		}
+		return false
+	})
+	s.do("GET", "/api/v1/runs/"+by, nil, &run)
+	if run.Kind != "rollback" || run.Status != "succeeded" {
+		t.Fatalf("staging holds R0 by run %s: %+v, want the rollback", by, run)
+	}
+	if o := w.ok("output", "shop/staging", "app", "version"); strings.TrimSpace(o.stdout) != "1" {
+		t.Fatalf("staging's app version output after knit rollback: %q", o.stdout)
 	}
 }
 

@@ -403,6 +403,64 @@ func (c *Controller) RolledBack(ctx context.Context, failed, rollback string) er
 	return nil
 }
 
+// RollbackEnded follows rollback run id of environment env (run kind
+// rollback, a person's knit rollback) once it ended: when it succeeded, the release
+// of the stage whose revision it went back to is the stage's current
+// release again (verified now, by that run), so the pipeline says what
+// the environment runs.
+func (c *Controller) RollbackEnded(ctx context.Context, env, id string) error {
+	run, err := c.k.RunRecord(ctx, id)
+	if err != nil || run.Run.Status != store.StatusSucceeded {
+		return err
+	}
+	to, err := c.k.Revision(ctx, env, run.Run.Revision)
+	if err != nil {
+		return err
+	}
+	for _, file := range c.cfg.Files {
+		name := strings.TrimSuffix(path.Base(file), path.Ext(file))
+		for try := 0; try < 5; try++ { // the tick may write the same state at once
+			f, err := c.k.Facts(ctx, name)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			} else if err != nil {
+				return err
+			}
+			s := appliedAs(f, env, id, to.Commit)
+			if s == nil {
+				break
+			}
+			next := *s
+			next.State, next.RunID, next.Actor, next.Reason = store.StageSucceeded, id, c.cfg.Actor, ""
+			next.ChangedAt = c.clock.Now()
+			next.VerifiedAt = next.ChangedAt
+			next.Message = fmt.Sprintf("back in %s: rollback run %s went back to revision %d", s.Stage, id, to.Number)
+			err = c.k.SetStage(ctx, next, s.State, env)
+			if !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// appliedAs is the state, in the stage of pipeline f whose environment is
+// env, of the release that commit brought (nil: none). A stage applies a
+// release from its own commit, and a rollback keeps the commit of the
+// revision it goes back to.
+func appliedAs(f *knit.PipelineFacts, env, skip, commit string) *store.StageState {
+	for i := range f.States {
+		s := &f.States[i]
+		if f.Envs[s.Stage] != env || s.RunID == skip || s.State == store.StageApplying || s.State == store.StageQueued {
+			continue
+		}
+		if r := f.ReleaseByID(s.Release); r != nil && commit != "" && r.Commit == commit {
+			return s
+		}
+	}
+	return nil
+}
+
 func (c *Controller) fileOf(name string) string {
 	for _, f := range c.cfg.Files {
 		if strings.TrimSuffix(path.Base(f), path.Ext(f)) == name {
