@@ -20,6 +20,7 @@ import (
 	"knit.dev/knit/internal/controller/promotion"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/controller/ttl"
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 )
@@ -178,11 +179,24 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 		}
 		s.notify.Notify(ev)
 	}
+	// A person's rollback: the pipeline stage holds again the release it
+	// went back to. (The rollout's own goes back to the stage's current
+	// release: the failed one stays the stage's last, VerificationFailed.)
+	if o.Job.Req.Kind == engine.KindRollback && o.Job.Req.Source != "rollout" && s.Promotion != nil {
+		if err := s.Promotion.RollbackEnded(context.Background(), o.Job.Env, o.Job.ID); err != nil {
+			s.log.Error("record a rollback in its pipeline", "env", o.Job.Env, "run", o.Job.ID, "err", err)
+		}
+	}
 	// A failed rollout with onFailure: rollback goes back at once (in its
 	// environment's turn in the queue).
 	if req := knit.RollbackAfter(o.Result, s.actor, "rollout"); req != nil {
-		if _, err := s.Queue.Enqueue(*req, o.Job.Env); err != nil {
+		id, err := s.Queue.Enqueue(*req, o.Job.Env)
+		if err != nil {
 			s.log.Error("start the rollback of a failed rollout", "env", o.Job.Env, "err", err)
+		} else if s.Promotion != nil { // a pipeline stage's history names it
+			if err := s.Promotion.RolledBack(context.Background(), o.Job.ID, id); err != nil {
+				s.log.Error("record the rollback in its pipeline", "env", o.Job.Env, "run", id, "err", err)
+			}
 		}
 	}
 }

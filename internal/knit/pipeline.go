@@ -306,11 +306,14 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 		// before replaces one that failed here (which never moves on).
 		switch {
 		case busy != nil:
-			msg := "run " + busy.RunID + " applies it"
-			if busy.State == store.StageQueued {
+			reason, msg := view.WaitApplying, "run "+busy.RunID+" applies it"
+			switch {
+			case busy.State == store.StageQueued:
 				msg = "queued: " + busy.Message
+			case busy.Reason == view.WaitPaused: // its rollout waits for a person
+				reason, msg = view.WaitPaused, busy.Message
 			}
-			v.Waiting = &view.Waiting{Release: busy.Release, Reason: view.WaitApplying, Message: msg}
+			v.Waiting = &view.Waiting{Release: busy.Release, Reason: reason, Message: msg}
 		case i > 0:
 			v.Waiting = f.candidate(i, newest, now)
 		}
@@ -409,6 +412,9 @@ func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason str
 	switch {
 	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
 		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
+	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:
+		return view.Stage{}, fmt.Errorf("%w: the rollout of %s paused in %s: knit approve %s accepts it, knit rollback %s goes back",
+			store.ErrConflict, cur.Waiting.Release, stage, cur.Env, cur.Env)
 	case cur.RollbackTo == "":
 		return view.Stage{}, fmt.Errorf("%w: %s has no release verified before the current one to roll back to", store.ErrConflict, stage)
 	}

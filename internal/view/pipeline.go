@@ -13,6 +13,7 @@ const (
 	WaitVerificationFailed = "VerificationFailed" // its health checks failed there: it never moves on
 	WaitApplyFailed        = "ApplyFailed"        // its run failed there before verification
 	WaitApplying           = "Applying"           // a run applies it now
+	WaitPaused             = "Paused"             // its rollout paused there: a person accepts it or rolls back
 	WaitReady              = "Ready"              // every gate is open: the server applies it
 )
 

@@ -44,7 +44,7 @@ var tones = func() map[string]Tone {
 	// Promotion pipelines: a release's state in a stage, why one waits.
 	set(ToneOK, store.StageSucceeded, view.WaitReady)
 	set(ToneBusy, store.StageApplying, view.WaitApplying)
-	set(ToneAct, view.WaitAwaitingApproval)
+	set(ToneAct, view.WaitAwaitingApproval, view.WaitPaused)
 	set(ToneWait, view.WaitSoaking, view.WaitWindowClosed)
 	set(ToneBad, store.StageFailed, view.WaitVerificationFailed, view.WaitApplyFailed)
 	return m

@@ -295,8 +295,11 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 }
 
 // follow records the end of the run applying s: verified (soak starts
-// now), or failed; a run that failed its verification is
-// VerificationFailed, and the release never moves on from here.
+// now), or failed; a run whose verification failed is
+// VerificationFailed, and the release never moves on from here. A
+// rollout that paused (onFailure: pause, or Inconclusive) keeps the
+// release in the stage, Paused, until a person decides: accepted, it is
+// verified; rolled back, it failed.
 func (c *Controller) follow(ctx context.Context, s store.StageState, envID string) error {
 	run, err := c.k.RunRecord(ctx, s.RunID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -308,11 +311,10 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 	next.Actor, next.ChangedAt = c.cfg.Actor, c.clock.Now()
 	switch run.Run.Status {
 	case store.StatusSucceeded:
-		next.State, next.VerifiedAt = store.StageSucceeded, next.ChangedAt
+		next.State, next.VerifiedAt, next.Reason, next.Message = store.StageSucceeded, next.ChangedAt, "", ""
 	case store.StatusFailed, store.StatusInterrupted, store.StatusRefused, store.StatusSuperseded:
-		next.State, next.Reason, next.Message = store.StageFailed, view.WaitApplyFailed, run.Run.Error
-		if strings.HasPrefix(run.Run.Error, "verification ") {
-			next.Reason = view.WaitVerificationFailed
+		if next, err = c.failed(ctx, next, run.Run); err != nil || next.State == store.StageApplying && next.Message == s.Message {
+			return err
 		}
 	default:
 		return nil // running, verifying or waiting for an approval
@@ -322,6 +324,141 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 		return nil
 	}
 	return err
+}
+
+// failed is next once run, which applied next's release, ended without
+// succeeding. Whether its verification failed is the store's record of
+// the run's revision (Revision.Verification), not the run's error text;
+// a revision that verified before and failed to apply now is ApplyFailed.
+func (c *Controller) failed(ctx context.Context, next store.StageState, run store.Run) (store.StageState, error) {
+	var rev store.Revision
+	if run.Revision > 0 {
+		r, err := c.k.Revision(ctx, run.Env, run.Revision)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return next, err
+		}
+		rev = r
+	}
+	env, err := c.k.EnvironmentRecord(ctx, run.Env)
+	if err != nil {
+		return next, err
+	}
+	ours := rev.Number > 0 && env.AppliedRevision == rev.Number
+	switch {
+	case ours && env.Status == store.EnvPaused:
+		next.Reason = view.WaitPaused
+		next.Message = fmt.Sprintf("rollout paused (verification %s in run %s): knit approve %s accepts it, knit rollback %s goes back",
+			rev.Verification, run.ID, env.ID, env.ID)
+	case ours && env.Status == store.EnvApplied && rev.Verification == store.VerificationAccepted:
+		next.State, next.VerifiedAt = store.StageSucceeded, next.ChangedAt
+		next.Reason, next.Message = "", "accepted by a person after its rollout paused"
+	case rev.Verification == store.VerificationFailed || rev.Verification == store.VerificationInconclusive:
+		next.State, next.Reason, next.Message = store.StageFailed, view.WaitVerificationFailed, run.Error
+	default:
+		next.State, next.Reason, next.Message = store.StageFailed, view.WaitApplyFailed, run.Error
+	}
+	return next, nil
+}
+
+// RolledBack records, on the stage whose run failed ended, that the
+// environment's rollout policy (onFailure: rollback) started run
+// rollback to go back: the release stays failed (VerificationFailed)
+// there, and the stage's history names the rollback run.
+func (c *Controller) RolledBack(ctx context.Context, failed, rollback string) error {
+	for _, file := range c.cfg.Files {
+		name := strings.TrimSuffix(path.Base(file), path.Ext(file))
+		// A few tries: the controller's own tick may record the failure
+		// at the same time (compare-and-set, one wins).
+		for try := 0; try < 5; try++ {
+			f, err := c.k.Facts(ctx, name)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			} else if err != nil {
+				return err
+			}
+			var s *store.StageState
+			for i := range f.States {
+				if f.States[i].RunID == failed {
+					s = &f.States[i]
+				}
+			}
+			if s == nil {
+				break
+			}
+			if s.State == store.StageApplying {
+				if err := c.follow(ctx, *s, f.Envs[s.Stage]); err != nil {
+					return err
+				}
+				continue
+			}
+			next := *s
+			next.RunID, next.Actor, next.ChangedAt = rollback, c.cfg.Actor, c.clock.Now()
+			next.Message = fmt.Sprintf("%s rolls back (run %s) after run %s failed: %s", s.Stage, rollback, failed, s.Message)
+			err = c.k.SetStage(ctx, next, s.State, f.Envs[s.Stage])
+			if !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// RollbackEnded follows rollback run id of environment env (run kind
+// rollback, a person's knit rollback) once it ended: when it succeeded, the release
+// of the stage whose revision it went back to is the stage's current
+// release again (verified now, by that run), so the pipeline says what
+// the environment runs.
+func (c *Controller) RollbackEnded(ctx context.Context, env, id string) error {
+	run, err := c.k.RunRecord(ctx, id)
+	if err != nil || run.Run.Status != store.StatusSucceeded {
+		return err
+	}
+	to, err := c.k.Revision(ctx, env, run.Run.Revision)
+	if err != nil {
+		return err
+	}
+	for _, file := range c.cfg.Files {
+		name := strings.TrimSuffix(path.Base(file), path.Ext(file))
+		for try := 0; try < 5; try++ { // the tick may write the same state at once
+			f, err := c.k.Facts(ctx, name)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			} else if err != nil {
+				return err
+			}
+			s := appliedAs(f, env, id, to.Commit)
+			if s == nil {
+				break
+			}
+			next := *s
+			next.State, next.RunID, next.Actor, next.Reason = store.StageSucceeded, id, c.cfg.Actor, ""
+			next.ChangedAt = c.clock.Now()
+			next.VerifiedAt = next.ChangedAt
+			next.Message = fmt.Sprintf("back in %s: rollback run %s went back to revision %d", s.Stage, id, to.Number)
+			err = c.k.SetStage(ctx, next, s.State, env)
+			if !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// appliedAs is the state, in the stage of pipeline f whose environment is
+// env, of the release that commit brought (nil: none). A stage applies a
+// release from its own commit, and a rollback keeps the commit of the
+// revision it goes back to.
+func appliedAs(f *knit.PipelineFacts, env, skip, commit string) *store.StageState {
+	for i := range f.States {
+		s := &f.States[i]
+		if f.Envs[s.Stage] != env || s.RunID == skip || s.State == store.StageApplying || s.State == store.StageQueued {
+			continue
+		}
+		if r := f.ReleaseByID(s.Release); r != nil && commit != "" && r.Commit == commit {
+			return s
+		}
+	}
+	return nil
 }
 
 func (c *Controller) fileOf(name string) string {

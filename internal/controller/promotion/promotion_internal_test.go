@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,8 +41,10 @@ func (q *runQueue) EnqueueWith(req knit.RunRequest, env string, _ func(error)) (
 	req.RunID = "run-" + string(rune('a'+q.n))
 	q.envs = append(q.envs, env)
 	q.mu.Unlock()
-	_, err := q.k.Run(context.Background(), req)
-	return req.RunID, err
+	// As with the real queue, a run that fails is told by its record,
+	// not by the enqueue.
+	_, _ = q.k.Run(context.Background(), req)
+	return req.RunID, nil
 }
 
 const (
@@ -102,17 +106,14 @@ func gitRepo(t *testing.T, files map[string]string) string {
 	return bare
 }
 
-// TestControllerSoaksAndWaitsForTheWindow drives the controller on a fake
-// clock over a real git repository and SQLite store: the commit's
-// release enters dev and is verified; it soaks 10 minutes, then waits
-// for prod's window (WindowClosed) with nothing applied to prod, and
-// enters prod when the window opens at 01:00.
-func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
+// newController is a controller on fc over a real git repository of
+// files and a SQLite store, running each apply at once.
+func newController(t *testing.T, fc *clock.Fake, files map[string]string) (*knit.Knit, *Controller, *runQueue) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed")
 	}
 	ctx := context.Background()
-	fc := clock.NewFake(t0)
 	dir := t.TempDir()
 	st, err := sqlite.Open(ctx, dir)
 	if err != nil {
@@ -124,14 +125,29 @@ func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	bare := gitRepo(t, map[string]string{"templates/web.yaml": tmpl, "stages/dev.yaml": stageFile("dev"),
-		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
+	bare := gitRepo(t, files)
 	q := &runQueue{k: k}
 	c := New(k, q, Config{Git: gitwatch.Config{URL: "file://" + bare, CacheDir: filepath.Join(dir, "git")},
 		Files: []string{"pipelines/web.yaml"}, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if c.w, err = gitwatch.New(c.cfg.Git); err != nil {
 		t.Fatal(err)
 	}
+	return k, c, q
+}
+
+// TestControllerSoaksAndWaitsForTheWindow drives the controller on a fake
+// clock over a real git repository and SQLite store: the commit's
+// release enters dev and is verified; it soaks 10 minutes, then waits
+// for prod's window (WindowClosed) with nothing applied to prod, and
+// enters prod when the window opens at 01:00.
+func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed")
+	}
+	ctx := context.Background()
+	fc := clock.NewFake(t0)
+	k, c, q := newController(t, fc, map[string]string{"templates/web.yaml": tmpl, "stages/dev.yaml": stageFile("dev"),
+		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
 	prod := func() *view.Waiting {
 		t.Helper()
 		p, err := k.PipelineStatus(ctx, "web")
@@ -172,5 +188,54 @@ func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
 	rs, err := k.Releases(ctx, "web", "prod")
 	if err != nil || len(rs) != 1 || rs[0].Author != "alice" || rs[0].Message != "v1" || string(rs[0].Params) != `{"version":"1"}` {
 		t.Fatalf("releases in prod: %+v, %v", rs, err)
+	}
+}
+
+// TestAPausedRolloutWaitsForAPerson: dev's rollout policy is onFailure:
+// pause and its check fails: the release stays in dev, Paused (not
+// verified, not failed), and nothing moves on; once a person accepts the
+// rollout (knit approve) the release is verified there.
+func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
+	ctx := context.Background()
+	fc := clock.NewFake(t0)
+	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer probe.Close()
+	checked := strings.Replace(tmpl, `script: {apply: "echo ${param.version}"}}`,
+		`script: {apply: "echo ${param.version}"}, health: [{name: up, http: {url: "`+probe.URL+`"}, count: 1, interval: 10ms}]}`, 1)
+	dev := strings.Replace(stageFile("dev"), "  autoApprove: true\n", "  autoApprove: true\n  rollout: {onFailure: pause}\n", 1)
+	k, c, q := newController(t, fc, map[string]string{"templates/web.yaml": checked, "stages/dev.yaml": dev,
+		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
+	devStage := func() view.Stage {
+		t.Helper()
+		p, err := k.PipelineStatus(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Stages[0]
+	}
+
+	c.Step(ctx) // the release enters dev; its check fails; the rollout pauses
+	c.Step(ctx)
+	c.Step(ctx)
+	if st := devStage(); st.Current != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitPaused ||
+		!strings.Contains(st.Waiting.Message, "knit approve shop/dev") {
+		f, _ := k.Facts(ctx, "web")
+		e, _ := k.EnvironmentRecord(ctx, "shop/dev")
+		t.Fatalf("dev while its rollout is paused: current %+v, waiting %+v\n%+v\n%+v", st.Current, st.Waiting, f.States, e)
+	}
+	if _, err := k.RollbackStage(ctx, "web", "dev", "bob", ""); err == nil || !strings.Contains(err.Error(), "paused") {
+		t.Fatalf("a pipeline rollback of a paused stage: %v", err)
+	}
+	if _, err := k.Accept(ctx, "shop/dev", "bob", "looks fine"); err != nil {
+		t.Fatal(err)
+	}
+	c.Step(ctx)
+	if st := devStage(); st.Current == nil || st.Waiting != nil && st.Waiting.Reason == view.WaitPaused {
+		t.Fatalf("dev once its rollout was accepted: current %+v, waiting %+v", st.Current, st.Waiting)
+	}
+	if got := strings.Join(q.envs, " "); got != "shop/dev" {
+		t.Fatalf("runs: %s, want shop/dev alone (prod waits for its window)", got)
 	}
 }
