@@ -33,6 +33,7 @@ func replicaArgs(repo *gitRepo, max int) []string {
 // dir of its own (one key, copied: every replica needs it).
 type replicaSet struct {
 	w    *world
+	pg   *pgtest.Cluster
 	dsn  string
 	reps []*server
 	name map[*server]string
@@ -40,17 +41,18 @@ type replicaSet struct {
 
 func startReplicas(t *testing.T, w *world, names []string, args []string) *replicaSet {
 	t.Helper()
-	dsn := pgtest.Start(t).DB(t)
+	pg := pgtest.Start(t)
+	dsn := pg.DB(t)
 	w.env = append(without(w.env, "KNIT_STORE_DSN="), "KNIT_STORE_DSN="+dsn)
 	token := strings.TrimSpace(w.ok("token", "create", "root", "--role", "admin").stdout)
 	key, err := os.ReadFile(filepath.Join(w.dataDir, keyfile.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &replicaSet{w: w, dsn: dsn, name: map[*server]string{}}
+	rs := &replicaSet{w: w, pg: pg, dsn: dsn, name: map[*server]string{}}
 	base := w.env
 	for _, n := range names {
-		dir := filepath.Join(w.dir, "replica-"+n)
+		dir := rs.dataDir(n)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -65,6 +67,9 @@ func startReplicas(t *testing.T, w *world, names []string, args []string) *repli
 	w.env = base
 	return rs
 }
+
+// dataDir is replica n's data dir.
+func (rs *replicaSet) dataDir(n string) string { return filepath.Join(rs.w.dir, "replica-"+n) }
 
 // leader is the replica that says it leads last (nil: none yet).
 func (rs *replicaSet) leader() *server {
