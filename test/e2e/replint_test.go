@@ -4,13 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools/pgtest"
 )
 
@@ -179,5 +182,167 @@ func secretFree(t *testing.T, where string, data []byte, secret string) {
 		if strings.Contains(string(data), f) {
 			t.Errorf("%s holds the secret (as %q)", where, f)
 		}
+	}
+}
+
+// slowModule creates one resource whose creation waits for the file go
+// in out, recording in out/started which replica's tool began it and in
+// out/created which one finished it.
+const slowModule = `
+variable "out" { type = string }
+resource "terraform_data" "slow" {
+  provisioner "local-exec" {
+    command = "echo $REPLICA_NAME >> ${var.out}/started; while [ ! -f ${var.out}/go ]; do sleep 0.1; done; echo $REPLICA_NAME >> ${var.out}/created"
+  }
+}
+`
+
+// tfEnv is environment name of one terraform component slow (slowModule
+// writing to out), applied without approval, with extra spec lines.
+func tfEnv(name, out, extra string) string {
+	return `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: ` + name + `}
+spec:
+  teamName: qa
+  envName: ` + name + `
+  autoApprove: true
+` + extra + `  components:
+    - name: slow
+      type: terraform
+      module: {source: ./modules/slow}
+      variables: [{name: out, value: "` + out + `"}]
+`
+}
+
+// kill -9 of the replica whose tofu is creating a resource: the run reads
+// interrupted, another replica resumes it, takes over the Terraform state
+// lock the dead replica's tool held (through a state server that died
+// with it), and the resource exists once, in the store's state.
+func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsOnce(t *testing.T) {
+	w := newWorld(t)
+	out := w.path("out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := newGitRepo(t, map[string]string{"envs/modules/slow/main.tf": slowModule})
+	rs := startReplicas(t, w, []string{"a", "b", "c"}, replicaArgs(repo, 2))
+	head := repo.commit("long", map[string]string{"envs/long.yaml": tfEnv("long", out, "")})
+	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 1 })
+	first := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[0]))
+	var other *server
+	for _, s := range rs.reps {
+		if s != first {
+			other = s
+		}
+	}
+	runID := newestRun(t, other, "qa/long").ID
+
+	// The tool holds the state's lock, through the executing replica.
+	st := w.openStore()
+	_, lock, err := st.TFState(t.Context(), "qa/long/slow") // no state yet: not found, with its lock
+	if (err != nil && !errors.Is(err, store.ErrNotFound)) || lock.ID == "" || lock.PID != first.cmd.Process.Pid {
+		t.Fatalf("state lock while creating: %+v, %v; want one held through replica %s (pid %d)", lock, err, rs.name[first], first.cmd.Process.Pid)
+	}
+
+	rs.kill(first)
+	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 2 })
+	second := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[1]))
+	if second == first {
+		t.Fatal("the killed replica resumed its own run")
+	}
+	resumed := newestRun(t, other, "qa/long")
+	if resumed.ID == runID || resumed.Source != "recovery" {
+		t.Fatalf("the newest run is %+v, want a recovery run after %s", resumed, runID)
+	}
+	if _, lock, err := st.TFState(t.Context(), "qa/long/slow"); (err != nil && !errors.Is(err, store.ErrNotFound)) || lock.PID != second.cmd.Process.Pid {
+		t.Errorf("state lock of the resume: %+v, %v; want it taken over through replica %s", lock, err, rs.name[second])
+	}
+	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other.eventually("long applied", func() bool { return other.appliedFrom("qa/long", head) })
+
+	var old apiRun
+	if code := other.do("GET", "/api/v1/runs/"+runID, nil, &old); code != http.StatusOK || old.Status != "interrupted" {
+		t.Errorf("the killed replica's run: %d %+v, want interrupted", code, old)
+	}
+	if n := stateResources(t, w, "long", "slow"); n != 1 {
+		t.Errorf("%d resources in the store's state, want 1", n)
+	}
+	if _, lock, err := st.TFState(t.Context(), "qa/long/slow"); err != nil || lock.ID != "" {
+		t.Errorf("state lock after the resume: %+v, %v; want released", lock, err)
+	}
+	// The killed replica's tool was ended before the resume ran: the
+	// resource was created once.
+	time.Sleep(300 * time.Millisecond) // an orphan would have seen "go" by now (it polls every 0.1s)
+	if created := lines(t, filepath.Join(out, "created")); len(created) != 1 {
+		t.Errorf("created %d times, want once: %v", len(created), created)
+	}
+}
+
+// kill -9 of the leader: the drift schedule resumes on another replica.
+func TestDriftSchedulesResumeOnAnotherReplicaWhenTheLeaderIsKilled(t *testing.T) {
+	w := newWorld(t)
+	out := w.path("out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := newGitRepo(t, map[string]string{"envs/modules/slow/main.tf": slowModule,
+		"envs/sched.yaml": tfEnv("sched", out, "  drift: {schedule: \"@every 1s\", policy: alert}\n")})
+	rs := startReplicas(t, w, []string{"a", "b", "c"},
+		append(replicaArgs(repo, 2), "--drift-min-every", "100ms", "--drift-tick", "100ms"))
+	a := rs.reps[0]
+	a.eventually("sched provisioned", func() bool { e, _ := a.env("qa/sched"); return e.Status == "provisioned" })
+	drifts := func(s *server) []apiRun {
+		var p struct {
+			Items []struct {
+				apiRun
+				Kind string
+			}
+		}
+		s.do("GET", "/api/v1/environments/qa/sched/runs", nil, &p)
+		var d []apiRun
+		for _, r := range p.Items {
+			if r.Kind == "drift" && r.Source == "schedule" {
+				d = append(d, r.apiRun)
+			}
+		}
+		return d
+	}
+	a.eventually("a scheduled drift check", func() bool { return len(drifts(a)) > 0 })
+	lead := rs.leader()
+	if lead == nil {
+		t.Fatal("no replica says it leads")
+	}
+	rs.kill(lead)
+	var alive *server
+	for _, s := range rs.reps {
+		if s != lead {
+			alive = s
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range drifts(alive) {
+		seen[r.ID] = true
+	}
+	// Two new checks that end: the first may meet the dead leader's lock.
+	alive.eventually("scheduled drift checks after the leader's death", func() bool {
+		n := 0
+		for _, r := range drifts(alive) {
+			if !seen[r.ID] && r.Status == "succeeded" {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	if nl := rs.leader(); nl == nil || nl == lead {
+		t.Errorf("no other replica says it leads after the leader was killed")
+	}
+	if created := lines(t, filepath.Join(out, "created")); len(created) != 1 {
+		t.Errorf("created %d times, want once (drift checks only look): %v", len(created), created)
 	}
 }
