@@ -228,14 +228,8 @@ func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsO
 	repo := newGitRepo(t, map[string]string{"envs/modules/slow/main.tf": slowModule})
 	rs := startReplicas(t, w, []string{"a", "b", "c"}, replicaArgs(repo, 2))
 	head := repo.commit("long", map[string]string{"envs/long.yaml": tfEnv("long", out, "")})
-	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 1 })
-	first := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[0]))
-	var other *server
-	for _, s := range rs.reps {
-		if s != first {
-			other = s
-		}
-	}
+	first := rs.startedOn(out, 1)
+	other := rs.otherThan(first)
 	runID := newestRun(t, other, "qa/long").ID
 
 	// The tool holds the state's lock, through the executing replica.
@@ -246,8 +240,7 @@ func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsO
 	}
 
 	rs.kill(first)
-	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 2 })
-	second := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[1]))
+	second := rs.startedOn(out, 2)
 	if second == first {
 		t.Fatal("the killed replica resumed its own run")
 	}
