@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ func replicaArgs(repo *gitRepo, max int) []string {
 // dir of its own (one key, copied: every replica needs it).
 type replicaSet struct {
 	w    *world
+	pg   *pgtest.Cluster
 	dsn  string
 	reps []*server
 	name map[*server]string
@@ -40,17 +42,18 @@ type replicaSet struct {
 
 func startReplicas(t *testing.T, w *world, names []string, args []string) *replicaSet {
 	t.Helper()
-	dsn := pgtest.Start(t).DB(t)
+	pg := pgtest.Start(t)
+	dsn := pg.DB(t)
 	w.env = append(without(w.env, "KNIT_STORE_DSN="), "KNIT_STORE_DSN="+dsn)
 	token := strings.TrimSpace(w.ok("token", "create", "root", "--role", "admin").stdout)
 	key, err := os.ReadFile(filepath.Join(w.dataDir, keyfile.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &replicaSet{w: w, dsn: dsn, name: map[*server]string{}}
+	rs := &replicaSet{w: w, pg: pg, dsn: dsn, name: map[*server]string{}}
 	base := w.env
 	for _, n := range names {
-		dir := filepath.Join(w.dir, "replica-"+n)
+		dir := rs.dataDir(n)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -65,6 +68,9 @@ func startReplicas(t *testing.T, w *world, names []string, args []string) *repli
 	w.env = base
 	return rs
 }
+
+// dataDir is replica n's data dir.
+func (rs *replicaSet) dataDir(n string) string { return filepath.Join(rs.w.dir, "replica-"+n) }
 
 // leader is the replica that says it leads last (nil: none yet).
 func (rs *replicaSet) leader() *server {
@@ -89,6 +95,26 @@ func (rs *replicaSet) byName(n string) *server {
 		}
 	}
 	rs.w.t.Fatalf("no replica %q", n)
+	return nil
+}
+
+// startedOn waits until out/started has n lines (one per start of a
+// component, naming its replica) and returns the replica of the nth.
+func (rs *replicaSet) startedOn(out string, n int) *server {
+	t := rs.w.t
+	t.Helper()
+	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) >= n })
+	return rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[n-1]))
+}
+
+// otherThan is a replica that is none of not.
+func (rs *replicaSet) otherThan(not ...*server) *server {
+	for _, s := range rs.reps {
+		if !slices.Contains(not, s) {
+			return s
+		}
+	}
+	rs.w.t.Fatal("no other replica")
 	return nil
 }
 
@@ -239,22 +265,15 @@ spec:
 	repo := newGitRepo(t, map[string]string{"envs/README": "environments"})
 	rs := startReplicas(t, w, []string{"a", "b", "c"}, replicaArgs(repo, 2))
 	head := repo.commit("long", map[string]string{"envs/long.yaml": long})
-	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 1 })
-	first := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[0]))
-	var other *server
-	for _, s := range rs.reps {
-		if s != first {
-			other = s
-		}
-	}
+	first := rs.startedOn(out, 1)
+	other := rs.otherThan(first)
 
 	// Another replica streams the run live, up to the component applying.
 	runID := newestRun(t, other, "fleet/long").ID
 	streamUntil(t, other, runID, `"component":"app","status":"applying"`)
 
 	rs.signal(first, sig)
-	waitFor(t, 2*time.Minute, func() bool { return len(lines(t, filepath.Join(out, "started"))) == 2 })
-	second := rs.byName(strings.TrimSpace(lines(t, filepath.Join(out, "started"))[1]))
+	second := rs.startedOn(out, 2)
 	if second == first {
 		t.Fatal("the killed replica resumed its own run")
 	}
@@ -263,12 +282,7 @@ spec:
 		t.Fatalf("the newest run is %+v, want a recovery run after %s", resumed, runID)
 	}
 	// The resume, executing on one replica, streams from another to its end.
-	var watcher *server
-	for _, s := range rs.reps {
-		if s != first && s != second {
-			watcher = s
-		}
-	}
+	watcher := rs.otherThan(first, second)
 	done := make(chan string, 1)
 	go func() { done <- streamUntil(t, watcher, resumed.ID, `"kind":"run-finished"`) }()
 	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
