@@ -33,6 +33,9 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
 // Media types of an OpenTofu module package.
@@ -88,6 +91,9 @@ func (c *Cache) Pull(ctx context.Context, repo, ref string) (dir, dig string, er
 	// Plain HTTP only to a registry on this machine (tests, a local
 	// mirror); anything else speaks TLS.
 	r.PlainHTTP = isLoopback(r.Reference.Host())
+	if r.Client, err = client(); err != nil {
+		return "", "", err
+	}
 	desc, err := r.Resolve(ctx, ref)
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
@@ -289,6 +295,22 @@ func writeEntry(root *os.Root, zf *zip.File, p string, budget int64) (int64, err
 		return n, fmt.Errorf("%w: archive unpacks to more than its limit", ErrRefused)
 	}
 	return n, nil
+}
+
+// client authenticates where the registry asks, with the credentials
+// docker, podman or oras login stored ($DOCKER_CONFIG/config.json or
+// ~/.docker/config.json, and its credential helpers), as OpenTofu does.
+// They stay in this process: never in argv, logs or errors.
+func client() (*auth.Client, error) {
+	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("registry credentials: %w", err)
+	}
+	return &auth.Client{
+		Client:     retry.DefaultClient,
+		Cache:      auth.NewCache(),
+		Credential: credentials.Credential(store),
+	}, nil
 }
 
 func (c *Cache) moduleDir(d digest.Digest) string {

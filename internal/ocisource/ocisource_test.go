@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io/fs"
 	"os"
@@ -38,6 +39,27 @@ func TestPullByTagAndDigest(t *testing.T) {
 	dir2, dig2, err := c.Pull(context.Background(), reg.Host+"/mods/file", want)
 	if err != nil || dir2 != dir || dig2 != want || reg.Pulls != pulls {
 		t.Fatalf("digest pull: %s %s %v, pulls %d→%d", dir2, dig2, err, pulls, reg.Pulls)
+	}
+}
+
+func TestPullWithDockerCredentials(t *testing.T) {
+	reg := ocitest.Start(t)
+	reg.PushModule(t, "private/file", "v1", map[string]string{"main.tf": "\n"})
+	const password = "s3cret-registry-password"
+	reg.RequireAuth("robot", password)
+	cfg := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfg)
+	c := &ocisource.Cache{Dir: t.TempDir()}
+	_, _, err := c.Pull(context.Background(), reg.Host+"/private/file", "v1")
+	if err == nil || strings.Contains(err.Error(), password) {
+		t.Fatalf("without credentials: %v", err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:" + password))
+	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths":{"`+reg.Host+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Pull(context.Background(), reg.Host+"/private/file", "v1"); err != nil {
+		t.Fatalf("with docker credentials: %v", err)
 	}
 }
 

@@ -30,6 +30,15 @@ type Registry struct {
 	manifests map[string]bool              // digests that are manifests
 	// Pulls counts manifest GETs, so tests can tell a cached pull.
 	Pulls int
+	// user and password, when set, are required (basic auth).
+	user, password string
+}
+
+// RequireAuth makes every request need basic auth with user and password.
+func (r *Registry) RequireAuth(user, password string) {
+	r.mu.Lock()
+	r.user, r.password = user, password
+	r.mu.Unlock()
 }
 
 // Start serves a registry until the test ends.
@@ -108,6 +117,14 @@ var route = regexp.MustCompile(`^/v2/(.+)/(manifests|blobs)/([^/]+)$`)
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		http.Error(w, "read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	r.mu.Lock()
+	user, password := r.user, r.password
+	r.mu.Unlock()
+	if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
 		return
 	}
 	if req.URL.Path == "/v2/" {
