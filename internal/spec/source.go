@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +17,9 @@ const (
 	SourceLocal    SourceKind = "local"
 	SourceGit      SourceKind = "git"
 	SourceRegistry SourceKind = "registry"
+	// SourceOCI is a module package in an OCI registry (OpenTofu's
+	// oci://host/repository?tag=|digest= address).
+	SourceOCI SourceKind = "oci"
 )
 
 // Source is a resolved module source.
@@ -23,9 +27,11 @@ type Source struct {
 	Kind SourceKind `json:"kind"`
 	// Path is the absolute folder of a local module.
 	Path string `json:"path,omitempty"`
-	// URL is the clone URL of a git module (no ref, no subdir), or the registry address.
+	// URL is the clone URL of a git module (no ref, no subdir), the
+	// registry address, or an OCI repository (host/repository, no scheme).
 	URL string `json:"url,omitempty"`
-	// Ref is the git ref (tag, branch, commit) or registry version; empty means default.
+	// Ref is the git ref (tag, branch, commit), registry version, or OCI
+	// tag or digest (sha256:…); empty means default.
 	Ref string `json:"ref,omitempty"`
 	// Subdir is the module's folder inside the repository.
 	Subdir string `json:"subdir,omitempty"`
@@ -69,6 +75,24 @@ func (e *Environment) ModuleSource(m *Module) (Source, error) {
 		}
 		return Source{Kind: SourceLocal, Path: dir}, nil
 	}
+	if strings.HasPrefix(m.Source, ociScheme) {
+		s, err := ParseOCIAddr(m.Source)
+		if err != nil {
+			return Source{}, err
+		}
+		if m.Path != "" {
+			s.Subdir = path.Join(s.Subdir, m.Path)
+		}
+		if s.Ref == "" {
+			s.Ref = m.Version
+		}
+		if s.Ref == "" {
+			s.Ref = "latest" // as OpenTofu
+		} else if !ociTag.MatchString(s.Ref) && !ociDigest.MatchString(s.Ref) {
+			return Source{}, fmt.Errorf("module.version %q is not an OCI tag or sha256 digest", s.Ref)
+		}
+		return s, nil
+	}
 	if IsGitURL(m.Source) {
 		s, err := ParseGitURL(m.Source)
 		if err != nil {
@@ -86,6 +110,54 @@ func (e *Environment) ModuleSource(m *Module) (Source, error) {
 		return Source{Kind: SourceRegistry, URL: m.Source, Ref: m.Version, Subdir: m.Path}, nil
 	}
 	return Source{}, fmt.Errorf("cannot tell what kind of module source %q is", m.Source)
+}
+
+const ociScheme = "oci://"
+
+var (
+	ociTag    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+	ociDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// ociRepo is host[:port]/path in the OCI distribution grammar.
+	ociRepo = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)+$`)
+)
+
+// ParseOCIAddr splits OpenTofu's OCI module address
+// oci://host/repository[//subdir][?tag=T|?digest=sha256:…] into the
+// repository (host/repository), the tag or digest, and the folder inside
+// the package.
+func ParseOCIAddr(raw string) (Source, error) {
+	s := strings.TrimPrefix(raw, ociScheme)
+	var ref string
+	if i := strings.Index(s, "?"); i >= 0 {
+		q, err := url.ParseQuery(s[i+1:])
+		if err != nil {
+			return Source{}, fmt.Errorf("bad query in OCI source %q: %w", raw, err)
+		}
+		for k := range q {
+			if k != "tag" && k != "digest" {
+				return Source{}, fmt.Errorf("OCI source %q: unknown argument %q (use tag= or digest=)", raw, k)
+			}
+		}
+		tag, dig := q.Get("tag"), q.Get("digest")
+		switch {
+		case tag != "" && dig != "":
+			return Source{}, fmt.Errorf("OCI source %q names both a tag and a digest; keep one", raw)
+		case dig != "" && !ociDigest.MatchString(dig):
+			return Source{}, fmt.Errorf("OCI source %q: digest %q is not sha256: followed by 64 lowercase hex digits", raw, dig)
+		case tag != "" && !ociTag.MatchString(tag):
+			return Source{}, fmt.Errorf("OCI source %q: %q is not a valid OCI tag", raw, tag)
+		}
+		ref = tag + dig
+		s = s[:i]
+	}
+	var subdir string
+	if i := strings.Index(s, "//"); i >= 0 {
+		s, subdir = s[:i], s[i+2:]
+	}
+	if !ociRepo.MatchString(s) {
+		return Source{}, fmt.Errorf("OCI source %q: %q is not host/repository (lowercase repository path)", raw, s)
+	}
+	return Source{Kind: SourceOCI, URL: s, Ref: ref, Subdir: subdir}, nil
 }
 
 // IsLocalPath reports whether s is a filesystem path (./x, ../x, /x).

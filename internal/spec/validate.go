@@ -321,7 +321,7 @@ func (v *validator) componentType(p string, c *Component) {
 
 func (v *validator) module(p string, m *Module) {
 	if m.Source == "" {
-		v.missing(p, "source", "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
+		v.missing(p, "source", "a local path (./modules/x), a git URL (?ref=), an OCI address (oci://host/repo?tag=), a registry address, or aws with name")
 		return
 	}
 	if escapes(m.Path) {
@@ -335,8 +335,10 @@ func (v *validator) module(p string, m *Module) {
 		v.err(p, "name", err.Error(), "")
 	case err != nil && IsLocalPath(m.Source):
 		v.err(p+".source", "", err.Error(), "keep modules inside the environment's folder, or use a git source")
+	case err != nil && strings.HasPrefix(m.Source, ociScheme):
+		v.err(p+".source", "", err.Error(), "write oci://host/repository?tag=T or ?digest=sha256:<64 hex>")
 	case err != nil:
-		v.err(p+".source", "", err.Error(), "a local path (./modules/x), a git URL (?ref=), a registry address, or aws with name")
+		v.err(p+".source", "", err.Error(), "a local path (./modules/x), a git URL (?ref=), an OCI address (oci://host/repo?tag=), a registry address, or aws with name")
 	case src.Kind == SourceLocal:
 		if st, err := os.Stat(src.Path); err != nil || !st.IsDir() {
 			v.err(p+".source", "", fmt.Sprintf("module folder %q does not exist", m.Source), "paths are relative to the environment file's folder")

@@ -13,7 +13,7 @@ import (
 
 // Fingerprint hashes what decides the component's result apart from the real
 // world: the tool version, the module (for git, the resolved commit and
-// folder), the variables file, overlays, the inputs (as canonical JSON) and
+// folder; for OCI, the manifest digest and folder), the variables file, overlays, the inputs (as canonical JSON) and
 // the backend knit writes. It hashes the content of every file that would
 // land in the module folder, caching file hashes by path, size and mtime. It
 // never runs the tool and writes nothing, but resolving a git source fetches

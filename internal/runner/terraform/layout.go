@@ -82,14 +82,14 @@ func moduleSub(c runner.Component) (src spec.Source, root, sub string, err error
 			return src, "", "", err
 		}
 		return src, root, filepath.ToSlash(rel), nil
-	case spec.SourceGit:
+	case spec.SourceGit, spec.SourceOCI:
 		sub = path.Clean("./" + strings.Trim(src.Subdir, "/"))
 		if sub == ".." || strings.HasPrefix(sub, "../") {
-			return src, "", "", fmt.Errorf("module path %q leaves the repository", src.Subdir)
+			return src, "", "", fmt.Errorf("module path %q leaves the %s source", src.Subdir, src.Kind)
 		}
 		return src, "", sub, nil
 	default:
-		return src, "", "", fmt.Errorf("module source %q: registry modules are not supported; call it from a local or git module", src.URL)
+		return src, "", "", fmt.Errorf("module source %q: registry modules are not supported; call it from a local, git or OCI module", src.URL)
 	}
 }
 
@@ -112,8 +112,8 @@ func runFolder(wd, sub string) string {
 	return filepath.Join(wd, moduleDir, filepath.FromSlash(sub))
 }
 
-// layout collects everything the module folder must hold. Git sources are
-// fetched; nothing is written to the work dir.
+// layout collects everything the module folder must hold. Git and OCI
+// sources are fetched; nothing is written to the work dir.
 func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Inputs) (*layout, error) {
 	wd, err := workDir(c)
 	if err != nil {
@@ -128,8 +128,15 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	}
 	r.collected.Add(1)
 	l := &layout{files: map[string]file{}, sub: sub}
-	if src.Kind == spec.SourceGit {
+	switch src.Kind {
+	case spec.SourceGit:
 		if root, l.commit, err = r.git.Checkout(ctx, src.URL, src.Ref); err != nil {
+			return nil, err
+		}
+	case spec.SourceOCI:
+		// The manifest digest names the package's content, as a commit
+		// names a git tree: it goes into the fingerprint.
+		if root, l.commit, err = r.oci.Pull(ctx, src.URL, src.Ref); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"knit.dev/knit/internal/filelock"
 	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/ocisource"
 	"knit.dev/knit/internal/runner"
 )
 
@@ -32,7 +33,8 @@ const (
 // Options configures a Runner.
 type Options struct {
 	// DataDir holds what components share: the provider plugin cache
-	// (DataDir/plugin-cache) and the git cache (DataDir/git).
+	// (DataDir/plugin-cache), the git cache (DataDir/git) and the OCI
+	// module cache (DataDir/oci).
 	DataDir string
 	// ToolVersion is the tool's name and version (Binary.Version's answer);
 	// it is part of every fingerprint, so upgrading the tool re-plans.
@@ -59,6 +61,7 @@ type Runner struct {
 	bin  Binary
 	opts Options
 	git  *gitsource.Cache
+	oci  *ocisource.Cache
 
 	hashes   fileHashes
 	configs  configCache
@@ -83,6 +86,7 @@ func New(bin Binary, opts Options) *Runner {
 		bin:  bin,
 		opts: opts,
 		git:  gitsource.InDataDir(opts.DataDir),
+		oci:  ocisource.InDataDir(opts.DataDir),
 	}
 	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.isOpenTofu() {
 		r.cacheLocking = !v.LessThan(openTofuCacheLocking)

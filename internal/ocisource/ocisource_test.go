@@ -1,0 +1,144 @@
+package ocisource_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"knit.dev/knit/internal/ocisource"
+	"knit.dev/knit/internal/ocisource/ocitest"
+)
+
+func TestPullByTagAndDigest(t *testing.T) {
+	reg := ocitest.Start(t)
+	want := reg.PushModule(t, "mods/file", "v1", map[string]string{"main.tf": "# root\n", "sub/x.tf": "# sub\n"})
+	c := &ocisource.Cache{Dir: t.TempDir()}
+	dir, dig, err := c.Pull(context.Background(), reg.Host+"/mods/file", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dig != want {
+		t.Fatalf("digest %s, want %s", dig, want)
+	}
+	for name, body := range map[string]string{"main.tf": "# root\n", "sub/x.tf": "# sub\n"} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != body {
+			t.Fatalf("%s: %q %v", name, got, err)
+		}
+	}
+	// By digest, already unpacked: no request to the registry.
+	pulls := reg.Pulls
+	dir2, dig2, err := c.Pull(context.Background(), reg.Host+"/mods/file", want)
+	if err != nil || dir2 != dir || dig2 != want || reg.Pulls != pulls {
+		t.Fatalf("digest pull: %s %s %v, pulls %d→%d", dir2, dig2, err, pulls, reg.Pulls)
+	}
+}
+
+func TestPullWithDockerCredentials(t *testing.T) {
+	reg := ocitest.Start(t)
+	reg.PushModule(t, "private/file", "v1", map[string]string{"main.tf": "\n"})
+	const password = "s3cret-registry-password"
+	reg.RequireAuth("robot", password)
+	cfg := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfg)
+	c := &ocisource.Cache{Dir: t.TempDir()}
+	_, _, err := c.Pull(context.Background(), reg.Host+"/private/file", "v1")
+	if err == nil || strings.Contains(err.Error(), password) {
+		t.Fatalf("without credentials: %v", err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:" + password))
+	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths":{"`+reg.Host+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Pull(context.Background(), reg.Host+"/private/file", "v1"); err != nil {
+		t.Fatalf("with docker credentials: %v", err)
+	}
+}
+
+func TestPullRefusesBadInput(t *testing.T) {
+	reg := ocitest.Start(t)
+	good := ocitest.Zip(t, map[string]string{"main.tf": "\n"})
+	bomb := zipOf(t, func(zw *zip.Writer) {
+		w, _ := zw.Create("big.tf")
+		w.Write(bytes.Repeat([]byte{' '}, 2<<20)) // compresses to a few KB
+	})
+	symlink := zipOf(t, func(zw *zip.Writer) {
+		h := &zip.FileHeader{Name: "link.tf"}
+		h.SetMode(fs.ModeSymlink | 0o777)
+		w, _ := zw.CreateHeader(h)
+		w.Write([]byte("/etc/passwd"))
+	})
+	tampered := reg.Push(t, "mods/tampered", "v1", ocisource.ArtifactType, good)
+	_ = tampered
+	layer := digest.FromBytes(good).String()
+	cases := []struct {
+		name, repo, ref, want string
+		push                  func()
+	}{
+		{"unknown tag", "mods/ok", "v9", "no such tag", func() { reg.Push(t, "mods/ok", "v1", ocisource.ArtifactType, good) }},
+		{"unknown digest", "mods/ok", "sha256:" + strings.Repeat("0", 64), "no such tag", nil},
+		{"not a module package", "mods/image", "v1", "artifactType", func() { reg.Push(t, "mods/image", "v1", "application/vnd.example", good) }},
+		{"dot-dot path", "mods/evil", "v1", "leaves the package", func() {
+			reg.Push(t, "mods/evil", "v1", ocisource.ArtifactType, ocitest.Zip(t, map[string]string{"../../escape.tf": "x"}))
+		}},
+		{"absolute path", "mods/abs", "v1", "leaves the package", func() {
+			reg.Push(t, "mods/abs", "v1", ocisource.ArtifactType, ocitest.Zip(t, map[string]string{"/tmp/escape.tf": "x"}))
+		}},
+		{"symlink", "mods/link", "v1", "only files and folders", func() { reg.Push(t, "mods/link", "v1", ocisource.ArtifactType, symlink) }},
+		{"size bomb", "mods/bomb", "v1", "over the limit", func() { reg.Push(t, "mods/bomb", "v1", ocisource.ArtifactType, bomb) }},
+		{"not a zip", "mods/junk", "v1", "archive", func() { reg.Push(t, "mods/junk", "v1", ocisource.ArtifactType, []byte("not a zip")) }},
+		{"layer swapped by the registry", "mods/tampered", "v1", "digest", func() {
+			bad := append([]byte{}, good...)
+			bad[len(bad)/2] ^= 1 // same size, other bytes
+			reg.Replace(layer, bad)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.push != nil {
+				tc.push()
+			}
+			dir := t.TempDir()
+			c := &ocisource.Cache{Dir: dir, MaxUnpacked: 1 << 20}
+			_, _, err := c.Pull(context.Background(), reg.Host+"/"+tc.repo, tc.ref)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), reg.Host+"/"+tc.repo) {
+				t.Fatalf("err %q does not name the repository", err)
+			}
+			mods, _ := os.ReadDir(filepath.Join(dir, "modules"))
+			tmp, _ := os.ReadDir(filepath.Join(dir, "tmp"))
+			if len(mods)+len(tmp) != 0 {
+				t.Fatalf("left files behind: %v %v", mods, tmp)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.tf")); err == nil {
+				t.Fatal("an entry escaped the cache")
+			}
+		})
+	}
+	if !errors.Is(func() error {
+		_, _, err := (&ocisource.Cache{Dir: t.TempDir()}).Pull(context.Background(), reg.Host+"/mods/evil", "v1")
+		return err
+	}(), ocisource.ErrRefused) {
+		t.Fatal("a hostile archive is not ErrRefused")
+	}
+}
+
+func zipOf(t *testing.T, fill func(*zip.Writer)) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	fill(zw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
