@@ -131,6 +131,7 @@ type branchEnv struct {
 	id, change, path string
 	env              *spec.Environment
 	folder           string
+	element          string // the set element's name, of a set file's environment
 }
 
 // previewBranch previews every environment branch's head changes, records
@@ -160,6 +161,9 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 	for _, e := range envs {
 		req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
 			Root: e.folder, Tree: c.Dir, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author}
+		if e.element != "" {
+			req.Origin += "#" + e.element // as GitOps names an element's origin
+		}
 		p, err := g.k.Preview(ctx, req)
 		switch {
 		case errors.Is(err, engine.ErrLocked):
@@ -236,7 +240,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		case spec.KindTemplate:
 			continue // its environments' sums include it: they differ when it does
 		case spec.KindSet:
-			_, envs, envSums, diags, err := g.setEnvs(c, p, content, branches, sums)
+			els, envs, envSums, diags, err := g.setEnvs(c, p, content, branches, sums)
 			if err != nil {
 				return nil, err
 			}
@@ -257,6 +261,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 				id := env.ID()
 				declared[id] = true
 				if e, ok := changeOf(wants[id], envSums[i], id, p, env, folder); ok {
+					e.element = els[i].Name
 					out = append(out, e)
 				}
 			}
