@@ -126,6 +126,9 @@ type step struct {
 	storeRun *store.ComponentRun
 	op       string
 	force    bool // plan even if the fingerprint is unchanged
+	// digestFP is the fingerprint a destroy's plan digest is made of (the
+	// component's, as a preview planned it); "" : no digest.
+	digestFP string
 }
 
 func (s *session) newStep(name string, first Status) *step {

@@ -141,11 +141,11 @@ func copyWorkDir(src, dst string) error {
 	return err
 }
 
-// linkPreview, at the end of an apply about to succeed, records in the
+// linkPreview, at the end of an apply (or teardown) about to succeed, records in the
 // audit trail the preview whose plan it applied, if any: the newest
 // planned preview of the environment with the run's checksum.
 func (s *session) linkPreview() error {
-	if s.kind != KindApply || s.result.Checksum == "" {
+	if (s.kind != KindApply && s.kind != KindTeardown) || s.result.Checksum == "" {
 		return nil
 	}
 	ps, err := s.e.Store.PreviewsByChecksum(s.db, s.env.ID(), s.result.Checksum)

@@ -51,6 +51,9 @@ type session struct {
 	graph *dag.Graph
 	// holds are the approvals components wait with in this run, by name.
 	holds map[string]heldPlan
+	// destroyByPlan: a teardown destroys every component by a destroy
+	// plan, as a preview of it planned (destroyPreviewed).
+	destroyByPlan bool
 	// change is the environment's approved change set, if any, for this
 	// run's revision: plans it covers go on without asking (covered).
 	change *store.ChangeSet
@@ -379,7 +382,7 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	errs := append([]error{runErr}, s.errs...)
 	s.mu.Unlock()
 	errs = append(errs, s.removePreviewDirs())
-	if s.kind == KindApply || s.opts.Preview {
+	if s.kind == KindApply || s.kind == KindTeardown || s.opts.Preview {
 		s.result.Checksum = PlanChecksum(s.result.Components)
 	}
 	status := s.outcome(ctx, joinErrs(errs))

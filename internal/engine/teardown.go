@@ -72,6 +72,11 @@ func (s *session) teardown(ctx context.Context) error {
 		g = g.WithDependents(s.opts.Components)
 	}
 	names := g.Vertices()
+	byPlan, err := s.destroyPreviewed()
+	if err != nil {
+		return err
+	}
+	s.destroyByPlan = byPlan
 	s.destroyAll(ctx, g, s.refusals(names, true), true)
 	s.closeChange()
 	return nil
@@ -180,17 +185,18 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 		return err
 	}
 	gated := !s.autoApproved(st.c)
-	p, err := st.prepare(ctx, gated)
+	p, err := st.prepare(ctx, gated || s.destroyByPlan)
 	if err != nil {
 		return st.fail(ctx, err)
 	}
+	st.digestFP = p.fp
 	// In a run judged first, what destroys is the judged destroy plan, or
 	// else a destroy plan made now and judged again.
 	judgedPlan, judged := s.judgedPlan(name, "")
 	if judgedPlan != nil && !judgedPlan.Destroying {
 		judgedPlan = nil
 	}
-	if !gated && !judged {
+	if !gated && !judged && !s.destroyByPlan {
 		if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
 			return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 		}
@@ -259,6 +265,9 @@ func (s *session) gateAndDestroy(ctx context.Context, st *step, p *prepared, pla
 // recorded nothing.
 func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
+	if st.digestFP != "" {
+		st.cr.Digest = PlanDigest(st.digestFP, plan) // as the preview of the destroy made it
+	}
 	s.set(st.cr, Destroying, "")
 	_, err := p.r.Apply(ctx, p.rc, plan)
 	if done != nil {
@@ -285,4 +294,24 @@ func (s *session) destroyed(st *step) error {
 	st.cr.Log = st.log.finish(nil)
 	s.set(st.cr, Destroyed, "")
 	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
+}
+
+// destroyPreviewed says whether a branch's preview planned env's teardown:
+// then each auto-approved component is destroyed by applying a destroy
+// plan (not the tool's one-step destroy), so that the run has the plan
+// checksum the preview showed and the audit trail can link the two.
+func (s *session) destroyPreviewed() (bool, error) {
+	if s.kind != KindTeardown {
+		return false, nil
+	}
+	ps, err := s.e.Store.ListPreviews(s.db, store.PreviewFilter{Env: s.env.ID(), Limit: 100})
+	if err != nil {
+		return false, fmt.Errorf("read the previews of %s: %w", s.env.ID(), err)
+	}
+	for _, p := range ps {
+		if p.Change == store.PreviewDestroy && p.Status == store.PreviewPlanned && p.Checksum != "" {
+			return true, nil
+		}
+	}
+	return false, nil
 }

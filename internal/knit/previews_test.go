@@ -136,3 +136,52 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 		t.Errorf("a refused preview was recorded: %+v", ps)
 	}
 }
+
+// The teardown that follows a removed file, with nothing moved since its
+// destroy was previewed, applies the plan the preview showed: the same
+// checksum, and the audit trail links the preview and the teardown.
+func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
+	ctx := context.Background()
+	r := dbRunner()
+	k := openWith(t, r)
+	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
+	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
+		t.Fatalf("preview = %+v, %v", p, err)
+	}
+	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/dev", Actor: "git", Source: "git", AutoApprove: true})
+	if err != nil || res.Status != store.StatusSucceeded {
+		t.Fatalf("teardown: %+v, %v", res, err)
+	}
+	if res.Checksum != p.Checksum || res.Preview == nil || res.Preview.Branch != "feature/rm" {
+		t.Errorf("teardown checksum %q, preview %+v; want the preview's %q", res.Checksum, res.Preview, p.Checksum)
+	}
+	page, err := k.Audit(ctx, knit.AuditFilter{Env: "shop/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := false
+	for _, a := range page.Items {
+		linked = linked || a.Action == engine.AuditPreviewApplied && a.RunID == res.RunID && strings.Contains(a.Detail, p.Checksum)
+	}
+	if !linked {
+		t.Errorf("no %s entry on the teardown's run: %+v", engine.AuditPreviewApplied, page.Items)
+	}
+	// What it destroyed is gone, by the previewed plan applied.
+	if e, err := k.Environment(ctx, "shop/dev"); err != nil || e.Status != engine.EnvTornDown {
+		t.Errorf("shop/dev after the teardown: %+v, %v", e.Status, err)
+	}
+	if n := len(r.Calls("destroy")); n != 0 {
+		t.Errorf("the previewed teardown ran %d one-step destroys, want the destroy plan applied", n)
+	}
+	// A teardown nobody previewed destroys in one step, as before, and
+	// links nothing.
+	apply(t, k, parse(t, envDoc("shop", "qa")), "alice", true)
+	res, err = k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/qa", Actor: "git", Source: "git", AutoApprove: true})
+	if err != nil || res.Status != store.StatusSucceeded || res.Preview != nil {
+		t.Fatalf("teardown of shop/qa: %+v, %v", res, err)
+	}
+	if n := len(r.Calls("destroy")); n != 2 {
+		t.Errorf("the teardown nobody previewed ran %d one-step destroys, want 2", n)
+	}
+}

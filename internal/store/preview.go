@@ -48,7 +48,8 @@ const (
 	PreviewInvalid = "invalid"
 )
 
-// PreviewFilter selects previews: of Branch (required), of Commit when
+// PreviewFilter selects previews: of Branch (every branch's when empty:
+// what a teardown asks of one Env), of Commit when
 // set (else every commit of the branch), of environments of Teams when
 // set, of Env when set, at most Limit (<= 0: 1000), newest first.
 type PreviewFilter struct {

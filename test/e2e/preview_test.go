@@ -272,3 +272,140 @@ func TestManyBranchesArePreviewedAFewPerPoll(t *testing.T) {
 		t.Errorf("%d preview.ready notifications, want one per branch (30)", n)
 	}
 }
+
+// previewTemplate is a template of one counted component; its default
+// extra is what a branch changes.
+const previewTemplate = `apiVersion: knit.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: counted}
+spec:
+  parameters:
+    - {name: name, type: string, required: true}
+    - {name: extra, type: string, default: EXTRA}
+  components:
+    - name: app
+      type: terraform
+      module: {source: ../envs/modules/counted}
+      variables:
+        - {name: name, value: "${param.name}"}
+        - {name: extra, value: "${param.extra}"}
+`
+
+// previewSet is a list set of previewTemplate with the named elements.
+func previewSet(names ...string) string {
+	var els []string
+	for _, n := range names {
+		els = append(els, "{name: "+n+", parameters: {name: "+n+"}}")
+	}
+	return `apiVersion: knit.dev/v1
+kind: EnvironmentSet
+metadata: {name: prs}
+spec:
+  teamName: shop
+  envName: "pr-{{ .name }}"
+  autoApprove: true
+  template: {path: ../templates/counted.yaml}
+  parameters: {}
+  generators:
+    - list: {elements: [` + strings.Join(els, ", ") + `]}
+`
+}
+
+// TestABranchChangingATemplateASetOrRemovingAFileIsPreviewed: a branch
+// that changes only a template previews every environment built from it
+// as an update (~1); a branch changing a set file previews its elements
+// (a new one: create; a gone one: destroy); a branch removing a file
+// previews a destroy whose checksum the teardown after the merge has, and
+// the audit trail links the two.
+func TestABranchChangingATemplateASetOrRemovingAFileIsPreviewed(t *testing.T) {
+	w := newWorld(t)
+	w.loggingTofu()
+	repo := newGitRepo(t, map[string]string{
+		"envs/modules/counted/main.tf": countedModule,
+		"templates/counted.yaml":       strings.Replace(previewTemplate, "EXTRA", "v1", 1),
+		"envs/app.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+spec:
+  teamName: shop
+  envName: app
+  autoApprove: true
+  template: {path: ../templates/counted.yaml}
+  parameters: {name: app}
+`,
+		"envs/set.yaml":  previewSet("a", "b"),
+		"envs/gone.yaml": previewEnv("shop", "gone", "v1"),
+	})
+	first := git(t, repo.work, "rev-parse", "HEAD")
+	s := w.startServer(gitServerArgs(repo, "--preview-branches", "feature/*")...)
+	for _, id := range []string{"shop/app", "shop/pr-a", "shop/pr-b", "shop/gone"} {
+		s.eventually(id+" applied from the first commit", func() bool { return s.appliedFrom(id, first) })
+	}
+	w.toolRuns()
+
+	// Only the template changes: every environment built from it is updated.
+	head := repo.pushBranch("feature/template", map[string]string{"templates/counted.yaml": strings.Replace(previewTemplate, "EXTRA", "v2", 1)})
+	var ps []apiPreview
+	s.eventually("the template branch's previews", func() bool {
+		ps, _ = s.previews("feature/template", "")
+		return len(ps) == 3 && ps[0].Commit == head
+	})
+	for _, p := range ps {
+		if p.Change != "update" || p.Status != "planned" || len(p.Components) != 1 {
+			t.Errorf("%s previews %+v, want a planned update of one component", p.Env, p)
+			continue
+		}
+		if c := p.Components[0]; c.Change != 1 || c.Add != 0 || c.Destroy != 0 {
+			t.Errorf("%s's app previews %+v, want ~1 +0 -0", p.Env, c)
+		}
+	}
+
+	// The set loses b and gains c.
+	repo.pushBranch("feature/set", map[string]string{"envs/set.yaml": previewSet("a", "c")})
+	changes := map[string]string{}
+	s.eventually("the set branch's previews", func() bool {
+		ps, _ = s.previews("feature/set", "")
+		for _, p := range ps {
+			changes[p.Env] = p.Change + " " + p.Status
+		}
+		return len(ps) == 3
+	})
+	if changes["shop/pr-b"] != "destroy planned" || changes["shop/pr-c"] != "create planned" {
+		t.Errorf("the set branch previews %v, want pr-b destroyed and pr-c created", changes)
+	}
+
+	// A removed file previews a destroy; its merge tears down with the
+	// previewed checksum, linked in the audit trail.
+	rmHead := repo.pushBranch("feature/rm", map[string]string{"envs/gone.yaml": ""})
+	var rm apiPreview
+	s.eventually("the removal's preview", func() bool {
+		ps, _ = s.previews("feature/rm", "")
+		if len(ps) == 1 && ps[0].Commit == rmHead {
+			rm = ps[0]
+		}
+		return rm.Commit != ""
+	})
+	if rm.Env != "shop/gone" || rm.Change != "destroy" || rm.Status != "planned" || rm.Checksum == "" ||
+		len(rm.Components) != 1 || rm.Components[0].Destroy != 1 {
+		t.Fatalf("the removal previews %+v, want shop/gone destroyed (-1) with a checksum", rm)
+	}
+	for _, run := range w.toolRuns() {
+		if f := strings.Fields(run); f[1] == "apply" || f[1] == "destroy" {
+			t.Errorf("a preview ran a tool that changes things: %s", run)
+		}
+	}
+	git(t, repo.work, "merge", "-q", "--no-ff", "-m", "merge feature/rm", "feature/rm")
+	git(t, repo.work, "push", "-q", "origin", "main")
+	s.eventually("shop/gone torn down", func() bool { e, _ := s.env("shop/gone"); return e.Status == "torn-down" })
+	var audit struct {
+		Items []struct{ Action, Detail, RunID string }
+	}
+	s.do("GET", "/api/v1/audit?env=shop/gone&limit=1000", nil, &audit)
+	linked := false
+	for _, a := range audit.Items {
+		linked = linked || a.Action == "preview-applied" && strings.Contains(a.Detail, "feature/rm") &&
+			strings.Contains(a.Detail, rmHead) && strings.Contains(a.Detail, rm.Checksum) && a.RunID != ""
+	}
+	if !linked {
+		t.Errorf("no preview-applied entry naming feature/rm, %s and checksum %s: %+v", rmHead, rm.Checksum, audit.Items)
+	}
+}

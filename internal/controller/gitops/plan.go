@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"knit.dev/knit/internal/diag"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
@@ -443,17 +444,9 @@ type setState struct {
 // element) is recorded as an invalid file and keeps every environment it
 // generated before, as a broken environment file does.
 func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string, content []byte, branches []string, branchesMoved bool, st setState) error {
-	folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
-	set, diags := spec.ParseSet(p, folder, c.Dir, content, g.cfg.Spec.InRepo(c.Dir))
-	var els []spec.SetElement
-	var envs []*spec.Environment
-	if !diags.HasErrors() {
-		els, diags = set.Elements(branches)
-	}
-	for _, el := range els {
-		env, more := set.Environment(el)
-		diags = append(diags, more...)
-		envs = append(envs, env)
+	els, envs, sums, diags, err := g.setEnvs(c, p, content, branches, st.sums)
+	if err != nil {
+		return err
 	}
 	if diags.HasErrors() {
 		for _, k := range elementKeys(st.files, p) {
@@ -468,13 +461,8 @@ func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string,
 	generated := map[string]bool{}
 	for i, env := range envs {
 		el := els[i]
-		elJSON, _ := json.Marshal(el) // plain values decoded from YAML: cannot fail
-		sum, err := st.sums.env(env, append(append(append([]byte(nil), content...), 0), elJSON...))
-		if err != nil {
-			return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
-		}
 		id, key := env.ID(), fileKey(p, &el)
-		st.declared[id] = append(st.declared[id], treeFile{path: p, sum: sum, element: &el})
+		st.declared[id] = append(st.declared[id], treeFile{path: p, sum: sums[i], element: &el})
 		generated[key] = true
 		if st.files[key] != id {
 			st.kv[settingFile+key] = id
@@ -489,4 +477,36 @@ func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string,
 		g.forgetInvalid(ctx, p, old, st.kv)
 	}
 	return nil
+}
+
+// setEnvs are the elements of set file p at commit c over branches, the
+// environment of each and its content sum (the set file, the element, and
+// what the environment reads): what GitOps records and a preview compares.
+// Diagnostics with errors: the set does not validate, nothing of it counts.
+func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, branches []string, cs contentSums) ([]spec.SetElement, []*spec.Environment, []string, diag.Diagnostics, error) {
+	folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
+	set, diags := spec.ParseSet(p, folder, c.Dir, content, g.cfg.Spec.InRepo(c.Dir))
+	var els []spec.SetElement
+	if !diags.HasErrors() {
+		els, diags = set.Elements(branches)
+	}
+	envs := make([]*spec.Environment, 0, len(els))
+	for _, el := range els {
+		env, more := set.Environment(el)
+		diags = append(diags, more...)
+		envs = append(envs, env)
+	}
+	if diags.HasErrors() {
+		return nil, nil, nil, diags, nil
+	}
+	sums := make([]string, len(envs))
+	for i, env := range envs {
+		elJSON, _ := json.Marshal(els[i]) // plain values decoded from YAML: cannot fail
+		sum, err := cs.env(env, append(append(append([]byte(nil), content...), 0), elJSON...))
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
+		}
+		sums[i] = sum
+	}
+	return els, envs, sums, diags, nil
 }

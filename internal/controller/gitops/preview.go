@@ -131,6 +131,7 @@ type branchEnv struct {
 	id, change, path string
 	env              *spec.Environment
 	folder           string
+	element          string // the set element's name, of a set file's environment
 }
 
 // previewBranch previews every environment branch's head changes, records
@@ -160,6 +161,9 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 	for _, e := range envs {
 		req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
 			Root: e.folder, Tree: c.Dir, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author}
+		if e.element != "" {
+			req.Origin += "#" + e.element // as GitOps names an element's origin
+		}
 		p, err := g.k.Preview(ctx, req)
 		switch {
 		case errors.Is(err, engine.ErrLocked):
@@ -202,14 +206,26 @@ func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
 // with what the watched branch wants of each: a file whose environment
 // and inputs hash otherwise (or that no want has: a new one), and, as a
 // destroy, an environment the watched branch declares by a file the
-// branch removed. Environment sets and templates are not previewed; a
-// file that does not validate is recorded as an invalid preview.
+// branch removed. A template changes the environments built from it (their
+// sums include it); a set file previews each element as GitOps would
+// record it (a gone element: a destroy); a file that does not validate is
+// recorded as an invalid preview.
 func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branch string) ([]branchEnv, error) {
 	g.mu.Lock()
 	wants, files, _, err := g.gitState(ctx)
 	g.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	// A gitBranches set generates over the branches the watched branch's
+	// last commit was recorded with: what it applies now.
+	known, err := g.k.Setting(ctx, settingBranches)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	var branches []string
+	if known != "" {
+		branches = strings.Split(known, "\n")
 	}
 	var out []branchEnv
 	declared := map[string]bool{}
@@ -219,10 +235,38 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", p, err)
 		}
-		if k := spec.KindOf(content); k == spec.KindTemplate || k == spec.KindSet {
+		folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
+		switch spec.KindOf(content) {
+		case spec.KindTemplate:
+			continue // its environments' sums include it: they differ when it does
+		case spec.KindSet:
+			els, envs, envSums, diags, err := g.setEnvs(c, p, content, branches, sums)
+			if err != nil {
+				return nil, err
+			}
+			if diags.HasErrors() {
+				// The elements it generated before stay declared: an
+				// invalid preview of each, nothing torn down.
+				for _, k := range elementKeys(files, p) {
+					id := files[k]
+					declared[id] = true
+					team, _, _ := strings.Cut(id, "/")
+					if err := g.k.RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+			for i, env := range envs {
+				id := env.ID()
+				declared[id] = true
+				if e, ok := changeOf(wants[id], envSums[i], id, p, env, folder); ok {
+					e.element = els[i].Name
+					out = append(out, e)
+				}
+			}
 			continue
 		}
-		folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
 		env, diags := spec.ParseWith(p, folder, "", content, g.cfg.Spec.InRepo(c.Dir))
 		if diags.HasErrors() {
 			if id := files[p]; id != "" { // the names in an invalid file are never trusted
@@ -240,22 +284,33 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		want, ok := wants[id]
-		switch {
-		case ok && !want.Teardown && want.Sum == sum:
-			continue // the branch leaves it as the watched branch has it
-		case ok && !want.Teardown:
-			out = append(out, branchEnv{id: id, change: store.PreviewUpdate, path: p, env: env, folder: folder})
-		default:
-			out = append(out, branchEnv{id: id, change: store.PreviewCreate, path: p, env: env, folder: folder})
+		if e, ok := changeOf(wants[id], sum, id, p, env, folder); ok {
+			out = append(out, e)
 		}
 	}
+	// What the watched branch applies and the branch declares no more (its
+	// file removed, its set's element gone) is torn down.
 	for id, want := range wants {
-		if want.Teardown || want.Element != nil || declared[id] {
+		if want.Commit == "" || want.Teardown || declared[id] {
 			continue
 		}
 		out = append(out, branchEnv{id: id, change: store.PreviewDestroy, path: want.Path})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
+}
+
+// changeOf is how a branch's environment id, declared by file p with
+// content sum sum, changes the watched branch's want of it: none (ok
+// false) when the sums agree, an update of what the watched branch
+// applies, else a create.
+func changeOf(want gitWant, sum, id, p string, env *spec.Environment, folder string) (branchEnv, bool) {
+	e := branchEnv{id: id, change: store.PreviewCreate, path: p, env: env, folder: folder}
+	switch {
+	case want.Commit != "" && !want.Teardown && want.Sum == sum:
+		return e, false // the branch leaves it as the watched branch has it
+	case want.Commit != "" && !want.Teardown:
+		e.change = store.PreviewUpdate
+	}
+	return e, true
 }

@@ -42,7 +42,9 @@ func (s *Store) PutPreview(ctx context.Context, p store.Preview) error {
 // ListPreviews implements store.Store.
 func (s *Store) ListPreviews(ctx context.Context, f store.PreviewFilter) ([]store.Preview, error) {
 	var a args
-	a.add(`branch = ?`, f.Branch)
+	if f.Branch != "" {
+		a.add(`branch = ?`, f.Branch)
+	}
 	if f.Commit != "" {
 		a.add(`commit_hash = ?`, f.Commit)
 	}

@@ -37,7 +37,10 @@ func (s *Store) PutPreview(ctx context.Context, p store.Preview) error {
 
 // ListPreviews implements store.Store.
 func (s *Store) ListPreviews(ctx context.Context, f store.PreviewFilter) ([]store.Preview, error) {
-	where, args := []string{`branch = ?`}, []any{f.Branch}
+	where, args := []string{`1 = 1`}, []any{}
+	if f.Branch != "" {
+		where, args = append(where, `branch = ?`), append(args, f.Branch)
+	}
 	if f.Commit != "" {
 		where, args = append(where, `commit_hash = ?`), append(args, f.Commit)
 	}

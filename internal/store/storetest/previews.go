@@ -36,6 +36,11 @@ func testPreviews(t *testing.T, s store.Store) {
 	must(t, err)
 	equal(t, "one commit, one env", one, []store.Preview{shop})
 
+	// Every branch's previews of one environment.
+	envs, err := s.ListPreviews(ctx, store.PreviewFilter{Env: "shop/dev"})
+	must(t, err)
+	equal(t, "one env, every branch", envs, []store.Preview{elsewhere, later, shop})
+
 	// The same branch, commit and environment again replaces the preview.
 	shop.Status, shop.Checksum, shop.Error = store.PreviewFailed, "", "locked"
 	must(t, s.PutPreview(ctx, shop))
