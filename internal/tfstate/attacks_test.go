@@ -41,7 +41,7 @@ func openSQLite(t *testing.T) store.Store {
 func call(t *testing.T, srv *tfstate.Server, method, key, pass, query string, body []byte) (int, string) {
 	t.Helper()
 	if pass == "" {
-		pass = srv.Grant(key)["TF_HTTP_PASSWORD"]
+		pass = srv.Grant(key, "")["TF_HTTP_PASSWORD"]
 	}
 	req, err := http.NewRequest(method, srv.Addr()+"/state/"+key+query, bytes.NewReader(body))
 	if err != nil {
@@ -87,7 +87,7 @@ func TestProtocolRefusals(t *testing.T) {
 			if code, _ := call(t, srv, "GET", key, "wrong", "", nil); code != 401 {
 				t.Errorf("GET with a wrong password: %d, want 401", code)
 			}
-			other := srv.Grant("team/prod/other")["TF_HTTP_PASSWORD"]
+			other := srv.Grant("team/prod/other", "")["TF_HTTP_PASSWORD"]
 			if code, _ := call(t, srv, "POST", key, other, "", []byte("x")); code != 401 {
 				t.Errorf("a write with another state's password: %d, want 401", code)
 			}
@@ -133,7 +133,7 @@ func cutOff(t *testing.T, srv *tfstate.Server, key, lockID string) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", srv.Addr()+"/state/"+key+"?ID="+lockID, nil)
-	req.SetBasicAuth("knit", srv.Grant(key)["TF_HTTP_PASSWORD"])
+	req.SetBasicAuth("knit", srv.Grant(key, "")["TF_HTTP_PASSWORD"])
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 100000\r\n\r\n", req.URL.RequestURI(), req.Header.Get("Authorization"))
 	conn.Write(bytes.Repeat([]byte("y"), 50000))
 	conn.Close()

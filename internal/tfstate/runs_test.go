@@ -1,0 +1,94 @@
+package tfstate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/testtools/pgtest"
+)
+
+// TestALockOfARunThatLostItsEnvironmentIsTakenOver: replica A's run-a
+// (holding the environment's lock) applies; its tool is killed (-9) with
+// the state lock held, and A's knit stays alive as far as this host can
+// tell — as a replica on another machine looks: the dead-PID rule cannot
+// judge it. While run-a still holds the environment's lock, B is refused
+// naming the lock (no two applies at once). Once a recovery run (run-b)
+// has taken the environment's lock over, as a lease ends, B's apply for
+// run-b takes the state lock over and applies; the state is then
+// unlocked. Before the store judged locks by their run, B's apply failed
+// "state is locked" for ever.
+func TestALockOfARunThatLostItsEnvironmentIsTakenOver(t *testing.T) {
+	pg := pgtest.Start(t)
+	dsn := pg.DB(t)
+	env := environment(t, blockingModule)
+	a := newReplica(t, openPG(t, dsn), env)
+	b := newReplica(t, openPG(t, dsn), env)
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := func(n int) runner.Inputs { return runner.Inputs{"password": secret, "n": n, "dir": dir} }
+	hold := func(run, host string) {
+		t.Helper()
+		l := store.Lock{Env: env.ID(), RunID: run, Owner: "knit", PID: 1, Host: host}
+		if _, err := a.st.AcquireLock(ctx, l, time.Hour, func(store.Lock) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	hold("run-a", "machine-a")
+	a.c.Run = "run-a"
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o600) }) // ends the orphaned provisioner
+	done := make(chan error, 1)
+	go func() { _, _, err := a.r.PlanApply(ctx, a.c, in(1)); done <- err }()
+	waitFile(t, filepath.Join(dir, "started"), done)
+	_, l, err := a.st.TFState(ctx, "team/prod/db")
+	if l.ID == "" || l.Run != "run-a" {
+		t.Fatalf("state lock while A applies: %+v, %v; want one recorded for run-a", l, err)
+	}
+	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("A's apply succeeded though its tool was killed")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// run-a still holds the environment: its state lock stands.
+	var locked *terraform.StateLockedError
+	if _, _, err := b.r.PlanApply(ctx, b.c, in(1)); !errors.As(err, &locked) || locked.ID != l.ID {
+		t.Fatalf("B while run-a holds the environment: %v, want the state locked by %s\n%s", err, l.ID, b.log)
+	}
+
+	// The recovery run took the environment's lock over: the lock is stale.
+	hold("run-b", "machine-b")
+	b.c.Run = "run-b"
+	if _, _, err := b.r.PlanApply(ctx, b.c, in(1)); err != nil {
+		t.Fatalf("the recovery run's apply: %v\n%s", err, b.log)
+	}
+	if _, l, err := b.st.TFState(ctx, "team/prod/db"); err != nil || l.ID != "" {
+		t.Fatalf("state lock after the recovery apply: %+v, %v; want unlocked", l, err)
+	}
+	p, err := b.r.Plan(ctx, b.c, in(1), runner.PlanOptions{})
+	if err != nil || p.HasChanges() {
+		t.Fatalf("plan after the recovery: %+v, %v; want no changes\n%s", p, err, b.log)
+	}
+}
