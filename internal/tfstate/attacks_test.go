@@ -244,6 +244,26 @@ func waitFile(t *testing.T, p string, done <-chan error) {
 	}
 }
 
+// killTool kills (-9) the tool whose blockingModule provisioner wrote its
+// PID into dir, and checks that the apply (done) failed.
+func killTool(t *testing.T, dir string, done <-chan error) {
+	t.Helper()
+	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("A's apply succeeded though its tool was killed")
+	}
+}
+
 // TestTwoAppliesOnOneState: while replica A's apply holds the component's
 // state lock, replica B's apply of the same state fails with a clear
 // error naming the holder and changes nothing; once A is done, B finds
@@ -287,20 +307,7 @@ func TestTwoAppliesOnOneState(t *testing.T) {
 	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o600) }) // ends the orphaned provisioner
 	go func() { _, _, err := a.r.PlanApply(ctx, a.c, in(2)); done <- err }()
 	waitFile(t, filepath.Join(dir, "started"), done)
-	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err == nil {
-		t.Fatal("A's apply succeeded though its tool was killed")
-	}
+	killTool(t, dir, done)
 	data, l, err := a.st.TFState(ctx, "team/prod/db")
 	if err != nil || !json.Valid(data) || l.ID == "" {
 		t.Fatalf("state after the kill: %d bytes, valid JSON %v, lock %q, %v; want whole, locked", len(data), json.Valid(data), l.ID, err)

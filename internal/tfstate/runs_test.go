@@ -5,9 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,20 +51,7 @@ func TestALockOfARunThatLostItsEnvironmentIsTakenOver(t *testing.T) {
 	if l.ID == "" || l.Run != "run-a" {
 		t.Fatalf("state lock while A applies: %+v, %v; want one recorded for run-a", l, err)
 	}
-	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err == nil {
-		t.Fatal("A's apply succeeded though its tool was killed")
-	}
+	killTool(t, dir, done)
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
