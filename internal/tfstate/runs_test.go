@@ -1,8 +1,10 @@
 package tfstate_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"knit.dev/knit/internal/runner/terraform"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools/pgtest"
+	"knit.dev/knit/internal/tfstate"
 )
 
 // TestALockOfARunThatLostItsEnvironmentIsTakenOver: replica A's run-a
@@ -74,5 +77,49 @@ func TestALockOfARunThatLostItsEnvironmentIsTakenOver(t *testing.T) {
 	p, err := b.r.Plan(ctx, b.c, in(1), runner.PlanOptions{})
 	if err != nil || p.HasChanges() {
 		t.Fatalf("plan after the recovery: %+v, %v; want no changes\n%s", p, err, b.log)
+	}
+}
+
+// TestAGrantNamesItsRun: the run a tool locks for is the one its grant
+// names: a password of one run's grant does not open the state under
+// another run's name (nor with none), and a LOCK records the grant's run.
+func TestAGrantNamesItsRun(t *testing.T) {
+	st := openSQLite(t)
+	srv, err := tfstate.Start(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	const key = "team/prod/db"
+	if _, err := st.AcquireLock(t.Context(), store.Lock{Env: "team/prod", RunID: "run-a"}, time.Hour, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := srv.Grant(key, "run-a")
+	if g["TF_HTTP_USERNAME"] != "knit run run-a" {
+		t.Fatalf("user name %q, want it to name run-a", g["TF_HTTP_USERNAME"])
+	}
+	send := func(user string) int {
+		req, err := http.NewRequest("LOCK", srv.Addr()+"/state/"+key, bytes.NewReader(lockBody("l1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(user, g["TF_HTTP_PASSWORD"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, user := range []string{"knit run run-b", "knit", "knit run "} {
+		if code := send(user); code != http.StatusUnauthorized {
+			t.Errorf("LOCK as %q with run-a's password: %d, want 401", user, code)
+		}
+	}
+	if code := send("knit run run-a"); code != http.StatusOK {
+		t.Fatalf("LOCK with run-a's grant: %d", code)
+	}
+	if _, l, _ := st.TFState(t.Context(), key); l.ID != "l1" || l.Run != "run-a" {
+		t.Errorf("lock %+v, want l1 for run-a", l)
 	}
 }
