@@ -91,7 +91,7 @@ func (s *session) prepareAhead(ctx context.Context, name string) {
 		return
 	}
 	log := &stepLog{}
-	rc, err := s.e.component(s.env, s.defEnv(name), c, log)
+	rc, err := s.e.component(s.env, s.defEnv(name), c, s.handle.ID, log)
 	if err != nil {
 		return
 	}
@@ -209,7 +209,7 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 	if ahead := st.s.takeAheadLog(st.c.Name); ahead != "" {
 		_, _ = st.log.Write([]byte(ahead))
 	}
-	rc, err := st.s.e.component(st.s.env, st.s.defEnv(st.c.Name), st.c, &st.log)
+	rc, err := st.s.e.component(st.s.env, st.s.defEnv(st.c.Name), st.c, st.s.handle.ID, &st.log)
 	if err != nil {
 		return nil, err
 	}

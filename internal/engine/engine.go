@@ -280,13 +280,14 @@ func (e *Engine) workDir(env *spec.Environment, c *spec.Component) string {
 
 // component builds what a runner needs for c. def is the environment c's
 // definition belongs to (an older revision, for a component removed from
-// the file), whose folder its relative paths resolve against.
-func (e *Engine) component(env, def *spec.Environment, c *spec.Component, log *stepLog) (runner.Component, error) {
+// the file), whose folder its relative paths resolve against. run is the
+// run, holding env's lock, the runner works for.
+func (e *Engine) component(env, def *spec.Environment, c *spec.Component, run string, log *stepLog) (runner.Component, error) {
 	dir := e.workDir(env, c)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return runner.Component{}, err
 	}
-	return runner.Component{Env: env.ID(), Spec: def, Def: c, WorkDir: dir, Log: log}, nil
+	return runner.Component{Env: env.ID(), Spec: def, Def: c, Run: run, WorkDir: dir, Log: log}, nil
 }
 
 // ensureDir is EnsureDir for an environment's files in dir.

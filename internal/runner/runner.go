@@ -19,6 +19,11 @@ type Component struct {
 	Env  string
 	Spec *spec.Environment
 	Def  *spec.Component
+	// Run is the knit run the command is for, which holds Env's lock
+	// while it runs ("": none). A runner that locks shared state records
+	// it, so that the lock is known stale once the run no longer holds
+	// the environment (its replica died and a recovery run took over).
+	Run string
 	// WorkDir is this component's own folder under the data dir; it persists
 	// between runs (state, .terraform, lock file live there).
 	WorkDir string

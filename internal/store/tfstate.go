@@ -17,6 +17,11 @@ type TFLock struct {
 	// that process is gone the lock can never be released by its holder.
 	Host string `json:"host,omitempty"`
 	PID  int    `json:"pid,omitempty"`
+	// Run is the knit run the tool locked for, which held its
+	// environment's lock then ("": none recorded — a lock taken outside a
+	// run, or by an older knit). Once that run no longer holds its
+	// environment's lock, the state lock is stale on every host.
+	Run string `json:"run,omitempty"`
 }
 
 // TFLockedError is a Terraform state write, lock or unlock refused because
@@ -55,9 +60,14 @@ type TFStates interface {
 	// with no state is not an error.
 	DeleteTFState(ctx context.Context, key, lockID string) error
 	// LockTFState takes key's lock for l. A lock held by another ID is
-	// *TFLockedError naming it, unless dead (may be nil; called inside the
-	// store's transaction) reports its holder gone: then l takes it over.
-	// The holder locking again succeeds.
+	// *TFLockedError naming it, unless it is stale: its Run no longer holds
+	// any environment's lock (that environment's lock was taken over or
+	// released: its run is over, wherever it ran), or dead (may be nil;
+	// called inside the store's transaction) reports its holder gone. Then
+	// l takes it over. A lock for an l.Run that holds no environment's lock
+	// is refused with ErrLockLost (a run that lost its lease takes no
+	// state). The holder locking again succeeds. All of it is one
+	// transaction with the check of the environment locks.
 	LockTFState(ctx context.Context, key string, l TFLock, dead func(holder TFLock) bool) error
 	// UnlockTFState frees key's lock held by lockID. Another holder's lock
 	// is *TFLockedError naming it, and stays; an unlocked key is
@@ -91,6 +101,37 @@ func CheckTFWrite(key string, held TFLock, lockID string) error {
 		return &TFLockedError{Key: key, Holder: held}
 	}
 	return nil
+}
+
+// CheckTFLock decides a lock of key for l while held holds it (see
+// TFStates.LockTFState); holds reports, inside the store's transaction,
+// whether a run holds an environment's lock.
+func CheckTFLock(key string, held, l TFLock, holds func(run string) (bool, error), dead func(TFLock) bool) error {
+	if l.Run != "" {
+		ok, err := holds(l.Run)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("lock terraform state %s for run %s: %w", key, l.Run, ErrLockLost)
+		}
+	}
+	if held.ID == "" || held.ID == l.ID {
+		return nil
+	}
+	if held.Run != "" && held.Run != l.Run {
+		ok, err := holds(held.Run)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil // its run is over: stale on any host
+		}
+	}
+	if dead != nil && dead(held) {
+		return nil
+	}
+	return &TFLockedError{Key: key, Holder: held}
 }
 
 // CheckTFUnlock decides an unlock of key by lockID while held holds it.

@@ -41,7 +41,7 @@ func openSQLite(t *testing.T) store.Store {
 func call(t *testing.T, srv *tfstate.Server, method, key, pass, query string, body []byte) (int, string) {
 	t.Helper()
 	if pass == "" {
-		pass = srv.Grant(key)["TF_HTTP_PASSWORD"]
+		pass = srv.Grant(key, "")["TF_HTTP_PASSWORD"]
 	}
 	req, err := http.NewRequest(method, srv.Addr()+"/state/"+key+query, bytes.NewReader(body))
 	if err != nil {
@@ -87,7 +87,7 @@ func TestProtocolRefusals(t *testing.T) {
 			if code, _ := call(t, srv, "GET", key, "wrong", "", nil); code != 401 {
 				t.Errorf("GET with a wrong password: %d, want 401", code)
 			}
-			other := srv.Grant("team/prod/other")["TF_HTTP_PASSWORD"]
+			other := srv.Grant("team/prod/other", "")["TF_HTTP_PASSWORD"]
 			if code, _ := call(t, srv, "POST", key, other, "", []byte("x")); code != 401 {
 				t.Errorf("a write with another state's password: %d, want 401", code)
 			}
@@ -133,7 +133,7 @@ func cutOff(t *testing.T, srv *tfstate.Server, key, lockID string) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", srv.Addr()+"/state/"+key+"?ID="+lockID, nil)
-	req.SetBasicAuth("knit", srv.Grant(key)["TF_HTTP_PASSWORD"])
+	req.SetBasicAuth("knit", srv.Grant(key, "")["TF_HTTP_PASSWORD"])
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 100000\r\n\r\n", req.URL.RequestURI(), req.Header.Get("Authorization"))
 	conn.Write(bytes.Repeat([]byte("y"), 50000))
 	conn.Close()
@@ -244,6 +244,26 @@ func waitFile(t *testing.T, p string, done <-chan error) {
 	}
 }
 
+// killTool kills (-9) the tool whose blockingModule provisioner wrote its
+// PID into dir, and checks that the apply (done) failed.
+func killTool(t *testing.T, dir string, done <-chan error) {
+	t.Helper()
+	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("A's apply succeeded though its tool was killed")
+	}
+}
+
 // TestTwoAppliesOnOneState: while replica A's apply holds the component's
 // state lock, replica B's apply of the same state fails with a clear
 // error naming the holder and changes nothing; once A is done, B finds
@@ -287,20 +307,7 @@ func TestTwoAppliesOnOneState(t *testing.T) {
 	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o600) }) // ends the orphaned provisioner
 	go func() { _, _, err := a.r.PlanApply(ctx, a.c, in(2)); done <- err }()
 	waitFile(t, filepath.Join(dir, "started"), done)
-	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err == nil {
-		t.Fatal("A's apply succeeded though its tool was killed")
-	}
+	killTool(t, dir, done)
 	data, l, err := a.st.TFState(ctx, "team/prod/db")
 	if err != nil || !json.Valid(data) || l.ID == "" {
 		t.Fatalf("state after the kill: %d bytes, valid JSON %v, lock %q, %v; want whole, locked", len(data), json.Valid(data), l.ID, err)

@@ -144,7 +144,7 @@ func TestStateAcrossReplicas(t *testing.T) {
 	}
 
 	dump := pg.Dump(t, pgtest.DBName(t, dsn))
-	pass := a.srv.Grant("team/prod/db")["TF_HTTP_PASSWORD"]
+	pass := a.srv.Grant("team/prod/db", "")["TF_HTTP_PASSWORD"]
 	for _, s := range []string{secret, pass} {
 		if bytes.Contains(dump, []byte(s)) || bytes.Contains(dump, []byte(hex.EncodeToString([]byte(s)))) {
 			t.Errorf("the database dump holds %q", s)

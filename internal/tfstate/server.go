@@ -77,24 +77,42 @@ func (s *Server) Close() error { return s.srv.Close() }
 // Addr is the server's base URL.
 func (s *Server) Addr() string { return "http://" + s.ln.Addr().String() }
 
-// Grant lets a tool process read, write and lock key's state: env is what
-// to add to its environment. The password is HMAC(secret, key) under a
-// random secret of this server: it reaches key's state only, and dies with
-// the server (a new knit process, new passwords).
-func (s *Server) Grant(key string) map[string]string {
+// Grant lets a tool process read, write and lock key's state for run (the
+// knit run the tool works for, which holds key's environment's lock; ""
+// for none): env is what to add to its environment. The password is
+// HMAC(secret, key, run) under a random secret of this server: it reaches
+// key's state only, for that run only, and dies with the server (a new
+// knit process, new passwords). The run, named in the user name, is
+// recorded with each lock the tool takes, so that once the run no longer
+// holds its environment's lock the state lock is known stale on every
+// host (store.TFStates.LockTFState).
+func (s *Server) Grant(key, run string) map[string]string {
+	if strings.Contains(run, ":") { // no room in a basic-auth user name: record none
+		run = ""
+	}
 	addr := s.Addr() + "/state/" + key
 	return map[string]string{
 		"TF_HTTP_ADDRESS":        addr,
 		"TF_HTTP_LOCK_ADDRESS":   addr,
 		"TF_HTTP_UNLOCK_ADDRESS": addr,
-		"TF_HTTP_USERNAME":       "knit",
-		"TF_HTTP_PASSWORD":       s.password(key),
+		"TF_HTTP_USERNAME":       user(run),
+		"TF_HTTP_PASSWORD":       s.password(key, run),
 	}
 }
 
-func (s *Server) password(key string) string {
+// runUser prefixes the run in a grant's user name.
+const runUser = "knit run "
+
+func user(run string) string {
+	if run == "" {
+		return "knit"
+	}
+	return runUser + run
+}
+
+func (s *Server) password(key, run string) string {
 	m := hmac.New(sha256.New, s.secret)
-	m.Write([]byte(key))
+	m.Write([]byte(key + "\x00" + run))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -104,10 +122,18 @@ func (s *Server) Import(ctx context.Context, key string, data []byte) (bool, err
 	return s.states.ImportTFState(ctx, key, data)
 }
 
-// allowed reports whether r carries key's password.
-func (s *Server) allowed(r *http.Request, key string) bool {
-	user, pass, ok := r.BasicAuth()
-	return ok && user == "knit" && hmac.Equal([]byte(pass), []byte(s.password(key)))
+// allowed reports whether r carries a grant of key's, and for which run.
+func (s *Server) allowed(r *http.Request, key string) (run string, ok bool) {
+	name, pass, ok := r.BasicAuth()
+	if !ok {
+		return "", false
+	}
+	if name != "knit" {
+		if run, ok = strings.CutPrefix(name, runUser); !ok || run == "" {
+			return "", false
+		}
+	}
+	return run, hmac.Equal([]byte(pass), []byte(s.password(key, run)))
 }
 
 // ServeHTTP implements the protocol on /state/KEY.
@@ -117,7 +143,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !s.allowed(r, key) {
+	run, ok := s.allowed(r, key)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Basic realm="knit terraform state"`)
 		http.Error(w, "knit: no valid grant for this state", http.StatusUnauthorized)
 		return
@@ -149,7 +176,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid()}
+		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: run}
 		s.reply(w, s.states.LockTFState(ctx, key, l, s.deadHolder))
 	case "UNLOCK":
 		_, id, err := s.lockInfo(w, r)
@@ -224,7 +251,9 @@ func (s *Server) reply(w http.ResponseWriter, err error) {
 // never reach its server again, so the lock is stale: a new run (which
 // holds the environment's lock and has ended the tools dead runs left on
 // this host, engine.EndLeftTools) takes it over. A holder on another
-// machine is left alone: that machine's knit may be alive.
+// machine is left alone here: the store judges it by its run instead (a
+// lock whose run no longer holds its environment's lock is stale on any
+// host).
 func (s *Server) deadHolder(h store.TFLock) bool {
 	if s.host == "" || h.Host != s.host || h.PID <= 0 || h.PID == os.Getpid() {
 		return false

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools/pgtest"
@@ -218,7 +221,10 @@ spec:
 // kill -9 of the replica whose tofu is creating a resource: the run reads
 // interrupted, another replica resumes it, takes over the Terraform state
 // lock the dead replica's tool held (through a state server that died
-// with it), and the resource exists once, in the store's state.
+// with it), and the resource exists once, in the store's state. The state
+// lock records the run it was taken for; it is moved to "another machine"
+// before the kill, so that this host cannot judge its knit dead: the
+// resume takes it over because its run lost the environment's lock.
 func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsOnce(t *testing.T) {
 	w := newWorld(t)
 	out := w.path("out")
@@ -238,6 +244,10 @@ func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsO
 	if (err != nil && !errors.Is(err, store.ErrNotFound)) || lock.ID == "" || lock.PID != first.cmd.Process.Pid {
 		t.Fatalf("state lock while creating: %+v, %v; want one held through replica %s (pid %d)", lock, err, rs.name[first], first.cmd.Process.Pid)
 	}
+	if lock.Run != runID {
+		t.Fatalf("state lock while creating: %+v; want it recorded for run %s", lock, runID)
+	}
+	onAnotherMachine(t, rs.dsn, "qa/long/slow")
 
 	rs.kill(first)
 	second := rs.startedOn(out, 2)
@@ -248,7 +258,7 @@ func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsO
 	if resumed.ID == runID || resumed.Source != "recovery" {
 		t.Fatalf("the newest run is %+v, want a recovery run after %s", resumed, runID)
 	}
-	if _, lock, err := st.TFState(t.Context(), "qa/long/slow"); (err != nil && !errors.Is(err, store.ErrNotFound)) || lock.PID != second.cmd.Process.Pid {
+	if _, lock, err := st.TFState(t.Context(), "qa/long/slow"); (err != nil && !errors.Is(err, store.ErrNotFound)) || lock.PID != second.cmd.Process.Pid || lock.Run != resumed.ID {
 		t.Errorf("state lock of the resume: %+v, %v; want it taken over through replica %s", lock, err, rs.name[second])
 	}
 	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
@@ -337,5 +347,20 @@ func TestDriftSchedulesResumeOnAnotherReplicaWhenTheLeaderIsKilled(t *testing.T)
 	}
 	if created := lines(t, filepath.Join(out, "created")); len(created) != 1 {
 		t.Errorf("created %d times, want once (drift checks only look): %v", len(created), created)
+	}
+}
+
+// onAnotherMachine rewrites the host of key's state lock, as if the knit
+// holding it ran on another machine (its PID means nothing here).
+func onAnotherMachine(t *testing.T, dsn, key string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	tag, err := conn.Exec(t.Context(), `UPDATE tf_states SET lock_host = 'another-machine.invalid' WHERE key = $1 AND lock_id <> ''`, key)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("move the state lock of %s to another machine: %v, %d rows", key, err, tag.RowsAffected())
 	}
 }

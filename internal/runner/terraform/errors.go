@@ -69,7 +69,7 @@ func (e *StateLockedError) Error() string {
 	b.WriteString(": another run is using this component; wait for it to finish")
 	switch {
 	case e.ID != "" && e.Shared:
-		fmt.Fprintf(&b, "; a lock whose knit died on this machine is taken over by the next run here, any other stays until lock %s is released in knit's store", e.ID)
+		fmt.Fprintf(&b, "; it is taken over once the run that took it no longer holds the environment's lock (or its knit died on this machine); until then lock %s stays in knit's store", e.ID)
 	case e.ID != "":
 		fmt.Fprintf(&b, ", or, if it died, run force-unlock %s in the component's module folder", e.ID)
 	}

@@ -17,9 +17,9 @@ import (
 // own keeps it.
 type StateBackend interface {
 	// Grant is what the tool's environment needs to reach key's state
-	// (TF_HTTP_* settings, a password among them): never written to a
-	// file or argv.
-	Grant(key string) map[string]string
+	// for run (runner.Component.Run; "" for none) (TF_HTTP_* settings, a
+	// password among them): never written to a file or argv.
+	Grant(key, run string) map[string]string
 	// Import stores data as key's state when there is none yet.
 	Import(ctx context.Context, key string, data []byte) (bool, error)
 }
@@ -59,7 +59,7 @@ func (r *Runner) stateEnv(c runner.Component, shared bool, m map[string]string) 
 	if !shared {
 		return
 	}
-	for k, v := range r.opts.States.Grant(stateKey(c)) {
+	for k, v := range r.opts.States.Grant(stateKey(c), c.Run) {
 		m[k] = v
 	}
 }

@@ -14,7 +14,7 @@ import (
 func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, error) {
 	var sealed []byte
 	var l store.TFLock
-	err := s.pool.QueryRow(ctx, `SELECT data, lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = $1`, key).Scan(&sealed, &l.ID, &l.Info, &l.Host, &l.PID)
+	err := s.pool.QueryRow(ctx, `SELECT data, lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = $1`, key).Scan(&sealed, &l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && sealed == nil) {
 		return nil, l, fmt.Errorf("terraform state %s: %w", key, store.ErrNotFound)
 	}
@@ -31,7 +31,7 @@ func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, 
 // tfLock reads key's lock inside tx (a zero TFLock when there is no row).
 func tfLock(ctx context.Context, tx pgx.Tx, key string) (store.TFLock, error) {
 	var l store.TFLock
-	err := tx.QueryRow(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = $1`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID)
+	err := tx.QueryRow(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = $1`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return l, nil
 	}
@@ -114,18 +114,25 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 		if err != nil {
 			return err
 		}
-		if held.ID != "" && held.ID != l.ID && (dead == nil || !dead(held)) {
-			return &store.TFLockedError{Key: key, Holder: held}
+		if err := store.CheckTFLock(key, held, l, func(run string) (bool, error) { return runHoldsLock(ctx, tx, run) }, dead); err != nil {
+			return err
 		}
 		now, err := s.now(ctx, tx)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+		_, err = tx.Exec(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, lock_run, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (key) DO UPDATE SET lock_id = excluded.lock_id, lock_info = excluded.lock_info,
-				lock_host = excluded.lock_host, lock_pid = excluded.lock_pid`, key, l.ID, l.Info, l.Host, l.PID, ts(now))
+				lock_host = excluded.lock_host, lock_pid = excluded.lock_pid, lock_run = excluded.lock_run`, key, l.ID, l.Info, l.Host, l.PID, l.Run, ts(now))
 		return err
 	})
+}
+
+// runHoldsLock reports whether run holds an environment's lock, inside tx.
+func runHoldsLock(ctx context.Context, tx pgx.Tx, run string) (bool, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM locks WHERE run_id = $1`, run).Scan(&n)
+	return n > 0, err
 }
 
 // UnlockTFState implements store.Store.
@@ -138,7 +145,7 @@ func (s *Store) UnlockTFState(ctx context.Context, key, lockID string) error {
 		if err := store.CheckTFUnlock(key, held, lockID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE tf_states SET lock_id = '', lock_info = NULL, lock_host = '', lock_pid = 0 WHERE key = $1`, key); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE tf_states SET lock_id = '', lock_info = NULL, lock_host = '', lock_pid = 0, lock_run = '' WHERE key = $1`, key); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM tf_states WHERE key = $1 AND data IS NULL`, key)

@@ -13,7 +13,7 @@ import (
 func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, error) {
 	var sealed []byte
 	var l store.TFLock
-	err := s.q.QueryRowContext(ctx, `SELECT data, lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = ?`, key).Scan(&sealed, &l.ID, &l.Info, &l.Host, &l.PID)
+	err := s.q.QueryRowContext(ctx, `SELECT data, lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = ?`, key).Scan(&sealed, &l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.TFLock{}, fmt.Errorf("terraform state %s: %w", key, store.ErrNotFound)
 	}
@@ -33,7 +33,7 @@ func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, 
 // tfLock reads key's lock inside tx (a zero TFLock when there is no row).
 func tfLock(ctx context.Context, tx *txn, key string) (store.TFLock, bool, error) {
 	var l store.TFLock
-	err := tx.QueryRowContext(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid FROM tf_states WHERE key = ?`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID)
+	err := tx.QueryRowContext(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = ?`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, false, nil
 	}
@@ -110,14 +110,21 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 		if err != nil {
 			return err
 		}
-		if held.ID != "" && held.ID != l.ID && (dead == nil || !dead(held)) {
-			return &store.TFLockedError{Key: key, Holder: held}
+		if err := store.CheckTFLock(key, held, l, func(run string) (bool, error) { return runHoldsLock(ctx, tx, run) }, dead); err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		_, err = tx.ExecContext(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, lock_run, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET lock_id = excluded.lock_id, lock_info = excluded.lock_info,
-				lock_host = excluded.lock_host, lock_pid = excluded.lock_pid`, key, l.ID, l.Info, l.Host, l.PID, ts(s.now()))
+				lock_host = excluded.lock_host, lock_pid = excluded.lock_pid, lock_run = excluded.lock_run`, key, l.ID, l.Info, l.Host, l.PID, l.Run, ts(s.now()))
 		return err
 	})
+}
+
+// runHoldsLock reports whether run holds an environment's lock, inside tx.
+func runHoldsLock(ctx context.Context, tx *txn, run string) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM locks WHERE run_id = ?`, run).Scan(&n)
+	return n > 0, err
 }
 
 // UnlockTFState implements store.Store.
@@ -130,7 +137,7 @@ func (s *Store) UnlockTFState(ctx context.Context, key, lockID string) error {
 		if err := store.CheckTFUnlock(key, held, lockID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tf_states SET lock_id = '', lock_info = NULL, lock_host = '', lock_pid = 0 WHERE key = ?`, key); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tf_states SET lock_id = '', lock_info = NULL, lock_host = '', lock_pid = 0, lock_run = '' WHERE key = ?`, key); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM tf_states WHERE key = ? AND data IS NULL`, key)

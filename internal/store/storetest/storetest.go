@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Expiries", plain(testExpiries)},
 		{"Previews", plain(testPreviews)},
 		{"TFStates", plain(testTFStates)},
+		{"TFLockOfAFinishedRun", plain(testTFLockOfAFinishedRun)},
 		{"SavedPlans", plain(testSavedPlans)},
 		{"Pipelines", plain(testPipelines)},
 	}

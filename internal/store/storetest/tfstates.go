@@ -110,6 +110,58 @@ func testTFStates(t *testing.T, s store.Store) {
 	must(t, s.UnlockTFState(ctx, key, "new"))
 }
 
+// testTFLockOfAFinishedRun: a state lock records the run it was taken for;
+// while that run holds its environment's lock the state stays locked to
+// any other run, on any host; once the environment's lock is taken over
+// (the run's replica died, a recovery run holds it) or released, the next
+// lock takes the state lock over — with no word from dead, so on another
+// machine too. A run that no longer holds its environment's lock takes no
+// state lock, and a lock with no run recorded keeps the dead-holder rule.
+func testTFLockOfAFinishedRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const env, key = "team/web", "team/web/db"
+	never := func(store.TFLock) bool { return false }
+	lockFor(t, s, env, "run-a")
+	must(t, s.PutTFState(ctx, key, []byte("v1"), ""))
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-a", Host: "replica-1", PID: 11, Run: "run-a"}, never))
+	if _, l, _ := s.TFState(ctx, key); l.Run != "run-a" || l.Host != "replica-1" {
+		t.Errorf("state lock = %+v, want run-a's on replica-1", l)
+	}
+	// run-a holds the environment: a concurrent lock, even for a live run, is refused.
+	lockFor(t, s, "team/other", "run-o")
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-o", Host: "replica-2", PID: 22, Run: "run-o"}, never), "lock while run-a holds the environment", "tool-a")
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-x", Host: "replica-2", PID: 22}, never), "lock without a run while run-a holds the environment", "tool-a")
+
+	// run-b, which does not hold the environment, takes no state lock.
+	if err := s.LockTFState(ctx, key, store.TFLock{ID: "tool-b", Run: "run-b"}, never); !errors.Is(err, store.ErrLockLost) {
+		t.Fatalf("lock for a run without the environment's lock: err = %v, want ErrLockLost", err)
+	}
+
+	// replica-1 died: run-b (recovery) took the environment's lock over.
+	lockFor(t, s, env, "run-b")
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-b", Host: "replica-2", PID: 22, Run: "run-b"}, never))
+	wantState(t, s, key, []byte("v1"), "tool-b")
+	// The zombie's tool can no longer write nor unlock.
+	wantTFLocked(t, s.PutTFState(ctx, key, []byte("zombie"), "tool-a"), "write by the taken-over lock", "tool-b")
+	wantTFLocked(t, s.UnlockTFState(ctx, key, "tool-a"), "unlock by the taken-over lock", "tool-b")
+	must(t, s.PutTFState(ctx, key, []byte("v2"), "tool-b"))
+
+	// run-b ends without unlocking (its tool was killed) and releases the
+	// environment: a lock without a run takes the state over.
+	must(t, s.ReleaseLock(ctx, env, "run-b"))
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-c"}, never))
+	wantState(t, s, key, []byte("v2"), "tool-c")
+
+	// A lock with no run recorded (an older knit's) is stale only when dead says so.
+	lockFor(t, s, env, "run-d")
+	wantTFLocked(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-d", Run: "run-d"}, never), "lock over a lock with no run", "tool-c")
+	must(t, s.LockTFState(ctx, key, store.TFLock{ID: "tool-d", Run: "run-d"}, func(store.TFLock) bool { return true }))
+	must(t, s.UnlockTFState(ctx, key, "tool-d"))
+	if _, l, _ := s.TFState(ctx, key); l.ID != "" || l.Run != "" || l.Host != "" || l.PID != 0 || l.Info != nil {
+		t.Errorf("after unlock the lock is %+v, want none", l)
+	}
+}
+
 // testSavedPlans: an approval's saved plan bytes round-trip, and are
 // dropped once the approval can never be applied (applied, or stale
 // because a newer plan came).
