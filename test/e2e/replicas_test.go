@@ -166,16 +166,24 @@ func TestThreeReplicasApplyThirtyEnvironmentsOnceEachWithinTheirConcurrency(t *t
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	repo := newGitRepo(t, map[string]string{"envs/README": "environments"})
+	repo := newGitRepo(t, map[string]string{"envs/README": "environments",
+		"envs/modules/data/main.tf": `resource "terraform_data" "d" { input = "fleet" }`})
 	const max = 2
+	w.loggingTofu() // every replica's tofu: the wrapper logs each invocation
 	rs := startReplicas(t, w, []string{"a", "b", "c"}, replicaArgs(repo, max))
 	a := rs.reps[0]
 	a.eventually("a leader elected", func() bool { return rs.leader() != nil })
 
+	// Each environment: the counting script (which replica, how many at
+	// once) and a terraform component named after it, whose tofu applies
+	// the wrapper counts.
 	files := map[string]string{}
 	for i := range 30 {
 		n := fmt.Sprintf("e%02d", i)
-		files["envs/"+n+".yaml"] = countedEnv(n, out)
+		files["envs/"+n+".yaml"] = countedEnv(n, out) + `    - name: tf-` + n + `
+      type: terraform
+      module: {source: ./modules/data}
+`
 	}
 	head := repo.commit("thirty environments", files)
 	for i := range 30 {
@@ -208,6 +216,18 @@ func TestThreeReplicasApplyThirtyEnvironmentsOnceEachWithinTheirConcurrency(t *t
 	}
 	if len(by) < 2 {
 		t.Errorf("one replica applied everything (%v): the queue was not shared", by)
+	}
+	// Each terraform component applied exactly once, by tofu itself.
+	tfApplies := map[string]int{}
+	for _, r := range w.toolRuns() {
+		if f := strings.Fields(r); len(f) > 1 && f[1] == "apply" {
+			tfApplies[f[0]]++
+		}
+	}
+	for i := range 30 {
+		if c := fmt.Sprintf("tf-e%02d", i); tfApplies[c] != 1 {
+			t.Errorf("tofu applied %s %d times, want once (all applies: %v)", c, tfApplies[c], tfApplies)
+		}
 	}
 	t.Logf("applies per replica: %v", by)
 
