@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
 )
@@ -59,17 +58,14 @@ func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
 	return k.store.AppendAudit(ctx, ev)
 }
 
-// InterruptedKind is the kind a run of env interrupted last resumes as: a
-// teardown as a teardown, anything else as an apply.
+// InterruptedKind is the kind of env's last interrupted run ("" when it
+// has none); ResumeKind says what resumes it.
 func (k *Knit) InterruptedKind(ctx context.Context, env string) (store.RunKind, error) {
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
-	if err != nil {
+	if err != nil || len(runs) == 0 {
 		return "", err
 	}
-	if len(runs) == 1 && runs[0].Kind == engine.KindTeardown {
-		return engine.KindTeardown, nil
-	}
-	return engine.KindApply, nil
+	return runs[0].Kind, nil
 }
 
 // CountComponents counts the components in status, over every environment.

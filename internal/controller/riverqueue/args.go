@@ -96,7 +96,3 @@ func (a runArgs) request() (knit.RunRequest, error) {
 	}
 	return req, nil
 }
-
-// resumedID is the ID of the run that resumes run id: the same for every
-// replica that asks, so the job is queued once.
-func resumedID(id string) string { return id + "-resumed" }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,7 +56,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("run queue: migrate the database: %w", err)
 	}
-	if _, err := pool.Exec(ctx, schema); err != nil {
+	if _, err := pool.Exec(ctx, schema+clientsSchema); err != nil {
 		return fmt.Errorf("run queue: migrate the database: %w", err)
 	}
 	return nil
@@ -115,6 +116,15 @@ type levelAtLeast struct {
 
 func (h levelAtLeast) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// Handle drops River's warnings that a job outlived its timeout: knit's
+// jobs do, by design (see worker.Timeout); the rest goes on.
+func (h levelAtLeast) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "Job appears to be stuck") || strings.Contains(r.Message, "Job became unstuck") {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 func (h levelAtLeast) WithAttrs(as []slog.Attr) slog.Handler {

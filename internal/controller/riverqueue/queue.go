@@ -13,6 +13,7 @@ package riverqueue
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,7 +101,9 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	q := &Queue{k: k, pool: pool, log: cfg.Logger, cfg: cfg, id: fmt.Sprintf("%s-%d", host, os.Getpid()),
+	// The ID is this process's only: a restarted container has the same
+	// host name and PID, and must not pass for the replica that died.
+	q := &Queue{k: k, pool: pool, log: cfg.Logger, cfg: cfg, id: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:8]),
 		jobs: map[string]*runqueue.Job{}, onStart: map[string]func(error){}}
 	q.hub = newHub(pool, cfg.Logger, q.notified)
 	workers := river.NewWorkers()
@@ -110,7 +113,7 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 		ID:                   q.id,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Max}},
 		Workers:              workers,
-		JobTimeout:           -1, // a run ends by itself; the engine bounds its tools
+		JobTimeout:           cfg.Lease, // renewed while the run goes (see beat)
 		RescueStuckJobsAfter: 2 * cfg.Lease,
 		Logger:               quiet,
 	})
@@ -129,6 +132,15 @@ func (q *Queue) Run(ctx context.Context) error {
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { defer close(hubDone); q.hub.run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
+	// Alive before the first job is taken; the beats stop once the jobs
+	// are over.
+	if err := q.beat(ctx); err != nil {
+		return fmt.Errorf("run queue: say this replica is alive: %w", err)
+	}
+	beatDone := make(chan struct{})
+	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { defer close(beatDone); q.heartbeat(beatCtx) }()
+	defer func() { stopBeat(); <-beatDone }()
 	if err := q.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("run queue: %w", err)
 	}

@@ -21,15 +21,32 @@ type worker struct {
 	q *Queue
 }
 
-// Timeout: none; a run ends by itself, and a cancel reaches it through
-// its context.
-func (*worker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
+// Timeout is a lease: finite, so River's rescuer rescues the job of a
+// replica that died (its attempt stops being renewed, see beat). A live
+// run is not bound by it: the replica renews its jobs' attempts, and the
+// run follows the job's cancellation, not its deadline (runContext).
+func (w *worker) Timeout(*river.Job[runArgs]) time.Duration { return w.q.cfg.Lease }
+
+// runContext is ctx without its deadline (River's job timeout): the run
+// ends by itself, the engine bounds its tools; a cancellation (the
+// queue's stop, a cancel of the job) still ends it.
+func runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return run, func() { stop(); cancel() }
+}
 
 // Work executes the job's run once. A job whose run is already recorded
 // was worked before, by a replica that died or whose River bookkeeping
 // was lost: its record is the truth, and the leader resumes it if no one
 // carries it (Reap). A locked environment snoozes the job.
-func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+func (w *worker) Work(jobCtx context.Context, job *river.Job[runArgs]) error {
+	ctx, cancel := runContext(jobCtx)
+	defer cancel()
 	q, a := w.q, job.Args
 	if _, err := q.k.RunRecord(ctx, a.RunID); err == nil {
 		return nil
@@ -64,8 +81,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	if err != nil {
 		q.log.Warn("run failed", "run", a.RunID, "env", a.Env, "err", err)
 	}
-	if q.stopping.Load() && res != nil && res.Status == store.StatusInterrupted &&
-		(a.RunKind == engine.KindApply || a.RunKind == engine.KindTeardown) {
+	if q.stopping.Load() && res != nil && res.Status == store.StatusInterrupted {
 		q.resume(a.RunID, a.Env, a.RunKind, "resume after the replica running it shut down")
 	}
 	q.tell(runqueue.Outcome{Job: w.job(a, req, run, nil), Result: res, Took: time.Since(start)})

@@ -272,8 +272,7 @@ func (q *Queue) execute(ctx context.Context, j *Job) {
 	if err != nil {
 		q.log.Warn("run failed", "run", j.ID, "env", j.Env, "err", err)
 	}
-	if ctx.Err() != nil && res != nil && res.Status == store.StatusInterrupted &&
-		(j.Req.Kind == engine.KindApply || j.Req.Kind == engine.KindTeardown || j.Req.Kind == engine.KindRollback) {
+	if ctx.Err() != nil && res != nil && res.Status == store.StatusInterrupted {
 		q.interruptedByShutdown(j)
 	}
 	q.tell(Outcome{Job: j, Result: res, Took: q.clock.Now().Sub(start)})

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
@@ -15,9 +14,9 @@ import (
 // the kind of a run a shutdown interrupted.
 const SettingResume = "resume:"
 
-// Resume queues again, as the kind of run they were, the runs a crash left
-// running and those a shutdown interrupted: after a graceful stop as after
-// kill -9. Call it before Run, once, at start.
+// Resume queues again the runs a crash left running and those a shutdown
+// interrupted, after a graceful stop as after kill -9, as knit.ResumeKind
+// says. Call it before Run, once, at start.
 func (q *Queue) Resume(ctx context.Context) error {
 	kinds := map[string]store.RunKind{}
 	crashed, err := q.k.Recover(ctx)
@@ -44,9 +43,12 @@ func (q *Queue) Resume(ctx context.Context) error {
 		done[key] = ""
 	}
 	for env, kind := range kinds {
-		q.log.Info("resuming an interrupted run", "env", env, "kind", kind)
-		if _, err := q.Enqueue(knit.RunRequest{Kind: kind, EnvRef: env, Actor: q.actor, Source: "recovery",
-			Reason: "resume after the server restarted"}, env); err != nil {
+		req, ok := knit.ResumeRequest(env, kind, q.actor, "resume after the server restarted")
+		if !ok {
+			continue
+		}
+		q.log.Info("resuming an interrupted run", "env", env, "kind", kind, "as", req.Kind)
+		if _, err := q.Enqueue(req, env); err != nil {
 			q.log.Error("resume", "env", env, "err", err)
 		}
 	}
@@ -57,18 +59,14 @@ func (q *Queue) Resume(ctx context.Context) error {
 }
 
 // interruptedByShutdown remembers a run the queue's shutdown interrupted,
-// for the next start to resume.
+// for the next start to resume (as knit.ResumeKind says).
 func (q *Queue) interruptedByShutdown(j *Job) {
+	if _, ok := knit.ResumeKind(j.Req.Kind); !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	kind := j.Req.Kind
-	if kind == engine.KindRollback {
-		// A rollback recorded the revision it goes back to as applied
-		// before it ran: applying the applied revision finishes it (a
-		// rollback again would go back further).
-		kind = engine.KindApply
-	}
-	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(kind)}); err != nil {
+	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(j.Req.Kind)}); err != nil {
 		q.log.Error("remember a run to resume", "env", j.Env, "err", err)
 	}
 }
