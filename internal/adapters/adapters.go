@@ -58,6 +58,10 @@ type Tools struct {
 	// Terraform HTTP backend protocol on loopback (package tfstate). Open
 	// sets it for a PostgreSQL store, which every replica shares.
 	States store.TFStates
+	// Lease is the runs' lock lease (knit.Config.LockLease; zero: the
+	// default): the state server's retries of a failing store, and the
+	// tools' retries of the state server, are sized to it.
+	Lease time.Duration
 }
 
 // StateKeyPurpose derives, from knit's key file, the key that encrypts
@@ -133,6 +137,9 @@ func Open(ctx context.Context, cfg Config) (k *knit.Knit, err error) {
 	if cfg.Tools.GracePeriod == 0 {
 		cfg.Tools.GracePeriod = cfg.Config.GracePeriod
 	}
+	if cfg.Tools.Lease == 0 {
+		cfg.Tools.Lease = cfg.Config.LockLease
+	}
 	if cfg.Store == nil {
 		if cfg.Store, err = OpenStore(ctx, dir, ""); err != nil {
 			return nil, err
@@ -188,6 +195,7 @@ func (t Tools) terraform(ctx context.Context) runner.Runner {
 		if err != nil {
 			return runner.Unavailable(err)
 		}
+		srv.Lease = t.Lease
 		go func() { <-ctx.Done(); srv.Close() }() // the runner lives as long as ctx
 		opts.States = srv
 	}

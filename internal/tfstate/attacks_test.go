@@ -36,18 +36,37 @@ func openSQLite(t *testing.T) store.Store {
 	return st
 }
 
-// call makes one request of the protocol to srv for key with the password
-// pass (of key when empty).
+// testRun is the run the tests' grants are for; holdEnv gives it the
+// environment's lock.
+const testRun = "run-a"
+
+// holdEnv has run hold team/prod's lock.
+func holdEnv(t *testing.T, st store.Store, run string) {
+	t.Helper()
+	if _, err := st.AcquireLock(t.Context(), store.Lock{Env: "team/prod", RunID: run}, time.Hour, func(store.Lock) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// call makes one request of the protocol to srv for key with testRun's
+// write grant, or the password pass when set.
 func call(t *testing.T, srv *tfstate.Server, method, key, pass, query string, body []byte) (int, string) {
 	t.Helper()
+	g := srv.Grant(key, testRun, true)
 	if pass == "" {
-		pass = srv.Grant(key, "")["TF_HTTP_PASSWORD"]
+		pass = g["TF_HTTP_PASSWORD"]
 	}
+	return send(t, srv, method, key, g["TF_HTTP_USERNAME"], pass, query, body)
+}
+
+// send makes one request of the protocol with the credentials user, pass.
+func send(t *testing.T, srv *tfstate.Server, method, key, user, pass, query string, body []byte) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, srv.Addr()+"/state/"+key+query, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.SetBasicAuth("knit", pass)
+	req.SetBasicAuth(user, pass)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -79,15 +98,14 @@ func TestProtocolRefusals(t *testing.T) {
 			}
 			defer srv.Close()
 			srv.MaxState = 1 << 20
+			holdEnv(t, st, testRun)
 			const key = "team/prod/db"
 			v1 := []byte(`{"serial":1}`)
-			if code, body := call(t, srv, "POST", key, "", "", v1); code != 200 {
-				t.Fatalf("first write: %d %s", code, body)
-			}
+			putLocked(t, srv, key, v1)
 			if code, _ := call(t, srv, "GET", key, "wrong", "", nil); code != 401 {
 				t.Errorf("GET with a wrong password: %d, want 401", code)
 			}
-			other := srv.Grant("team/prod/other", "")["TF_HTTP_PASSWORD"]
+			other := srv.Grant("team/prod/other", testRun, true)["TF_HTTP_PASSWORD"]
 			if code, _ := call(t, srv, "POST", key, other, "", []byte("x")); code != 401 {
 				t.Errorf("a write with another state's password: %d, want 401", code)
 			}
@@ -97,7 +115,7 @@ func TestProtocolRefusals(t *testing.T) {
 			if code, body := call(t, srv, "LOCK", key, "", "", lockBody("lock-b")); code != http.StatusLocked || !strings.Contains(body, "lock-a") {
 				t.Errorf("a second LOCK: %d %s, want 423 naming lock-a", code, body)
 			}
-			if code, body := call(t, srv, "POST", key, "", "?ID=lock-b", []byte("b")); code != http.StatusLocked || !strings.Contains(body, "replica-a") {
+			if code, body := call(t, srv, "POST", key, "", "?ID=lock-b", []byte(`{"serial":2}`)); code != http.StatusLocked || !strings.Contains(body, "replica-a") {
 				t.Errorf("a write by another lock: %d %s, want 423 naming the holder", code, body)
 			}
 			if code, _ := call(t, srv, "UNLOCK", key, "", "", lockBody("lock-b")); code != http.StatusLocked {
@@ -133,7 +151,8 @@ func cutOff(t *testing.T, srv *tfstate.Server, key, lockID string) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", srv.Addr()+"/state/"+key+"?ID="+lockID, nil)
-	req.SetBasicAuth("knit", srv.Grant(key, "")["TF_HTTP_PASSWORD"])
+	g := srv.Grant(key, testRun, true)
+	req.SetBasicAuth(g["TF_HTTP_USERNAME"], g["TF_HTTP_PASSWORD"])
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 100000\r\n\r\n", req.URL.RequestURI(), req.Header.Get("Authorization"))
 	conn.Write(bytes.Repeat([]byte("y"), 50000))
 	conn.Close()
@@ -159,6 +178,7 @@ func TestADeadKnitsLockIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
+	holdEnv(t, st, testRun)
 	const key = "team/prod/db"
 	for _, tc := range []struct {
 		holder store.TFLock
@@ -178,6 +198,21 @@ func TestADeadKnitsLockIsTakenOver(t *testing.T) {
 	}
 }
 
+// putLocked writes data as key's state as a tool does: LOCK, POST with
+// the lock's ID, UNLOCK.
+func putLocked(t *testing.T, srv *tfstate.Server, key string, data []byte) {
+	t.Helper()
+	if code, body := call(t, srv, "LOCK", key, "", "", lockBody("put")); code != 200 {
+		t.Fatalf("LOCK to write: %d %s", code, body)
+	}
+	if code, body := call(t, srv, "POST", key, "", "?ID=put", data); code != 200 {
+		t.Fatalf("write of %d bytes: %d %s", len(data), code, body)
+	}
+	if code, body := call(t, srv, "UNLOCK", key, "", "", lockBody("put")); code != 200 {
+		t.Fatalf("UNLOCK after the write: %d %s", code, body)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -194,11 +229,11 @@ func TestHugeState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	holdEnv(t, st, testRun)
 	const key = "team/prod/big"
-	huge := bytes.Repeat([]byte(`{"resource":"0123456789abcdef"},`), 2<<20) // 64 MiB
-	if code, body := call(t, srv, "POST", key, "", "", huge); code != 200 {
-		t.Fatalf("write of %d bytes: %d %s", len(huge), code, body)
-	}
+	huge := append([]byte(`{"serial":1,"resources":[`), bytes.Repeat([]byte(`{"resource":"0123456789abcdef"},`), 2<<20)...) // 64 MiB
+	huge = append(huge, `{}]}`...)
+	putLocked(t, srv, key, huge)
 	code, body := call(t, srv, "GET", key, "", "", nil)
 	if code != 200 || body != string(huge) {
 		t.Errorf("read back: %d, %d bytes (want %d)", code, len(body), len(huge))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/terraform"
@@ -61,6 +62,9 @@ func newReplica(t *testing.T, st store.Store, env *spec.Environment) *replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	if _, err := st.AcquireLock(t.Context(), store.Lock{Env: env.ID(), RunID: replicaRun}, time.Hour, func(store.Lock) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
 	data := t.TempDir()
 	log := &testtools.Log{}
 	def := env.Spec.Components[0]
@@ -68,9 +72,13 @@ func newReplica(t *testing.T, st store.Store, env *spec.Environment) *replica {
 		r: terraform.New(testtools.Tofu(t), terraform.Options{DataDir: data, ToolVersion: toolVersion,
 			EncryptionKey: key, States: srv}),
 		c: runner.Component{Env: env.ID(), Spec: env, Def: def, WorkDir: filepath.Join(data, "work", def.Name),
-			Log: log, Sensitive: map[string]bool{"password": true}},
+			Log: log, Sensitive: map[string]bool{"password": true}, Run: replicaRun},
 	}
 }
+
+// replicaRun is the run a replica's component works for, holding the
+// environment's lock (holdEnv) unless a test says otherwise.
+const replicaRun = "run-replicas"
 
 func environment(t *testing.T, files map[string]string) *spec.Environment {
 	envDir := t.TempDir()
@@ -144,7 +152,7 @@ func TestStateAcrossReplicas(t *testing.T) {
 	}
 
 	dump := pg.Dump(t, pgtest.DBName(t, dsn))
-	pass := a.srv.Grant("team/prod/db", "")["TF_HTTP_PASSWORD"]
+	pass := a.srv.Grant("team/prod/db", replicaRun, true)["TF_HTTP_PASSWORD"]
 	for _, s := range []string{secret, pass} {
 		if bytes.Contains(dump, []byte(s)) || bytes.Contains(dump, []byte(hex.EncodeToString([]byte(s)))) {
 			t.Errorf("the database dump holds %q", s)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,8 +60,14 @@ func TestALockOfARunThatLostItsEnvironmentIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// run-a still holds the environment: its state lock stands.
+	// run-a still holds the environment: its state lock stands (even
+	// against a tool of run-a's on another replica); a run that does not
+	// hold the environment reaches nothing.
 	var locked *terraform.StateLockedError
+	if _, _, err := b.r.PlanApply(ctx, b.c, in(1)); err == nil || !strings.Contains(err.Error(), "invalid auth") {
+		t.Fatalf("B for a run that does not hold the environment: %v, want the state refused (403)\n%s", err, b.log)
+	}
+	b.c.Run = "run-a"
 	if _, _, err := b.r.PlanApply(ctx, b.c, in(1)); !errors.As(err, &locked) || locked.ID != l.ID {
 		t.Fatalf("B while run-a holds the environment: %v, want the state locked by %s\n%s", err, l.ID, b.log)
 	}
@@ -94,7 +101,7 @@ func TestAGrantNamesItsRun(t *testing.T) {
 	if _, err := st.AcquireLock(t.Context(), store.Lock{Env: "team/prod", RunID: "run-a"}, time.Hour, nil); err != nil {
 		t.Fatal(err)
 	}
-	g := srv.Grant(key, "run-a")
+	g := srv.Grant(key, "run-a", true)
 	if g["TF_HTTP_USERNAME"] != "knit run run-a" {
 		t.Fatalf("user name %q, want it to name run-a", g["TF_HTTP_USERNAME"])
 	}
@@ -111,7 +118,7 @@ func TestAGrantNamesItsRun(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for _, user := range []string{"knit run run-b", "knit", "knit run "} {
+	for _, user := range []string{"knit run run-b", "knit", "knit run ", "knit read run-a"} {
 		if code := send(user); code != http.StatusUnauthorized {
 			t.Errorf("LOCK as %q with run-a's password: %d, want 401", user, code)
 		}

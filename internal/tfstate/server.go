@@ -48,6 +48,10 @@ type Server struct {
 	// MaxState bounds a state the tool may write, in bytes (zero:
 	// DefaultMaxState); a larger one is refused with 413 and a message.
 	MaxState int64
+	// Lease is the runs' lock lease (zero: 60s): a failing store call is
+	// retried for up to half of it, and the tools' own retries are sized
+	// to it. Set before the first Grant.
+	Lease time.Duration
 
 	ln  net.Listener
 	srv *http.Server
@@ -77,42 +81,58 @@ func (s *Server) Close() error { return s.srv.Close() }
 // Addr is the server's base URL.
 func (s *Server) Addr() string { return "http://" + s.ln.Addr().String() }
 
-// Grant lets a tool process read, write and lock key's state for run (the
-// knit run the tool works for, which holds key's environment's lock; ""
-// for none): env is what to add to its environment. The password is
-// HMAC(secret, key, run) under a random secret of this server: it reaches
-// key's state only, for that run only, and dies with the server (a new
-// knit process, new passwords). The run, named in the user name, is
-// recorded with each lock the tool takes, so that once the run no longer
-// holds its environment's lock the state lock is known stale on every
-// host (store.TFStates.LockTFState).
-func (s *Server) Grant(key, run string) map[string]string {
-	if strings.Contains(run, ":") { // no room in a basic-auth user name: record none
+// Grant lets a tool process reach key's state for run (the knit run the
+// tool works for, which holds key's environment's lock): env is what to
+// add to its environment. With write, the tool may lock, write and delete
+// the state; without, it only reads it (a plan, a drift check, a preview):
+// LOCK, POST and DELETE are refused with 403, so such a tool runs with
+// -lock=false. The password is HMAC(secret, key, run, access) under a
+// random secret of this server: it reaches key's state only, for that run
+// and access only, and dies with the server (a new knit process, new
+// passwords). Every request is fenced in the store by run: once run no
+// longer holds its environment's lock (it ended, or lost its lease), the
+// grant reaches nothing (403), on every host. The run is recorded with
+// each lock the tool takes (store.TFStates.LockTFState). A run of "" (or
+// one with a colon, which a basic-auth user name cannot carry) gets a
+// grant that reaches nothing.
+func (s *Server) Grant(key, run string, write bool) map[string]string {
+	if strings.Contains(run, ":") {
 		run = ""
 	}
 	addr := s.Addr() + "/state/" + key
-	return map[string]string{
+	env := map[string]string{
 		"TF_HTTP_ADDRESS":        addr,
 		"TF_HTTP_LOCK_ADDRESS":   addr,
 		"TF_HTTP_UNLOCK_ADDRESS": addr,
-		"TF_HTTP_USERNAME":       user(run),
-		"TF_HTTP_PASSWORD":       s.password(key, run),
+		"TF_HTTP_USERNAME":       user(run, write),
+		"TF_HTTP_PASSWORD":       s.password(key, run, write),
 	}
+	for k, v := range s.retryEnv() {
+		env[k] = v
+	}
+	return env
 }
 
-// runUser prefixes the run in a grant's user name.
-const runUser = "knit run "
+// Grants' user names: the access, then the run.
+const (
+	writeUser = "knit run "
+	readUser  = "knit read "
+)
 
-func user(run string) string {
-	if run == "" {
-		return "knit"
+func user(run string, write bool) string {
+	if write {
+		return writeUser + run
 	}
-	return runUser + run
+	return readUser + run
 }
 
-func (s *Server) password(key, run string) string {
+func (s *Server) password(key, run string, write bool) string {
 	m := hmac.New(sha256.New, s.secret)
-	m.Write([]byte(key + "\x00" + run))
+	access := "read"
+	if write {
+		access = "write"
+	}
+	m.Write([]byte(key + "\x00" + run + "\x00" + access))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -122,43 +142,62 @@ func (s *Server) Import(ctx context.Context, key string, data []byte) (bool, err
 	return s.states.ImportTFState(ctx, key, data)
 }
 
-// allowed reports whether r carries a grant of key's, and for which run.
-func (s *Server) allowed(r *http.Request, key string) (run string, ok bool) {
-	name, pass, ok := r.BasicAuth()
-	if !ok {
-		return "", false
-	}
-	if name != "knit" {
-		if run, ok = strings.CutPrefix(name, runUser); !ok || run == "" {
-			return "", false
-		}
-	}
-	return run, hmac.Equal([]byte(pass), []byte(s.password(key, run)))
+// grant is what a request's credentials grant.
+type grant struct {
+	run   string
+	write bool
 }
 
-// ServeHTTP implements the protocol on /state/KEY.
+// allowed reports whether r carries a grant of key's, and which.
+func (s *Server) allowed(r *http.Request, key string) (grant, bool) {
+	name, pass, ok := r.BasicAuth()
+	if !ok {
+		return grant{}, false
+	}
+	var g grant
+	var run string
+	if run, ok = strings.CutPrefix(name, writeUser); ok {
+		g = grant{run: run, write: true}
+	} else if run, ok = strings.CutPrefix(name, readUser); ok {
+		g = grant{run: run}
+	}
+	if !ok || g.run == "" {
+		return grant{}, false
+	}
+	return g, hmac.Equal([]byte(pass), []byte(s.password(key, g.run, g.write)))
+}
+
+// ServeHTTP implements the protocol on /state/KEY. Every request is fenced
+// by its grant's run inside the store's transaction; a write must carry the
+// state lock's ID and may not move the state's serial back nor change its
+// lineage.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key, ok := strings.CutPrefix(r.URL.Path, "/state/")
 	if !ok || key == "" {
 		http.NotFound(w, r)
 		return
 	}
-	run, ok := s.allowed(r, key)
+	g, ok := s.allowed(r, key)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Basic realm="knit terraform state"`)
 		http.Error(w, "knit: no valid grant for this state", http.StatusUnauthorized)
 		return
 	}
+	if r.Method != http.MethodGet && !g.write {
+		http.Error(w, "knit: this grant only reads the state (a plan, drift check or preview); nothing was changed", http.StatusForbidden)
+		return
+	}
 	ctx := r.Context()
 	switch r.Method {
 	case http.MethodGet:
-		data, _, err := s.states.TFState(ctx, key)
+		var data []byte
+		err := s.retry(ctx, func() (err error) { data, err = s.states.ReadTFState(ctx, key, g.run); return err })
 		if errors.Is(err, store.ErrNotFound) {
 			w.WriteHeader(http.StatusNoContent) // no state yet
 			return
 		}
 		if err != nil {
-			s.fail(w, err)
+			s.reply(w, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -168,22 +207,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		s.reply(w, s.states.PutTFState(ctx, key, data, r.URL.Query().Get("ID")))
+		h, err := header(data)
+		if err != nil {
+			http.Error(w, "knit: "+err.Error()+"; nothing was written", http.StatusBadRequest)
+			return
+		}
+		tw := store.TFWrite{Run: g.run, LockID: r.URL.Query().Get("ID"), Serial: h.Serial, Lineage: h.Lineage}
+		s.reply(w, s.retry(ctx, func() error { return s.states.PutTFState(ctx, key, data, tw) }))
 	case http.MethodDelete:
-		s.reply(w, s.states.DeleteTFState(ctx, key, r.URL.Query().Get("ID")))
+		tw := store.TFWrite{Run: g.run, LockID: r.URL.Query().Get("ID")}
+		s.reply(w, s.retry(ctx, func() error { return s.states.DeleteTFState(ctx, key, tw) }))
 	case "LOCK":
 		info, id, err := s.lockInfo(w, r)
 		if err != nil {
 			return
 		}
-		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: run}
-		s.reply(w, s.states.LockTFState(ctx, key, l, s.deadHolder))
+		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: g.run}
+		s.reply(w, s.retry(ctx, func() error { return s.states.LockTFState(ctx, key, l, s.deadHolder) }))
 	case "UNLOCK":
 		_, id, err := s.lockInfo(w, r)
 		if err != nil {
 			return
 		}
-		s.reply(w, s.states.UnlockTFState(ctx, key, id))
+		s.reply(w, s.retry(ctx, func() error { return s.states.UnlockTFState(ctx, key, id) }))
 	default:
 		http.Error(w, "knit: method not allowed", http.StatusMethodNotAllowed)
 	}
@@ -223,14 +269,19 @@ func (s *Server) lockInfo(w http.ResponseWriter, r *http.Request) ([]byte, strin
 	return info, li.ID, err
 }
 
-// reply answers a write, lock or unlock: a refusal for another lock is 423
-// with that lock's info, as the tool expects, so its error names who holds
-// the state.
+// reply answers a request: a refusal for another lock is 423 with that
+// lock's info, as the tool expects, so its error names who holds the
+// state; a write without the lock, or of an older state, is 409; a grant
+// whose run no longer holds its environment's lock is 403.
 func (s *Server) reply(w http.ResponseWriter, err error) {
 	var locked *store.TFLockedError
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusOK)
+	case errors.Is(err, store.ErrLockLost):
+		http.Error(w, "knit: this grant's run no longer holds its environment's lock; nothing was changed: "+err.Error(), http.StatusForbidden)
+	case errors.Is(err, store.ErrTFStateConflict):
+		http.Error(w, "knit: "+err.Error()+"; nothing was written", http.StatusConflict)
 	case errors.As(err, &locked) && locked.Holder.ID != "":
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusLocked)
@@ -240,7 +291,7 @@ func (s *Server) reply(w http.ResponseWriter, err error) {
 		}
 		w.Write(info) //nolint:errcheck // the tool sees a short body
 	case errors.As(err, &locked):
-		http.Error(w, "knit: "+err.Error(), http.StatusConflict)
+		http.Error(w, "knit: "+err.Error()+": a write needs the state's lock; nothing was written", http.StatusConflict)
 	default:
 		s.fail(w, err)
 	}

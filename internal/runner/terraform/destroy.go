@@ -63,7 +63,7 @@ func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, in run
 
 // destroy runs the tool's destroy (destroyArgs): one process.
 func (r *Runner) destroy(ctx context.Context, c runner.Component, s *session) error {
-	_, err := s.stream(ctx, destroyArgs())
+	_, err := s.writing().stream(ctx, destroyArgs())
 	return wrap("destroy", c, err)
 }
 

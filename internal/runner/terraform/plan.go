@@ -61,7 +61,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 func (r *Runner) planIn(ctx context.Context, c runner.Component, p *prepared, file string, opts runner.PlanOptions) (*runner.Plan, error) {
 	var st *stream
 	err := r.withInit(ctx, p, func() (err error) {
-		st, err = p.s.stream(ctx, planArgs(file, opts))
+		st, err = p.s.stream(ctx, p.s.lockArgs(planArgs(file, opts)))
 		return err
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
-	st, err := s.stream(ctx, applyArgs(p.File))
+	st, err := s.writing().stream(ctx, applyArgs(p.File))
 	if err != nil {
 		return nil, wrap("apply", c, stalePlan(err))
 	}

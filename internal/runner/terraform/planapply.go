@@ -32,7 +32,7 @@ func (r *Runner) PlanApply(ctx context.Context, c runner.Component, in runner.In
 	}
 	var st *stream
 	err = r.withInit(ctx, p, func() (err error) {
-		st, err = p.s.stream(ctx, planApplyArgs())
+		st, err = p.s.writing().stream(ctx, planApplyArgs())
 		return err
 	})
 	if err != nil {

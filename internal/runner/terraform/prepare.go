@@ -69,8 +69,8 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if err != nil {
 		return nil, err
 	}
-	r.stateEnv(c, shared, extra)
-	p.s = r.session(p.dir, c.Log, extra)
+	write := r.stateEnv(c, shared, extra)
+	p.s = r.session(p.dir, c.Log, extra, write)
 	r.warnUnencrypted(c.Log, wd, c)
 	return p, r.initIfNeeded(ctx, p, false)
 }

@@ -296,8 +296,8 @@ func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inp
 	if err != nil {
 		return nil, err
 	}
-	r.stateEnv(c, exists(filepath.Join(wd, sharedMarker)), extra)
-	return r.session(dir, c.Log, extra), nil
+	write := r.stateEnv(c, exists(filepath.Join(wd, sharedMarker)), extra)
+	return r.session(dir, c.Log, extra, write), nil
 }
 
 // EncryptionEnv is the environment that lets OpenTofu read state and plans

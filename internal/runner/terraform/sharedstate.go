@@ -17,9 +17,10 @@ import (
 // own keeps it.
 type StateBackend interface {
 	// Grant is what the tool's environment needs to reach key's state
-	// for run (runner.Component.Run; "" for none) (TF_HTTP_* settings, a
-	// password among them): never written to a file or argv.
-	Grant(key, run string) map[string]string
+	// for run (runner.Component.Run) (TF_HTTP_* settings, a password
+	// among them): never written to a file or argv. Without write the
+	// grant only reads (the tool must not lock: -lock=false).
+	Grant(key, run string, write bool) map[string]string
 	// Import stores data as key's state when there is none yet.
 	Import(ctx context.Context, key string, data []byte) (bool, error)
 }
@@ -54,14 +55,18 @@ func (r *Runner) shares(wd string, l *layout) (bool, error) {
 }
 
 // stateEnv is what a command of a component that shares its state adds to
-// the tool's environment.
-func (r *Runner) stateEnv(c runner.Component, shared bool, m map[string]string) {
+// the tool's environment: a grant that only reads, in m, and the one that
+// writes, returned (nil: the state is not shared). A session starts with
+// the first; only the commands that change state take the second
+// (session.writing).
+func (r *Runner) stateEnv(c runner.Component, shared bool, m map[string]string) (write map[string]string) {
 	if !shared {
-		return
+		return nil
 	}
-	for k, v := range r.opts.States.Grant(stateKey(c), c.Run) {
+	for k, v := range r.opts.States.Grant(stateKey(c), c.Run, false) {
 		m[k] = v
 	}
+	return r.opts.States.Grant(stateKey(c), c.Run, true)
 }
 
 // importLocalState moves the state a work dir kept before knit shared it

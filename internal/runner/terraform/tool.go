@@ -29,12 +29,48 @@ type session struct {
 	dir string
 	env []string
 	log io.Writer
+	// readOnly: the state is shared and env's grant only reads it (the
+	// tool must not lock it); wenv is env with the grant that writes.
+	readOnly bool
+	wenv     []string
 }
 
 // session prepares commands in dir with the tool environment plus extra
-// (TF_ENCRYPTION, sensitive inputs as TF_VAR_*; see toolEnv).
-func (r *Runner) session(dir string, log io.Writer, extra map[string]string) *session {
-	return &session{r: r, dir: dir, env: r.env(extra), log: &procexec.LockedWriter{W: log}}
+// (TF_ENCRYPTION, sensitive inputs as TF_VAR_*; see toolEnv). write, when
+// the state is shared, is the grant that writes it (stateEnv): the session
+// reads only until writing is asked for.
+func (r *Runner) session(dir string, log io.Writer, extra, write map[string]string) *session {
+	s := &session{r: r, dir: dir, env: r.env(extra), log: &procexec.LockedWriter{W: log}}
+	s.wenv = s.env
+	if write != nil {
+		s.readOnly = true
+		merged := make(map[string]string, len(extra)+len(write))
+		for k, v := range extra {
+			merged[k] = v
+		}
+		for k, v := range write {
+			merged[k] = v
+		}
+		s.wenv = r.env(merged)
+	}
+	return s
+}
+
+// writing is the session for a command that changes state (apply,
+// destroy): its grant writes.
+func (s *session) writing() *session {
+	w := *s
+	w.env, w.readOnly = s.wenv, false
+	return &w
+}
+
+// lockArgs is what a command that would lock the state adds when the
+// session only reads it.
+func (s *session) lockArgs(args []string) []string {
+	if s.readOnly {
+		return append(args, "-lock=false")
+	}
+	return args
 }
 
 // run runs the tool with args; stdout goes to stdout (the log when nil),

@@ -110,8 +110,8 @@ func fill(t *testing.T, s store.Store) {
 	a := &store.Approval{Env: "team/web", Component: "db", RunID: "r1", Plan: []byte{0, 1, 0xff}, PlanChecksum: "sha256:x"}
 	must(t, s.CreateApproval(ctx, a))
 	must(t, s.SavePlan(ctx, a.ID, []byte("PK\x03\x04plan-s3cret")))
-	must(t, s.PutTFState(ctx, "team/web/db", []byte(`{"serial":3,"password":"s3cret"}`), ""))
-	must(t, s.PutTFState(ctx, "team/api/net", []byte(`{"serial":1}`), ""))
+	importState(t, s, "team/web/db", []byte(`{"serial":3,"password":"s3cret"}`))
+	importState(t, s, "team/api/net", []byte(`{"serial":1}`))
 	must(t, s.CreateChangeSet(ctx, &store.ChangeSet{Env: "team/web", RunID: "r1", Checksum: "c",
 		Components: []store.ChangeSetComponent{{Component: "db", ApprovalID: a.ID, PlanChecksum: "sha256:x", Gated: true}}}))
 	must(t, s.AppendAudit(ctx, store.AuditEvent{Env: "team/web", Actor: "alice", Action: "apply", Time: at}))
@@ -199,5 +199,13 @@ func TestImportSeededStore(t *testing.T) {
 	}
 	if counts["revisions"] != 3 {
 		t.Errorf("copied %d revisions, want 3", counts["revisions"])
+	}
+}
+
+// importState stores data as key's state, which has none yet.
+func importState(t *testing.T, s store.Store, key string, data []byte) {
+	t.Helper()
+	if done, err := s.ImportTFState(t.Context(), key, data); err != nil || !done {
+		t.Fatalf("import state %s: %v, %v", key, done, err)
 	}
 }

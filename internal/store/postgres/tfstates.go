@@ -28,38 +28,76 @@ func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, 
 	return data, l, nil
 }
 
-// tfLock reads key's lock inside tx (a zero TFLock when there is no row).
-func tfLock(ctx context.Context, tx pgx.Tx, key string) (store.TFLock, error) {
-	var l store.TFLock
-	err := tx.QueryRow(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = $1`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return l, nil
+// ReadTFState implements store.Store: the fence and the read are one
+// transaction.
+func (s *Store) ReadTFState(ctx context.Context, key, run string) ([]byte, error) {
+	var sealed []byte
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		if err := store.CheckTFFence(key, run, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }); err != nil {
+			return err
+		}
+		sealed = nil
+		err := tx.QueryRow(ctx, `SELECT data FROM tf_states WHERE key = $1`, key).Scan(&sealed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return l, err
+	if sealed == nil {
+		return nil, fmt.Errorf("terraform state %s: %w", key, store.ErrNotFound)
+	}
+	data, err := s.sealer.Open(sealed, store.TFStateAD(key))
+	if err != nil {
+		return nil, fmt.Errorf("terraform state %s: open: %w", key, err)
+	}
+	return data, nil
+}
+
+// tfLock reads key's lock and header inside tx (zero when there is no row).
+func tfLock(ctx context.Context, tx pgx.Tx, key string) (store.TFLock, store.TFHeader, error) {
+	var l store.TFLock
+	var h store.TFHeader
+	err := tx.QueryRow(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run, serial, lineage FROM tf_states WHERE key = $1`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run, &h.Serial, &h.Lineage)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, h, nil
+	}
+	return l, h, err
+}
+
+// checkTFWrite is the fence and the lock and header checks of a write
+// (data) or delete of key by w, inside tx.
+func checkTFWrite(ctx context.Context, tx pgx.Tx, key string, w store.TFWrite, data bool) error {
+	if err := store.CheckTFFence(key, w.Run, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }); err != nil {
+		return err
+	}
+	held, cur, err := tfLock(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	return store.CheckTFWrite(key, held, cur, w, data)
 }
 
 // PutTFState implements store.Store. The write is one serializable
-// transaction: of two replicas' tools writing at once, the lock check and
-// the write are one step.
-func (s *Store) PutTFState(ctx context.Context, key string, data []byte, lockID string) error {
+// transaction: of two replicas' tools writing at once, the fence, the
+// lock check and the write are one step.
+func (s *Store) PutTFState(ctx context.Context, key string, data []byte, w store.TFWrite) error {
 	sealed, err := s.sealer.Seal(data, store.TFStateAD(key))
 	if err != nil {
 		return fmt.Errorf("seal terraform state %s: %w", key, err)
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		held, err := tfLock(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		if err := store.CheckTFWrite(key, held, lockID); err != nil {
+		if err := checkTFWrite(ctx, tx, key, w, true); err != nil {
 			return err
 		}
 		now, err := s.now(ctx, tx)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO tf_states (key, data, updated_at) VALUES ($1, $2, $3)
-			ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`, key, sealed, ts(now))
+		_, err = tx.Exec(ctx, `UPDATE tf_states SET data = $1, serial = $2, lineage = $3, updated_at = $4 WHERE key = $5`,
+			sealed, w.Serial, w.Lineage, ts(now), key)
 		return err
 	})
 }
@@ -84,22 +122,14 @@ func (s *Store) ImportTFState(ctx context.Context, key string, data []byte) (boo
 	return done, err
 }
 
-// DeleteTFState implements store.Store. The row stays while locked, with
-// no state, so the lock outlives the delete as the tool expects.
-func (s *Store) DeleteTFState(ctx context.Context, key, lockID string) error {
+// DeleteTFState implements store.Store. The row stays, with no state,
+// so the lock outlives the delete as the tool expects.
+func (s *Store) DeleteTFState(ctx context.Context, key string, w store.TFWrite) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
-		held, err := tfLock(ctx, tx, key)
-		if err != nil {
+		if err := checkTFWrite(ctx, tx, key, w, false); err != nil {
 			return err
 		}
-		if err := store.CheckTFWrite(key, held, lockID); err != nil {
-			return err
-		}
-		if held.ID != "" {
-			_, err = tx.Exec(ctx, `UPDATE tf_states SET data = NULL WHERE key = $1`, key)
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM tf_states WHERE key = $1`, key)
+		_, err := tx.Exec(ctx, `UPDATE tf_states SET data = NULL, serial = 0, lineage = '' WHERE key = $1`, key)
 		return err
 	})
 }
@@ -110,11 +140,11 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 		return fmt.Errorf("lock terraform state %s: no lock ID", key)
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		held, err := tfLock(ctx, tx, key)
+		held, _, err := tfLock(ctx, tx, key)
 		if err != nil {
 			return err
 		}
-		if err := store.CheckTFLock(key, held, l, func(run string) (bool, error) { return runHoldsLock(ctx, tx, run) }, dead); err != nil {
+		if err := store.CheckTFLock(key, held, l, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }, dead); err != nil {
 			return err
 		}
 		now, err := s.now(ctx, tx)
@@ -128,17 +158,17 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 	})
 }
 
-// runHoldsLock reports whether run holds an environment's lock, inside tx.
-func runHoldsLock(ctx context.Context, tx pgx.Tx, run string) (bool, error) {
+// runHoldsLock reports whether run holds env's lock, inside tx.
+func runHoldsLock(ctx context.Context, tx pgx.Tx, env, run string) (bool, error) {
 	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM locks WHERE run_id = $1`, run).Scan(&n)
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM locks WHERE env = $1 AND run_id = $2`, env, run).Scan(&n)
 	return n > 0, err
 }
 
 // UnlockTFState implements store.Store.
 func (s *Store) UnlockTFState(ctx context.Context, key, lockID string) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
-		held, err := tfLock(ctx, tx, key)
+		held, _, err := tfLock(ctx, tx, key)
 		if err != nil {
 			return err
 		}

@@ -30,32 +30,69 @@ func (s *Store) TFState(ctx context.Context, key string) ([]byte, store.TFLock, 
 	return data, l, nil
 }
 
-// tfLock reads key's lock inside tx (a zero TFLock when there is no row).
-func tfLock(ctx context.Context, tx *txn, key string) (store.TFLock, bool, error) {
-	var l store.TFLock
-	err := tx.QueryRowContext(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run FROM tf_states WHERE key = ?`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run)
-	if errors.Is(err, sql.ErrNoRows) {
-		return l, false, nil
+// ReadTFState implements store.Store: the fence and the read are one
+// transaction.
+func (s *Store) ReadTFState(ctx context.Context, key, run string) ([]byte, error) {
+	var sealed []byte
+	err := s.read(ctx, func(tx *txn) error {
+		if err := store.CheckTFFence(key, run, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, `SELECT data FROM tf_states WHERE key = ?`, key).Scan(&sealed)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return l, err == nil, err
+	if sealed == nil {
+		return nil, fmt.Errorf("terraform state %s: %w", key, store.ErrNotFound)
+	}
+	data, err := s.sealer.Open(sealed, store.TFStateAD(key))
+	if err != nil {
+		return nil, fmt.Errorf("terraform state %s: open: %w", key, err)
+	}
+	return data, nil
+}
+
+// tfLock reads key's lock and header inside tx (zero when there is no row).
+func tfLock(ctx context.Context, tx *txn, key string) (store.TFLock, store.TFHeader, error) {
+	var l store.TFLock
+	var h store.TFHeader
+	err := tx.QueryRowContext(ctx, `SELECT lock_id, lock_info, lock_host, lock_pid, lock_run, serial, lineage FROM tf_states WHERE key = ?`, key).Scan(&l.ID, &l.Info, &l.Host, &l.PID, &l.Run, &h.Serial, &h.Lineage)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, h, nil
+	}
+	return l, h, err
+}
+
+// checkTFWrite is the fence and the lock and header checks of a write
+// (data) or delete of key by w, inside tx.
+func checkTFWrite(ctx context.Context, tx *txn, key string, w store.TFWrite, data bool) error {
+	if err := store.CheckTFFence(key, w.Run, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }); err != nil {
+		return err
+	}
+	held, cur, err := tfLock(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	return store.CheckTFWrite(key, held, cur, w, data)
 }
 
 // PutTFState implements store.Store.
-func (s *Store) PutTFState(ctx context.Context, key string, data []byte, lockID string) error {
+func (s *Store) PutTFState(ctx context.Context, key string, data []byte, w store.TFWrite) error {
 	sealed, err := s.sealer.Seal(data, store.TFStateAD(key))
 	if err != nil {
 		return fmt.Errorf("seal terraform state %s: %w", key, err)
 	}
 	return s.write(ctx, func(tx *txn) error {
-		held, _, err := tfLock(ctx, tx, key)
-		if err != nil {
+		if err := checkTFWrite(ctx, tx, key, w, true); err != nil {
 			return err
 		}
-		if err := store.CheckTFWrite(key, held, lockID); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tf_states (key, data, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`, key, sealed, ts(s.now()))
+		_, err = tx.ExecContext(ctx, `UPDATE tf_states SET data = ?, serial = ?, lineage = ?, updated_at = ? WHERE key = ?`,
+			sealed, w.Serial, w.Lineage, ts(s.now()), key)
 		return err
 	})
 }
@@ -80,22 +117,14 @@ func (s *Store) ImportTFState(ctx context.Context, key string, data []byte) (boo
 	return done, err
 }
 
-// DeleteTFState implements store.Store. The row stays while locked, with
-// no state, so the lock outlives the delete as the tool expects.
-func (s *Store) DeleteTFState(ctx context.Context, key, lockID string) error {
+// DeleteTFState implements store.Store. The row stays, with no state, so
+// the lock outlives the delete as the tool expects.
+func (s *Store) DeleteTFState(ctx context.Context, key string, w store.TFWrite) error {
 	return s.write(ctx, func(tx *txn) error {
-		held, _, err := tfLock(ctx, tx, key)
-		if err != nil {
+		if err := checkTFWrite(ctx, tx, key, w, false); err != nil {
 			return err
 		}
-		if err := store.CheckTFWrite(key, held, lockID); err != nil {
-			return err
-		}
-		if held.ID != "" {
-			_, err = tx.ExecContext(ctx, `UPDATE tf_states SET data = NULL, updated_at = ? WHERE key = ?`, ts(s.now()), key)
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM tf_states WHERE key = ?`, key)
+		_, err := tx.ExecContext(ctx, `UPDATE tf_states SET data = NULL, serial = 0, lineage = '', updated_at = ? WHERE key = ?`, ts(s.now()), key)
 		return err
 	})
 }
@@ -110,7 +139,7 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 		if err != nil {
 			return err
 		}
-		if err := store.CheckTFLock(key, held, l, func(run string) (bool, error) { return runHoldsLock(ctx, tx, run) }, dead); err != nil {
+		if err := store.CheckTFLock(key, held, l, func(env, run string) (bool, error) { return runHoldsLock(ctx, tx, env, run) }, dead); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO tf_states (key, lock_id, lock_info, lock_host, lock_pid, lock_run, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -120,10 +149,10 @@ func (s *Store) LockTFState(ctx context.Context, key string, l store.TFLock, dea
 	})
 }
 
-// runHoldsLock reports whether run holds an environment's lock, inside tx.
-func runHoldsLock(ctx context.Context, tx *txn, run string) (bool, error) {
+// runHoldsLock reports whether run holds env's lock, inside tx.
+func runHoldsLock(ctx context.Context, tx *txn, env, run string) (bool, error) {
 	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM locks WHERE run_id = ?`, run).Scan(&n)
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM locks WHERE env = ? AND run_id = ?`, env, run).Scan(&n)
 	return n > 0, err
 }
 

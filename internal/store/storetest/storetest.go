@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Previews", plain(testPreviews)},
 		{"TFStates", plain(testTFStates)},
 		{"TFLockOfAFinishedRun", plain(testTFLockOfAFinishedRun)},
+		{"TFStateFence", plain(testTFStateFence)},
 		{"SavedPlans", plain(testSavedPlans)},
 		{"Pipelines", plain(testPipelines)},
 	}

@@ -46,6 +46,7 @@ type Cluster struct {
 	Password string
 	bin      string
 	cred     *syscall.Credential
+	opts     string // the server options it was started with
 	dbs      atomic.Int64
 }
 
@@ -129,6 +130,7 @@ func Start(t testing.TB) *Cluster {
 			c.Port, dir)
 		out, err := c.cmd("pg_ctl", "-D", c.data(), "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "120", "start").CombinedOutput()
 		if err == nil {
+			c.opts = opts
 			break
 		}
 		if attempt == 2 {
@@ -142,6 +144,24 @@ func Start(t testing.TB) *Cluster {
 		}
 	})
 	return c
+}
+
+// Stop stops the cluster (an outage: every connection is cut), as
+// pg_ctl stop -m fast does; StartAgain ends it.
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	if out, err := c.cmd("pg_ctl", "-D", c.data(), "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
+}
+
+// StartAgain starts a stopped cluster on its port.
+func (c *Cluster) StartAgain(t testing.TB) {
+	t.Helper()
+	if out, err := c.cmd("pg_ctl", "-D", c.data(), "-o", c.opts, "-l", filepath.Join(c.Dir, "log"), "-w", "-t", "120", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.Dir, "log"))
+		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
 }
 
 // DB creates a database for t and returns its DSN (a postgres:// URL with
