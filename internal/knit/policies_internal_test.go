@@ -9,6 +9,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store/sqlite"
 )
 
 // A commit's policies/ folder is read from the commit only: a policies/
@@ -19,7 +20,12 @@ func TestACommitsPoliciesAreNotReadThroughALinkOutOfIt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "p.rego"), []byte("package knit\n\nwarn contains \"x\" if true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k := &Knit{}
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	k := &Knit{store: st}
 	for name, layout := range map[string]func(tree string) error{
 		"folder link": func(tree string) error { return os.Symlink(outside, filepath.Join(tree, "policies")) },
 		"file link": func(tree string) error {
@@ -34,16 +40,32 @@ func TestACommitsPoliciesAreNotReadThroughALinkOutOfIt(t *testing.T) {
 			if err := layout(tree); err != nil {
 				t.Fatal(err)
 			}
-			j, err := k.judge(context.Background(), &spec.Environment{}, RunRequest{Tree: tree})
+			checkClosed := func(what string) {
+				t.Helper()
+				j, err := k.judge(context.Background(), &spec.Environment{}, RunRequest{Tree: tree})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, ok := j.(engine.Checker)
+				if !ok {
+					t.Fatalf("%s: judge = %T, want one that fails every run closed", what, j)
+				}
+				if err := c.Check(); err == nil || !strings.Contains(err.Error(), "policies") || !strings.Contains(err.Error(), "outside") {
+					t.Fatalf("%s: Check = %v, want the link out of the tree named", what, err)
+				}
+			}
+			checkClosed("the run's tree")
+			// The same tree as the repository's recorded policy set.
+			kv, err := RepoPolicySettings("c0ffee", tree)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, ok := j.(engine.Checker)
-			if !ok {
-				t.Fatalf("judge = %T, want one that fails every run closed", j)
+			if err := st.SetSettings(context.Background(), kv); err != nil {
+				t.Fatal(err)
 			}
-			if err := c.Check(); err == nil || !strings.Contains(err.Error(), "policies") || !strings.Contains(err.Error(), "outside") {
-				t.Fatalf("Check = %v, want the link out of the tree named", err)
+			checkClosed("the recorded set")
+			if err := st.SetSettings(context.Background(), map[string]string{SettingRepoPolicies: ""}); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -72,10 +72,10 @@ func (k *Knit) rollbackTarget(ctx context.Context, e store.Environment, to int) 
 			return store.Revision{}, fmt.Errorf("%w: %s is applied at revision %d already", ErrNoGoodRevision, e.ID, to)
 		}
 		r, err := k.revision(ctx, e.ID, to)
-		if err == nil && r.Errors != "" {
-			err = fmt.Errorf("%w: revision %d of %s does not validate", ErrNoGoodRevision, to, e.ID)
+		if err != nil {
+			return r, err
 		}
-		return r, err
+		return r, goodTarget(e, r)
 	}
 	r, err := k.store.LastGoodRevision(ctx, e.ID, e.AppliedRevision)
 	if errors.Is(err, store.ErrNotFound) {
@@ -83,6 +83,29 @@ func (k *Knit) rollbackTarget(ctx context.Context, e store.Environment, to int) 
 			ErrNoGoodRevision, e.ID, e.AppliedRevision, e.ID)
 	}
 	return r, err
+}
+
+// goodTarget refuses, as a rollback's target, a revision that is not one
+// to go back to: newer than the applied one, invalid, or never applied
+// and verified (denied by policy, failed, still unverified). What it
+// says names the revisions that are.
+func goodTarget(e store.Environment, r store.Revision) error {
+	hint := fmt.Sprintf("knit history %s lists the revisions and their verification; knit rollback %s without --to goes back to the last good one", e.ID, e.ID)
+	switch {
+	case r.Number > e.AppliedRevision:
+		return fmt.Errorf("%w: revision %d of %s is newer than its applied revision %d; a rollback goes back, never forward (%s)",
+			ErrNoGoodRevision, r.Number, e.ID, e.AppliedRevision, hint)
+	case r.Errors != "":
+		return fmt.Errorf("%w: revision %d of %s does not validate (%s)", ErrNoGoodRevision, r.Number, e.ID, hint)
+	case !r.Good():
+		verified := "was never applied and verified"
+		if r.Verification != "" {
+			verified = "did not pass verification (" + r.Verification + ")"
+		}
+		return fmt.Errorf("%w: revision %d of %s %s: a rollback goes only to a revision that applied and verified (%s)",
+			ErrNoGoodRevision, r.Number, e.ID, verified, hint)
+	}
+	return nil
 }
 
 // RollbackAfter is the rollback run that follows res, when its rollout

@@ -58,9 +58,13 @@ type RunRequest struct {
 	// run go on (audited).
 	PolicyDirs     []string
 	OverridePolicy string
-	// Tree is the git commit's tree Env was read from (GitOps): its
-	// policies/ folder, read at that same commit, judges the run too.
+	// Tree is the git commit's tree Env was read from (GitOps, a
+	// pipeline): its policies/ folder judges the run too, unless the
+	// repository's recorded policy set does (see RepoPolicySettings).
 	Tree string
+	// Caller is who asked for the run, when a person's token did (the API,
+	// the dashboard): checked again when the run leaves its queue.
+	Caller *Caller `json:",omitempty"`
 }
 
 // NewRunID returns a fresh run ID, for a run that is queued before it starts.
@@ -69,42 +73,30 @@ func NewRunID() string { return engine.NewRunID(time.Now()) }
 // Start begins a run and returns its handle as soon as it holds the
 // environment's lock; the run goes on in the background. Cancelling ctx
 // interrupts it, as does Cancel(run.ID).
+//
+// Start is the one door every run passes, whatever starts it (the API,
+// the dashboard, the CLI, GitOps, a schedule, a rollback, a resume from
+// either queue), in this order: authorize the caller (req.Caller, looked
+// up again, or ctx's) against the resolved environment; resolve the
+// revision and the policy set (the Config's, the run's, and for an
+// environment GitOps manages the repository's); then the engine judges
+// the whole plan, gates, executes and verifies; Run adds the after-run
+// rules. A refusal is ErrForbidden and starts nothing.
 func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
-	if req.Kind == engine.KindRollback {
-		if _, err := k.rollbackSpec(ctx, &req); err != nil {
-			return nil, err
-		}
+	ctx, err := k.withRunCaller(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	env := req.Env
-	if env == nil {
-		if req.EnvRef == "" {
-			return nil, fmt.Errorf("no environment: pass a file or name a known environment")
-		}
-		e, err := k.ResolveEnv(ctx, req.EnvRef)
-		if err != nil {
-			return nil, err
-		}
-		if env, err = k.appliedSpec(ctx, e); err != nil {
-			return nil, err
-		}
-		// The applied revision again: from the same folder and origin.
-		if req.Root == "" && req.Origin == "" {
-			rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
-			if err != nil {
-				return nil, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
-			}
-			req.Root, req.Origin = rev.Root, rev.Source
-		}
+	if err := k.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	env, err := k.resolveRun(ctx, &req)
+	if err != nil {
+		return nil, err
 	}
 	par := req.Parallelism
 	if par <= 0 {
 		par = k.cfg.Parallelism
-	}
-	if req.OverridePolicy != "" {
-		// Only an admin overrides a policy (the local CLI is its user's).
-		if t, ok := caller(ctx); ok && t.Role != store.RoleAdmin {
-			return nil, fmt.Errorf("%w: only an admin token may override a policy (--override-policy); token %s is %s", ErrForbidden, t.Name, t.Role)
-		}
 	}
 	judge, err := k.judge(ctx, env, req)
 	if err != nil {
@@ -116,6 +108,38 @@ func (k *Knit) Start(ctx context.Context, req RunRequest) (*engine.Run, error) {
 		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,
 		Origin: req.Origin, Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message,
 	})
+}
+
+// resolveRun is the environment req runs: its Env, the revision a
+// rollback goes back to, or the applied revision of EnvRef (filling in
+// req's root and origin from it), as ctx's caller may see it.
+func (k *Knit) resolveRun(ctx context.Context, req *RunRequest) (*spec.Environment, error) {
+	if req.Kind == engine.KindRollback {
+		return k.rollbackSpec(ctx, req)
+	}
+	if req.Env != nil {
+		return req.Env, nil
+	}
+	if req.EnvRef == "" {
+		return nil, fmt.Errorf("no environment: pass a file or name a known environment")
+	}
+	e, err := k.ResolveEnv(ctx, req.EnvRef)
+	if err != nil {
+		return nil, err
+	}
+	env, err := k.appliedSpec(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	// The applied revision again: from the same folder and origin.
+	if req.Root == "" && req.Origin == "" {
+		rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
+		if err != nil {
+			return nil, fmt.Errorf("%s revision %d: %w", e.ID, e.AppliedRevision, err)
+		}
+		req.Root, req.Origin = rev.Root, rev.Source
+	}
+	return env, nil
 }
 
 // Run starts a run and waits for its end.
@@ -215,7 +239,8 @@ func (k *Knit) ApproveAndApply(ctx context.Context, req DecideRequest, submit Su
 	if err != nil || !req.Approve || submit == nil {
 		return d, "", err
 	}
-	runID, err := submit.Enqueue(RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: req.Actor, Reason: req.Reason, Source: req.Source}, env)
+	runID, err := submit.Enqueue(RunRequest{Kind: engine.KindApply, EnvRef: env, Actor: req.Actor, Reason: req.Reason, Source: req.Source,
+		Caller: callerOfCtx(ctx)}, env)
 	return d, runID, err
 }
 

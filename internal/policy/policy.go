@@ -93,6 +93,20 @@ type Folder struct {
 
 // LoadFolders is Load with the names files are shown under.
 func LoadFolders(ctx context.Context, folders ...Folder) (*Set, error) {
+	return LoadSources(ctx, nil, folders...)
+}
+
+// Source is one policy file's text and the name it is shown under, kept
+// apart from any folder: a policy set recorded in the store (a git
+// commit's policies/, read when GitOps processed it).
+type Source struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// LoadSources compiles sources together with the files of folders, as
+// LoadFolders does. Errors name file:line.
+func LoadSources(ctx context.Context, sources []Source, folders ...Folder) (*Set, error) {
 	var files []string
 	shown := map[string]string{}
 	for _, f := range folders {
@@ -118,13 +132,59 @@ func LoadFolders(ctx context.Context, folders ...Folder) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(files))
-	byName := make(map[string]*ast.Module, len(files))
+	names := make([]string, 0, len(files)+len(sources))
+	byName := make(map[string]*ast.Module, len(files)+len(sources))
 	for _, f := range files {
 		names = append(names, shown[f])
 		byName[shown[f]] = modules[f]
 	}
+	var errs []string
+	for _, src := range sources {
+		if _, dup := byName[src.Name]; dup {
+			return nil, fmt.Errorf("policies: %s is given twice", src.Name)
+		}
+		m, err := ast.ParseModuleWithOpts(src.Name, src.Text, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, located(err)...)
+			continue
+		}
+		names = append(names, src.Name)
+		byName[src.Name] = m
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	if len(sources) > 0 {
+		sort.Strings(names)
+	}
 	return compile(ctx, slices.Compact(names), byName)
+}
+
+// ReadFolder reads the policy files of f (tests left out, as Load does;
+// read from inside the folder only) as sources named as f says, at most
+// max bytes in all: a folder over it is an error, never a part of it.
+func ReadFolder(f Folder, max int) ([]Source, error) {
+	files, err := regoFiles([]string{f.Path}, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Source
+	total := 0
+	for _, file := range files {
+		name := file
+		if rel, err := filepath.Rel(f.Path, file); err == nil && f.Shown != "" {
+			name = filepath.ToSlash(filepath.Join(f.Shown, rel))
+		}
+		text, err := readPolicy(file, name)
+		if err != nil {
+			return nil, err
+		}
+		if total += len(text); total > max {
+			return nil, fmt.Errorf("policies: %s holds over %d KiB of policies, the bound of a recorded policy set", f.Shown, max>>10)
+		}
+		out = append(out, Source{Name: name, Text: string(text)})
+	}
+	return out, nil
 }
 
 // regoFiles lists the .rego files under dirs, sorted, with or without tests.

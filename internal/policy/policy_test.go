@@ -246,3 +246,34 @@ test_warns if {
 		t.Errorf("output should name the broken file:\n%s", out.String())
 	}
 }
+
+// A folder read as sources (what GitOps records of a commit's policies/)
+// compiles to the same decisions as the folder, named as shown; a folder
+// over the bound is an error, never a part of it; a source that does not
+// parse names its file and line.
+func TestAFolderReadAsSourcesJudgesAsTheFolder(t *testing.T) {
+	ctx := context.Background()
+	dir := write(t, map[string]string{
+		"deny.rego":      "package knit\n\ndeny contains \"no\" if true\n",
+		"deny_test.rego": "package knit\n\ntest_x if true\n",
+	})
+	srcs, err := policy.ReadFolder(policy.Folder{Path: dir, Shown: "policies"}, 1<<20)
+	if err != nil || len(srcs) != 1 || srcs[0].Name != "policies/deny.rego" {
+		t.Fatalf("ReadFolder = %+v, %v; want policies/deny.rego only", srcs, err)
+	}
+	set, err := policy.LoadSources(ctx, srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := set.Judge(ctx, envPlan())
+	if err != nil || len(v.Decisions) != 1 || v.Decisions[0].File != "policies/deny.rego" || v.Decisions[0].Line != 3 {
+		t.Fatalf("verdict %+v %v, want one deny of policies/deny.rego:3", v, err)
+	}
+	if _, err := policy.ReadFolder(policy.Folder{Path: dir, Shown: "policies"}, 10); err == nil || !strings.Contains(err.Error(), "bound") {
+		t.Fatalf("a folder over the bound: %v", err)
+	}
+	_, err = policy.LoadSources(ctx, []policy.Source{{Name: "policies/bad.rego", Text: "package knit\n\ndeny contains if\n"}})
+	if err == nil || !strings.Contains(err.Error(), "policies/bad.rego:3") {
+		t.Fatalf("a source that does not parse: %v", err)
+	}
+}

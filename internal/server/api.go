@@ -315,7 +315,8 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := principal(r.Context())
 	runID, err := s.queue.Enqueue(knit.RunRequest{Kind: body.Kind, EnvRef: id, Components: body.Components, To: body.To,
-		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api"}, id)
+		Reconcile: body.Reconcile, AutoApprove: body.AutoApprove, Actor: tok.Name, Reason: body.Reason, Source: "api",
+		Caller: knit.CallerOf(tok)}, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

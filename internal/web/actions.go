@@ -44,7 +44,8 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	runID, err := w.enqueue(knit.RunRequest{Kind: kind, EnvRef: id, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Source: "dashboard"}, id)
+	runID, err := w.enqueue(knit.RunRequest{Kind: kind, EnvRef: id, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Source: "dashboard",
+		Caller: knit.CallerOf(s.Token)}, id)
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return

@@ -102,10 +102,10 @@ type Reconciler struct {
 
 // Settings the reconciler keeps in the store.
 const (
-	settingCommit  = "git.commit"   // the last commit whose wants are recorded
-	settingFile    = "git.file:"    // + path: the environment the file last validly declared
-	settingWant    = "git.env:"     // + env ID: the environment's gitWant, as JSON
-	settingInvalid = "git.invalid:" // + path: the ID an invalid file is recorded under
+	settingCommit  = "git.commit"       // the last commit whose wants are recorded
+	settingFile    = "git.file:"        // + path: the environment the file last validly declared
+	settingWant    = knit.SettingGitEnv // + env ID: the environment's gitWant, as JSON
+	settingInvalid = "git.invalid:"     // + path: the ID an invalid file is recorded under
 	// settingBranches is the repository's branches at the last commit
 	// recorded, one a line: a change re-evaluates the environment sets.
 	settingBranches = "git.branches"
@@ -244,6 +244,12 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		g.log.Error("git: read the last commit", "err", err)
 		return
 	}
+	if err := g.recordPolicies(ctx, w, last); err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: record the repository's policies", "commit", short(last), "err", err)
+		}
+		return
+	}
 	commits, err := w.Poll(ctx, last)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -298,4 +304,26 @@ func short(hash string) string {
 		return hash[:10]
 	}
 	return hash
+}
+
+// recordPolicies records the policy set of commit last, processed before
+// knit recorded policy sets (an upgrade): the runs of the environments it
+// applied are judged by it from the first poll on.
+func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, last string) error {
+	if last == "" {
+		return nil
+	}
+	_, err := g.k.Setting(ctx, knit.SettingRepoPolicies)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	c, err := w.At(ctx, last)
+	if err != nil {
+		return err
+	}
+	kv, err := knit.RepoPolicySettings(c.Hash, c.Dir)
+	if err != nil {
+		return err
+	}
+	return g.k.SetSettings(ctx, kv)
 }

@@ -93,7 +93,13 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 	for _, ch := range c.Changes {
 		changed[ch.Path] = ch
 	}
-	kv := map[string]string{settingCommit: c.Hash, settingBranches: strings.Join(branches, "\n")}
+	// The commit's policies judge every run of the environments GitOps
+	// manages from now on, whatever starts it (knit.RepoPolicySettings).
+	kv, err := knit.RepoPolicySettings(c.Hash, c.Dir)
+	if err != nil {
+		return err
+	}
+	kv[settingCommit], kv[settingBranches] = c.Hash, strings.Join(branches, "\n")
 	declared := map[string][]treeFile{} // env ID → the valid files declaring it
 	kept := map[string]bool{}           // env IDs an invalid file declared before
 	sums := newContentSums()

@@ -46,6 +46,9 @@ type runArgs struct {
 	PolicyDirs  []string          `json:"policy_dirs,omitempty"`
 	Override    string            `json:"override_policy,omitempty"`
 	Tree        string            `json:"tree,omitempty"`
+	// Caller is who asked for the run: the door checks it again when the
+	// job starts.
+	Caller *knit.Caller `json:"caller,omitempty"`
 }
 
 // Kind is River's name for the job's worker.
@@ -67,7 +70,7 @@ func argsOf(req knit.RunRequest, env string) (runArgs, error) {
 		Parallelism: req.Parallelism, AutoApprove: req.AutoApprove, Refresh: req.Refresh, Reconcile: req.Reconcile,
 		Policies: req.Policies, Actor: req.Actor, Reason: req.Reason, Source: req.Source, Origin: req.Origin,
 		Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message, PolicyDirs: req.PolicyDirs,
-		Override: req.OverridePolicy, Tree: req.Tree}
+		Override: req.OverridePolicy, Tree: req.Tree, Caller: req.Caller}
 	if req.Env != nil {
 		body, err := json.Marshal(req.Env)
 		if err != nil {
@@ -86,7 +89,7 @@ func (a runArgs) request() (knit.RunRequest, error) {
 		Parallelism: a.Parallelism, AutoApprove: a.AutoApprove, Refresh: a.Refresh, Reconcile: a.Reconcile,
 		Policies: a.Policies, Actor: a.Actor, Reason: a.Reason, Source: a.Source, Origin: a.Origin, Root: a.Root,
 		Commit: a.Commit, Author: a.Author, Message: a.Message, PolicyDirs: a.PolicyDirs,
-		OverridePolicy: a.Override, Tree: a.Tree}
+		OverridePolicy: a.Override, Tree: a.Tree, Caller: a.Caller}
 	if len(a.Spec) > 0 {
 		env, err := spec.FromJSON(a.Spec, a.File, a.Dir)
 		if err != nil {
