@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,10 @@ type doorRow struct {
 	spec func(doc string) string
 	args []string
 	act  func(d *door)
+	// other, for an entry point a person's token goes through, tries the
+	// same with another team's operator token tok; it reports whether the
+	// attempt was refused.
+	other func(d *door, tok string) bool
 }
 
 // newDoor starts row's world: qa/prod applied by GitOps from its first
@@ -151,6 +156,20 @@ func (d *door) deniedRun(kind, reason string, before []doorRun) doorRun {
 	return got
 }
 
+// postAs POSTs body to the API with token tok and returns the status.
+func (d *door) postAs(tok, path, body string) int {
+	d.t.Helper()
+	req, _ := http.NewRequest("POST", d.s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("POST %s: %v", path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // noDestroy checks the wrapper around tofu saw no destroy and no apply
 // since its last reset.
 func (d *door) noDestroy() {
@@ -180,12 +199,20 @@ func doorRows() []doorRow {
 			d.repo.commit("remove prod", map[string]string{"envs/prod.yaml": ""})
 		}},
 		{name: "APIRun", kind: "teardown", act: func(d *door) {
-			if code := d.s.do("POST", "/api/v1/environments/qa/prod/runs", map[string]any{"kind": "teardown", "autoApprove": true}, nil); code != 202 {
+			if code := d.postAs(d.s.token, "/api/v1/environments/qa/prod/runs", `{"kind":"teardown","autoApprove":true}`); code != 202 {
 				d.t.Fatalf("POST a teardown: %d", code)
 			}
+		}, other: func(d *door, tok string) bool {
+			code := d.postAs(tok, "/api/v1/environments/qa/prod/runs", `{"kind":"teardown","autoApprove":true}`)
+			return code == 403 || code == 404
 		}},
 		{name: "CLILocal", kind: "teardown", act: func(d *door) { teardown(d, nil) }},
-		{name: "CLIServer", kind: "teardown", act: func(d *door) { teardown(d, d.remote(d.s.token)) }},
+		{name: "CLIServer", kind: "teardown", act: func(d *door) { teardown(d, d.remote(d.s.token)) },
+			other: func(d *door, tok string) bool {
+				return d.w.knitWith(d.remote(tok), "teardown", "qa/prod", "--auto-approve").code != 0
+			}},
+		{name: "DashboardButton", kind: "teardown", act: func(d *door) { d.dashboardTeardown() },
+			other: func(d *door, tok string) bool { return d.dashboardRefuses(tok) }},
 		{name: "DriftReconcile", kind: "drift", reason: "Drifted",
 			spec: func(doc string) string {
 				doc = strings.Replace(doc, "  autoApprove: true\n", "  autoApprove: true\n  drift: {schedule: \"@every 1s\"}\n", 1)
@@ -209,6 +236,8 @@ func doorRows() []doorRow {
 			if r.code == 0 {
 				d.t.Errorf("knit rollback --to 1: exit 0, want a failure\n%s\n%s", r.stdout, r.stderr)
 			}
+		}, other: func(d *door, tok string) bool {
+			return d.w.knitWith(d.remote(tok), "rollback", "qa/prod", "--to", "1").code != 0
 		}},
 	}
 }
@@ -217,16 +246,100 @@ func doorRows() []doorRow {
 // whatever starts a run of qa/prod, which GitOps manages, the
 // repository's policy denying destroys in prod stops the destroy (the
 // wrapper around tofu sees none), the run ends PolicyDenied, and the
-// audit trail records a policy-deny.
+// audit trail records a policy-deny. Where a person's token goes through
+// (the API, --server), another team's operator is refused first, and
+// nothing runs.
 func TestEveryDoorIsJudgedByTheRepositoryPolicies(t *testing.T) {
 	for _, row := range doorRows() {
 		t.Run(row.name, func(t *testing.T) {
 			d := newDoor(t, row)
 			before := d.runs()
 			d.w.calls()
+			if row.other != nil {
+				tok := strings.TrimSpace(d.w.ok("token", "create", "pay-op", "--role", "operator", "--team", "pay").stdout)
+				if !row.other(d, tok) {
+					t.Errorf("another team's operator was not refused")
+				}
+				if after := d.runs(); len(after) != len(before) {
+					t.Errorf("another team's operator started a run: %+v", after[0])
+				}
+			}
 			row.act(d)
 			d.deniedRun(row.kind, row.reason, before)
 			d.noDestroy()
+		})
+	}
+}
+
+// rolloutRow is one way an apply starts whose verification fails: act
+// makes it apply the broken release.
+type rolloutRow struct {
+	name string
+	act  func(d *door, url string, broken *releases)
+}
+
+// TestEveryDoorFollowsAFailedVerificationWithARollback: whatever starts
+// the apply of shop/rolled (rollout.onFailure: rollback), a failed
+// verification is followed by a rollback that brings the good release
+// back.
+func TestEveryDoorFollowsAFailedVerificationWithARollback(t *testing.T) {
+	rows := []rolloutRow{
+		{name: "GitOpsCommit", act: func(d *door, url string, broken *releases) {
+			broken.set("3")
+			d.repo.commit("release 3", map[string]string{"envs/rolled.yaml": rolloutEnv(url, "3", "rollback", d.w.path("marks"), "")})
+		}},
+		{name: "APIRun", act: func(d *door, url string, broken *releases) {
+			broken.set("2") // the applied release breaks: its apply again fails verification
+			if code := d.postAs(d.s.token, "/api/v1/environments/shop/rolled/runs", `{"kind":"apply"}`); code != 202 {
+				d.t.Fatalf("POST an apply: %d", code)
+			}
+		}},
+		{name: "CLILocal", act: func(d *door, url string, broken *releases) {
+			broken.set("3")
+			d.w.write(map[string]string{"app/main.tf": releaseModule, "env.yaml": rolloutEnv(url, "3", "rollback", d.w.path("marks"), "")})
+			if r := d.w.knit("apply", "-f", "env.yaml"); r.code != 1 || !strings.Contains(r.stderr, "rolling shop/rolled back") {
+				d.t.Errorf("knit apply of a broken release: exit %d, want 1 and a rollback\n%s", r.code, r.stderr)
+			}
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newWorld(t)
+			url, broken := endpoint(t)
+			d := &door{t: t, w: w}
+			d.repo = newGitRepo(t, map[string]string{
+				"envs/app/main.tf": releaseModule,
+				"envs/rolled.yaml": rolloutEnv(url, "1", "rollback", w.path("marks"), ""),
+			})
+			d.s = w.startServer(gitServerArgs(d.repo)...)
+			d.s.eventually("release 1 applied", func() bool { e, _ := d.s.env("shop/rolled"); return e.Status == "provisioned" })
+			d.repo.commit("release 2", map[string]string{"envs/rolled.yaml": rolloutEnv(url, "2", "rollback", w.path("marks"), "")})
+			d.s.eventually("release 2 applied, its run over", func() bool {
+				var e struct {
+					AppliedRevision int
+					Status          string
+					Lock            any
+				}
+				d.s.do("GET", "/api/v1/environments/shop/rolled", nil, &e)
+				return e.AppliedRevision == 2 && e.Status == "provisioned" && e.Lock == nil
+			})
+			good := map[string]string{"GitOpsCommit": "2", "APIRun": "1", "CLILocal": "2"}[row.name]
+			var before struct{ Items []doorRun }
+			d.s.do("GET", "/api/v1/environments/shop/rolled/runs", nil, &before)
+			row.act(d, url, broken)
+			d.s.eventually("a rollback of shop/rolled succeeds", func() bool {
+				var runs struct{ Items []doorRun }
+				d.s.do("GET", "/api/v1/environments/shop/rolled/runs", nil, &runs)
+				for _, r := range runs.Items {
+					if r.Kind == "rollback" && r.Status == "succeeded" && !slices.Contains(before.Items, r) {
+						return true
+					}
+				}
+				return false
+			})
+			if got := w.release(); got != good {
+				t.Errorf("release after the rollback: %q, want %s", got, good)
+			}
 		})
 	}
 }
