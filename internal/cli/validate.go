@@ -30,6 +30,9 @@ Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
 			if env != nil && env.Kind == spec.KindSet {
 				return validateSet(d.stdout, file, output, d.specOptions())
 			}
+			if env != nil && env.Kind == spec.KindPipeline {
+				return validatePipeline(d.stdout, file, output, d.specOptions())
+			}
 			var err error
 			if output == "json" {
 				err = writeJSON(d.stdout, newValidateView(file, env, diags))
@@ -108,6 +111,31 @@ func validateSet(w io.Writer, file, output string, opts spec.Options) error {
 			fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
 		} else {
 			fmt.Fprintf(w, "%s: valid: environment set of %s\n", file, plural(len(envs), "environment"))
+		}
+	}
+	if diags.HasErrors() {
+		return &ExitError{Code: ExitFailure}
+	}
+	return nil
+}
+
+// validatePipeline checks a pipeline file with every stage's environment
+// file, reported like one file's.
+func validatePipeline(w io.Writer, file, output string, opts spec.Options) error {
+	p, diags := spec.LoadPipeline(file, opts)
+	v := newValidateView(file, nil, diags)
+	if output == "json" {
+		if err := writeJSON(w, v); err != nil {
+			return err
+		}
+	} else {
+		for _, dg := range diags {
+			fmt.Fprintln(w, dg.String())
+		}
+		if v.Valid {
+			fmt.Fprintf(w, "%s: valid: pipeline %s of team %s, %s\n", file, p.Metadata.Name, p.Spec.TeamName, plural(len(p.Spec.Stages), "stage"))
+		} else {
+			fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
 		}
 	}
 	if diags.HasErrors() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"knit.dev/knit/internal/spec"
@@ -36,7 +37,16 @@ type PipelineFacts struct {
 }
 
 // PutPipeline records a pipeline's definition as read from commit.
+//
+// Every stage's environment must be of the pipeline's team: a pipeline's
+// operators promote and roll back its stages, so a stage in another team
+// would let them act on environments they cannot see (ErrForbidden).
 func (k *Knit) PutPipeline(ctx context.Context, p *spec.Pipeline, commit string, envs map[string]string) error {
+	for stage, env := range envs {
+		if team, _, _ := strings.Cut(env, "/"); team != p.Spec.TeamName {
+			return fmt.Errorf("%w: stage %s of pipeline %s is environment %s, not one of team %s", ErrForbidden, stage, p.Metadata.Name, env, p.Spec.TeamName)
+		}
+	}
 	def, err := json.Marshal(struct {
 		Def  *spec.Pipeline    `json:"def"`
 		Envs map[string]string `json:"envs"`
@@ -189,6 +199,9 @@ func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason 
 	case f.release(release) == nil:
 		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no release %q (knit releases %s lists them)", store.ErrNotFound, name, release, name)
 	}
+	if err := f.inTeam(stage); err != nil {
+		return view.Stage{}, err
+	}
 	prev := f.Def.Spec.Stages[i-1].Name
 	if s := f.state(release, prev); s == nil || s.State != store.StageSucceeded {
 		return view.Stage{}, fmt.Errorf("%w: release %s is not verified in %s, the stage before %s", store.ErrConflict, release, prev, stage)
@@ -222,6 +235,15 @@ func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason 
 		}
 	}
 	return f.Status(k.now()).Stages[i], nil
+}
+
+// inTeam refuses to act on a stage whose environment is not of the
+// pipeline's team (a definition recorded before PutPipeline checked it).
+func (f *PipelineFacts) inTeam(stage string) error {
+	if env := f.Envs[stage]; env != "" && !strings.HasPrefix(env, f.Record.Team+"/") {
+		return fmt.Errorf("%w: stage %s of pipeline %s is environment %s of another team than %s", ErrForbidden, stage, f.Record.Name, env, f.Record.Team)
+	}
+	return nil
 }
 
 func (f *PipelineFacts) stageIndex(name string) int {
@@ -407,6 +429,9 @@ func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason str
 	i := f.stageIndex(stage)
 	if i < 0 {
 		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	}
+	if err := f.inTeam(stage); err != nil {
+		return view.Stage{}, err
 	}
 	cur := f.Status(k.now()).Stages[i]
 	switch {

@@ -28,6 +28,7 @@ type Pipeline struct {
 	Spec       PipelineSpec `json:"spec"`
 	// File is what positions call the file.
 	File string `json:"-"`
+	pos  map[string]diag.Pos
 }
 
 // PipelineSpec is a pipeline's stages, in order.
@@ -107,6 +108,7 @@ func ParsePipeline(name string, data []byte) (*Pipeline, diag.Diagnostics) {
 			})
 		},
 	})
+	p.pos = d.pos
 	ds := append(d.diags, checkPipeline(p, d.pos)...)
 	ds.Sort()
 	return p, ds

@@ -151,3 +151,34 @@ func TestReleaseIsTheTemplateAndItsPromoteParameters(t *testing.T) {
 		t.Errorf("a release setting a parameter not marked promote: %s", ds)
 	}
 }
+
+// TestPipelineStageOfAnotherTeamIsAnError: a pipeline promotes only inside
+// its team; a stage file naming another team is an error at that file's
+// teamName, and a stage file that is missing is one at the stage's file.
+func TestPipelineStageOfAnotherTeamIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	stage := func(team, name string) string {
+		return "apiVersion: knit.dev/v1\nkind: Environment\nspec:\n  teamName: " + team + "\n  envName: " + name +
+			"\n  components:\n    - {name: a, type: script, script: {apply: 'true'}}\n"
+	}
+	writeFiles(t, dir, map[string]string{
+		"pipelines/web.yaml": "apiVersion: knit.dev/v1\nkind: Pipeline\nmetadata: {name: web}\nspec:\n  teamName: shop\n  stages:\n    - {name: dev, file: ../stages/dev.yaml}\n    - {name: prod, file: ../stages/prod.yaml}\n    - {name: dr, file: ../stages/dr.yaml}\n",
+		"stages/dev.yaml":    stage("shop", "dev"),
+		"stages/prod.yaml":   stage("ops", "prod"),
+	})
+	_, ds := LoadPipeline(dir+"/pipelines/web.yaml", Options{})
+	var got []string
+	for _, d := range ds {
+		got = append(got, strings.TrimPrefix(d.String(), dir+"/"))
+	}
+	want := []string{
+		"pipelines/web.yaml:9:18: spec.stages[2].file: stage dr: cannot read \"../stages/dr.yaml\"\n    hint: name the stage's environment file relative to the pipeline file's folder",
+		"stages/prod.yaml:4:3: spec.teamName: stage prod of pipeline web is an environment of team \"ops\", not of the pipeline's team \"shop\"\n" +
+			"    hint: a pipeline promotes only inside its team (" + dir + "/pipelines/web.yaml:5:3): set teamName: shop here, or give the stage to a pipeline of team ops",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("diagnostics:\n  got  %q\n  want %q", got, want)
+	}
+}

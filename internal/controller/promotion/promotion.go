@@ -160,7 +160,7 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	// The first stage's file names the release; the later stages are
 	// read with it, as they will be applied (their own values of the
 	// promote parameters may be stale).
-	first, err := c.load(dir, file, p.Spec.Stages[0], nil)
+	first, err := c.loadStage(dir, file, p, 0, nil)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	for i, st := range p.Spec.Stages {
 		env := first
 		if i > 0 {
-			if env, err = c.load(dir, file, st, content.Params); err != nil {
+			if env, err = c.loadStage(dir, file, p, i, content.Params); err != nil {
 				return err
 			}
 		}
@@ -193,6 +193,19 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	}
 	c.log.Info("pipelines: new release", "pipeline", p.Metadata.Name, "release", r.ID, "commit", short(r.Commit))
 	return c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name])
+}
+
+// loadStage is load of stage i of p, refused when it does not fit the
+// pipeline (another team's environment).
+func (c *Controller) loadStage(dir, file string, p *spec.Pipeline, i int, promote map[string]any) (*spec.Environment, error) {
+	env, err := c.load(dir, file, p.Spec.Stages[i], promote)
+	if err != nil {
+		return nil, err
+	}
+	if ds := p.CheckStage(i, env); ds.HasErrors() {
+		return nil, fmt.Errorf("stage %s: %s", p.Spec.Stages[i].Name, ds.String())
+	}
+	return env, nil
 }
 
 // load reads a stage's environment from a commit's tree dir, with the
@@ -233,6 +246,11 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		return err
 	}
 	env, err := c.load(dir, file, st, params)
+	if err == nil && env.ID() != envID {
+		// The stage's file at r's commit is another environment than the
+		// pipeline's stage (another team's, perhaps): never apply it.
+		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(r.Commit), envID)
+	}
 	if err != nil {
 		return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
 			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, from, envID)
