@@ -64,7 +64,19 @@ type backend interface {
 }
 
 // localBackend is the library on this machine.
-type localBackend struct{ *knit.Knit }
+type localBackend struct {
+	*knit.Knit
+	actor string // who the audit trail names (deps.actor)
+}
+
+// Outputs is the library's, revealed through RevealOutputs, which audits
+// the reveal as l.actor.
+func (l localBackend) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
+	if reveal {
+		return l.RevealOutputs(ctx, ref, component, l.actor)
+	}
+	return l.Knit.Outputs(ctx, ref, component)
+}
 
 func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment, string, error) {
 	env, _, err := l.AppliedSpec(ctx, ref)
@@ -122,7 +134,7 @@ func (d *deps) backend(ctx context.Context) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localBackend{k}, nil
+	return localBackend{Knit: k, actor: d.actor()}, nil
 }
 
 // withBackend checks the -o value, opens the backend for fn and closes it after.

@@ -83,18 +83,28 @@ func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (store.Loc
 	return l, err
 }
 
+// AuditRevealOutputs is the audit action of a reveal of sensitive outputs.
+const AuditRevealOutputs = "reveal-outputs"
+
 // RevealOutputs returns outputs with sensitive values in clear, and records
-// who saw them in the audit trail.
+// who saw them in the audit trail first: it is the one way any adapter
+// (the API, the local CLI on either store) shows a secret, so every reveal
+// leaves an entry, and none is shown when the entry cannot be written. A
+// caller's token (WithCaller) must be an admin's (ErrForbidden); actor is
+// the name audited (the token's, else the local user's).
 func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) (map[string]map[string]OutputView, error) {
+	if t, ok := caller(ctx); ok && store.RoleRank[t.Role] < store.RoleRank[store.RoleAdmin] {
+		return nil, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", ErrForbidden)
+	}
 	e, err := k.ResolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := k.Outputs(ctx, e.ID, component, true)
+	outs, err := k.outputs(ctx, e, component, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := k.store.AppendAudit(ctx, store.AuditEvent{Env: e.ID, Actor: actor, Action: "reveal-outputs", Component: component, Time: k.now()}); err != nil {
+	if err := k.store.AppendAudit(ctx, store.AuditEvent{Env: e.ID, Actor: actor, Action: AuditRevealOutputs, Component: component, Time: k.now()}); err != nil {
 		return nil, fmt.Errorf("record the reveal in the audit trail: %w", err)
 	}
 	return outs, nil

@@ -103,14 +103,14 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 		t.Fatalf("unknown environment: %v", err)
 	}
 
-	outs, err := k.Outputs(ctx, "pay/prod", "", false)
+	outs, err := k.Outputs(ctx, "pay/prod", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if outs["db"]["password"].Value != knit.Masked || outs["db"]["host"].Value != "db.internal" {
 		t.Fatalf("masked outputs %+v", outs)
 	}
-	if outs, _ := k.Outputs(ctx, "pay/prod", "db", true); outs["db"]["password"].Value != "pw" {
+	if outs, _ := k.RevealOutputs(ctx, "pay/prod", "db", "t"); outs["db"]["password"].Value != "pw" {
 		t.Fatalf("revealed outputs %+v", outs)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
 
@@ -16,12 +17,17 @@ const Masked = runner.MaskedValue
 type OutputView = view.OutputView
 
 // Outputs returns an environment's outputs by component (one component if
-// component is set), sensitive values masked unless reveal.
-func (k *Knit) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]OutputView, error) {
+// component is set), sensitive values masked (RevealOutputs shows them).
+func (k *Knit) Outputs(ctx context.Context, ref, component string) (map[string]map[string]OutputView, error) {
 	e, err := k.ResolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	return k.outputs(ctx, e, component, false)
+}
+
+// outputs is e's outputs, sensitive ones in clear when reveal.
+func (k *Knit) outputs(ctx context.Context, e store.Environment, component string, reveal bool) (map[string]map[string]OutputView, error) {
 	states, err := k.store.ComponentStates(ctx, e.ID)
 	if err != nil {
 		return nil, err

@@ -171,7 +171,7 @@ func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
 		}
 		outs, err = s.k.RevealOutputs(r.Context(), id, comp, tok.Name)
 	} else {
-		outs, err = s.k.Outputs(r.Context(), id, comp, false)
+		outs, err = s.k.Outputs(r.Context(), id, comp)
 	}
 	if err != nil {
 		s.fail(w, r, err)

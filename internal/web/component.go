@@ -91,7 +91,7 @@ func (w *Web) componentPage(r *http.Request, s *session, id, name string) (compo
 	if p.Decisions, err = w.decisions(ctx, s, v.ID, name, "/env/"+v.ID+"/c/"+name); err != nil {
 		return p, err
 	}
-	outs, err := w.k.Outputs(ctx, id, name, false)
+	outs, err := w.k.Outputs(ctx, id, name)
 	if err != nil && !errors.Is(err, knit.ErrNotFound) {
 		return p, err
 	}
