@@ -2,11 +2,7 @@ package server_test
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"slices"
-	"strconv"
 	"testing"
 
 	"knit.dev/knit/internal/engine"
@@ -14,79 +10,6 @@ import (
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
-
-// TestReasonCodesAreTheDocumentsEnum: every Reason the engine declares
-// (each constant of type engine.Reason in its source, so a new one cannot
-// hide from engine.Reasons) is in the OpenAPI ReasonCode enum, and the
-// enum names no other.
-func TestReasonCodesAreTheDocumentsEnum(t *testing.T) {
-	doc, _ := loadDoc(t)
-	schema := doc.Components.Schemas["ReasonCode"]
-	if schema == nil || schema.Value == nil {
-		t.Fatal("the document has no ReasonCode schema")
-	}
-	var enum []string
-	for _, v := range schema.Value.Enum {
-		enum = append(enum, v.(string))
-	}
-	declared := reasonConstants(t)
-	var listed []string
-	for _, r := range engine.Reasons() {
-		listed = append(listed, string(r))
-	}
-	slices.Sort(enum)
-	slices.Sort(declared)
-	slices.Sort(listed)
-	if !slices.Equal(declared, listed) {
-		t.Errorf("engine declares reasons %v, engine.Reasons lists %v", declared, listed)
-	}
-	if !slices.Equal(declared, enum) {
-		t.Errorf("engine declares reasons %v, the OpenAPI ReasonCode enum is %v", declared, enum)
-	}
-}
-
-// reasonConstants are the values of the engine's constants of type Reason.
-func reasonConstants(t *testing.T) []string {
-	return typedConstants(t, "../engine", "engine", "Reason")
-}
-
-// typedConstants are the values of the constants of type typ that package
-// pkg declares in dir, each a string literal.
-func typedConstants(t *testing.T, dir, pkg, typ string) []string {
-	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range pkgs[pkg].Files {
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, s := range gd.Specs {
-				vs := s.(*ast.ValueSpec)
-				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typ {
-					continue
-				}
-				for _, v := range vs.Values {
-					lit, ok := v.(*ast.BasicLit)
-					if !ok {
-						t.Fatalf("%s: a %s constant that is not a string literal", fset.Position(v.Pos()), typ)
-					}
-					s, _ := strconv.Unquote(lit.Value)
-					out = append(out, s)
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("found no constant of type %s in %s", typ, dir)
-	}
-	return out
-}
 
 // gateDoc is an environment whose db waits for approval and whose app
 // takes db's output.
