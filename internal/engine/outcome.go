@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -22,7 +23,7 @@ func (s *session) recordOutcome(status store.RunStatus, err error) error {
 	}
 	action := string(s.kind)
 	switch {
-	case s.kind == KindDrift && s.opts.Reconcile:
+	case s.kind == KindDrift && s.reconciles():
 		action = "reconcile"
 	case s.kind == KindDrift:
 		action = "drift-check"
@@ -43,7 +44,9 @@ func (s *session) recordOutcome(status store.RunStatus, err error) error {
 			o.EnvStatus = EnvPaused
 		case s.kind == KindTeardown && status == store.StatusSucceeded:
 			o.EnvStatus = EnvTornDown
-		case s.kind == KindDrift && !s.opts.Reconcile && status == store.StatusSucceeded && s.result.HasDrift():
+		case s.kind == KindDrift && status == store.StatusSucceeded && s.result.driftLeft():
+			// Drift found and not brought back (a check, a policy: alert,
+			// a denied fix) stays the environment's status.
 			o.EnvStatus = EnvDrifted
 		}
 	}
@@ -51,6 +54,32 @@ func (s *session) recordOutcome(status store.RunStatus, err error) error {
 		return fmt.Errorf("record the outcome of run %s (%s): %w", s.run.ID, action, err)
 	}
 	return nil
+}
+
+// reconciles reports whether the drift run may bring a component back:
+// it reconciles, and some component it checks is not policy: alert (a
+// run of alert-only components is a drift check, whoever started it).
+func (s *session) reconciles() bool {
+	if !s.opts.Reconcile {
+		return false
+	}
+	for _, c := range s.result.Components {
+		if s.opts.Policies[c.Name] != spec.DriftAlert {
+			return true
+		}
+	}
+	return len(s.result.Components) == 0
+}
+
+// driftLeft reports whether a component of the run is still drifted (or
+// affected by upstream drift) at its end: found, and not brought back.
+func (r *Result) driftLeft() bool {
+	for _, c := range r.Components {
+		if c.Status == Drifted || c.Status == Affected {
+			return true
+		}
+	}
+	return false
 }
 
 // envStatuses maps a run's outcome to the environment's status.
