@@ -29,7 +29,9 @@ func TestScheduledAlertDriftLeavesTheEnvironmentDrifted(t *testing.T) {
 	if got := w.read("files/tell.txt"); got != "edited" {
 		t.Fatalf("an alert-only drift check changed the file: %q", got)
 	}
-	var page struct{ Items []struct{ Action, RunID string } }
+	var page struct {
+		Items []struct{ Action, RunID string }
+	}
 	if code := s.do("GET", "/api/v1/audit?env=qa/sched&limit=500", nil, &page); code != 200 {
 		t.Fatalf("audit: %d", code)
 	}
