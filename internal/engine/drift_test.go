@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,6 +269,41 @@ func TestDriftPoliciesDecidePerComponent(t *testing.T) {
 	}
 	if !h.r.Applied("c00") || h.r.Applied("c02") {
 		t.Fatalf("world: c00 fixed %v, c02 fixed %v", h.r.Applied("c00"), h.r.Applied("c02"))
+	}
+}
+
+// TestAlertOnlyDriftLeavesTheEnvironmentDrifted: a reconciling drift run
+// (the schedule's) of components that are all policy: alert fixes
+// nothing, so the environment stays drifted and the run is audited as a
+// drift check, not a reconcile.
+func TestAlertOnlyDriftLeavesTheEnvironmentDrifted(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	env := parse(t, wideEnv(2))
+	if _, err := h.e.Apply(ctx, env, engine.Options{Actor: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Drift("c00")
+	res, err := h.e.Drift(ctx, env, engine.Options{Actor: "schedule", Policies: map[string]string{
+		"c00": spec.DriftAlert, "c01": spec.DriftAlert}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(res); got["c00"] != engine.Drifted || h.r.Applied("c00") {
+		t.Fatalf("statuses %v, c00 fixed %v: want c00 drifted and left alone", got, h.r.Applied("c00"))
+	}
+	if e, _ := h.st.Environment(ctx, env.ID()); e.Status != "drifted" {
+		t.Fatalf("environment %s after an alert-only drift run, want drifted", e.Status)
+	}
+	events, _ := h.st.Audit(ctx, store.AuditFilter{Env: env.ID()})
+	var actions []string
+	for _, e := range events {
+		if e.RunID == res.RunID {
+			actions = append(actions, e.Action)
+		}
+	}
+	if !slices.Contains(actions, "drift-check") || slices.Contains(actions, "reconcile") {
+		t.Fatalf("the drift run is audited as %q, want a drift-check", actions)
 	}
 }
 
