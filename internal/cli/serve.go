@@ -54,6 +54,10 @@ type serveConfig struct {
 		Poll       string `yaml:"poll"`
 		SSHKeyFile string `yaml:"sshKeyFile"`
 		TokenFile  string `yaml:"tokenFile"`
+		// AllowedSigners is an SSH allowed signers file: a commit signed
+		// by one of its keys is its principal's change; any other commit's
+		// author is a name nobody checked.
+		AllowedSigners string `yaml:"allowedSigners"`
 		// PreviewBranches is a pattern of branches whose new heads are
 		// previewed (planned, never applied): "feature/*".
 		PreviewBranches string `yaml:"previewBranches"`
@@ -166,6 +170,7 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.Git.Poll, "git-poll", "1m", "how often to fetch")
 	f.StringVar(&c.Git.SSHKeyFile, "git-ssh-key-file", "", "private key for ssh URLs")
 	f.StringVar(&c.Git.TokenFile, "git-token-file", "", "file holding an HTTPS token")
+	f.StringVar(&c.Git.AllowedSigners, "git-allowed-signers", "", "SSH allowed signers file: a commit signed by one of its keys is its principal's change (else git's gpg.ssh.allowedSignersFile; an unsigned commit's author is trusted by no approval rule)")
 	f.StringVar(&c.Git.PreviewBranches, "preview-branches", "", "preview the new heads of the branches matching this pattern (feature/*): plan every environment they change, never apply (GET /api/v1/previews, preview.ready)")
 	return cmd
 }
@@ -199,6 +204,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	set("git-poll", &c.Git.Poll, file.Git.Poll)
 	set("git-ssh-key-file", &c.Git.SSHKeyFile, file.Git.SSHKeyFile)
 	set("git-token-file", &c.Git.TokenFile, file.Git.TokenFile)
+	set("git-allowed-signers", &c.Git.AllowedSigners, file.Git.AllowedSigners)
 	set("preview-branches", &c.Git.PreviewBranches, file.Git.PreviewBranches)
 	if !cmd.Flags().Changed("max-concurrent-runs") && file.MaxConcurrentRuns > 0 {
 		c.MaxConcurrentRuns = file.MaxConcurrentRuns
@@ -353,7 +359,7 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 		}
 		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches,
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
-				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
+				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, AllowedSigners: c.Git.AllowedSigners, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}
 	if len(c.Pipelines) > 0 {
 		if ctl.Git == nil {

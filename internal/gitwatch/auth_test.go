@@ -123,14 +123,15 @@ func TestValidBranchAndCleanPath(t *testing.T) {
 
 func TestParseLog(t *testing.T) {
 	t.Parallel()
-	out := "aaa\x00p1 p2\x00Ada\x00ada@x\x002026-01-02T03:04:05+02:00\x00subject\n\nbody\n\x00" +
-		"bbb\x00aaa\x00Bob\x00bob@x\x002026-01-03T00:00:00Z\x00second\n\x00"
+	out := "aaa\x00p1 p2\x00Ada\x00ada@x\x002026-01-02T03:04:05+02:00\x00G\x00ada\x00subject\n\nbody\n\x00" +
+		"bbb\x00aaa\x00Bob\x00bob@x\x002026-01-03T00:00:00Z\x00U\x00bob\x00second\n\x00"
 	infos, err := parseLog([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(infos) != 2 || infos[0].firstParent() != "p1" || infos[0].message != "subject\n\nbody" ||
-		infos[1].hash != "bbb" || infos[1].author != "Bob" || infos[0].time.Hour() != 3 {
+		infos[1].hash != "bbb" || infos[1].author != "Bob" || infos[0].time.Hour() != 3 ||
+		infos[0].signer != "ada" || infos[1].signer != "" { // only a good signature (G) names its signer
 		t.Errorf("parseLog = %+v", infos)
 	}
 	if _, err := parseLog([]byte("a\x00b\x00")); err == nil {

@@ -123,7 +123,7 @@ func (w *Watcher) commits(ctx context.Context, infos []commitInfo, files [][]fil
 
 // log returns the commits git log lists for revs.
 func (w *Watcher) log(ctx context.Context, revs ...string) ([]commitInfo, error) {
-	out, err := w.git(ctx, command{args: logArgs(revs...)})
+	out, err := w.git(ctx, command{args: logArgs(revs...), env: signersEnv(w.cfg.AllowedSigners)})
 	if err != nil {
 		return nil, err
 	}
@@ -204,4 +204,13 @@ func (w *Watcher) isEnvFile(p, mode string) bool {
 		return false
 	}
 	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
+}
+
+// signersEnv is the configuration that makes git verify SSH signatures
+// against file (none when empty: git's own configuration decides).
+func signersEnv(file string) []string {
+	if file == "" {
+		return nil
+	}
+	return []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=gpg.ssh.allowedSignersFile", "GIT_CONFIG_VALUE_0=" + file}
 }

@@ -13,10 +13,13 @@ import (
 // NUL-separated output. Nothing here runs git.
 
 // logFormat prints one commit as NUL-separated fields; with -z commits end
-// in NUL too, so the whole output is a flat list of fields.
-const logFormat = "%H%x00%P%x00%an%x00%ae%x00%aI%x00%B"
+// in NUL too, so the whole output is a flat list of fields. %G? and %GS
+// are the signature's verdict and signer (G: a good signature by a key
+// git trusts: for SSH, one of gpg.ssh.allowedSignersFile, %GS its
+// principal).
+const logFormat = "%H%x00%P%x00%an%x00%ae%x00%aI%x00%G?%x00%GS%x00%B"
 
-const logFields = 6
+const logFields = 8
 
 func logArgs(revs ...string) []string {
 	return append([]string{"log", "-z", "--format=" + logFormat}, revs...)
@@ -27,6 +30,7 @@ type commitInfo struct {
 	hash                   string
 	parents                []string
 	author, email, message string
+	signer                 string // the verified signer ("" unless %G? is G)
 	time                   time.Time
 }
 
@@ -38,7 +42,7 @@ func (c commitInfo) firstParent() string {
 }
 
 func (c commitInfo) commit() Commit {
-	return Commit{Hash: c.hash, Author: c.author, AuthorEmail: c.email, Message: c.message, Time: c.time}
+	return Commit{Hash: c.hash, Author: c.author, AuthorEmail: c.email, Signer: c.signer, Message: c.message, Time: c.time}
 }
 
 func parseLog(out []byte) ([]commitInfo, error) {
@@ -58,8 +62,11 @@ func parseLog(out []byte) ([]commitInfo, error) {
 		}
 		out2 = append(out2, commitInfo{
 			hash: f[0], parents: strings.Fields(f[1]), author: f[2], email: f[3], time: t,
-			message: strings.TrimRight(f[5], "\n"),
+			message: strings.TrimRight(f[7], "\n"),
 		})
+		if f[5] == "G" {
+			out2[len(out2)-1].signer = f[6]
+		}
 	}
 	return out2, nil
 }

@@ -47,6 +47,11 @@ type Config struct {
 	// KeepTrees is how many commit trees stay on disk; older ones are
 	// removed after a poll. 0 means DefaultKeepTrees.
 	KeepTrees int
+	// AllowedSigners is an SSH allowed signers file (ssh-keygen(1),
+	// ALLOWED SIGNERS): a commit signed by one of its keys has that key's
+	// principal as its Signer. Empty: git's gpg.ssh.allowedSignersFile, if
+	// its configuration names one.
+	AllowedSigners string
 }
 
 // Change is an environment file that a commit added, modified or removed.
@@ -63,6 +68,11 @@ type Change struct {
 // environment files.
 type Commit struct {
 	Hash, Author, AuthorEmail, Message string
+	// Signer is who signed the commit when its signature verifies against
+	// keys the server trusts (the principal of Config.AllowedSigners, or of
+	// git's own gpg.ssh.allowedSignersFile; a GPG key's user ID), else "":
+	// Author is what the commit claims, which anyone can write.
+	Signer string
 	// Time is when the commit was authored, in the author's time zone.
 	Time time.Time
 	// Changes are the environment files added, modified or removed
@@ -123,7 +133,7 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.KeepTrees < 0 {
 		errs = append(errs, fmt.Errorf("KeepTrees %d is negative", cfg.KeepTrees))
 	}
-	for _, p := range []*string{&cfg.CacheDir, &cfg.SSHKeyFile, &cfg.TokenFile} {
+	for _, p := range []*string{&cfg.CacheDir, &cfg.SSHKeyFile, &cfg.TokenFile, &cfg.AllowedSigners} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p)
 			errs = append(errs, err)
@@ -133,6 +143,11 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.SSHKeyFile != "" {
 		if _, err := os.Stat(cfg.SSHKeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("ssh key: %w", err))
+		}
+	}
+	if cfg.AllowedSigners != "" {
+		if _, err := os.Stat(cfg.AllowedSigners); err != nil {
+			errs = append(errs, fmt.Errorf("allowed signers file: %w", err))
 		}
 	}
 	if cfg.TokenFile != "" {

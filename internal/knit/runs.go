@@ -267,7 +267,7 @@ func (k *Knit) decidePlan(ctx context.Context, env *spec.Environment, rec store.
 	}
 	a, err := k.store.OpenApproval(ctx, rec.ID, req.Component)
 	if err == nil && a.Status == store.ApprovalPending && req.Approve {
-		if err := k.checkApprover(ctx, env, rec, a.RunID, req.Actor, fmt.Sprintf("approval #%d", a.ID)); err != nil {
+		if err := k.checkApprover(ctx, env, rec, a.RunID, a.Component, a.CreatedAt, req.Actor, fmt.Sprintf("approval #%d", a.ID)); err != nil {
 			return Decision{Approval: a}, err
 		}
 	}
@@ -290,7 +290,7 @@ func (k *Knit) decideChange(ctx context.Context, env *spec.Environment, rec stor
 			return Decision{}, err
 		}
 		if len(sets) == 1 {
-			if err := k.checkApprover(ctx, env, rec, sets[0].RunID, req.Actor, fmt.Sprintf("change set #%d", sets[0].ID)); err != nil {
+			if err := k.checkApprover(ctx, env, rec, sets[0].RunID, "", sets[0].CreatedAt, req.Actor, fmt.Sprintf("change set #%d", sets[0].ID)); err != nil {
 				return Decision{}, err
 			}
 		}
@@ -300,9 +300,11 @@ func (k *Knit) decideChange(ctx context.Context, env *spec.Environment, rec stor
 }
 
 // checkApprover refuses the author of the change (the actor of the run
-// that planned it, a git commit's author for a run the server started
-// from a commit) when the environment requires another approver.
-func (k *Knit) checkApprover(ctx context.Context, env *spec.Environment, rec store.Environment, runID, actor, what string) error {
+// that planned it, a signed commit's verified signer for a run the server
+// started from a commit) when the environment requires another approver;
+// a change whose author is not verified takes two approvers (see
+// otherApprover).
+func (k *Knit) checkApprover(ctx context.Context, env *spec.Environment, rec store.Environment, runID, component string, since time.Time, actor, what string) error {
 	if env.Spec.Approval == nil || !env.Spec.Approval.RequireOtherApprover {
 		return nil
 	}
@@ -310,11 +312,7 @@ func (k *Knit) checkApprover(ctx context.Context, env *spec.Environment, rec sto
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if r.Actor == actor {
-		return fmt.Errorf("%w: %s made the change that %s is for, and %s requires another approver",
-			ErrSelfApproval, r.Actor, what, rec.ID)
-	}
-	return nil
+	return k.otherApprover(ctx, rec.ID, r, component, since, actor, what)
 }
 
 // ChangeSets lists an environment's change sets ("" = every environment

@@ -42,6 +42,9 @@ type gitWant struct {
 	Reason  string `json:"reason"`
 	Author  string `json:"author,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Signer is the commit's verified signer (gitwatch.Commit.Signer):
+	// the run's actor when set; else the actor is Author, unverified.
+	Signer string `json:"signer,omitempty"`
 }
 
 func (w gitWant) same(o gitWant) bool {
@@ -178,7 +181,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 			why = "the set generates it no more (its element is gone)"
 		}
 		kv[settingWant+id] = encodeWant(gitWant{Commit: c.Hash, Path: w.Path, Teardown: true, Pending: true, Element: w.Element,
-			Reason: fmt.Sprintf("%s (%s): %s", why, w.Path, commitReason(c)), Author: c.Author, Message: c.Message})
+			Reason: fmt.Sprintf("%s (%s): %s", why, w.Path, commitReason(c)), Author: c.Author, Message: c.Message, Signer: c.Signer})
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
@@ -230,7 +233,7 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	}
 	g.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
 	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true, Element: pick.element,
-		Reason: commitReason(c), Author: c.Author, Message: c.Message}), true, nil
+		Reason: commitReason(c), Author: c.Author, Message: c.Message, Signer: c.Signer}), true, nil
 }
 
 // gitState reads the wants, the files' environments and the invalid files' records.

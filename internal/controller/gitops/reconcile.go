@@ -108,8 +108,12 @@ func (r *wantRuns) started(env string) {
 // startWant queues the run want asks of environment id: an apply of its
 // file, read again from its commit's tree, or a teardown.
 func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id string, want gitWant) error {
-	req := knit.RunRequest{Actor: want.Author, Source: "git", Reason: want.Reason,
+	req := knit.RunRequest{Actor: want.Author, Source: knit.SourceGit, Reason: want.Reason,
 		Commit: want.Commit, Author: want.Author, Message: want.Message}
+	if want.Signer != "" {
+		// A trusted key signed the commit: its principal made the change.
+		req.Actor, req.Source = want.Signer, knit.SourceGitSigned
+	}
 	if want.Teardown {
 		req.Kind, req.EnvRef = engine.KindTeardown, id
 	} else {

@@ -1,0 +1,79 @@
+package knit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// otherApprover is pay/prod requiring another approver than the change's author.
+func otherApprover() string {
+	return strings.Replace(envDoc("pay", "prod"), "  autoApprove: true\n", "  autoApprove: true\n  approval: {requireOtherApprover: true}\n", 1)
+}
+
+// TestRequireOtherApproverTrustsOnlyVerifiedAuthors: a change whose
+// author is verified (a token, a signed commit) may not be approved by
+// that author and may be by anyone else alone; a change from an unsigned
+// commit, whose author is only a claimed name, takes two distinct
+// approvers: the first is recorded and applies nothing, the same one
+// again counts once, a second one carries it out.
+func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
+	ctx := context.Background()
+	k := open(t)
+	waiting := func() store.Approval {
+		t.Helper()
+		pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("approvals %+v %v", pending, err)
+		}
+		return pending[0]
+	}
+	approve := func(actor string, a store.Approval) error {
+		_, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: a.PlanChecksum})
+		return err
+	}
+	run := func(source, actor string, size int) store.Approval {
+		t.Helper()
+		env := parse(t, strings.Replace(otherApprover(), "{name: size, value: 1}", "{name: size, value: "+string(rune('0'+size))+"}", 1))
+		if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: source}); err != nil {
+			t.Fatal(err)
+		}
+		return waiting()
+	}
+
+	// Verified (a token's run, a signed commit's): the author is refused, another alone suffices.
+	for i, source := range []string{"api", knit.SourceGitSigned} {
+		a := run(source, "bob", 1+2*i)
+		if err := approve("bob", a); !errors.Is(err, knit.ErrSelfApproval) {
+			t.Fatalf("%s: bob approving his own change: %v", source, err)
+		}
+		if err := approve("alice", a); err != nil {
+			t.Fatalf("%s: alice approving bob's change: %v", source, err)
+		}
+		if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// An unsigned commit claiming bob: alice alone (twice) is not enough, bob then is.
+	a := run(knit.SourceGit, "bob", 6)
+	for range 2 {
+		if err := approve("alice", a); !errors.Is(err, knit.ErrSecondApprover) || !strings.Contains(err.Error(), "two distinct tokens") {
+			t.Fatalf("alice alone approving an unsigned commit's change: %v", err)
+		}
+		if got, _ := k.Approvals(ctx, "pay/prod", store.ApprovalPending); len(got) != 1 {
+			t.Fatalf("the first approval decided the plan: %+v", got)
+		}
+	}
+	if err := approve("bob", a); err != nil {
+		t.Fatalf("a second approver: %v", err)
+	}
+	if got, _ := k.Approvals(ctx, "pay/prod", store.ApprovalApproved); len(got) != 1 || got[0].DecidedBy != "bob" {
+		t.Fatalf("approved after two approvers: %+v", got)
+	}
+}
