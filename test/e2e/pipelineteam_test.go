@@ -28,6 +28,7 @@ func TestPipelineStageOfAnotherTeamIsRefused(t *testing.T) {
 		"pipelines/web.yaml":    webPipeline,
 	}
 	w.write(files)
+	git(t, w.dir, "init", "-q") // a pipeline's files live in a repository: templates resolve inside it
 	r := w.knit("validate", "-f", "pipelines/web.yaml")
 	want := "stages/prod.yaml:4:3: spec.teamName: stage prod of pipeline web is an environment of team \"ops\", not of the pipeline's team \"shop\""
 	if r.code != 1 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "pipelines/web.yaml: invalid: 1 error") {
