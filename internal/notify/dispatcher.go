@@ -224,6 +224,7 @@ func (d *Dispatcher) Notify(ev Event) {
 		d.log.Error("notify: dropping event of unknown kind", "kind", ev.Kind, "env", ev.Env)
 		return
 	}
+	ev.Kind = Canonical(ev.Kind)
 	if ev.Time.IsZero() {
 		ev.Time = d.opts.Now()
 	}

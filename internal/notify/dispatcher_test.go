@@ -49,7 +49,7 @@ func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]any{
-			"sink": "ops", "seq": 1.0, "kind": "run-failed", "env": "prod", "runId": "r1",
+			"sink": "ops", "seq": 1.0, "kind": "run.failed", "env": "prod", "runId": "r1",
 			"component": "vpc", "actor": "alice", "summary": "apply failed",
 			"time": "2024-05-01T12:00:00Z", "url": "https://knit.example/runs/r1",
 		}
@@ -101,12 +101,18 @@ func TestSequenceIsPerEnvironment(t *testing.T) {
 	}
 }
 
+// TestEventsFilter: a sink gets only the kinds it names, by their one
+// spelling or an old one (approval-needed for approval.needed).
 func TestEventsFilter(t *testing.T) {
 	all, drift := newReceiver(t, nil), newReceiver(t, nil)
-	d := newDispatcher(t, []Sink{
+	sinks := []Sink{
 		{Name: "all", Kind: SinkWebhook, URL: all.URL, Secret: "k"},
-		{Name: "drift", Kind: SinkWebhook, URL: drift.URL, Secret: "k", Events: []string{KindDriftFound, KindApprovalNeeded}},
-	}, fastOptions(newLogRecorder()))
+		{Name: "drift", Kind: SinkWebhook, URL: drift.URL, Secret: "k", Events: []string{KindDriftFound, "approval-needed"}},
+	}
+	if err := validateSinks(sinks); err != nil {
+		t.Fatalf("a sink naming an old spelling: %v", err)
+	}
+	d := newDispatcher(t, sinks, fastOptions(newLogRecorder()))
 	for _, k := range []string{KindRunFailed, KindDriftFound, KindRunSucceeded, KindApprovalNeeded} {
 		d.Notify(Event{Kind: k, Env: "prod"})
 	}
@@ -115,7 +121,7 @@ func TestEventsFilter(t *testing.T) {
 		t.Errorf("unfiltered sink got %q, want %q", got, want)
 	}
 	if got, want := drift.seen(), []string{"prod#2:200", "prod#4:200"}; !slices.Equal(got, want) {
-		t.Errorf("filtered sink got %q, want %q (drift-found and approval-needed only)", got, want)
+		t.Errorf("filtered sink got %q, want %q (drift.found and approval.needed only)", got, want)
 	}
 }
 
@@ -308,7 +314,7 @@ func TestFullQueueDropsOldest(t *testing.T) {
 		t.Fatalf("receiver saw %q, want %q", got, want)
 	}
 	for _, seq := range []string{"seq=2", "seq=3"} {
-		if !strings.Contains(rec.text(), "queue full, dropping oldest event sink=ops env=prod kind=drift-found "+seq) {
+		if !strings.Contains(rec.text(), "queue full, dropping oldest event sink=ops env=prod kind=drift.found "+seq) {
 			t.Errorf("no warning for dropping %s:\n%s", seq, rec.text())
 		}
 	}

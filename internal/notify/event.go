@@ -5,13 +5,15 @@ import (
 	"time"
 )
 
-// Event kinds. A Sink's Events filter and an Event's Kind use these.
+// Event kinds, each "subject.event". A Sink's Events filter and an
+// Event's Kind use these (a filter may also name a kind by its old
+// spelling, see Canonical).
 const (
-	KindRunFailed      = "run-failed"
-	KindRunSucceeded   = "run-succeeded"
-	KindDriftFound     = "drift-found"
-	KindApprovalNeeded = "approval-needed"
-	KindTeardownDone   = "teardown-done"
+	KindRunFailed      = "run.failed"
+	KindRunSucceeded   = "run.succeeded"
+	KindDriftFound     = "drift.found"
+	KindApprovalNeeded = "approval.needed"
+	KindTeardownDone   = "teardown.done"
 	// KindInvalidRevision: a commit's environment file does not validate;
 	// nothing of it runs. File, Revision, Commit and Errors say which and why.
 	KindInvalidRevision = "invalid.revision"
@@ -25,7 +27,7 @@ const (
 
 	// KindRolloutFailed: an apply's health checks did not succeed; Summary
 	// names the check and what it saw (status code, query value) and what
-	// follows (a rollback, a pause, nothing). It replaces run-failed for
+	// follows (a rollback, a pause, nothing). It replaces run.failed for
 	// such a run.
 	KindRolloutFailed = "rollout.failed"
 	// KindRollbackDone: a rollback run succeeded; Summary says to which
@@ -37,7 +39,26 @@ const (
 var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring,
 	KindPreviewReady, KindRolloutFailed, KindRollbackDone}
 
-func knownKind(k string) bool { return slices.Contains(kinds, k) }
+// Kinds is every event kind, in the order error messages name them.
+func Kinds() []string { return slices.Clone(kinds) }
+
+// aliases are the kinds' old spellings, still accepted where a kind is
+// named (a sink's events in knit.yaml, an outbox written before).
+var aliases = map[string]string{
+	"run-failed": KindRunFailed, "run-succeeded": KindRunSucceeded, "drift-found": KindDriftFound,
+	"approval-needed": KindApprovalNeeded, "teardown-done": KindTeardownDone,
+}
+
+// Canonical is the one spelling of kind k: itself, or the kind an old
+// spelling (run-failed) names.
+func Canonical(k string) string {
+	if c, ok := aliases[k]; ok {
+		return c
+	}
+	return k
+}
+
+func knownKind(k string) bool { return slices.Contains(kinds, Canonical(k)) }
 
 // Event is something a person may want to hear about. Kind must be one of
 // the Kind constants; Env, the environment, orders delivery (see

@@ -56,7 +56,7 @@ func (s Sink) LogValue() slog.Value {
 
 // wants reports whether the sink receives events of kind k.
 func (s Sink) wants(k string) bool {
-	return len(s.Events) == 0 || slices.Contains(s.Events, k)
+	return len(s.Events) == 0 || slices.ContainsFunc(s.Events, func(e string) bool { return Canonical(e) == Canonical(k) })
 }
 
 // validateSinks reports every problem in sinks, each naming the sink.

@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,8 +24,8 @@ func TestNewRejectsBadSinks(t *testing.T) {
 			[]string{`notify: sinks[0] "s": url has no host`}},
 		{"unparsable url", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example/%zz?token=SECRET"}},
 			[]string{`notify: sinks[0] "s": url does not parse`}},
-		{"unknown event", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example", Events: []string{"drift-found", "run-started"}}},
-			[]string{`notify: sinks[0] "s": event "run-started" is not one of run-failed, run-succeeded, drift-found, approval-needed, teardown-done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done`}},
+		{"unknown event", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example", Events: []string{"drift.found", "run-started"}}},
+			[]string{`notify: sinks[0] "s": event "run-started" is not one of run.failed, run.succeeded, drift.found, approval.needed, teardown.done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done`}},
 		{"duplicate name", []Sink{ok, ok},
 			[]string{`notify: sinks[1] "ok": name is used by an earlier sink`}},
 		{"everything at once", []Sink{ok, {Kind: "email"}},
@@ -56,5 +58,21 @@ func TestNewAcceptsGoodSinks(t *testing.T) {
 	}, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEveryKindIsSpeltOneWay: every event kind is subject.event, and each
+// old spelling names one of them.
+func TestEveryKindIsSpeltOneWay(t *testing.T) {
+	one := regexp.MustCompile(`^[a-z]+\.[a-z]+$`)
+	for _, k := range Kinds() {
+		if !one.MatchString(k) {
+			t.Errorf("event kind %q is not spelt subject.event", k)
+		}
+	}
+	for old, k := range aliases {
+		if !slices.Contains(Kinds(), k) || Canonical(old) != k || !knownKind(old) {
+			t.Errorf("old spelling %q names %q, not a kind", old, k)
+		}
 	}
 }

@@ -130,7 +130,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 	if fr.Applied("tell") || fr.Applied("ask") {
 		t.Fatal("a component whose policy is alert or approve was changed")
 	}
-	waitUntil(t, "the up receiver gets drift-found and approval-needed, signed, in order", func() bool {
+	waitUntil(t, "the up receiver gets drift.found and approval.needed, signed, in order", func() bool {
 		k := up.kinds()
 		return len(k) >= 2
 	})
@@ -139,7 +139,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 		t.Fatalf("events %v (bad signatures %d)", kinds, up.bad)
 	}
 	if !strings.Contains(up.events[0]["summary"].(string), "ask") {
-		t.Fatalf("approval-needed names %v", up.events[0])
+		t.Fatalf("approval.needed names %v", up.events[0])
 	}
 	// Each event links to its run's dashboard page, at the public URL.
 	for _, ev := range up.events[:2] {

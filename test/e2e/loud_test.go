@@ -200,7 +200,7 @@ spec:
 // TestAFailingPlanLeadsWithTheToolsError: the summary of a plan that fails
 // on a module's validation rule carries OpenTofu's own words, not
 // "exit status 1", in the CLI's line, the API's component code and reason,
-// and the run-failed notification; knit logs still has the whole log.
+// and the run.failed notification; knit logs still has the whole log.
 func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
 	w := newWorld(t)
 	w.write(map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": causeEnv})
@@ -228,10 +228,10 @@ func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
 	hook := newHookReceiver(t)
 	repo := newGitRepo(t, map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": strings.ReplaceAll(causeEnv, "causes", "causes2")})
 	s := w.startServer(append(gitServerArgs(repo), "--config", w.notifyConfig("notify.yaml", hook.url))...)
-	s.eventually("the run-failed notification", func() bool { return len(hook.of("run-failed")) > 0 })
-	ev := hook.of("run-failed")[0]
+	s.eventually("the run.failed notification", func() bool { return len(hook.of("run.failed")) > 0 })
+	ev := hook.of("run.failed")[0]
 	if !ev.Signed || !cause.MatchString(ev.Summary) || strings.Contains(ev.Summary, "exit status") || strings.Contains(ev.Summary, "\n") {
-		t.Errorf("run-failed summary = %q (signed %v), want one line with the tool's error", ev.Summary, ev.Signed)
+		t.Errorf("run.failed summary = %q (signed %v), want one line with the tool's error", ev.Summary, ev.Signed)
 	}
 	var env struct {
 		Components []struct{ Name, Code, Reason string }

@@ -285,8 +285,8 @@ spec:
 	mu.Lock()
 	defer mu.Unlock()
 	b := bodies[0]
-	if b["kind"] != "run-succeeded" || b["env"] != "qa/notified" || b["seq"] != 1.0 {
-		t.Errorf("after the restart the receiver got %v, want run-succeeded of qa/notified, seq 1", b)
+	if b["kind"] != "run.succeeded" || b["env"] != "qa/notified" || b["seq"] != 1.0 {
+		t.Errorf("after the restart the receiver got %v, want run.succeeded of qa/notified, seq 1", b)
 	}
 }
 

@@ -176,8 +176,8 @@ func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
 			t.Errorf("notifications do not say %q:\nrollout.failed: %s\nrollback.done: %s", want, failed, done)
 		}
 	}
-	if _, ok := rcv.of("run-failed"); ok {
-		t.Error("the failed rollout was also notified as run-failed")
+	if _, ok := rcv.of("run.failed"); ok {
+		t.Error("the failed rollout was also notified as run.failed")
 	}
 	var audit struct {
 		Items []struct{ Action, Actor, Reason, Detail string }
