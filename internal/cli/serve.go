@@ -61,6 +61,16 @@ type serveConfig struct {
 		// PreviewBranches is a pattern of branches whose new heads are
 		// previewed (planned, never applied): "feature/*".
 		PreviewBranches string `yaml:"previewBranches"`
+		// PreviewScripts lets previews run the plan commands of script
+		// components of branches nobody reviewed (in the sandbox).
+		PreviewScripts bool `yaml:"previewScripts"`
+		// PreviewTimeout is each branch head's deadline, PreviewWorkers
+		// how many are previewed at once.
+		PreviewTimeout string `yaml:"previewTimeout"`
+		PreviewWorkers int    `yaml:"previewWorkers"`
+		// PreviewSandbox is the user and folder previews run code as and
+		// in (docs/security.md).
+		PreviewSandbox previewSandbox `yaml:"previewSandbox"`
 	} `yaml:"git"`
 	// Pipelines are pipeline files (kind: Pipeline) in the git repository.
 	Pipelines     []string    `yaml:"pipelines"`
@@ -172,6 +182,10 @@ gracefully: running tools are interrupted and their runs recorded.`,
 	f.StringVar(&c.Git.TokenFile, "git-token-file", "", "file holding an HTTPS token")
 	f.StringVar(&c.Git.AllowedSigners, "git-allowed-signers", "", "SSH allowed signers file: a commit signed by one of its keys is its principal's change (else git's gpg.ssh.allowedSignersFile; an unsigned commit's author is trusted by no approval rule)")
 	f.StringVar(&c.Git.PreviewBranches, "preview-branches", "", "preview the new heads of the branches matching this pattern (feature/*): plan every environment they change, never apply (GET /api/v1/previews, preview.ready)")
+	f.BoolVar(&c.Git.PreviewScripts, "preview-scripts", false, "let previews run the plan commands of script components of unreviewed branches (in the sandbox; docs/security.md)")
+	f.StringVar(&c.Git.PreviewTimeout, "preview-timeout", "5m", "deadline of one branch head's previews: then their tools are stopped and the preview recorded as timed out")
+	f.IntVar(&c.Git.PreviewWorkers, "preview-workers", gitops.DefaultPreviewWorkers, "branch heads previewed at once, beside the watcher")
+	c.Git.PreviewSandbox.flags(cmd)
 	return cmd
 }
 
@@ -206,6 +220,14 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 	set("git-token-file", &c.Git.TokenFile, file.Git.TokenFile)
 	set("git-allowed-signers", &c.Git.AllowedSigners, file.Git.AllowedSigners)
 	set("preview-branches", &c.Git.PreviewBranches, file.Git.PreviewBranches)
+	set("preview-timeout", &c.Git.PreviewTimeout, file.Git.PreviewTimeout)
+	if !cmd.Flags().Changed("preview-scripts") && file.Git.PreviewScripts {
+		c.Git.PreviewScripts = true
+	}
+	if !cmd.Flags().Changed("preview-workers") && file.Git.PreviewWorkers > 0 {
+		c.Git.PreviewWorkers = file.Git.PreviewWorkers
+	}
+	c.Git.PreviewSandbox.merge(cmd, file.Git.PreviewSandbox)
 	if !cmd.Flags().Changed("max-concurrent-runs") && file.MaxConcurrentRuns > 0 {
 		c.MaxConcurrentRuns = file.MaxConcurrentRuns
 	}
@@ -357,7 +379,22 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 		if _, err := path.Match(c.Git.PreviewBranches, ""); err != nil {
 			return ctl, fmt.Errorf("--preview-branches %q: %w; write a pattern such as feature/*", c.Git.PreviewBranches, err)
 		}
+		previewTimeout, err := time.ParseDuration(c.Git.PreviewTimeout)
+		if err != nil || previewTimeout <= 0 {
+			return ctl, fmt.Errorf("--preview-timeout %q: want a positive duration such as 5m", c.Git.PreviewTimeout)
+		}
+		if c.Git.PreviewWorkers <= 0 {
+			return ctl, fmt.Errorf("--preview-workers %d: want 1 or more", c.Git.PreviewWorkers)
+		}
+		preview := knit.PreviewPolicy{Scripts: c.Git.PreviewScripts}
+		if c.Git.PreviewBranches != "" {
+			if preview, err = c.Git.PreviewSandbox.policy(dir, log); err != nil {
+				return ctl, err
+			}
+			preview.Scripts = c.Git.PreviewScripts
+		}
 		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches,
+			PreviewTimeout: previewTimeout, PreviewWorkers: c.Git.PreviewWorkers, Preview: preview,
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, AllowedSigners: c.Git.AllowedSigners, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}
 	}

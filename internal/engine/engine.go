@@ -16,6 +16,7 @@ import (
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/health"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -128,6 +129,14 @@ type Options struct {
 	// Digest and the run's Checksum are what the apply of the same change
 	// shows.
 	Preview bool
+	// PreviewScripts, in a preview, runs the plan commands of script
+	// components; without it they are not run (Deferred, "not planned").
+	PreviewScripts bool
+	// Sandbox, in a preview, confines the tools and commands of the
+	// previewed code (runner.Component.Sandbox): each component is planned
+	// in a copy of its work dir under Sandbox.Dir, its sensitive inputs
+	// replaced by placeholders. Nil: the preview runs code as knit does.
+	Sandbox *procexec.Sandbox
 	// OnEvent, when set, sees every event of the run in order, from a
 	// goroutine of its own. It is part of the run: if it panics, the run
 	// fails with the panic's message.
@@ -148,6 +157,9 @@ type ComponentResult struct {
 	// Digest is the plan's checksum (PlanDigest), for a plan with changes
 	// that a preview made or an apply applied.
 	Digest string `json:"digest,omitempty"`
+	// Placeholders name the sensitive inputs a sandboxed preview planned
+	// with a placeholder instead of their value.
+	Placeholders []string `json:"placeholders,omitempty"`
 	// Drift is what a drift check found (in sync, drifted, affected), kept
 	// when reconciliation then moves Status on.
 	Drift Status `json:"drift,omitempty"`

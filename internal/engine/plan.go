@@ -68,11 +68,25 @@ func (s *session) planOne(ctx context.Context, name string) error {
 			return s.record(st.op, st.cr, nil, nil)
 		}
 	}
-	rc := p.rc
+	if s.opts.Preview && !s.opts.PreviewScripts && !destroying && st.c.Type == spec.TypeScript && st.c.Script != nil && st.c.Script.Plan != "" {
+		// A branch nobody reviewed runs no command of its own unless
+		// knit serve's git.previewScripts says so.
+		s.setCode(st.cr, Deferred, store.Cause{}, "not planned: script plan commands of unreviewed branches do not run",
+			fmt.Sprintf("%s's plan command was not run: a preview runs the plan commands of script components only with knit serve --preview-scripts (git.previewScripts: true)", name))
+		st.cr.Log = st.log.finish(nil)
+		return s.record(st.op, st.cr, nil, nil)
+	}
+	rc, in := p.rc, p.in
 	if s.opts.Preview {
 		if rc.WorkDir, err = s.previewDir(name, rc.WorkDir); err != nil {
 			return st.fail(ctx, err)
 		}
+	}
+	if s.opts.Preview && s.opts.Sandbox != nil {
+		// Unreviewed code gets no secret: its sensitive inputs are
+		// placeholders, and its commands run confined.
+		rc.Sandbox = s.opts.Sandbox
+		in, st.cr.Placeholders = withPlaceholders(in, rc.Sensitive)
 	}
 	if p.fp != "" && !s.opts.Preview {
 		fp := p.fp
@@ -85,7 +99,7 @@ func (s *session) planOne(ctx context.Context, name string) error {
 	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
-	plan, err := p.r.Plan(ctx, rc, p.in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
+	plan, err := p.r.Plan(ctx, rc, in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: s.opts.Judge != nil})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}

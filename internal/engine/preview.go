@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -73,12 +74,30 @@ func PlanChecksum(components []*ComponentResult) string {
 // work dir (state, module copy, providers) under the run's own folder, so
 // that the preview neither replaces a saved plan an approval waits on nor
 // leaves its module copy behind for the next apply.
+//
+// A sandboxed preview's copy is under the sandbox's folder instead, outside
+// the data dir (which the sandbox's user cannot enter), in a run folder
+// only knit's user lists.
 func (s *session) previewDir(name, workDir string) (string, error) {
-	dst := filepath.Join(s.e.DataDir, "preview", s.run.ID, name)
+	root := s.previewRoot()
+	if s.opts.Sandbox != nil {
+		if err := os.MkdirAll(root, 0o711); err != nil {
+			return "", fmt.Errorf("the sandbox's folder for the preview: %w", err)
+		}
+	}
+	dst := filepath.Join(root, name)
 	if err := copyWorkDir(workDir, dst); err != nil {
 		return "", fmt.Errorf("copy the work dir of %s for the preview: %w", name, err)
 	}
 	return dst, nil
+}
+
+// previewRoot is the folder of a preview run's copies.
+func (s *session) previewRoot() string {
+	if s.opts.Sandbox != nil {
+		return filepath.Join(s.opts.Sandbox.Dir, s.run.ID)
+	}
+	return filepath.Join(s.e.DataDir, "preview", s.run.ID)
 }
 
 // removePreviewDirs removes what a preview run copied.
@@ -86,7 +105,43 @@ func (s *session) removePreviewDirs() error {
 	if !s.opts.Preview {
 		return nil
 	}
-	return os.RemoveAll(filepath.Join(s.e.DataDir, "preview", s.run.ID))
+	return os.RemoveAll(s.previewRoot())
+}
+
+// previewPlaceholder is what a sandboxed preview plans with instead of a
+// sensitive input's value: of the value's kind, so that a typed variable
+// still takes it, and recognisable as a string.
+func previewPlaceholder(name string, v any) any {
+	switch v.(type) {
+	case bool:
+		return false
+	case float64, int, int64, json.Number:
+		return 0
+	case []any:
+		return []any{}
+	case map[string]any:
+		return map[string]any{}
+	}
+	return "knit-preview-placeholder-" + name
+}
+
+// withPlaceholders is in with every input sensitive names replaced by a
+// placeholder, and the names replaced, sorted.
+func withPlaceholders(in runner.Inputs, sensitive map[string]bool) (runner.Inputs, []string) {
+	if len(sensitive) == 0 {
+		return in, nil
+	}
+	out := make(runner.Inputs, len(in))
+	var names []string
+	for k, v := range in {
+		if sensitive[k] {
+			v = previewPlaceholder(k, v)
+			names = append(names, k)
+		}
+		out[k] = v
+	}
+	sort.Strings(names)
+	return out, names
 }
 
 // notCopied are files of a work dir a preview must not take along: the
@@ -95,6 +150,9 @@ func (s *session) removePreviewDirs() error {
 // initialises again, against its own copy of the state).
 func notCopied(rel string) bool {
 	base := filepath.Base(rel)
+	if base == "terraform.tfstate.imported" || base == "terraform.tfstate.backup" {
+		return true // plaintext states of before: never a preview's
+	}
 	return rel == "plan.tfplan" || rel == "init.stamp" ||
 		(base == "terraform.tfstate" && filepath.Base(filepath.Dir(rel)) == ".terraform")
 }

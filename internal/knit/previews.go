@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/progress"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -23,10 +25,48 @@ type PreviewRequest struct {
 	Change string
 	Env    *spec.Environment
 	EnvRef string
-	// Root and Tree are the commit's folder of the file and its whole tree
-	// (whose policies/ judge the plan); Origin says where the file is.
-	Root, Tree, Origin string
-	Actor              string
+	// Root is the commit's folder of the file; Origin says where the file
+	// is.
+	Root, Origin string
+	Actor        string
+	// PolicyTree is the tree whose policies/ judge the plan, with the
+	// folders PolicyDirs, besides the server's --policies: the watched
+	// branch's, never the previewed branch's own (policies/ or
+	// spec.policies of its file, which are never read). PolicyError, when
+	// set, is why they could not be read: the preview fails with it.
+	PolicyTree  string
+	PolicyDirs  []string
+	PolicyError error
+	// Policy is how the preview runs the branch's code.
+	Policy PreviewPolicy
+}
+
+// PreviewPolicy is how a preview of a branch nobody reviewed runs the
+// branch's code (knit serve's git.previewScripts and sandbox settings).
+type PreviewPolicy struct {
+	// Scripts lets the plan commands of script components run; without
+	// it they are not run, and the preview says so.
+	Scripts bool
+	// Sandbox confines the branch's tools and commands (another user, a
+	// minimal environment, bounded CPU time, work dirs outside the data
+	// dir) and replaces its sensitive inputs by placeholders. Nil: no
+	// preview runs code (each is recorded failed with NoSandbox, or
+	// procexec.ErrNoSandbox), unless Unsandboxed says to run it with
+	// knit's own powers (an operator's explicit choice: docs/security.md).
+	Sandbox     *procexec.Sandbox
+	NoSandbox   error
+	Unsandboxed bool
+}
+
+// refusal is why p runs no code ("" when it may).
+func (p PreviewPolicy) refusal() string {
+	switch {
+	case p.Sandbox != nil || p.Unsandboxed:
+		return ""
+	case p.NoSandbox != nil:
+		return "not previewed: " + p.NoSandbox.Error()
+	}
+	return "not previewed: " + procexec.ErrNoSandbox.Error()
 }
 
 // Preview plans req's environment as its branch's commit declares it,
@@ -49,15 +89,30 @@ func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (store.Preview, 
 	}
 	p := store.Preview{Branch: req.Branch, Commit: req.Commit, Env: env.ID(), Team: env.Spec.TeamName,
 		Change: req.Change, BaseRevision: base, CreatedAt: k.now()}
-	judge, err := k.judge(ctx, env, RunRequest{Tree: req.Tree})
+	if req.PolicyError != nil {
+		p.Status, p.Error = store.PreviewFailed, req.PolicyError.Error()
+		return p, k.store.PutPreview(ctx, p)
+	}
+	if why := req.Policy.refusal(); why != "" { // fails closed: the branch's code never runs
+		p.Status, p.Error = store.PreviewFailed, why
+		return p, k.store.PutPreview(ctx, p)
+	}
+	// Judged by the watched branch's policies only: the branch's file's
+	// spec.policies are not its to choose.
+	judged := *env
+	judged.Spec.Policies = nil
+	judge, err := k.judge(ctx, &judged, RunRequest{Tree: req.PolicyTree, PolicyDirs: req.PolicyDirs})
 	if err != nil {
 		return store.Preview{}, err
 	}
-	res, err := k.engine.Do(ctx, engine.KindPlan, env, engine.Options{Preview: true, Judge: judge,
+	res, err := k.engine.Do(ctx, engine.KindPlan, env, engine.Options{Preview: true, PreviewScripts: req.Policy.Scripts, Sandbox: req.Policy.Sandbox, Judge: judge,
 		Parallelism: k.cfg.Parallelism, Actor: req.Actor, Source: "preview", Root: req.Root, Origin: req.Origin,
 		Reason: fmt.Sprintf("preview of branch %s at commit %s", req.Branch, shortHash(req.Commit))})
-	if errors.Is(err, engine.ErrLocked) || ctx.Err() != nil {
+	if errors.Is(err, engine.ErrLocked) {
 		return store.Preview{}, err
+	}
+	if ctx.Err() != nil { // stopped (a deadline, a shutdown): nothing of it is shown
+		return store.Preview{}, fmt.Errorf("preview of %s: %w", env.ID(), context.Cause(ctx))
 	}
 	p.Status = store.PreviewPlanned
 	if err != nil {
@@ -87,6 +142,15 @@ func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (store.Preview, 
 func (k *Knit) RecordInvalidPreview(ctx context.Context, branch, commit, env, team, errs string) error {
 	return k.store.PutPreview(ctx, store.Preview{Branch: branch, Commit: commit, Env: env, Team: team,
 		Change: store.PreviewUpdate, Status: store.PreviewInvalid, Error: errs, CreatedAt: k.now()})
+}
+
+// RecordTimedOutPreview records that the preview of env at the branch's
+// commit did not end within after: its tools were stopped, and nothing
+// of it is shown.
+func (k *Knit) RecordTimedOutPreview(ctx context.Context, branch, commit, env, team, change string, after time.Duration) error {
+	return k.store.PutPreview(ctx, store.Preview{Branch: branch, Commit: commit, Env: env, Team: team,
+		Change: change, Status: store.PreviewTimedOut, CreatedAt: k.now(),
+		Error: fmt.Sprintf("the preview did not end within %s: its tools were stopped (knit serve --preview-timeout)", after)})
 }
 
 // previewEnv is the environment a preview plans, and the revision it is
@@ -121,7 +185,7 @@ func (k *Knit) previewEnv(ctx context.Context, req PreviewRequest) (*spec.Enviro
 func previewComponents(res *engine.Result) []view.PreviewComponent {
 	out := make([]view.PreviewComponent, 0, len(res.Components))
 	for _, c := range res.Components {
-		pc := view.PreviewComponent{Name: c.Name, Status: string(c.Status), Digest: c.Digest, Reason: c.Reason}
+		pc := view.PreviewComponent{Name: c.Name, Status: string(c.Status), Digest: c.Digest, Reason: c.Reason, Placeholders: c.Placeholders}
 		if c.Plan != nil {
 			pc.Add, pc.Change, pc.Destroy, pc.Resources = c.Plan.Add, c.Plan.Change, c.Plan.Destroy, c.Plan.Resources
 		}
@@ -163,61 +227,4 @@ func (k *Knit) Previews(ctx context.Context, branch, commit string) ([]view.Prev
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// PreviewMarkdown is the summary of a branch commit's previews that a CI
-// job posts as a pull request's comment: a table per environment with
-// each component's changes (~changed +added -destroyed), then the
-// policies' denials and warnings, and why a preview failed.
-func PreviewMarkdown(branch, commit string, ps []view.Preview) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "### knit preview of `%s` at `%s`\n\n", mdCode(branch), shortHash(commit))
-	if len(ps) == 0 {
-		b.WriteString("No environment changes.\n")
-	}
-	for _, p := range ps {
-		add, change, destroy := p.Totals()
-		fmt.Fprintf(&b, "#### `%s` (%s): %s\n\n", mdCode(p.Env), p.Change, p.Status)
-		if p.Error != "" {
-			fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(strings.TrimSpace(p.Error), "\n", "\n> "))
-		}
-		if len(p.Components) > 0 {
-			b.WriteString("| component | status | changes |\n|---|---|---|\n")
-			for _, c := range p.Components {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCell(c.Name), mdCell(c.Status), c.Counts())
-			}
-			fmt.Fprintf(&b, "| **total** | | ~%d +%d -%d |\n\n", change, add, destroy)
-		}
-		for _, d := range p.Decisions {
-			word := map[string]string{engine.DecisionDeny: "**denied**", engine.DecisionWarn: "warning",
-				engine.DecisionRequireApproval: "requires approval"}[d.Kind]
-			fmt.Fprintf(&b, "- %s: %s (`%s:%d` %s)\n", word, mdCell(d.Message), mdCode(d.File), d.Line, mdCell(d.Rule))
-		}
-		if len(p.Decisions) > 0 {
-			b.WriteString("\n")
-		}
-		if p.Checksum != "" {
-			fmt.Fprintf(&b, "Plan checksum `%s`\n\n", p.Checksum)
-		}
-	}
-	return b.String()
-}
-
-// mdCell keeps text inside one Markdown table cell.
-func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
-}
-
-// mdCode keeps text inside one code span.
-func mdCode(s string) string { return strings.ReplaceAll(mdCell(s), "`", "'") }
-
-func shortHash(h string) string { return h[:min(10, len(h))] }
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

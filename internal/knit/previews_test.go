@@ -10,16 +10,22 @@ import (
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/progress"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/runner/fake"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools"
+	"knit.dev/knit/internal/view"
 )
 
 const previewCommit = "0123456789abcdef0123456789abcdef01234567"
 
 // openWith is open with the fake runner r and policy folders.
+
+// fakeRunners runs previews unsandboxed: fake runners run no code.
+var fakeRunners = knit.PreviewPolicy{Unsandboxed: true}
+
 func openWith(t *testing.T, r *fake.Runner, policies ...string) *knit.Knit {
 	t.Helper()
 	k, err := adapters.Open(context.Background(), adapters.Config{Config: knit.Config{DataDir: t.TempDir(),
@@ -59,7 +65,7 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	applies := len(r.Calls("apply"))
 
 	branch := parse(t, strings.Replace(envDoc("shop", "dev"), "{name: size, value: 1}", "{name: size, value: 2}", 1))
-	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"})
+	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"})
 	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" || p.BaseRevision != 1 {
 		t.Fatalf("preview = %+v, %v; want planned against revision 1 with a checksum", p, err)
 	}
@@ -96,7 +102,7 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	}
 
 	// The same inputs plan to the same checksum.
-	again, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch})
+	again, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch})
 	if err != nil || again.Checksum != p.Checksum {
 		t.Errorf("the same preview again: checksum %s, %v; want %s", again.Checksum, err, p.Checksum)
 	}
@@ -108,7 +114,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	ctx := context.Background()
 	k := openWith(t, dbRunner())
 	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
-	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
 	if err != nil || p.Status != store.PreviewPlanned {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
@@ -128,7 +134,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	if err := k.HoldLease(ctx, store.Lock{Env: "shop/dev", RunID: "held", Owner: "someone", Host: "elsewhere", PID: 1}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	_, err = k.Preview(ctx, knit.PreviewRequest{Branch: "feature/locked", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	_, err = k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/locked", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
 	if !errors.Is(err, engine.ErrLocked) {
 		t.Errorf("preview of a locked environment: %v, want ErrLocked", err)
 	}
@@ -145,7 +151,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	r := dbRunner()
 	k := openWith(t, r)
 	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
-	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
 	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
@@ -183,5 +189,42 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	}
 	if n := len(r.Calls("destroy")); n != 2 {
 		t.Errorf("the teardown nobody previewed ran %d one-step destroys, want 2", n)
+	}
+}
+
+// A preview with no sandbox (and no explicit --preview-unsandboxed) runs
+// nothing of the branch: it is recorded failed, saying why.
+func TestAPreviewWithoutASandboxRunsNothing(t *testing.T) {
+	r := dbRunner()
+	k := openWith(t, r)
+	ctx := context.Background()
+	branch := parse(t, envDoc("shop", "dev"))
+	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/x", Commit: previewCommit, Change: store.PreviewCreate, Env: branch})
+	if err != nil || p.Status != store.PreviewFailed || !strings.Contains(p.Error, "not previewed: cannot run code of unreviewed branches as another user") {
+		t.Fatalf("preview = %+v, %v; want failed, saying no sandbox", p, err)
+	}
+	for _, op := range []string{"plan", "fingerprint"} {
+		if n := len(r.Calls(op)); n != 0 {
+			t.Errorf("the runner was asked to %s %d times", op, n)
+		}
+	}
+}
+
+// Everything of a branch that reaches the preview.ready Markdown renders
+// as text: HTML, images, links, code spans and mentions are escaped.
+func TestPreviewMarkdownEscapesWhatABranchControls(t *testing.T) {
+	evil := "<img src=x onerror=alert(1)> ![x](http://h/x.png) [a](b) `c` @here *e* &lt;"
+	md := knit.PreviewMarkdown("feature/`x`|y", previewCommit, []view.Preview{{Env: "shop/dev", Change: "update", Status: "failed",
+		Error: evil + "\n# heading", Components: []view.PreviewComponent{{Name: evil, Status: "planned", Placeholders: []string{"pw"}}},
+		Decisions: []progress.Decision{{Kind: "warn", Message: evil, File: "policies/p.rego", Line: 3, Rule: "warn"}}}})
+	for _, bad := range []string{"<img", "![x](", "[a](", "`c`", " @here", "*e*", "\n# heading", "`x`"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("the Markdown holds %q:\n%s", bad, md)
+		}
+	}
+	for _, want := range []string{`&lt;img src\=x onerror\=alert\(1\)&gt;`, `\!\[x\]\(http\://h/x\.png\)`, "&#64;here", "&amp;lt;", "> \\# heading", "placeholders for its sensitive inputs: pw"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/plan"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/spec"
 )
 
@@ -35,6 +36,13 @@ type Component struct {
 	// CheckFailed, when set, hears of each of the tool's own health checks
 	// that failed during an apply (OpenTofu check blocks), once each.
 	CheckFailed func(CheckFailure)
+	// Sandbox, when set, is how the component's code runs: it was written
+	// by nobody trusted (a preview of an unreviewed branch). Every command
+	// runs confined (Sandbox.Confine) with Sandbox's environment only, in
+	// WorkDir (outside the data dir), given to its user first; the tool
+	// gets no credential, no key and no state it could write back (its
+	// state is a plaintext copy in WorkDir). Only Plan is ever asked.
+	Sandbox *procexec.Sandbox
 }
 
 // CheckFailure is a tool's own check that failed during an apply: an

@@ -14,6 +14,10 @@ import (
 // GET /api/v1/previews answers a branch's previews as the document says,
 // each token seeing only its teams' environments; a branch name that is
 // none is refused before anything is read.
+
+// fakeRunners runs previews unsandboxed: fake runners run no code.
+var fakeRunners = knit.PreviewPolicy{Unsandboxed: true}
+
 func TestPreviewsAreTeamScopedAndConform(t *testing.T) {
 	h := newHarness(t)
 	admin := h.token("root", "admin")
@@ -29,7 +33,7 @@ func TestPreviewsAreTeamScopedAndConform(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		p, err := h.k.Preview(context.Background(), knit.PreviewRequest{Branch: "feature/x", Commit: commit,
+		p, err := h.k.Preview(context.Background(), knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: commit,
 			Change: store.PreviewUpdate, Env: env, Actor: "ada"})
 		if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
 			t.Fatalf("preview of %s = %+v, %v; want planned with a checksum", id, p, err)

@@ -18,7 +18,8 @@ type Preview struct {
 	// Change is how the branch changes the environment: PreviewCreate (a
 	// new file), PreviewUpdate or PreviewDestroy (a removed file).
 	Change string `json:"change"`
-	// Status is PreviewPlanned, PreviewFailed or PreviewInvalid.
+	// Status is PreviewPlanned, PreviewFailed, PreviewInvalid or
+	// PreviewTimedOut.
 	Status string `json:"status"`
 	// Checksum is the plan's checksum over its components (engine
 	// PlanChecksum): an apply whose plan has the same one applies what the
@@ -46,6 +47,9 @@ const (
 	PreviewPlanned = "planned"
 	PreviewFailed  = "failed"
 	PreviewInvalid = "invalid"
+	// PreviewTimedOut: the preview did not end within its deadline, and
+	// its tools were stopped.
+	PreviewTimedOut = "timed-out"
 )
 
 // PreviewFilter selects previews: of Branch (every branch's when empty:

@@ -142,6 +142,17 @@ func (s *Server) Import(ctx context.Context, key string, data []byte) (bool, err
 	return s.states.ImportTFState(ctx, key, data)
 }
 
+// ReadState returns key's state as stored (nil when there is none), for
+// knit to copy into a sandboxed plan's work dir: a sandboxed tool never
+// gets a grant (terraform.StateReader).
+func (s *Server) ReadState(ctx context.Context, key string) ([]byte, error) {
+	data, _, err := s.states.TFState(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return data, err
+}
+
 // grant is what a request's credentials grant.
 type grant struct {
 	run   string

@@ -45,6 +45,9 @@ type PreviewComponent struct {
 	// Digest is the component's plan checksum (engine.PlanDigest).
 	Digest string `json:"digest,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Placeholders name the inputs a preview of an unreviewed branch
+	// planned with a placeholder instead of their sensitive value.
+	Placeholders []string `json:"placeholders,omitempty"`
 }
 
 // Counts is the component's changes as "~1 +0 -0".

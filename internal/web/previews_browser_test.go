@@ -19,6 +19,10 @@ import (
 // Previews page shows, for the branch typed, each environment's change
 // per component with its counts and the plan's checksum, passes axe, and
 // shows a team-limited token only its team's environments.
+
+// fakeRunners runs previews unsandboxed: fake runners run no code.
+var fakeRunners = knit.PreviewPolicy{Unsandboxed: true}
+
 func TestPreviewsPageListsABranchsPreviewsOfTheTeamsEnvironments(t *testing.T) {
 	ctx := browser(t)
 	w := newWorld(t, adapters.Config{})
@@ -36,7 +40,7 @@ func TestPreviewsPageListsABranchsPreviewsOfTheTeamsEnvironments(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		p, err := w.k.Preview(context.Background(), knit.PreviewRequest{Branch: "feature/bigger", Commit: commit,
+		p, err := w.k.Preview(context.Background(), knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/bigger", Commit: commit,
 			Change: store.PreviewUpdate, Env: env, Actor: "ada"})
 		if err != nil || p.Status != store.PreviewPlanned {
 			t.Fatalf("preview of %s: %+v, %v", name, p, err)

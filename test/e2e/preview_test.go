@@ -102,6 +102,7 @@ func (r *gitRepo) pushBranch(branch string, files map[string]string) string {
 func TestABranchIsPreviewedAndItsMergeAppliesThePreviewedPlan(t *testing.T) {
 	w := newWorld(t)
 	w.loggingTofu()
+	w.sandboxReachable() // the previews' tofu runs as nobody
 	hook := newHookReceiver(t)
 	repo := newGitRepo(t, map[string]string{
 		"envs/modules/counted/main.tf": countedModule,
@@ -320,6 +321,7 @@ spec:
 func TestABranchChangingATemplateASetOrRemovingAFileIsPreviewed(t *testing.T) {
 	w := newWorld(t)
 	w.loggingTofu()
+	w.sandboxReachable() // the previews' tofu runs as nobody
 	repo := newGitRepo(t, map[string]string{
 		"envs/modules/counted/main.tf": countedModule,
 		"templates/counted.yaml":       strings.Replace(previewTemplate, "EXTRA", "v1", 1),

@@ -63,6 +63,15 @@ type Config struct {
 	// (default DefaultPreviewsPerPoll).
 	PreviewBranches string
 	PreviewsPerPoll int
+	// PreviewWorkers bounds the branch heads previewed at once, beside
+	// the watcher's loop (default DefaultPreviewWorkers); PreviewTimeout
+	// is each head's deadline (default DefaultPreviewTimeout), after which
+	// its tools are stopped and its previews recorded as timed out.
+	PreviewWorkers int
+	PreviewTimeout time.Duration
+	// Preview is how previews of unreviewed branches run their code (the
+	// sandbox, whether script plan commands run): see knit.PreviewPolicy.
+	Preview knit.PreviewPolicy
 }
 
 // Notifier is told what people should hear of (notify.Dispatcher).
@@ -98,6 +107,8 @@ type Reconciler struct {
 	// soon are the branches a push webhook asked to preview first.
 	soonMu sync.Mutex
 	soon   map[string]bool
+	// previews runs the previews of branches beside the loop.
+	previews *previewWorker
 }
 
 // Settings the reconciler keeps in the store.
@@ -120,7 +131,8 @@ func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
 		cfg.Actor = "knit-serve"
 	}
 	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
-		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{}}
+		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{},
+		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout)}
 }
 
 // Run polls the repository on a ticker (and on Wake) while it holds the
@@ -135,6 +147,7 @@ func (g *Reconciler) Run(ctx context.Context) error {
 	g.ctxMu.Lock()
 	g.ctx = ctx
 	g.ctxMu.Unlock()
+	defer g.previews.wait() // ctx has ended: their tools are being stopped
 	defer g.stopRetries()
 	// A revision applied long ago runs from its commit's tree, which the
 	// watcher may have pruned since.
@@ -153,7 +166,7 @@ func (g *Reconciler) Run(ctx context.Context) error {
 		if lease.hold(ctx) {
 			g.pollGit(ctx, w)
 			g.reconcileWants(ctx, w)
-			g.previewBranches(ctx, w)
+			g.previewBranches(ctx, w) // starts them beside the loop
 		}
 		if !g.waitGit(ctx, pollT.C(), leaseT.C(), lease) {
 			return nil

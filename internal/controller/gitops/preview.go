@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/gitwatch"
@@ -86,18 +87,18 @@ func (g *Reconciler) previewBranches(ctx context.Context, w *gitwatch.Watcher) {
 			g.log.Error("git: forget deleted branches' previews", "err", err)
 		}
 	}
-	todo := g.newHeads(heads, seen)
-	for _, b := range todo {
+	for _, b := range g.newHeads(heads, seen) {
 		if ctx.Err() != nil {
 			return
 		}
-		g.previewBranch(ctx, w, b, heads[b])
+		branch, head := b, heads[b]
+		g.previews.start(ctx, branch, g.Wake, func(ctx context.Context) { g.previewBranch(ctx, w, branch, head) })
 	}
 }
 
 // newHeads are the branches to preview this poll: matching, with a head
-// not previewed yet, those asked for first, then by name; at most
-// PreviewsPerPoll.
+// not previewed yet and no preview running, those asked for first, then
+// by name; at most PreviewsPerPoll.
 func (g *Reconciler) newHeads(heads, seen map[string]string) []string {
 	g.soonMu.Lock()
 	soon := g.soon
@@ -105,7 +106,7 @@ func (g *Reconciler) newHeads(heads, seen map[string]string) []string {
 	g.soonMu.Unlock()
 	var todo []string
 	for b, h := range heads {
-		if g.PreviewMatches(b) && seen[b] != h {
+		if g.PreviewMatches(b) && seen[b] != h && !g.previews.busy(b) {
 			todo = append(todo, b)
 		}
 	}
@@ -131,12 +132,16 @@ type branchEnv struct {
 	id, change, path string
 	env              *spec.Environment
 	folder           string
-	element          string // the set element's name, of a set file's environment
+	element          string  // the set element's name, of a set file's environment
+	want             gitWant // what the watched branch wants of it (zero: nothing)
 }
 
 // previewBranch previews every environment branch's head changes, records
 // the head as previewed unless a plan must be tried again (the
-// environment was locked), and sends preview.ready.
+// environment was locked), and sends preview.ready. It runs in the
+// preview worker: ctx ends at the preview's deadline, and what was not
+// planned by then is recorded as timed out. Every plan is judged by the
+// watched branch's policies, never the branch's own.
 func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, branch, head string) {
 	c, err := w.FetchBranch(ctx, branch)
 	if err != nil {
@@ -153,34 +158,36 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 		g.log.Error("git: work out what a branch changes", "branch", branch, "commit", short(c.Hash), "err", err)
 		return
 	}
-	again := false
 	if len(envs) > MaxPreviewEnvs {
 		g.log.Warn("git: a branch changes too many environments to preview", "branch", branch, "envs", len(envs), "max", MaxPreviewEnvs)
 		envs = nil
 	}
+	watched, err := g.watchedTree(ctx, w)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: read the watched branch's policies", "branch", branch, "err", err)
+		}
+		return
+	}
+	again := false
 	for _, e := range envs {
-		req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
-			Root: e.folder, Tree: c.Dir, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author}
-		if e.element != "" {
-			req.Origin += "#" + e.element // as GitOps names an element's origin
-		}
-		p, err := g.k.Preview(ctx, req)
-		switch {
-		case errors.Is(err, engine.ErrLocked):
-			g.log.Info("git: the environment is locked; previewing it at the next poll", "branch", branch, "env", e.id)
-			again = true
-		case err != nil:
-			if ctx.Err() != nil {
-				return
+		if ctx.Err() != nil {
+			if !g.stopping() { // the preview's deadline, not a shutdown
+				g.recordTimedOut(branch, c.Hash, e)
+				continue
 			}
-			g.log.Error("git: preview", "branch", branch, "env", e.id, "err", err)
-			again = true
-		default:
-			g.log.Info("git: previewed", "branch", branch, "env", e.id, "commit", short(c.Hash), "status", p.Status, "checksum", p.Checksum)
+			return
 		}
+		again = g.previewEnv(ctx, branch, c, e, watched) || again
 	}
 	if again {
 		return
+	}
+	if ctx.Err() != nil {
+		if g.stopping() {
+			return
+		}
+		ctx = context.WithoutCancel(ctx) // timed out: record and tell it all the same
 	}
 	g.markPreviewed(ctx, branch, c.Hash)
 	ps, err := g.k.Previews(ctx, branch, c.Hash)
@@ -194,6 +201,55 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 	}
 	g.notify(notify.Event{Kind: notify.KindPreviewReady, Branch: branch, Commit: c.Hash, Actor: c.Author,
 		Summary: summary, Markdown: knit.PreviewMarkdown(branch, c.Hash, ps)})
+}
+
+// previewEnv previews one environment e of branch's commit c, judged by
+// the policies of watched (the watched branch's last commit's tree), and
+// reports whether it must be tried again (the environment was locked, a
+// store error).
+func (g *Reconciler) previewEnv(ctx context.Context, branch string, c gitwatch.Commit, e branchEnv, watched string) bool {
+	req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
+		Root: e.folder, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author, Policy: g.cfg.Preview}
+	if e.element != "" {
+		req.Origin += "#" + e.element // as GitOps names an element's origin
+	}
+	var err error
+	if req.PolicyTree, req.PolicyDirs, err = g.watchedPolicies(watched, e.want); err != nil {
+		req.PolicyError = err // fails closed: recorded as the preview's error
+	}
+	pctx, release := g.previews.hold(ctx, e.id)
+	defer release()
+	p, err := g.k.Preview(pctx, req)
+	switch {
+	case errors.Is(context.Cause(pctx), errYielded) && ctx.Err() == nil:
+		g.log.Info("git: a preview gave way to the watched branch's run of the environment; previewing it at a later poll", "branch", branch, "env", e.id)
+		return true
+	case errors.Is(err, engine.ErrLocked):
+		g.log.Info("git: the environment is locked; previewing it at the next poll", "branch", branch, "env", e.id)
+		return true
+	case ctx.Err() != nil && !g.stopping():
+		g.recordTimedOut(branch, c.Hash, e)
+	case err != nil:
+		if ctx.Err() == nil {
+			g.log.Error("git: preview", "branch", branch, "env", e.id, "err", err)
+		}
+		return true
+	default:
+		g.log.Info("git: previewed", "branch", branch, "env", e.id, "commit", short(c.Hash), "status", p.Status, "checksum", p.Checksum)
+	}
+	return false
+}
+
+// recordTimedOut records that e's preview did not end before the
+// preview's deadline (its tools were stopped).
+func (g *Reconciler) recordTimedOut(branch, commit string, e branchEnv) {
+	g.log.Warn("git: a preview timed out; its tools were stopped", "branch", branch, "env", e.id, "after", g.previews.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	team, _, _ := strings.Cut(e.id, "/")
+	if err := g.k.RecordTimedOutPreview(ctx, branch, commit, e.id, team, e.change, g.previews.timeout); err != nil {
+		g.log.Error("git: record a preview that timed out", "branch", branch, "env", e.id, "err", err)
+	}
 }
 
 func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
@@ -294,7 +350,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		if want.Commit == "" || want.Teardown || declared[id] {
 			continue
 		}
-		out = append(out, branchEnv{id: id, change: store.PreviewDestroy, path: want.Path})
+		out = append(out, branchEnv{id: id, change: store.PreviewDestroy, path: want.Path, want: want})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
@@ -305,7 +361,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 // false) when the sums agree, an update of what the watched branch
 // applies, else a create.
 func changeOf(want gitWant, sum, id, p string, env *spec.Environment, folder string) (branchEnv, bool) {
-	e := branchEnv{id: id, change: store.PreviewCreate, path: p, env: env, folder: folder}
+	e := branchEnv{id: id, change: store.PreviewCreate, path: p, env: env, folder: folder, want: want}
 	switch {
 	case want.Commit != "" && !want.Teardown && want.Sum == sum:
 		return e, false // the branch leaves it as the watched branch has it

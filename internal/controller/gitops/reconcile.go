@@ -152,6 +152,9 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 func (g *Reconciler) wantStarted(id string, want gitWant, err error) {
 	switch {
 	case errors.Is(err, engine.ErrLocked):
+		if g.previews.yield(id) {
+			g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
+		}
 		d := g.wants.refused(id, g.clock.Now())
 		g.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
 		g.retryLater(d)

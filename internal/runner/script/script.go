@@ -2,7 +2,8 @@
 // run by sh, inputs given as JSON on stdin and as KNIT_VAR_<NAME>
 // environment variables, outputs read as a JSON object from apply's stdout.
 // Commands see only procexec.ToolEnv's allowlisted environment plus their
-// inputs; apply's stdout (outputs, which may be secret) never reaches the log.
+// inputs (a sandboxed component's: procexec.SandboxEnv and its inputs,
+// run as the sandbox's user); apply's stdout (outputs, which may be secret) never reaches the log.
 //
 // The runner keeps two files in the component's work dir: the saved plan
 // (the inputs apply will use) and the last outputs. Both may hold secrets
@@ -313,6 +314,15 @@ func (r *Runner) run(ctx context.Context, c runner.Component, command string, in
 	cmd := procexec.CommandGrace(ctx, r.opts.GracePeriod, "sh", "-c", command)
 	cmd.Dir = c.WorkDir
 	cmd.Env = r.env(in)
+	if c.Sandbox != nil {
+		// Code nobody reviewed: its user, its work dir, nothing of knit's
+		// environment but the inputs (placeholders for secret ones).
+		if err := c.Sandbox.Own(c.WorkDir); err != nil {
+			return nil, fmt.Errorf("give the work dir to the sandbox: %w", err)
+		}
+		cmd.Env = procexec.SandboxEnv(c.WorkDir, inputEnv(in)...)
+		c.Sandbox.Confine(cmd)
+	}
 	cmd.Stdin = bytes.NewReader(body)
 	// stdout and stderr are copied by two goroutines: serialise their writes
 	// to the log. What the log gets is watched for the failure's cause:

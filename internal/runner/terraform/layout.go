@@ -174,7 +174,7 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 	if l.backend, l.ownEncryption, err = r.moduleSettings(l); err != nil {
 		return nil, err
 	}
-	return l, l.addKnitFiles(wd, plain, r.opts.States != nil)
+	return l, l.addKnitFiles(wd, plain, r.opts.States != nil && c.Sandbox == nil) // a sandbox's state is local
 }
 
 // outsideDataDir refuses a local module that lies in knit's data dir when

@@ -52,6 +52,9 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 		return nil, err
 	}
 	p := &prepared{layout: l, wd: wd, dir: runFolder(wd, l.sub)}
+	if c.Sandbox != nil {
+		return p, r.prepareSandboxed(ctx, c, p)
+	}
 	encrypted, err := r.encrypts(wd, l)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,10 @@ type session struct {
 	// tool must not lock it); wenv is env with the grant that writes.
 	readOnly bool
 	wenv     []string
+	// sandbox, when set, confines every command; wd, the work dir, is
+	// given to its user before each (sandbox.go).
+	sandbox *procexec.Sandbox
+	wd      string
 }
 
 // session prepares commands in dir with the tool environment plus extra
@@ -76,8 +80,17 @@ func (s *session) lockArgs(args []string) []string {
 // run runs the tool with args; stdout goes to stdout (the log when nil),
 // stderr to the log. A failure's error carries the end of its stderr.
 func (s *session) run(ctx context.Context, args []string, stdout io.Writer) error {
+	if s.sandbox != nil {
+		args = sandboxArgs(args)
+		if err := s.sandbox.Own(s.wd); err != nil {
+			return fmt.Errorf("%s: give the work dir to the sandbox: %w", args[0], err)
+		}
+	}
 	cmd := procexec.CommandGrace(ctx, s.r.opts.GracePeriod, s.r.bin.Path, args...)
 	cmd.Dir, cmd.Env = s.dir, s.env
+	if s.sandbox != nil {
+		s.sandbox.Confine(cmd)
+	}
 	if stdout == nil {
 		stdout = s.log
 	}
