@@ -208,9 +208,11 @@ spec:
 			t.Errorf("%s holds knit.key or ops' secret:\n%s", what, text)
 		}
 	}
+	var logs json.RawMessage
+	s.do("GET", "/api/v1/environments/shop/app/components/app/logs", nil, &logs)
 	for _, p := range raw {
-		if p.Env == "shop/app" && (p.Status != "failed" || !strings.Contains(p.Error, "permission denied")) {
-			t.Errorf("shop/app's preview = %+v, want failed: knit.key not readable", p)
+		if p.Env == "shop/app" && (p.Status != "failed" || !strings.Contains(string(logs), "permission denied")) {
+			t.Errorf("shop/app's preview = %+v, want failed: knit.key not readable\n%s", p, logs)
 		}
 	}
 	if w.componentState("ops/db", "db") != stateBefore {

@@ -106,7 +106,7 @@ func (g *Reconciler) newHeads(heads, seen map[string]string) []string {
 	g.soonMu.Unlock()
 	var todo []string
 	for b, h := range heads {
-		if g.PreviewMatches(b) && seen[b] != h && !g.previews.busy(b) {
+		if g.PreviewMatches(b) && seen[b] != h && !g.previews.busy(b, h) {
 			todo = append(todo, b)
 		}
 	}
@@ -253,6 +253,7 @@ func (g *Reconciler) recordTimedOut(branch, commit string, e branchEnv) {
 }
 
 func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
+	g.previews.done(branch, head)
 	if err := g.k.SetSettings(ctx, map[string]string{settingPreviewHead + branch: head}); err != nil {
 		g.log.Error("git: record the previewed head", "branch", branch, "err", err)
 	}

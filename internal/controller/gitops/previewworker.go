@@ -34,7 +34,11 @@ type previewWorker struct {
 	// holding cancels the preview that plans an environment now, by its
 	// ID: the watched branch's run of it goes first (yield).
 	holding map[string]context.CancelCauseFunc
-	wg      sync.WaitGroup
+	// previewed is the head each branch was last previewed at by this
+	// process: a poll that read the store's record just before it was
+	// written does not preview that head again.
+	previewed map[string]string
+	wg        sync.WaitGroup
 }
 
 // errYielded ends a preview that held an environment the watched branch's
@@ -49,7 +53,7 @@ func newPreviewWorker(workers int, timeout time.Duration) *previewWorker {
 		timeout = DefaultPreviewTimeout
 	}
 	return &previewWorker{slots: make(chan struct{}, workers), timeout: timeout, running: map[string]bool{},
-		holding: map[string]context.CancelCauseFunc{}}
+		holding: map[string]context.CancelCauseFunc{}, previewed: map[string]string{}}
 }
 
 // start runs fn for branch in a goroutine, with a context that ends at the
@@ -72,7 +76,7 @@ func (p *previewWorker) start(ctx context.Context, branch string, wake func(), f
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer p.done(branch, wake)
+		defer p.finish(branch, wake)
 		pctx, cancel := context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 		fn(pctx)
@@ -80,7 +84,7 @@ func (p *previewWorker) start(ctx context.Context, branch string, wake func(), f
 	return true
 }
 
-func (p *previewWorker) done(branch string, wake func()) {
+func (p *previewWorker) finish(branch string, wake func()) {
 	p.mu.Lock()
 	delete(p.running, branch)
 	<-p.slots
@@ -92,11 +96,19 @@ func (p *previewWorker) done(branch string, wake func()) {
 	}
 }
 
-// busy reports whether branch is being previewed.
-func (p *previewWorker) busy(branch string) bool {
+// busy reports whether branch is being previewed, or was previewed at
+// head by this process.
+func (p *previewWorker) busy(branch, head string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.running[branch]
+	return p.running[branch] || p.previewed[branch] == head
+}
+
+// done records that branch was previewed at head.
+func (p *previewWorker) done(branch, head string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.previewed[branch] = head
 }
 
 // wait returns once every preview started has returned.

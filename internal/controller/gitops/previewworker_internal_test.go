@@ -23,7 +23,7 @@ func TestThePreviewWorkerIsBoundedAndGivesWay(t *testing.T) {
 	if p.start(ctx, "a", wake, func(context.Context) {}) || p.start(ctx, "b", wake, func(context.Context) {}) {
 		t.Fatal("a second preview started while the only slot was taken")
 	}
-	if !p.busy("a") || p.busy("b") {
+	if !p.busy("a", "h1") || p.busy("b", "h1") {
 		t.Error("busy is wrong")
 	}
 	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
@@ -31,8 +31,12 @@ func TestThePreviewWorkerIsBoundedAndGivesWay(t *testing.T) {
 	}
 	<-woken // b waited: the loop is woken once a slot frees
 	p.wait()
-	if p.busy("a") {
+	if p.busy("a", "h1") {
 		t.Error("a is still busy after it returned")
+	}
+	p.done("a", "h1")
+	if !p.busy("a", "h1") || p.busy("a", "h2") {
+		t.Error("a head previewed is previewed again, or a new one is not")
 	}
 
 	held := make(chan error, 1)
