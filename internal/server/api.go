@@ -330,32 +330,37 @@ type runView struct {
 	Components []componentRunJSON `json:"components"`
 }
 
-// lookupRun finds a run and checks the token may see its environment.
+// lookupRun finds a run (knit.FindRun, which checks the token may see
+// its environment): its record, or its place in the queue.
 func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, error) {
-	j, queued := s.queue.Job(id)
-	if queued {
-		if err := team(r, spec.TeamOf(j.Env)); err != nil {
-			return runView{}, nil, err
+	var j *runqueue.Job
+	f, err := s.k.FindRun(r.Context(), id, func(id string) (knit.QueuedRun, bool) {
+		job, ok := s.queue.Job(id)
+		if !ok {
+			return knit.QueuedRun{}, false
 		}
-		select {
-		case <-j.Started():
-		default:
-			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusQueued, Actor: j.Req.Actor,
-				Reason: j.Req.Reason, Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
-		}
-		if err := j.Err(); err != nil {
-			return runView{Run: store.Run{ID: id, Env: j.Env, Kind: j.Req.Kind, Status: store.StatusRefused, Actor: j.Req.Actor,
-				Error: err.Error(), Source: j.Req.Source}, Components: []componentRunJSON{}}, j, nil
-		}
-	}
-	rec, err := s.k.RunRecord(r.Context(), id)
+		j = job
+		return knit.QueuedRun{Env: job.Env, Req: job.Req, Started: job.Started(), Err: job.Err}, true
+	})
 	if err != nil {
-		return runView{}, j, err
-	}
-	if err := team(r, spec.TeamOf(rec.Env)); err != nil {
 		return runView{}, nil, err
 	}
-	return runView{Run: rec.Run, Components: componentRunViews(rec.Components)}, j, nil
+	if q := f.Queued; q != nil && (q.Waiting() || q.Refused() != nil) {
+		v := runView{Run: store.Run{ID: id, Env: q.Env, Kind: q.Req.Kind, Status: store.StatusQueued, Actor: q.Req.Actor,
+			Reason: q.Req.Reason, Source: q.Req.Source}, Components: []componentRunJSON{}}
+		if err := q.Refused(); err != nil {
+			v.Status, v.Reason, v.Error = store.StatusRefused, "", err.Error()
+		}
+		return v, j, nil
+	}
+	if f.Record == nil {
+		rec, err := s.k.RunRecord(r.Context(), id) // live here, recorded by now
+		if err != nil {
+			return runView{}, j, err
+		}
+		f.Record = &rec
+	}
+	return runView{Run: f.Record.Run, Components: componentRunViews(f.Record.Components)}, j, nil
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {

@@ -178,7 +178,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	cfg.Queue.OnFinish(s.met.runFinished)
 	s.routes()
 	// The dashboard at "/": its runs go through the same queue.
-	ui, err := web.New(k, web.Options{Runs: cfg.Queue, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout})
+	ui, err := web.New(k, web.Options{Runs: cfg.Queue, Logger: cfg.Logger, WriteTimeout: cfg.HTTP.WriteTimeout, Remote: cfg.Remote})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -48,27 +48,21 @@ const runLogLines = 400
 func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	p := runPage{ID: id, Events: "/runs/" + id + "/events", Tone: ToneBusy}
-	live, isLive := w.k.Lookup(id)
-	rec, err := w.k.RunRecord(r.Context(), id)
-	switch {
-	case err == nil:
-		p.Run, p.Known = rec.Run, true
-	case !errors.Is(err, knit.ErrNotFound):
+	f, err := w.lookup(r.Context(), id)
+	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
-	case isLive:
-		p.Run, p.Known = store.Run{ID: id, Env: live.Env, Kind: live.Kind, Status: store.StatusRunning}, true
-	default:
-		env, queued := w.queued(id)
-		if !queued {
-			w.errorPage(rw, r, s, http.StatusNotFound, unknownRun(id))
-			return
-		}
-		p.Run = store.Run{ID: id, Env: env, Status: store.StatusQueued}
 	}
-	if err := canSee(s, spec.TeamOf(p.Run.Env)); err != nil {
-		w.errorPage(rw, r, s, 0, err)
-		return
+	var rec knit.RunView
+	isLive := f.Live != nil
+	switch {
+	case f.Record != nil:
+		rec = *f.Record
+		p.Run, p.Known = rec.Run, true
+	case isLive:
+		p.Run, p.Known = store.Run{ID: id, Env: f.Live.Env, Kind: f.Live.Kind, Status: store.StatusRunning}, true
+	default:
+		p.Run = store.Run{ID: id, Env: f.Env, Status: store.StatusQueued}
 	}
 	p.Live = !p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning
 	if !p.Live {
@@ -158,6 +152,11 @@ func (f *runFragments) Find(ctx context.Context) sse.Found[engine.Event] {
 		}
 		status := sse.Message{ID: f.after + 1, Event: "ev", Data: f.w.fragment("runstatusoob", runStatus(f.rec.Status, f.rec.Error))}
 		return sse.Found[engine.Event]{Record: []sse.Message{status, end}}
+	case f.rec != nil && f.w.opts.Remote != nil && canSee(f.s, spec.TeamOf(f.rec.Env)) == nil:
+		// Recorded running, not here: another replica executes it.
+		if events, ok := f.w.opts.Remote.Follow(ctx, f.id, f.after); ok {
+			return sse.Found[engine.Event]{Events: events}
+		}
 	}
 	return sse.Found[engine.Event]{Queued: true}
 }
@@ -175,32 +174,32 @@ func (f *runFragments) Encode(ev engine.Event) ([]sse.Message, bool) {
 // findRun looks for run id: live in this process, recorded, or waiting in
 // the server's queue (all nil then). Any other ID is ErrNotFound.
 func (w *Web) findRun(ctx context.Context, id string) (*engine.Run, *knit.RunView, error) {
-	if run, ok := w.k.Lookup(id); ok {
-		return run, nil, nil
-	}
-	rec, err := w.k.RunRecord(ctx, id)
-	switch {
-	case err == nil:
-		return nil, &rec, nil
-	case !errors.Is(err, knit.ErrNotFound):
+	f, err := w.lookup(ctx, id)
+	if err != nil {
 		return nil, nil, err
 	}
-	if _, queued := w.queued(id); queued {
-		return nil, nil, nil
+	if f.Live != nil {
+		return f.Live, nil, nil
 	}
-	return nil, nil, unknownRun(id)
+	return nil, f.Record, nil
 }
 
-// queued asks the server's queue about run id.
-func (w *Web) queued(id string) (string, bool) {
-	if w.opts.Runs == nil {
-		return "", false
+// lookup is knit.FindRun over the server's queue. A run of a team the
+// session may not see is, for the dashboard, a run it does not know (its
+// page and its stream are a 404 that says no more than for an unknown
+// ID).
+func (w *Web) lookup(ctx context.Context, id string) (knit.FoundRun, error) {
+	f, err := w.k.FindRun(ctx, id, func(id string) (knit.QueuedRun, bool) {
+		if w.opts.Runs == nil {
+			return knit.QueuedRun{}, false
+		}
+		env, ok := w.opts.Runs.Queued(id)
+		return knit.QueuedRun{Env: env}, ok
+	})
+	if errors.Is(err, knit.ErrForbidden) {
+		return f, fmt.Errorf("%w: no run %s (the environment's page lists its runs)", knit.ErrNotFound, id)
 	}
-	return w.opts.Runs.Queued(id)
-}
-
-func unknownRun(id string) error {
-	return fmt.Errorf("%w: no run %s (the environment's page lists its runs)", knit.ErrNotFound, id)
+	return f, err
 }
 
 type statusFrag struct {

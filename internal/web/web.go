@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
@@ -46,6 +47,16 @@ type Options struct {
 	// WriteTimeout bounds each write of a live view's event stream: a
 	// browser that stops reading is cut (0: no bound).
 	WriteTimeout time.Duration
+	// Remote, when set, streams the events of runs executing in another
+	// replica sharing the store (the server's Remote); nil: runs are this
+	// process's only.
+	Remote RemoteRuns
+}
+
+// RemoteRuns streams a run executing elsewhere: its events from the first
+// after seq after, until its last; ok is false when it runs nowhere.
+type RemoteRuns interface {
+	Follow(ctx context.Context, id string, after int64) (events <-chan engine.Event, ok bool)
 }
 
 // Web is the dashboard. It is safe for concurrent use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/store"
 )
 
 // channel is the NOTIFY channel of runs' events.
@@ -220,51 +222,107 @@ func (q *Queue) write(run *engine.Run, batch []engine.Event) error {
 }
 
 // Follow streams the events of run id from the first after seq after, as
-// the replica executing it writes them, until its last or ctx's end. ok
-// is false when the run has no events in the database and runs nowhere
-// (not started, or over and pruned): its record says the rest.
+// the replica executing it writes them, until its last or ctx's end. A
+// run whose replica died writes no last event: once its record says it
+// is over (the resume that took its lock over recorded it interrupted),
+// the stream ends with a run-finished event of its own, from the record,
+// naming the run that resumed it. ok is false when the run has no events
+// in the database and runs nowhere (not started, or over and pruned), or
+// is over without a last event: its record says the rest.
 func (q *Queue) Follow(ctx context.Context, id string, after int64) (<-chan engine.Event, bool) {
-	var live bool
+	var live, last bool
 	err := q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM knit_run_events WHERE run_id = $1)
-		OR EXISTS (SELECT 1 FROM river_job WHERE kind = $2 AND args->>'run_id' = $1 AND state = 'running')`,
-		id, jobKind).Scan(&live)
+		OR EXISTS (SELECT 1 FROM river_job WHERE kind = $2 AND args->>'run_id' = $1 AND state = 'running'),
+		EXISTS (SELECT 1 FROM knit_run_events WHERE run_id = $1 AND last)`,
+		id, jobKind).Scan(&live, &last)
 	if err != nil || !live {
 		return nil, false
+	}
+	if !last {
+		if _, over := q.endedElsewhere(ctx, id); over {
+			return nil, false
+		}
 	}
 	out := make(chan engine.Event)
 	wake, stop := q.hub.follow(id)
 	go func() {
 		defer close(out)
 		defer stop()
-		cursor := after
-		for {
-			evs, err := q.eventsAfter(ctx, id, cursor)
-			if err != nil && ctx.Err() == nil {
-				q.log.Warn("run queue: read run events", "run", id, "err", err)
+		q.follow(ctx, id, after, wake, out)
+	}()
+	return out, true
+}
+
+// follow sends run id's events after after to out until its last, ctx's
+// end, or its record says it is over without one.
+func (q *Queue) follow(ctx context.Context, id string, after int64, wake <-chan struct{}, out chan<- engine.Event) {
+	send := func(ev engine.Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	cursor := after
+	for {
+		evs, err := q.eventsAfter(ctx, id, cursor)
+		if err != nil && ctx.Err() == nil {
+			q.log.Warn("run queue: read run events", "run", id, "err", err)
+		}
+		for _, ev := range evs {
+			if !send(ev) {
+				return
 			}
-			for _, ev := range evs {
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-				cursor = ev.Seq
-				if ev.Kind == engine.RunFinished {
-					return
-				}
-			}
-			if len(evs) == publishBatch {
-				continue
-			}
-			select {
-			case <-wake:
-			case <-time.After(followPoll):
-			case <-ctx.Done():
+			cursor = ev.Seq
+			if ev.Kind == engine.RunFinished {
 				return
 			}
 		}
-	}()
-	return out, true
+		if len(evs) == publishBatch {
+			continue
+		}
+		if err == nil && len(evs) == 0 {
+			if r, over := q.endedElsewhere(ctx, id); over {
+				if more, err := q.eventsAfter(ctx, id, cursor); err == nil && len(more) > 0 {
+					continue // its last came meanwhile
+				}
+				send(q.endOf(ctx, r, cursor+1))
+				return
+			}
+		}
+		select {
+		case <-wake:
+		case <-time.After(followPoll):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// endedElsewhere reads run id's record: over is true once it says the
+// run is no longer running (and no job of it is going).
+func (q *Queue) endedElsewhere(ctx context.Context, id string) (store.Run, bool) {
+	rec, err := q.k.RunRecord(ctx, id)
+	if err != nil || rec.Status == store.StatusRunning {
+		return store.Run{}, false
+	}
+	return rec.Run, true
+}
+
+// endOf is the run-finished event of run r, which ended without its own
+// (its replica died): its record's status, and the run that resumed it.
+func (q *Queue) endOf(ctx context.Context, r store.Run, seq int64) engine.Event {
+	ev := engine.Event{Seq: seq, Kind: engine.RunFinished, Time: r.FinishedAt, Env: r.Env, RunID: r.ID,
+		RunKind: r.Kind, RunStatus: r.Status, Error: r.Error}
+	var by string
+	err := q.pool.QueryRow(ctx, `SELECT args->>'run_id' FROM river_job WHERE kind = $1 AND args->>'resumes' = $2
+		ORDER BY id DESC LIMIT 1`, jobKind, r.ID).Scan(&by)
+	if err == nil && by != "" {
+		ev.Error = strings.TrimSpace(ev.Error + "; the replica running it stopped: resumed by run " + by)
+		ev.Error = strings.TrimPrefix(ev.Error, "; ")
+	}
+	return ev
 }
 
 func (q *Queue) eventsAfter(ctx context.Context, id string, after int64) ([]engine.Event, error) {
