@@ -254,7 +254,7 @@ resource "terraform_data" "db" {
   input            = { password = var.password, n = var.n }
   triggers_replace = var.n
   provisioner "local-exec" {
-    command = "echo $PPID > ${var.dir}/pid; touch ${var.dir}/started; while [ ! -f ${var.dir}/go ]; do sleep 0.1; done"
+    command = "echo $PPID > ${var.dir}/pid; touch ${var.dir}/started; while [ -d ${var.dir} ] && [ ! -f ${var.dir}/go ]; do sleep 0.1; done"
   }
 }
 `,
