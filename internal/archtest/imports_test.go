@@ -42,12 +42,13 @@ type rule struct {
 }
 
 var rules = []rule{
-	{Pkg: mod + "view", Forbid: leafOf(mod+"store", mod+"plan", mod+"progress"),
+	{Pkg: mod + "words", Forbid: leafOf(), Why: "the word sets are a leaf every layer may name"},
+	{Pkg: mod + "view", Forbid: leafOf(mod+"store", mod+"plan", mod+"progress", mod+"words"),
 		Why: "the read models are a leaf: the store's port, plans and progress at most"},
 	{Pkg: mod + "plan", Forbid: leafOf(), Why: "plans and outputs are plain data: a leaf"},
-	{Pkg: mod + "tfstate", Forbid: leafOf(mod+"store", mod+"procexec"),
+	{Pkg: mod + "tfstate", Forbid: leafOf(mod+"store", mod+"procexec", mod+"words"),
 		Why: "the Terraform state backend serves the store's port: no store implementation, no runner"},
-	{Pkg: mod + "progress", Forbid: leafOf(mod + "store"), Why: "statuses and events are a leaf: the store's port at most"},
+	{Pkg: mod + "progress", Forbid: leafOf(mod+"store", mod+"words"), Why: "statuses and events are a leaf: the store's port (and the word sets) at most"},
 	{Pkg: mod + "knit", Forbid: forbidAdapterOr(mod + "adapters"), Why: "the library takes its store and runners from its caller"},
 	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod+"cli", mod+"controller", mod+"controller/gitops", mod+"controller/drift", mod+"controller/ttl", mod+"controller/health", mod+"controller/promotion"),
 		Why: "the API reaches the store and runners only through internal/knit, and the controllers only through interfaces (the run queue's Job and Outcome types at most)"},
@@ -95,12 +96,12 @@ func controllerRule(pkg string) rule {
 		Why: "controllers act through internal/knit and know nothing of the adapters that wire them"}
 }
 
-// storeRule: the store's packages import nothing internal but their own
-// and internal/keyfile (a leaf: the data dir's key, which the store seals
-// secrets with).
+// storeRule: the store's packages import nothing internal but their own,
+// internal/keyfile (a leaf: the data dir's key, which the store seals
+// secrets with) and internal/words (a leaf: the word sets its records use).
 func storeRule(pkg string) rule {
-	return rule{Pkg: pkg, Why: "the store imports nothing internal but its own packages and keyfile", Forbid: func(p string) bool {
-		return strings.HasPrefix(p, mod) && p != mod+"store" && !strings.HasPrefix(p, mod+"store/") && p != mod+"keyfile"
+	return rule{Pkg: pkg, Why: "the store imports nothing internal but its own packages, keyfile and words", Forbid: func(p string) bool {
+		return strings.HasPrefix(p, mod) && p != mod+"store" && !strings.HasPrefix(p, mod+"store/") && p != mod+"keyfile" && p != mod+"words"
 	}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"knit.dev/knit/internal/progress"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/words"
 )
 
 // A Judge decides, before anything applies, whether a run's whole plan may
@@ -72,9 +73,9 @@ type PlannedComponent struct {
 
 // Decision kinds, the rule names in package knit.
 const (
-	DecisionDeny            = "deny"
-	DecisionWarn            = "warn"
-	DecisionRequireApproval = "require_approval"
+	DecisionDeny            = string(words.DecisionDeny)
+	DecisionWarn            = string(words.DecisionWarn)
+	DecisionRequireApproval = string(words.DecisionRequireApproval)
 )
 
 // Decision is one message of one policy rule; it is defined in

@@ -34,12 +34,14 @@ var wordSets = []wordSet{
 	{dir: "../engine", pkg: "engine", typ: "Reason", listed: words(engine.Reasons()), at: "ReasonCode"},
 	{dir: "../progress", pkg: "progress", typ: "EventKind", at: "EventKind"},
 	{dir: "../health", pkg: "health", typ: "Verdict", at: "Verdict"},
-	{dir: "../store", pkg: "store", prefix: "Verification", at: "Revision.verification"},
-	{dir: "../store", pkg: "store", prefix: "Approval", at: "Approval.status"},
-	{dir: "../store", pkg: "store", prefix: "Approval", at: "ChangeSet.status"},
-	{dir: "../store", pkg: "store", prefix: "Stage", at: "StageRelease.state"},
-	{dir: "../view", pkg: "view", prefix: "Wait", at: "Stage.waiting.reason"},
-	{dir: "../engine", pkg: "engine", prefix: "Decision", at: "PolicyDecision.kind"},
+	{dir: "../words", pkg: "words", typ: "Verification", at: "Revision.verification"},
+	{dir: "../words", pkg: "words", typ: "ApprovalStatus", at: "Approval.status"},
+	{dir: "../words", pkg: "words", typ: "ApprovalStatus", at: "ChangeSet.status"},
+	{dir: "../words", pkg: "words", typ: "StageState", at: "StageRelease.state"},
+	{dir: "../words", pkg: "words", typ: "WaitReason", at: "Stage.waiting.reason"},
+	{dir: "../words", pkg: "words", typ: "DecisionKind", at: "PolicyDecision.kind"},
+	{dir: "../words", pkg: "words", typ: "PreviewStatus", at: "Preview.status"},
+	{dir: "../words", pkg: "words", typ: "PreviewChange", at: "Preview.change"},
 }
 
 // TestEveryWordSetIsItsOpenAPIEnum: for every word set, the constants its

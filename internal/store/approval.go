@@ -3,16 +3,19 @@ package store
 import (
 	"context"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
-// Approval statuses. A pending approval waits for a person; approved is
-// decided but not yet applied; applied, rejected and stale are final.
+// Approval statuses (words.ApprovalStatus). A pending approval waits for
+// a person; approved is decided but not yet applied; applied, rejected
+// and stale are final.
 const (
-	ApprovalPending  = "pending"
-	ApprovalApproved = "approved"
-	ApprovalRejected = "rejected"
-	ApprovalApplied  = "applied"
-	ApprovalStale    = "stale"
+	ApprovalPending  = string(words.ApprovalPending)
+	ApprovalApproved = string(words.ApprovalApproved)
+	ApprovalRejected = string(words.ApprovalRejected)
+	ApprovalApplied  = string(words.ApprovalApplied)
+	ApprovalStale    = string(words.ApprovalStale)
 )
 
 // Approval is a request to apply one exact plan of one component. The saved

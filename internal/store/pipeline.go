@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
 // Pipeline is a promotion pipeline as the server last read it from git:
@@ -32,10 +34,10 @@ type Release struct {
 
 // Stage states of a release (see StageState).
 const (
-	StageQueued    = "queued"    // a person asked for it again (a rollback): the server applies it
-	StageApplying  = "applying"  // a run applies the release to the stage
-	StageSucceeded = "succeeded" // applied and verified: soaking, then free to move on
-	StageFailed    = "failed"    // its run failed there: it never moves on
+	StageQueued    = string(words.StageQueued)    // a person asked for it again (a rollback): the server applies it
+	StageApplying  = string(words.StageApplying)  // a run applies the release to the stage
+	StageSucceeded = string(words.StageSucceeded) // applied and verified: soaking, then free to move on
+	StageFailed    = string(words.StageFailed)    // its run failed there: it never moves on
 )
 
 // StageState is where a release stands in one stage, with the run that

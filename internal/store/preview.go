@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
 // Preview is what a branch's commit would do to one environment: a plan
@@ -40,16 +42,16 @@ type Preview struct {
 
 // Preview changes and statuses.
 const (
-	PreviewCreate  = "create"
-	PreviewUpdate  = "update"
-	PreviewDestroy = "destroy"
+	PreviewCreate  = string(words.PreviewCreate)
+	PreviewUpdate  = string(words.PreviewUpdate)
+	PreviewDestroy = string(words.PreviewDestroy)
 
-	PreviewPlanned = "planned"
-	PreviewFailed  = "failed"
-	PreviewInvalid = "invalid"
+	PreviewPlanned = string(words.PreviewPlanned)
+	PreviewFailed  = string(words.PreviewFailed)
+	PreviewInvalid = string(words.PreviewInvalid)
 	// PreviewTimedOut: the preview did not end within its deadline, and
 	// its tools were stopped.
-	PreviewTimedOut = "timed-out"
+	PreviewTimedOut = string(words.PreviewTimedOut)
 )
 
 // PreviewFilter selects previews: of Branch (every branch's when empty:

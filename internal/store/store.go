@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
 // ErrNotFound is returned when the asked-for record does not exist.
@@ -85,10 +87,10 @@ type Revision struct {
 // apply succeeded, health checks and all) or Accepted (a person accepted
 // it when its rollout paused).
 const (
-	VerificationSuccessful   = "Successful"
-	VerificationFailed       = "Failed"
-	VerificationInconclusive = "Inconclusive"
-	VerificationAccepted     = "Accepted"
+	VerificationSuccessful   = string(words.VerificationSuccessful)
+	VerificationFailed       = string(words.VerificationFailed)
+	VerificationInconclusive = string(words.VerificationInconclusive)
+	VerificationAccepted     = string(words.VerificationAccepted)
 )
 
 // Good reports whether a rollback may go back to the revision.

@@ -3,18 +3,20 @@ package view
 import (
 	"encoding/json"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
 // Why a release waits at the entry of a stage, or stopped in one.
 const (
-	WaitSoaking            = "Soaking"            // the stage before has not soaked it long enough
-	WaitWindowClosed       = "WindowClosed"       // no promotion window of the stage is open
-	WaitAwaitingApproval   = "AwaitingApproval"   // the stage needs more approvals
-	WaitVerificationFailed = "VerificationFailed" // its health checks failed there: it never moves on
-	WaitApplyFailed        = "ApplyFailed"        // its run failed there before verification
-	WaitApplying           = "Applying"           // a run applies it now
-	WaitPaused             = "Paused"             // its rollout paused there: a person accepts it or rolls back
-	WaitReady              = "Ready"              // every gate is open: the server applies it
+	WaitSoaking            = string(words.WaitSoaking)            // the stage before has not soaked it long enough
+	WaitWindowClosed       = string(words.WaitWindowClosed)       // no promotion window of the stage is open
+	WaitAwaitingApproval   = string(words.WaitAwaitingApproval)   // the stage needs more approvals
+	WaitVerificationFailed = string(words.WaitVerificationFailed) // its health checks failed there: it never moves on
+	WaitApplyFailed        = string(words.WaitApplyFailed)        // its run failed there before verification
+	WaitApplying           = string(words.WaitApplying)           // a run applies it now
+	WaitPaused             = string(words.WaitPaused)             // its rollout paused there: a person accepts it or rolls back
+	WaitReady              = string(words.WaitReady)              // every gate is open: the server applies it
 )
 
 // Pipeline is a promotion pipeline's status: each stage, left to right.
