@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,8 +41,10 @@ type door struct {
 	w    *world
 	s    *server
 	repo *gitRepo
-	// env renders envs/prod.yaml of components (doorComp).
-	env func(comps ...string) string
+	// env renders qa/prod's file of components (doorComp); file is its
+	// path in the repository.
+	env  func(comps ...string) string
+	file string
 }
 
 // doorRow is one way a run starts: act makes it try a destroy in qa/prod;
@@ -56,7 +59,11 @@ type doorRow struct {
 	// the server's beyond GitOps'.
 	spec func(doc string) string
 	args []string
-	act  func(d *door)
+	// file is qa/prod's file in the repository (default envs/prod.yaml,
+	// which GitOps follows); files are more files of the first commit.
+	file  string
+	files func(d *door) map[string]string
+	act   func(d *door)
 	// other, for an entry point a person's token goes through, tries the
 	// same with another team's operator token tok; it reports whether the
 	// attempt was refused.
@@ -68,6 +75,10 @@ type doorRow struct {
 func newDoor(t *testing.T, row doorRow) *door {
 	w := newWorld(t)
 	w.countingTofu()
+	// The wrapper names each call's environment with its component: only
+	// prod's calls count (a pipeline's dev stage may destroy).
+	w.write(map[string]string{"bin/tofu": fmt.Sprintf("#!/bin/sh\necho \"$1 $(basename \"$(dirname \"$(dirname \"$PWD\")\")\")/$(basename \"$(dirname \"$PWD\")\")\" >> %s\nexec %s \"$@\"\n",
+		w.path("calls.log"), tofuBin)})
 	rule, err := os.ReadFile(filepath.Join(repo, "policies", "examples", "no_prod_destroy.rego"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,11 +95,18 @@ func newDoor(t *testing.T, row doorRow) *door {
 		}
 		return doc
 	}
-	d.repo = newGitRepo(t, map[string]string{
+	if d.file = row.file; d.file == "" {
+		d.file = "envs/prod.yaml"
+	}
+	files := map[string]string{
 		"envs/modules/gone/main.tf":     goneModule,
-		"envs/prod.yaml":                d.env(doorComp("a", ""), doorComp("b", "")),
+		d.file:                          d.env(doorComp("a", ""), doorComp("b", "")),
 		"policies/no_prod_destroy.rego": string(rule),
-	})
+	}
+	if row.files != nil {
+		maps.Copy(files, row.files(d))
+	}
+	d.repo = newGitRepo(t, files)
 	d.s = w.startServer(append(gitServerArgs(d.repo), row.args...)...)
 	d.s.eventually("prod applied", func() bool { e, _ := d.s.env("qa/prod"); return e.Status == "provisioned" })
 	return d
@@ -174,13 +192,66 @@ func (d *door) postAs(tok, path, body string) int {
 // since its last reset.
 func (d *door) noDestroy() {
 	d.t.Helper()
+	seen := false
 	for comp, cmds := range d.w.calls() {
+		if !strings.HasPrefix(comp, "prod/") {
+			continue
+		}
+		seen = true
 		for _, c := range cmds {
 			if c == "destroy" || c == "apply" {
 				d.t.Errorf("%s: tofu %s ran although the policy denies destroys in prod", comp, c)
 			}
 		}
 	}
+	if !seen {
+		d.t.Error("the wrapper around tofu saw no call in prod: the policy judged no plan")
+	}
+}
+
+// doorPipeline moves releases from qa/dev to qa/prod.
+const doorPipeline = `apiVersion: knit.dev/v1
+kind: Pipeline
+metadata: {name: web}
+spec:
+  teamName: qa
+  stages:
+    - {name: dev, file: ../stages/dev.yaml}
+    - {name: prod, file: ../stages/prod.yaml}
+`
+
+// doorTemplate builds both stages of doorPipeline: version 2 of the app
+// has no resource, so promoting it destroys one.
+const doorTemplate = `apiVersion: knit.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: web}
+spec:
+  parameters:
+    - {name: version, type: string, promote: true}
+  components:
+    - name: a
+      type: terraform
+      module: {source: "../modules/app-${param.version}"}
+      variables:
+        - {name: name, value: a}
+`
+
+// doorStage is a stage's environment (prod labelled env=prod).
+func doorStage(stage, version string) string {
+	labels := ""
+	if stage == "prod" {
+		labels = ", labels: {env: prod}"
+	}
+	return `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: ` + stage + labels + `}
+spec:
+  teamName: qa
+  envName: ` + stage + `
+  autoApprove: true
+  template: {path: ../templates/web.yaml}
+  parameters: {version: "` + version + `"}
+`
 }
 
 // doorRows are the entry points of a run; a new one is one more row.
@@ -193,7 +264,7 @@ func doorRows() []doorRow {
 	}
 	return []doorRow{
 		{name: "GitOpsCommit", kind: "apply", act: func(d *door) {
-			d.repo.commit("drop b", map[string]string{"envs/prod.yaml": d.env(doorComp("a", ""))})
+			d.repo.commit("drop b", map[string]string{d.file: d.env(doorComp("a", ""))})
 		}},
 		{name: "FileRemoval", kind: "teardown", act: func(d *door) {
 			d.repo.commit("remove prod", map[string]string{"envs/prod.yaml": ""})
@@ -228,6 +299,18 @@ func doorRows() []doorRow {
 			},
 			args: []string{"--ttl-tick", "100ms"},
 			act:  func(*door) {}},
+		{name: "PipelinePromote", kind: "apply", file: "stages/prod.yaml",
+			spec: func(string) string { return doorStage("prod", "1") },
+			args: []string{"--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms"},
+			files: func(d *door) map[string]string {
+				return map[string]string{"stages/dev.yaml": doorStage("dev", "1"), "templates/web.yaml": doorTemplate,
+					"modules/app-1/main.tf": "variable \"name\" { type = string }\nresource \"terraform_data\" \"this\" { input = var.name }\n",
+					"modules/app-2/main.tf": "variable \"name\" { type = string }\n", // the resource is gone
+					"pipelines/web.yaml":    doorPipeline}
+			},
+			act: func(d *door) { // release 2 passes dev and is promoted to prod, where it destroys
+				d.repo.commit("app v2", map[string]string{"stages/dev.yaml": doorStage("dev", "2")})
+			}},
 		{name: "Rollback", kind: "rollback", act: func(d *door) {
 			d.repo.commit("add c", map[string]string{"envs/prod.yaml": d.env(doorComp("a", ""), doorComp("b", ""), doorComp("c", ""))})
 			d.s.eventually("c applied", func() bool { e, _ := d.s.env("qa/prod"); return e.AppliedRevision == 2 && e.Status == "provisioned" })
