@@ -73,15 +73,40 @@ func (s *Sandbox) Confine(cmd *exec.Cmd) {
 	cmd.Path, cmd.Args = "/bin/sh", args
 }
 
-// Own gives path and everything under it to s's user (symlinks
-// themselves, never what they point at).
+// Own gives path and everything under it that knit's user owns to s's
+// user: symlinks themselves, never what they point at, and never a file
+// with another link (a hard link the sandbox made to a file of knit's
+// user's elsewhere stays that user's).
 func (s *Sandbox) Own(path string) error {
-	return filepath.Walk(path, func(p string, _ os.FileInfo, err error) error {
+	me := os.Geteuid()
+	return filepath.Walk(path, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
+		uid, links, ok := owner(info)
+		if !ok || uid != me || (info.Mode().IsRegular() && links != 1) {
+			return nil
+		}
 		return os.Lchown(p, int(s.UID), int(s.GID))
 	})
+}
+
+// CreateFile writes data to a new file at p, 0600, replacing whatever the
+// sandbox left there, never through a link it planted: knit writing into
+// a folder its sandbox's user owns.
+func CreateFile(p string, data []byte) error {
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // SandboxEnv is the whole environment of a sandboxed command: a PATH, a

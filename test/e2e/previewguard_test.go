@@ -101,8 +101,9 @@ func TestAPreviewIsJudgedByTheWatchedBranchsPoliciesOnly(t *testing.T) {
 // loop acceptance: a branch whose script plan sleeps for ever is being
 // previewed while a commit of the watched branch is applied (the preview
 // still runs, and has recorded nothing, when the apply is done: it never
-// waited for it); at the preview's deadline its tool is stopped and the
-// preview recorded as timed out.
+// waited for it), and so is a commit of the environment the preview
+// holds (the preview gives way); at the preview's deadline its tool is
+// stopped and the preview recorded as timed out.
 func TestAPreviewThatSleepsForeverNeverHoldsTheWatchedBranch(t *testing.T) {
 	w := newWorld(t)
 	hook := newHookReceiver(t)
@@ -130,12 +131,19 @@ func TestAPreviewThatSleepsForeverNeverHoldsTheWatchedBranch(t *testing.T) {
 	if ps, _ := s.previews("feature/sleep", ""); len(ps) != 0 {
 		t.Fatalf("the preview ended before the watched commit was applied: %+v", ps)
 	}
+	// A commit to the very environment the preview holds goes first: the
+	// preview gives way (its tool stopped) and is planned again later.
+	same := repo.commit("bump app", map[string]string{"envs/app.yaml": previewEnv("shop", "app", "v2")})
+	s.eventually("the watched branch's commit of the previewed environment applied", func() bool { return s.appliedFrom("shop/app", same) })
+	if p := previewOf(s, "feature/sleep", "shop/app"); p.Status != "" {
+		t.Fatalf("the preview ended before the watched commit of its environment was applied: %+v", p)
+	}
+	if !strings.Contains(s.logText(), "a preview gave way to the watched branch's run of the environment") {
+		t.Errorf("the preview did not give way:\n%s", s.logText())
+	}
 	var p apiPreview
 	s.eventually("the preview recorded as timed out", func() bool {
-		ps, _ := s.previews("feature/sleep", "")
-		if len(ps) == 1 {
-			p = ps[0]
-		}
+		p = previewOf(s, "feature/sleep", "shop/app")
 		return p.Status != ""
 	})
 	if p.Status != "timed-out" || !strings.Contains(p.Error, "did not end within 40s") {
@@ -149,4 +157,15 @@ func TestAPreviewThatSleepsForeverNeverHoldsTheWatchedBranch(t *testing.T) {
 	if md := hook.of("preview.ready")[0].Markdown; !strings.Contains(md, `timed\-out`) {
 		t.Errorf("the Markdown does not say the preview timed out:\n%s", md)
 	}
+}
+
+// previewOf is branch's preview of env (zero: none yet).
+func previewOf(s *server, branch, env string) apiPreview {
+	ps, _ := s.previews(branch, "")
+	for _, p := range ps {
+		if p.Env == env {
+			return p
+		}
+	}
+	return apiPreview{}
 }

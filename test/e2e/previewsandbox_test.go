@@ -67,6 +67,7 @@ exec %s "$@"
 //   - a script plan that runs knit's own binary to mint an admin token
 //     (`token create` on the data dir) mints none;
 //   - it runs as another user (id -u), with none of knit's environment;
+//   - knit writes nothing through a link the script plants in its work dir;
 //   - a branch editing another team's environment gets that team's
 //     sensitive upstream output only as a placeholder in KNIT_VAR_*, and
 //     the preview says so;
@@ -130,8 +131,14 @@ spec:
 	if err := os.WriteFile(filepath.Join(marks, "knit"), bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mint := fmt.Sprintf(`%s token create mallory-admin --role admin --data-dir %s > %s/mint.out 2>&1; id -u > %s/uid; env > %s/env; exit 2`,
-		filepath.Join(marks, "knit"), w.dataDir, marks, marks, marks)
+	// A file of knit's user's the script links its plan file to: knit must
+	// not write through the link.
+	canary := filepath.Join(marks, "canary")
+	if err := os.WriteFile(canary, []byte("CANARY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mint := fmt.Sprintf(`%s token create mallory-admin --role admin --data-dir %s > %s/mint.out 2>&1; id -u > %s/uid; env > %s/env; ln -sf %s plan.json; exit 2`,
+		filepath.Join(marks, "knit"), w.dataDir, marks, marks, marks, canary)
 	leak := opsEnv(`    - name: leak
       type: script
       dependsOn: [db]
@@ -165,6 +172,9 @@ spec:
 	}
 	if got, _ := os.ReadFile(filepath.Join(marks, "mint.out")); len(got) == 0 {
 		t.Errorf("the script's plan did not run (no mint.out): the attack was not tried")
+	}
+	if got, _ := os.ReadFile(canary); string(got) != "CANARY" {
+		t.Errorf("knit wrote through a link the branch's script planted: the canary holds %q", got)
 	}
 	// It ran as another user, with nothing of knit's.
 	if uid, _ := os.ReadFile(filepath.Join(marks, "uid")); strings.TrimSpace(string(uid)) != "65534" {

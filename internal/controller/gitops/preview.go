@@ -208,6 +208,10 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 // reports whether it must be tried again (the environment was locked, a
 // store error).
 func (g *Reconciler) previewEnv(ctx context.Context, branch string, c gitwatch.Commit, e branchEnv, watched string) bool {
+	if e.want.Pending { // the watched branch's run of it goes first
+		g.log.Info("git: the watched branch's run of the environment has not started; previewing it at a later poll", "branch", branch, "env", e.id)
+		return true
+	}
 	req := knit.PreviewRequest{Branch: branch, Commit: c.Hash, Change: e.change, Env: e.env, EnvRef: e.id,
 		Root: e.folder, Origin: g.cfg.URL + "@" + c.Hash + ":" + e.path, Actor: c.Author, Policy: g.cfg.Preview}
 	if e.element != "" {

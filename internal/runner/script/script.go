@@ -165,7 +165,11 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		return nil, err
 	}
 	p.File = filepath.Join(c.WorkDir, planFile)
-	if err := os.WriteFile(p.File, body, 0o600); err != nil {
+	write := func(p string, b []byte) error { return os.WriteFile(p, b, 0o600) }
+	if c.Sandbox != nil {
+		write = procexec.CreateFile // the sandbox's folder: never through its links
+	}
+	if err := write(p.File, body); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(body)

@@ -146,6 +146,9 @@ func (r *Runner) initIfNeeded(ctx context.Context, p *prepared, force bool) erro
 		return fmt.Errorf("init: %w", err)
 	}
 	p.initRan = true
+	if p.s.sandbox != nil {
+		return nil // a sandbox always inits; knit writes no stamp in its folder
+	}
 	key, err := r.initKey(p)
 	if err != nil {
 		return err
