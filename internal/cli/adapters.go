@@ -28,12 +28,16 @@ func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies [
 	if err != nil {
 		return nil, err
 	}
+	wd, err := d.watchdog.get()
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(ctx, dataDir, dsn)
 	if err != nil {
 		return nil, err
 	}
 	return adapters.Open(ctx, adapters.Config{
-		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease},
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease, Watchdog: wd},
 		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
 	})
 }

@@ -48,6 +48,9 @@ type deps struct {
 	global globalFlags
 	// progress is the running command's progress display, if any.
 	progress *progress
+	// watchdog starts the tool watchdog for runs in this process (nil:
+	// none, as in tests that run the CLI in their own process).
+	watchdog *selfWatchdog
 }
 
 type globalFlags struct {
@@ -64,14 +67,17 @@ type globalFlags struct {
 
 // Run executes knit with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	d := &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return run(ctx, &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+}
+
+func run(ctx context.Context, d *deps, args []string) int {
 	root := newRootCmd(d)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(d.stdin)
+	root.SetOut(d.stdout)
+	root.SetErr(d.stderr)
 	err := root.ExecuteContext(ctx)
-	return exitCode(err, stderr)
+	return exitCode(err, d.stderr)
 }
 
 func exitCode(err error, stderr io.Writer) int {

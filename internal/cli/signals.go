@@ -30,11 +30,16 @@ const StopGrace = procexec.Grace + 5*time.Second
 // once with ExitInterrupted: the next run of the environment takes over
 // the lock of a knit that is gone and records its run interrupted.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == watchdogCommand {
+		return serveWatchdog(stdin, stderr)
+	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	return runStoppable(sig, StopGrace, stderr, os.Exit, func(ctx context.Context) int {
-		return Run(ctx, args, stdin, stdout, stderr)
+		d := &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, watchdog: &selfWatchdog{}}
+		defer d.watchdog.close()
+		return run(ctx, d, args)
 	})
 }
 

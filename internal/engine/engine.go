@@ -58,6 +58,9 @@ type Engine struct {
 	// Verifier runs health checks after an apply (default: health.Runner
 	// on the real clock).
 	Verifier Verifier
+	// Watchdog, when set, stops a run's tools once its lease is no longer
+	// known renewed, even while this process is stopped (procexec.Watchdog).
+	Watchdog *procexec.Watchdog
 
 	mu   sync.Mutex
 	runs map[string]*Run // running, plus the most recent finished ones

@@ -20,63 +20,96 @@ var ErrLockLost = store.ErrLockLost
 
 const defaultLease = 60 * time.Second
 
+// leaseMargin is the part of a lease its holder never counts on: the run
+// stops, and its tools are stopped, once the last renewal is older than
+// the lease minus this.
+func leaseMargin(lease time.Duration) time.Duration { return lease / 10 }
+
+// grace is how long a stopped tool has between SIGINT and SIGKILL.
+func (e *Engine) grace() time.Duration {
+	if e.ToolGrace > 0 {
+		return e.ToolGrace
+	}
+	return procexec.Grace
+}
+
 // lock takes the environment's lease and keeps renewing it until the
 // returned release is called. A holder on this host whose process is gone
 // (knit was killed) is taken over at once; otherwise the lease must expire,
-// as the store's clock judges. If the lease cannot be renewed, lost is
-// called once with why, and renewal stops.
+// as the store's clock judges. The lease in the store lasts LockLease plus
+// the tool grace: another host takes the environment over only once this
+// run's tools, stopped at the latest LockLease after the last renewal,
+// have had their grace. If the lease cannot be renewed, lost is called
+// once with why, and renewal stops; the watchdog, which does not depend
+// on this process running, stops the run's tools at the same deadline.
 func (e *Engine) lock(ctx context.Context, env, runID, actor string, lost func(error)) (release func() error, err error) {
 	lease := e.LockLease
 	if lease <= 0 {
 		lease = defaultLease
 	}
 	l := store.Lock{Env: env, RunID: runID, Owner: actor, PID: e.PID, Host: e.Host}
-	if _, err := e.Store.AcquireLock(ctx, l, lease, e.deadHolder); err != nil {
+	start := procexec.Monotonic()
+	if _, err := e.Store.AcquireLock(ctx, l, lease+e.grace(), e.deadHolder); err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {
 			return nil, fmt.Errorf("%w: %w; wait for it to finish (if its process died, its lease expires at the time shown)", ErrLocked, err)
 		}
 		return nil, fmt.Errorf("take the lock of %s: %w", env, err)
 	}
+	if err := e.Watchdog.Lease(runID, start+lease-leaseMargin(lease), e.grace()); err != nil {
+		_ = e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID)
+		return nil, err
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.renew(ctx, env, runID, lease, stop, lost)
+		e.renew(ctx, env, runID, lease, start, stop, lost)
 	}()
 	return func() error {
 		close(stop)
 		<-done
-		if err := e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID); err != nil && !errors.Is(err, store.ErrLockLost) {
+		err := e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID)
+		werr := e.Watchdog.Release(runID)
+		if err != nil && !errors.Is(err, store.ErrLockLost) {
 			return fmt.Errorf("release the lock of %s: %w", env, err)
 		}
-		return nil
+		return werr
 	}, nil
 }
 
-// renew extends the lease every third of it. A renewal that fails is
-// retried on the next tick; once the lease is lost, or a third of it is
-// all that may be left since the last renewal, the run is told to stop.
-func (e *Engine) renew(ctx context.Context, env, runID string, lease time.Duration, stop <-chan struct{}, lost func(error)) {
-	t := time.NewTicker(lease / 3)
-	defer t.Stop()
-	last := time.Now()
+// renew extends the lease every third of it, and sooner after a renewal
+// failed. last is when the last successful renewal began, on the
+// monotonic clock (which runs on while this process is stopped): once the
+// lease is lost, or older than the lease minus its margin, the run is
+// told to stop. Every renewal gives the watchdog the new deadline.
+func (e *Engine) renew(ctx context.Context, env, runID string, lease, last time.Duration, stop <-chan struct{}, lost func(error)) {
+	wait := lease / 3
 	for {
+		t := time.NewTimer(min(wait, max(last+lease-leaseMargin(lease)-procexec.Monotonic(), 0)))
 		select {
 		case <-stop:
+			t.Stop()
 			return
 		case <-t.C:
 		}
-		err := e.Store.RenewLock(context.WithoutCancel(ctx), env, runID, lease)
+		if age := procexec.Monotonic() - last; age > lease-leaseMargin(lease) {
+			lost(fmt.Errorf("%w: run %s last renewed the lock of %s %v ago, longer than its lease allows", ErrLockLost, runID, env, age.Round(time.Millisecond)))
+			return
+		}
+		start := procexec.Monotonic()
+		err := e.Store.RenewLock(context.WithoutCancel(ctx), env, runID, lease+e.grace())
+		if err == nil {
+			err = e.Watchdog.Lease(runID, start+lease-leaseMargin(lease), e.grace())
+		}
 		switch {
 		case err == nil:
-			last = time.Now()
+			last, wait = start, lease/3
 		case errors.Is(err, store.ErrLockLost):
 			lost(fmt.Errorf("%w: run %s of %s: %v", ErrLockLost, runID, env, err))
 			return
-		case time.Since(last) > lease*2/3:
-			lost(fmt.Errorf("%w: run %s could not renew the lock of %s: %v", ErrLockLost, runID, env, err))
-			return
+		default:
+			wait = max(lease/10, 10*time.Millisecond) // try again soon: the store may be back
 		}
 	}
 }

@@ -22,12 +22,15 @@ type toolTracker struct {
 }
 
 func (t toolTracker) Started(g procexec.Group) error {
+	if err := t.e.Watchdog.Group(t.run, g.ID); err != nil {
+		return err // a tool never runs unwatched
+	}
 	return t.e.Store.RecordToolProcess(t.db, store.ToolProcess{RunID: t.run, Env: t.env, Host: t.e.Host,
 		PGID: g.ID, Start: g.Start, StartedAt: t.e.now()})
 }
 
 func (t toolTracker) Ended(g procexec.Group) error {
-	return t.e.Store.ForgetToolProcess(t.db, t.run, t.e.Host, g.ID)
+	return errors.Join(t.e.Watchdog.Ended(g.ID), t.e.Store.ForgetToolProcess(t.db, t.run, t.e.Host, g.ID))
 }
 
 // EndLeftTools makes sure the tools that runs of env left running on this

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
@@ -48,6 +49,10 @@ type Config struct {
 	PID  int
 	// LockLease is how long a run's lock lives without renewal (60s).
 	LockLease time.Duration
+	// Watchdog, when set, stops a run's tools once its lease is no longer
+	// known renewed, from a process of its own (procexec.Watchdog): a
+	// knit that is stopped cannot leave its tools acting past its lease.
+	Watchdog *procexec.Watchdog
 	// Policies are folders of Rego policies that judge every run's plan
 	// (knit serve --policies); a run may add its own (RunRequest).
 	Policies []string
@@ -96,7 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Knit, error) {
 	k.engine = &engine.Engine{
 		Store: k.store, Runners: cfg.Runners, DataDir: dir,
 		Host: cfg.Host, PID: cfg.PID, LockLease: cfg.LockLease, Now: cfg.Now, EnsureDir: k.ensureDir,
-		ToolGrace: cfg.GracePeriod,
+		ToolGrace: cfg.GracePeriod, Watchdog: cfg.Watchdog,
 	}
 	return k, nil
 }

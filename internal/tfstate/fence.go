@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -93,4 +94,32 @@ func (s *Server) retryEnv() map[string]string {
 		"TF_HTTP_RETRY_WAIT_MIN": "1",
 		"TF_HTTP_RETRY_WAIT_MAX": strconv.Itoa(waitMax),
 	}
+}
+
+// Push writes data, a state file the tool could not write itself
+// (errored.tfstate), as key's state for run, as the tool would: under a
+// state lock of its own, fenced like any write (run must hold the
+// environment's lock; the serial may not move back nor the lineage
+// change). stale reports a refusal because the store holds a newer or
+// unrelated state, which then stands.
+func (s *Server) Push(ctx context.Context, key, run string, data []byte) (stale bool, err error) {
+	h, err := header(data)
+	if err != nil {
+		return false, fmt.Errorf("push the state of %s: %w", key, err)
+	}
+	id := "knit-push-" + s.password(key, run+"\x00push", true)[:16]
+	info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "knit-push-errored-state", "Who": "knit@" + s.host})
+	l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: run}
+	if err := s.retry(ctx, func() error { return s.states.LockTFState(ctx, key, l, s.deadHolder) }); err != nil {
+		return false, fmt.Errorf("lock the state of %s to push it: %w", key, err)
+	}
+	w := store.TFWrite{Run: run, LockID: id, Serial: h.Serial, Lineage: h.Lineage}
+	err = s.retry(ctx, func() error { return s.states.PutTFState(ctx, key, data, w) })
+	if uerr := s.retry(ctx, func() error { return s.states.UnlockTFState(ctx, key, id) }); err == nil && uerr != nil {
+		err = fmt.Errorf("unlock the state of %s after the push: %w", key, uerr)
+	}
+	if errors.Is(err, store.ErrTFStateConflict) {
+		return true, err
+	}
+	return false, err
 }

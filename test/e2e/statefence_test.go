@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -192,4 +193,94 @@ func TestAStoreOutageMidApplyLosesNoState(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// pausedModule's provisioner says which replica's tool started it, waits
+// for DIR/go, and says which finished.
+const pausedModule = `
+variable "dir" { type = string }
+resource "terraform_data" "d" {
+  provisioner "local-exec" {
+    command = "echo $REPLICA_NAME >> ${var.dir}/started; while [ ! -f ${var.dir}/go ]; do sleep 0.1; done; echo $REPLICA_NAME >> ${var.dir}/done"
+  }
+}
+output "id" { value = terraform_data.d.id }
+`
+
+// TestAReplicaPausedPastItsLeaseCannotAct (issue 35, state): a replica
+// stopped (SIGSTOP, as a GC pause or a frozen VM stops knit) mid-apply,
+// past its lease. Its watchdog, a process of its own, stops its tool at
+// the lease's end; only then, the lease and the tool grace over, does
+// another replica take the environment over and resume the apply. No two
+// tools of the component ever run at once (sampled from /proc), the
+// resource is created once (one provisioner finished), and once the
+// paused replica resumes (SIGCONT) the state stays the newer run's.
+func TestAReplicaPausedPastItsLeaseCannotAct(t *testing.T) {
+	w := newWorld(t)
+	dir := w.path("paused")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := newGitRepo(t, map[string]string{"envs/README": "environments", "envs/modules/paused/main.tf": pausedModule})
+	sampler := sampleGroups("/state/qa/paused/db\x00")
+	rs := startReplicas(t, w, []string{"a", "b"}, replicaArgs(repo, 2))
+	head := repo.commit("paused", map[string]string{"envs/paused.yaml": `apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: paused}
+spec:
+  teamName: qa
+  envName: paused
+  autoApprove: true
+  components:
+    - name: db
+      type: terraform
+      module: {source: ./modules/paused}
+      variables: [{name: dir, value: "` + dir + `"}]
+`})
+	first := rs.startedOn(dir, 1)
+	other := rs.otherThan(first)
+	paused := newestRun(t, other, "qa/paused")
+	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			first.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+
+	// The other replica resumes the apply; its tool runs to the end.
+	if second := rs.startedOn(dir, 2); second != other {
+		t.Fatalf("the second start was on %s, want the replica that was not paused", rs.name[second])
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	other.eventually("the resumed apply", func() bool { return other.appliedFrom("qa/paused", head) })
+	st := w.openStore()
+	newer, _, err := st.TFState(t.Context(), "qa/paused/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The paused replica comes back: its lease is gone, and so is its tool.
+	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	time.Sleep(3 * time.Second) // what it would write late, it has tried by now
+	most, seen := sampler.finish()
+	if most != 1 || seen < 2 {
+		t.Errorf("tool process groups of qa/paused/db at once: at most %d (want 1); groups in all: %d (want both replicas')", most, seen)
+	}
+	if done := lines(t, filepath.Join(dir, "done")); len(done) != 1 || strings.TrimSpace(done[0]) != rs.name[other] {
+		t.Errorf("provisioners that finished: %v, want only the resumed one's (%s)", done, rs.name[other])
+	}
+	after, _, err := st.TFState(t.Context(), "qa/paused/db")
+	if err != nil || !bytes.Equal(after, newer) {
+		t.Errorf("the state changed after the paused replica resumed (%v):\nbefore %.300s\nafter  %.300s", err, newer, after)
+	}
+	var old apiRun
+	if code := other.do("GET", "/api/v1/runs/"+paused.ID, nil, &old); code != http.StatusOK || old.Status != "interrupted" {
+		t.Errorf("the paused replica's run after it resumed: %d %+v, want interrupted (its late record refused)\npaused replica's log:\n%s", code, old, first.log)
+	}
 }

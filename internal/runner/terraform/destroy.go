@@ -36,7 +36,7 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
-	return r.withInit(ctx, p, func() error { return r.destroy(ctx, c, p.s) })
+	return r.withInit(ctx, p, func() error { return r.destroy(ctx, c, p.dir, p.s) })
 }
 
 // destroyLastCopy destroys with the module copy a previous run left, when
@@ -58,12 +58,16 @@ func (r *Runner) destroyLastCopy(ctx context.Context, c runner.Component, in run
 	if err != nil {
 		return wrap("destroy", c, err)
 	}
-	return r.destroy(ctx, c, s)
+	return r.destroy(ctx, c, dir, s)
 }
 
-// destroy runs the tool's destroy (destroyArgs): one process.
-func (r *Runner) destroy(ctx context.Context, c runner.Component, s *session) error {
+// destroy runs the tool's destroy (destroyArgs) in dir: one process, and
+// the push of a state it could not write.
+func (r *Runner) destroy(ctx context.Context, c runner.Component, dir string, s *session) error {
 	_, err := s.writing().stream(ctx, destroyArgs())
+	if perr := r.pushErrored(ctx, c, dir, s.readOnly); err == nil {
+		err = perr
+	}
 	return wrap("destroy", c, err)
 }
 

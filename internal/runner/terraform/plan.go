@@ -122,7 +122,13 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 	if err != nil {
 		return nil, wrap("apply", c, err)
 	}
+	if err := r.pushErrored(ctx, c, dir, s.readOnly); err != nil {
+		return nil, wrap("apply", c, err)
+	}
 	st, err := s.writing().stream(ctx, applyArgs(p.File))
+	if perr := r.pushErrored(ctx, c, dir, s.readOnly); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return nil, wrap("apply", c, stalePlan(err))
 	}

@@ -35,6 +35,9 @@ func (r *Runner) PlanApply(ctx context.Context, c runner.Component, in runner.In
 		st, err = p.s.writing().stream(ctx, planApplyArgs())
 		return err
 	})
+	if perr := r.pushErrored(ctx, c, p.dir, p.s.readOnly); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return nil, nil, wrap("apply", c, err)
 	}

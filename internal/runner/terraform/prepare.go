@@ -75,7 +75,10 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	write := r.stateEnv(c, shared, extra)
 	p.s = r.session(p.dir, c.Log, extra, write)
 	r.warnUnencrypted(c.Log, wd, c)
-	return p, r.initIfNeeded(ctx, p, false)
+	if err := r.initIfNeeded(ctx, p, false); err != nil {
+		return p, err
+	}
+	return p, r.pushErrored(ctx, c, p.dir, shared)
 }
 
 // initKey hashes what init depends on: the binary, its CLI config and

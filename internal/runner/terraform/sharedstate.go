@@ -23,6 +23,10 @@ type StateBackend interface {
 	Grant(key, run string, write bool) map[string]string
 	// Import stores data as key's state when there is none yet.
 	Import(ctx context.Context, key string, data []byte) (bool, error)
+	// Push writes data as key's state for run, fenced as the tool's own
+	// writes are; stale reports a refusal because the backend's state is
+	// newer or unrelated (it stands).
+	Push(ctx context.Context, key, run string, data []byte) (stale bool, err error)
 }
 
 // sharedMarker, in a component's work dir, says its state lives in the
