@@ -20,4 +20,6 @@ const watchdogWorks = false
 func watchdogAttr() *syscall.SysProcAttr { return nil }
 
 // ServeWatchdog is not available where process groups are not.
-func ServeWatchdog(io.Reader) error { return errors.New("the tool watchdog needs process groups (unix)") }
+func ServeWatchdog(io.Reader) error {
+	return errors.New("the tool watchdog needs process groups (unix)")
+}
