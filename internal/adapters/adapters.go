@@ -58,6 +58,9 @@ type Tools struct {
 	// Terraform HTTP backend protocol on loopback (package tfstate). Open
 	// sets it for a PostgreSQL store, which every replica shares.
 	States store.TFStates
+	// Host names this machine in the locks tools take (knit.Config.Host;
+	// empty: its host name).
+	Host string
 	// Lease is the runs' lock lease (knit.Config.LockLease; zero: the
 	// default): the state server's retries of a failing store, and the
 	// tools' retries of the state server, are sized to it.
@@ -140,6 +143,9 @@ func Open(ctx context.Context, cfg Config) (k *knit.Knit, err error) {
 	if cfg.Tools.Lease == 0 {
 		cfg.Tools.Lease = cfg.Config.LockLease
 	}
+	if cfg.Tools.Host == "" {
+		cfg.Tools.Host = cfg.Config.Host
+	}
 	if cfg.Store == nil {
 		if cfg.Store, err = OpenStore(ctx, dir, ""); err != nil {
 			return nil, err
@@ -196,6 +202,9 @@ func (t Tools) terraform(ctx context.Context) runner.Runner {
 			return runner.Unavailable(err)
 		}
 		srv.Lease = t.Lease
+		if t.Host != "" {
+			srv.Host = t.Host
+		}
 		go func() { <-ctx.Done(); srv.Close() }() // the runner lives as long as ctx
 		opts.States = srv
 	}

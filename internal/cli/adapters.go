@@ -37,8 +37,9 @@ func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies [
 		return nil, err
 	}
 	return adapters.Open(ctx, adapters.Config{
-		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease, Watchdog: wd},
-		Tools:  adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
+		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease, Watchdog: wd,
+			Host: d.getenv("KNIT_HOST")},
+		Tools: adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
 	})
 }
 

@@ -108,8 +108,8 @@ func (s *Server) Push(ctx context.Context, key, run string, data []byte) (stale 
 		return false, fmt.Errorf("push the state of %s: %w", key, err)
 	}
 	id := "knit-push-" + s.password(key, run+"\x00push", true)[:16]
-	info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "knit-push-errored-state", "Who": "knit@" + s.host})
-	l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: run}
+	info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "knit-push-errored-state", "Who": "knit@" + s.Host})
+	l := store.TFLock{ID: id, Info: info, Host: s.Host, PID: os.Getpid(), Run: run}
 	if err := s.retry(ctx, func() error { return s.states.LockTFState(ctx, key, l, s.deadHolder) }); err != nil {
 		return false, fmt.Errorf("lock the state of %s to push it: %w", key, err)
 	}

@@ -48,6 +48,9 @@ type Server struct {
 	// MaxState bounds a state the tool may write, in bytes (zero:
 	// DefaultMaxState); a larger one is refused with 413 and a message.
 	MaxState int64
+	// Host names this machine in the locks tools take (default: its host
+	// name); set before the first Grant.
+	Host string
 	// Lease is the runs' lock lease (zero: 60s): a failing store call is
 	// retried for up to half of it, and the tools' own retries are sized
 	// to it. Set before the first Grant.
@@ -57,7 +60,6 @@ type Server struct {
 	srv *http.Server
 
 	secret []byte // keys the passwords
-	host   string // this machine, recorded with every lock
 }
 
 // Start listens on a random loopback port and serves states.
@@ -69,7 +71,7 @@ func Start(states store.TFStates) (*Server, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret) //nolint:errcheck // crypto/rand.Read never fails
 	host, _ := os.Hostname()
-	s := &Server{states: states, ln: ln, secret: secret, host: host}
+	s := &Server{states: states, ln: ln, secret: secret, Host: host}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute}
 	go s.srv.Serve(ln) //nolint:errcheck // ErrServerClosed after Close
 	return s, nil
@@ -233,7 +235,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		l := store.TFLock{ID: id, Info: info, Host: s.host, PID: os.Getpid(), Run: g.run}
+		l := store.TFLock{ID: id, Info: info, Host: s.Host, PID: os.Getpid(), Run: g.run}
 		s.reply(w, s.retry(ctx, func() error { return s.states.LockTFState(ctx, key, l, s.deadHolder) }))
 	case "UNLOCK":
 		_, id, err := s.lockInfo(w, r)
@@ -317,7 +319,7 @@ func (s *Server) reply(w http.ResponseWriter, err error) {
 // lock whose run no longer holds its environment's lock is stale on any
 // host).
 func (s *Server) deadHolder(h store.TFLock) bool {
-	if s.host == "" || h.Host != s.host || h.PID <= 0 || h.PID == os.Getpid() {
+	if s.Host == "" || h.Host != s.Host || h.PID <= 0 || h.PID == os.Getpid() {
 		return false
 	}
 	return !procexec.Alive(h.PID)

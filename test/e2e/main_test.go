@@ -104,6 +104,9 @@ type world struct {
 	dir     string
 	dataDir string
 	env     []string
+	// apart gives each replica startReplicas starts a host name of its
+	// own (KNIT_HOST), as replicas on different machines have.
+	apart bool
 }
 
 func newWorld(t *testing.T) *world {

@@ -61,6 +61,9 @@ func startReplicas(t *testing.T, w *world, names []string, args []string) *repli
 			t.Fatal(err)
 		}
 		w.env = append(without(base, "KNIT_DATA_DIR="), "KNIT_DATA_DIR="+dir, "REPLICA_NAME="+n)
+		if w.apart {
+			w.env = append(w.env, "KNIT_HOST=host-"+n)
+		}
 		s := w.startServerWithToken(token, args...)
 		rs.reps = append(rs.reps, s)
 		rs.name[s] = n

@@ -209,7 +209,7 @@ output "id" { value = terraform_data.d.id }
 
 // TestAReplicaPausedPastItsLeaseCannotAct (issue 35, state): a replica
 // stopped (SIGSTOP, as a GC pause or a frozen VM stops knit) mid-apply,
-// past its lease. Its watchdog, a process of its own, stops its tool at
+// past its lease; the replicas act as if on machines of their own. Its watchdog, a process of its own, stops its tool at
 // the lease's end; only then, the lease and the tool grace over, does
 // another replica take the environment over and resume the apply. No two
 // tools of the component ever run at once (sampled from /proc), the
@@ -223,6 +223,7 @@ func TestAReplicaPausedPastItsLeaseCannotAct(t *testing.T) {
 	}
 	repo := newGitRepo(t, map[string]string{"envs/README": "environments", "envs/modules/paused/main.tf": pausedModule})
 	sampler := sampleGroups("/state/qa/paused/db\x00")
+	w.apart = true // on one machine, the resume would end the paused replica's tools itself
 	rs := startReplicas(t, w, []string{"a", "b"}, replicaArgs(repo, 2))
 	head := repo.commit("paused", map[string]string{"envs/paused.yaml": `apiVersion: knit.dev/v1
 kind: Environment
