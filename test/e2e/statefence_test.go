@@ -222,7 +222,9 @@ func TestAReplicaPausedPastItsLeaseCannotAct(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := newGitRepo(t, map[string]string{"envs/README": "environments", "envs/modules/paused/main.tf": pausedModule})
-	sampler := sampleGroups("/state/qa/paused/db\x00")
+	// Every tool of this test's replicas (its only component's) has its
+	// replica's data dir in its environment (TF_PLUGIN_CACHE_DIR).
+	sampler := sampleGroups(filepath.Join(w.dir, "replica-"))
 	w.apart = true // on one machine, the resume would end the paused replica's tools itself
 	rs := startReplicas(t, w, []string{"a", "b"}, replicaArgs(repo, 2))
 	head := repo.commit("paused", map[string]string{"envs/paused.yaml": `apiVersion: knit.dev/v1
