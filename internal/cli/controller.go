@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +26,9 @@ type controllerFlags struct {
 	leaderNamespace     string
 	logFormat           string
 	toolEnv             []string
+	teamFor             map[string]string
+	defaultTeam         string
+	allowAdopt          []string
 }
 
 func newControllerCmd(d *deps) *cobra.Command {
@@ -39,6 +45,14 @@ naming the checksum in the Environment's status.approval.checksum. Every
 sets its Drifted condition. Deleting an Environment tears it down (gated the
 same way; destroyProtection refuses) before its finalizer goes.
 
+Each namespace acts for one team: --team-for-namespace ns=team (repeatable,
+or a comma list), --default-team for the namespaces it does not name. An
+object of a namespace that acts for no team, or naming another team, is
+Stalled and nothing runs. The controller owns only what it created: an
+object naming an environment that GitOps or the CLI applied is Stalled
+(OwnedElsewhere); an object of a namespace named by --allow-adopt and
+annotated knit.dev/adopt: "true" takes it over (audited).
+
 The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +61,10 @@ The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 			}
 			if f.interval <= 0 {
 				return fmt.Errorf("--interval %s: give a positive duration such as 5m", f.interval)
+			}
+			tenancy, err := f.tenancy()
+			if err != nil {
+				return err
 			}
 			cfg, err := f.restConfig()
 			if err != nil {
@@ -67,7 +85,7 @@ The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 			}
 			return kubecontroller.Run(cmd.Context(), cfg, kubecontroller.Options{
 				Knit: k, Namespace: f.namespace, Interval: f.interval, Workers: f.workers, NoCloudKnit: f.noCloudKnit,
-				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, Log: slog.New(h),
+				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, Tenancy: tenancy, Log: slog.New(h),
 			})
 		},
 	}
@@ -81,8 +99,32 @@ The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the namespace of the Lease (default: the pod's)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fl.StringSliceVar(&f.toolEnv, "tool-env", nil, "variables of knit's environment that the tools may see, beyond the built-in allowlist")
+	fl.StringToStringVar(&f.teamFor, "team-for-namespace", nil, "the team whose environments the Environments of a namespace may name: ns=team (repeatable, or ns=team,ns2=team2)")
+	fl.StringVar(&f.defaultTeam, "default-team", "", "the team of a namespace --team-for-namespace does not name (default: none, its objects are refused)")
+	fl.StringSliceVar(&f.allowAdopt, "allow-adopt", nil, "namespaces whose objects annotated knit.dev/adopt: \"true\" may take over an environment that GitOps or the CLI applied (audited)")
 	cmd.AddCommand(newInstallCRDsCmd(d))
 	return cmd
+}
+
+// tenancy checks the namespace and team flags and returns them as the
+// controller's Tenancy; every problem at once.
+func (f *controllerFlags) tenancy() (kubecontroller.Tenancy, error) {
+	var errs []error
+	for ns, team := range f.teamFor {
+		if ns == "" || team == "" || strings.Contains(team, "/") {
+			errs = append(errs, fmt.Errorf("--team-for-namespace %s=%s: give namespace=team, such as payments=pay", ns, team))
+		}
+	}
+	if strings.Contains(f.defaultTeam, "/") {
+		errs = append(errs, fmt.Errorf("--default-team %q: give a team name, such as pay", f.defaultTeam))
+	}
+	for _, ns := range f.allowAdopt {
+		if ns == "" {
+			errs = append(errs, errors.New("--allow-adopt: an empty namespace"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return kubecontroller.Tenancy{Teams: f.teamFor, DefaultTeam: f.defaultTeam, AllowAdopt: f.allowAdopt}, errors.Join(errs...)
 }
 
 func newInstallCRDsCmd(d *deps) *cobra.Command {

@@ -102,9 +102,19 @@ func TestHelmChart(t *testing.T) {
 		t.Errorf("args %q", c.Args)
 	}
 
-	full := render(t, ns, map[string]any{"controller": map[string]any{"enabled": true, "namespace": ns}})
+	full := render(t, ns, map[string]any{"controller": map[string]any{"enabled": true, "namespace": ns,
+		"teamForNamespace": map[string]any{"payments": "pay", "shop": "qa"}, "defaultTeam": "ops", "allowAdopt": []any{"platform"}}})
 	withCtl := docs(t, full)
-	for _, k := range []string{"Deployment/knit-controller", "ClusterRole/knit-controller", "ClusterRoleBinding/knit-controller", "Role/knit-leader-election"} {
+	var ctl appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(withCtl["Deployment/knit-controller"]), &ctl); err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(ctl.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args,
+		"--team-for-namespace payments=pay --team-for-namespace shop=qa --default-team ops --allow-adopt platform") {
+		t.Errorf("the controller's tenancy flags: %s", args)
+	}
+	for _, k := range []string{"Deployment/knit-controller", "ClusterRole/knit-controller", "ClusterRoleBinding/knit-controller", "Role/knit-leader-election",
+		"ValidatingAdmissionPolicy/knit-approvers", "ValidatingAdmissionPolicyBinding/knit-approvers"} {
 		if withCtl[k] == "" {
 			t.Errorf("no %s with controller.enabled", k)
 		}
@@ -145,12 +155,15 @@ func TestHelmChart(t *testing.T) {
 		{"patch", "environments.knit.dev", "--subresource=status"}, {"update", "environments.knit.dev", "--subresource=finalizers"},
 		{"list", "environmentapprovals.knit.dev"}, {"patch", "environmentapprovals.knit.dev", "--subresource=status"},
 		{"get", "configmaps"}, {"update", "leases.coordination.k8s.io"},
+		{"get", "validatingadmissionpolicies.admissionregistration.k8s.io"}, {"get", "validatingadmissionpolicybindings.admissionregistration.k8s.io"},
+		{"get", "namespaces"},
 	} {
 		if got := canI(h, ns, sa, verb...); got != "yes" {
 			t.Errorf("the controller may not %v: %s", verb, got)
 		}
 	}
-	for _, verb := range [][]string{{"create", "environmentapprovals.knit.dev"}, {"list", "secrets"}, {"update", "configmaps"}} {
+	for _, verb := range [][]string{{"create", "environmentapprovals.knit.dev"}, {"list", "secrets"}, {"update", "configmaps"},
+		{"update", "validatingadmissionpolicies.admissionregistration.k8s.io"}, {"delete", "validatingadmissionpolicybindings.admissionregistration.k8s.io"}} {
 		if got := canI(h, ns, sa, verb...); got != "no" {
 			t.Errorf("the controller may %v: %s", verb, got)
 		}

@@ -21,6 +21,8 @@ func TestControllerCommandRefusesBadFlags(t *testing.T) {
 		{[]string{"controller", "--log-format", "xml"}, `--log-format "xml": use text or json`},
 		{[]string{"controller", "--interval", "0s"}, "--interval 0s: give a positive duration"},
 		{[]string{"controller", "--kubeconfig", missing}, "cluster access: "},
+		{[]string{"controller", "--team-for-namespace", "a=", "--kubeconfig", missing}, "--team-for-namespace a=: give namespace=team"},
+		{[]string{"controller", "--default-team", "qa/prod", "--kubeconfig", missing}, `--default-team "qa/prod": give a team name`},
 		{[]string{"controller", "install-crds", "--kubeconfig", missing}, "pass --kubeconfig"},
 	} {
 		var stdout, stderr bytes.Buffer

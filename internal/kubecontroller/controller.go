@@ -48,6 +48,13 @@ type Options struct {
 	// a Lease in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// Tenancy maps namespaces to teams and says where an object may
+	// adopt an environment it did not create. The zero value refuses
+	// every object: a namespace acts for a team only when told so.
+	Tenancy Tenancy
+	// PolicyGrace is how long after the admission policy ApproversPolicy
+	// was installed an approval's author is trusted (default PolicyGrace).
+	PolicyGrace time.Duration
 	// Log receives what the controller does (default: discarded).
 	Log *slog.Logger
 }
@@ -59,6 +66,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Minute
+	}
+	if opts.PolicyGrace <= 0 {
+		opts.PolicyGrace = PolicyGrace
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 4
@@ -105,7 +115,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // on a new generation or a deletion (never on its own status writes), on
 // an EnvironmentApproval naming one, and every Interval.
 func add(mgr ctrl.Manager, opts Options, gv schema.GroupVersion, newObj func() envObject) error {
-	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), knit: opts.Knit, gv: gv, newObj: newObj,
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), knit: opts.Knit, gv: gv, newObj: newObj, tenancy: opts.Tenancy, policyGrace: opts.PolicyGrace,
 		dir: filepath.Join(opts.Knit.DataDir(), "kubernetes"), interval: opts.Interval, log: opts.Log.With("group", gv.Group)}
 	toEnv := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		a, ok := o.(*EnvironmentApproval)

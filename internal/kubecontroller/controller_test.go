@@ -54,15 +54,24 @@ type harness struct {
 	c       client.Client
 	ns      string
 	files   string // where the environments' components write
+	dataDir string // knit's, which the CLI may use too
+	k       *knit.Knit
 }
 
 // start installs the CRDs with kubectl apply -f deploy/crds (as a person
-// would), and runs the controller until the test ends.
+// would), and runs the controller until the test ends; the namespace acts
+// for team qa.
 func start(t *testing.T) *harness {
+	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with the controller's options changed by opts.
+func startWith(t *testing.T, opts func(h *harness, o *kubecontroller.Options)) *harness {
 	t.Helper()
 	tofu := testtools.Tofu(t)
 	cluster := kubetest.Start(t)
-	h := &harness{t: t, cluster: cluster, files: t.TempDir()}
+	h := &harness{t: t, cluster: cluster, files: t.TempDir(), dataDir: t.TempDir()}
 	h.kubectl("apply", "-f", filepath.Join(testtools.ModuleRoot(t), "deploy", "crds"))
 	for _, crd := range []string{"environments.knit.dev", "environments.stable.cloudknit.io", "environmentapprovals.knit.dev"} {
 		waitFor(t, crd+" established", func() bool {
@@ -86,7 +95,7 @@ func start(t *testing.T) *harness {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	k, err := adapters.Open(ctx, adapters.Config{
-		Config: knit.Config{DataDir: t.TempDir()},
+		Config: knit.Config{DataDir: h.dataDir},
 		Tools: adapters.Tools{TFBinary: tofu.Path, Getenv: func(k string) string {
 			if k == "TF_CLI_CONFIG_FILE" {
 				return tofu.CLIConfig
@@ -97,11 +106,15 @@ func start(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.k = k
+	o := kubecontroller.Options{Knit: k, Namespace: h.ns, Interval: time.Second,
+		Tenancy: kubecontroller.Tenancy{Teams: map[string]string{h.ns: "qa"}},
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	if opts != nil {
+		opts(h, &o)
+	}
 	done := make(chan error, 1)
-	go func() {
-		done <- kubecontroller.Run(ctx, cluster.Config, kubecontroller.Options{Knit: k, Namespace: h.ns,
-			Interval: time.Second, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
-	}()
+	go func() { done <- kubecontroller.Run(ctx, cluster.Config, o) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

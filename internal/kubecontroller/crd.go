@@ -82,7 +82,17 @@ func CRDFile(c apiextensionsv1.CustomResourceDefinition) string {
 
 // CRDYAML renders a CRD as kubectl apply -f takes it.
 func CRDYAML(c apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
-	b, err := yaml.Marshal(c)
+	b, err := fileYAML(c)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# Generated from the Go types by internal/kubecontroller (go test ./internal/kubecontroller -run TestCRDFiles -update).\n"), b...), nil
+}
+
+// fileYAML renders a Kubernetes object as a file to apply: neither its
+// status nor a creation time belong there.
+func fileYAML(o any) ([]byte, error) {
+	b, err := yaml.Marshal(o)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +100,11 @@ func CRDYAML(c apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
 	if err := yaml.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	// Neither a status nor a creation time belong in a file to apply.
 	delete(m, "status")
-	delete(m["metadata"].(map[string]any), "creationTimestamp")
-	b, err = yaml.Marshal(m)
-	if err != nil {
-		return nil, err
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
 	}
-	return append([]byte("# Generated from the Go types by internal/kubecontroller (go test ./internal/kubecontroller -run TestCRDFiles -update).\n"), b...), nil
+	return yaml.Marshal(m)
 }
 
 func object(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {

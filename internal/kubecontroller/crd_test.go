@@ -24,22 +24,44 @@ func TestCRDFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := kubecontroller.CRDFile(c)
 		for _, dir := range dirs {
-			path := filepath.Join(dir, name)
-			if *update {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the CRD the Go types generate (%v): go test ./internal/kubecontroller -run TestCRDFiles -update", path, err)
-			}
+			generated(t, filepath.Join(dir, kubecontroller.CRDFile(c)), want, "the CRD the Go types generate", "TestCRDFiles")
 		}
+	}
+}
+
+// TestAdmissionPolicyFiles: deploy/admission/knit-approvers.yaml and the
+// chart's copy are exactly the policy the controller checks for
+// (ApproverPolicy).
+func TestAdmissionPolicyFiles(t *testing.T) {
+	root := testtools.ModuleRoot(t)
+	body, err := kubecontroller.ApproverPolicyYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{
+		filepath.Join(root, "deploy", "admission", "knit-approvers.yaml"):            body,
+		filepath.Join(root, "deploy", "helm", "knit", "templates", "approvers.yaml"): append(append([]byte("{{- if .Values.controller.enabled }}\n"), body...), "{{- end }}\n"...),
+	} {
+		generated(t, path, want, "kubecontroller.ApproverPolicy", "TestAdmissionPolicyFiles")
+	}
+}
+
+// generated checks that the file at path is want, what test generates
+// (from what); with -update it writes it.
+func generated(t *testing.T, path string, want []byte, from, test string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (%v): go test ./internal/kubecontroller -run %s -update", path, from, err, test)
 	}
 }

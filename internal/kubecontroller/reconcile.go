@@ -2,7 +2,6 @@ package kubecontroller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,13 +32,16 @@ func (e *CloudKnitEnvironment) env() *Environment { return (*Environment)(e) }
 type reconciler struct {
 	client client.Client
 	// reader reads ConfigMaps uncached: the controller watches none.
-	reader   client.Reader
-	knit     *knit.Knit
-	gv       schema.GroupVersion
-	newObj   func() envObject
-	dir      string
-	interval time.Duration
-	log      *slog.Logger
+	reader  client.Reader
+	knit    *knit.Knit
+	gv      schema.GroupVersion
+	newObj  func() envObject
+	tenancy Tenancy
+	// policyGrace: see Options.PolicyGrace.
+	policyGrace time.Duration
+	dir         string
+	interval    time.Duration
+	log         *slog.Logger
 }
 
 // Source is what the controller's runs, decisions and audit entries say
@@ -73,23 +75,47 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
 	}
 	st := *deepCopy(&e.Status)
-	if other, err := r.claimedElsewhere(ctx, env, e); err != nil {
+	team, no := r.tenancy.check(e.Namespace, env)
+	if no != nil {
+		stalled(&st, e.Generation, no.reason, no.msg)
+		return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
+	}
+	ctx = knit.WithCaller(ctx, caller(r.actor(e), team))
+	adopted, no, err := r.owner(ctx, env.ID(), e)
+	if err != nil {
 		return ctrl.Result{}, err
-	} else if other != "" {
-		stalled(&st, e.Generation, ReasonOwnedElsewhere, fmt.Sprintf(
-			"environment %s is applied from Environment %s: give this one another teamName/envName, or delete that one first", env.ID(), other))
+	}
+	if no != nil {
+		stalled(&st, e.Generation, no.reason, no.msg)
 		return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
 	}
 	switch {
+	case isTrue(st.Conditions, CondAwaitingApproval) && e.Generation == st.ObservedGeneration:
+		return r.approvals(ctx, obj, env.ID())
+	case adopted != "":
+		// An adoption is always an apply of the object's spec, audited.
+		if err := r.auditAdoption(ctx, e, env.ID(), adopted); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.run(ctx, obj, engine.KindApply, env, fmt.Sprintf("generation %d adopts %s, applied %s (%s)", e.Generation, env.ID(), adopted, AdoptAnnotation))
 	case e.Generation != st.ObservedGeneration:
 		return r.run(ctx, obj, engine.KindApply, env, fmt.Sprintf("generation %d", e.Generation))
-	case isTrue(st.Conditions, CondAwaitingApproval):
-		return r.approvals(ctx, obj)
+	case rolledBack(&st, e.Generation):
+		return ctrl.Result{RequeueAfter: r.interval}, nil // until the spec changes
 	case isTrue(st.Conditions, CondStalled):
 		return r.run(ctx, obj, engine.KindApply, env, fmt.Sprintf("retry of generation %d", e.Generation))
 	default:
 		return r.run(ctx, obj, engine.KindDrift, env, "periodic re-plan")
 	}
+}
+
+// auditAdoption records in knit's audit trail that object e takes over
+// environment id, which GitOps or the CLI applied (from).
+func (r *reconciler) auditAdoption(ctx context.Context, e *Environment, id, from string) error {
+	r.log.Info("adopt", "object", e.Namespace+"/"+e.Name, "env", id, "from", from)
+	return r.knit.RecordAudit(ctx, store.AuditEvent{Env: id, Actor: r.actor(e), Action: "adopt",
+		Reason: fmt.Sprintf("%s %s/%s annotated %s=true, allowed by --allow-adopt %s", r.gv.Group, e.Namespace, e.Name, AdoptAnnotation, e.Namespace),
+		Detail: "applied " + from})
 }
 
 // run runs kind on env and records its outcome in the status.
@@ -112,6 +138,10 @@ func (r *reconciler) run(ctx context.Context, obj envObject, kind store.RunKind,
 	}
 	st = *deepCopy(&e.Status)
 	fromResult(&st, e.Generation, res, err)
+	r.rollBack(ctx, e, res, &st)
+	if ctx.Err() != nil {
+		return ctrl.Result{}, ctx.Err()
+	}
 	return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)
 }
 
@@ -145,18 +175,31 @@ func (r *reconciler) finalize(ctx context.Context, obj envObject) (ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 	st := *deepCopy(&e.Status)
-	if a := st.Approval; a != nil && a.Teardown && isTrue(st.Conditions, CondAwaitingApproval) {
-		return r.approvals(ctx, obj)
+	team, no := r.tenancy.team(e.Namespace)
+	if no == nil {
+		ctx = knit.WithCaller(ctx, caller(r.actor(e), team))
 	}
 	if st.Env != "" {
-		if _, err := r.knit.ResolveEnv(ctx, st.Env); errors.Is(err, store.ErrNotFound) {
-			st.Env = "" // never applied: nothing to tear down
-		} else if err != nil {
-			return ctrl.Result{}, err
+		// status.env is only what the object says: the teardown goes on
+		// only for an environment of the namespace's team that this
+		// object created and that is still there.
+		owned := false
+		if no == nil && spec.TeamOf(st.Env) == team {
+			var err error
+			if owned, err = r.owns(ctx, st.Env, e); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if !owned {
+			r.log.Info("deleted without teardown: not this object's environment", "object", e.Namespace+"/"+e.Name, "env", st.Env)
+			st.Env = ""
 		}
 	}
 	if st.Env == "" {
 		return ctrl.Result{}, r.release(ctx, obj)
+	}
+	if a := st.Approval; a != nil && a.Teardown && isTrue(st.Conditions, CondAwaitingApproval) {
+		return r.approvals(ctx, obj, st.Env)
 	}
 	reconciling(&st, e.Generation, "teardown of "+st.Env+": the object is being deleted")
 	setCondition(&st.Conditions, e.Generation, CondReady, false, ReasonTearingDown, "the object is being deleted")
@@ -203,35 +246,4 @@ func (r *reconciler) release(ctx context.Context, obj envObject) error {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(r.dir, r.gv.Group, e.Namespace, e.Name))
-}
-
-// claimedElsewhere names the other Environment object (group/namespace/
-// name) whose spec knit's environment env.ID() is applied from, if one is
-// and it is not torn down: two objects naming one environment would undo
-// each other's applies. An environment applied by knit apply or knit
-// serve is taken over.
-func (r *reconciler) claimedElsewhere(ctx context.Context, env *spec.Environment, e *Environment) (string, error) {
-	rec, err := r.knit.ResolveEnv(ctx, env.ID())
-	if errors.Is(err, store.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if rec.AppliedRevision == 0 || rec.Status == store.EnvTornDown {
-		return "", nil
-	}
-	applied, _, err := r.knit.AppliedSpec(ctx, env.ID())
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(r.dir, filepath.Dir(applied.File))
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", nil // not from an object
-	}
-	mine := filepath.Join(r.gv.Group, e.Namespace, e.Name)
-	if rel == mine {
-		return "", nil
-	}
-	return filepath.ToSlash(rel), nil
 }

@@ -28,19 +28,22 @@ const (
 // ToolFailed, PolicyDenied, Refused, …), the one the API and the CLI
 // report; these are the controller's own, for what no component says.
 const (
-	ReasonApplied          = "Applied"          // Ready: the generation is applied
-	ReasonInSync           = "InSync"           // Drifted False: a re-plan found nothing
-	ReasonProgressing      = "Progressing"      // Reconciling: a run is going on
-	ReasonIdle             = "Idle"             // Reconciling False: no run is going on
-	ReasonNothingWaiting   = "NothingWaiting"   // AwaitingApproval False
-	ReasonInvalidSpec      = "InvalidSpec"      // Stalled: the spec does not read as an environment file
-	ReasonRunFailed        = "RunFailed"        // Stalled: the run failed as a whole (store, lock)
-	ReasonOwnedElsewhere   = "OwnedElsewhere"   // Stalled: another Environment object applies this environment
-	ReasonChecksumMismatch = "ChecksumMismatch" // Approved False: another plan waits
-	ReasonNoPlanWaiting    = "NoPlanWaiting"    // Approved False: nothing waits for approval
-	ReasonApproved         = "Approved"         // Approved True
-	ReasonTearingDown      = "TearingDown"      // Ready False while the object is deleted
-	ReasonTornDown         = "TornDown"         // the teardown succeeded
+	ReasonApplied            = "Applied"            // Ready: the generation is applied
+	ReasonInSync             = "InSync"             // Drifted False: a re-plan found nothing
+	ReasonProgressing        = "Progressing"        // Reconciling: a run is going on
+	ReasonIdle               = "Idle"               // Reconciling False: no run is going on
+	ReasonNothingWaiting     = "NothingWaiting"     // AwaitingApproval False
+	ReasonInvalidSpec        = "InvalidSpec"        // Stalled: the spec does not read as an environment file
+	ReasonRunFailed          = "RunFailed"          // Stalled: the run failed as a whole (store, lock)
+	ReasonOwnedElsewhere     = "OwnedElsewhere"     // Stalled: the environment is another object's, or GitOps' or the CLI's
+	ReasonOtherTeam          = "OtherTeam"          // Stalled: the object names a team its namespace does not act for
+	ReasonRolledBack         = "RolledBack"         // Stalled: the generation failed verification and was rolled back
+	ReasonNamespaceNotMapped = "NamespaceNotMapped" // Stalled: the namespace acts for no team
+	ReasonChecksumMismatch   = "ChecksumMismatch"   // Approved False: another plan waits
+	ReasonNoPlanWaiting      = "NoPlanWaiting"      // Approved False: nothing waits for approval
+	ReasonApproved           = "Approved"           // Approved True
+	ReasonTearingDown        = "TearingDown"        // Ready False while the object is deleted
+	ReasonTornDown           = "TornDown"           // the teardown succeeded
 )
 
 // setCondition sets one condition for generation gen.

@@ -56,6 +56,26 @@ type Cluster struct {
 	Kubectl string
 	// Client is a typed client with administrator rights.
 	Client kubernetes.Interface
+	// users are the bearer tokens of the plain users (Users), by name.
+	users map[string]string
+}
+
+// Users are plain users the API server knows besides the administrator,
+// in group UsersGroup and no other: they may do only what RBAC grants
+// them (As), so tests can tell who created an object.
+var Users = []string{"alice", "bob"}
+
+// UsersGroup is the group of Users, for RoleBindings.
+const UsersGroup = "knit-test-users"
+
+// As returns a rest.Config that reaches the server as user (one of Users).
+func (c *Cluster) As(t testing.TB, user string) *rest.Config {
+	t.Helper()
+	token, ok := c.users[user]
+	if !ok {
+		t.Fatalf("kubetest: no user %q (Users: %v)", user, Users)
+	}
+	return &rest.Config{Host: c.Server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CA}}
 }
 
 var (
@@ -146,7 +166,13 @@ func start(assets string) (*Cluster, error) {
 	// A static token for an administrator, so tests can reach the server
 	// with endpoint + CA + token, as a cloud cluster's outputs would.
 	tokens := filepath.Join(tmp, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",knit-admin,knit-admin,system:masters\n"), 0o600); err != nil {
+	lines := token + ",knit-admin,knit-admin,system:masters\n"
+	users := map[string]string{}
+	for _, u := range Users {
+		users[u] = randomHex(16)
+		lines += fmt.Sprintf("%s,%s,%s,%s\n", users[u], u, u, UsersGroup)
+	}
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
 		return nil, err
 	}
 	// envtest logs through controller-runtime, which otherwise prints a
@@ -168,6 +194,7 @@ func start(assets string) (*Cluster, error) {
 		CA:      cfg.CAData,
 		Token:   token,
 		Kubectl: filepath.Join(assets, "kubectl"),
+		users:   users,
 	}
 	c.Config = &rest.Config{Host: cfg.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}}
 	c.Kubeconfig = Kubeconfig(c.Server, c.CA, c.Token)
