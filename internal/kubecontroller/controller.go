@@ -115,8 +115,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // on a new generation or a deletion (never on its own status writes), on
 // an EnvironmentApproval naming one, and every Interval.
 func add(mgr ctrl.Manager, opts Options, gv schema.GroupVersion, newObj func() envObject) error {
+	// Absolute: the revisions record the files' absolute paths, and say
+	// by them which object an environment is applied from.
+	dir, err := filepath.Abs(filepath.Join(opts.Knit.DataDir(), "kubernetes"))
+	if err != nil {
+		return err
+	}
 	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), knit: opts.Knit, gv: gv, newObj: newObj, tenancy: opts.Tenancy, policyGrace: opts.PolicyGrace,
-		dir: filepath.Join(opts.Knit.DataDir(), "kubernetes"), interval: opts.Interval, log: opts.Log.With("group", gv.Group)}
+		dir: dir, interval: opts.Interval, log: opts.Log.With("group", gv.Group)}
 	toEnv := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		a, ok := o.(*EnvironmentApproval)
 		if !ok || !r.names(a, &Environment{ObjectMeta: metav1.ObjectMeta{Name: a.Spec.Environment}}) {

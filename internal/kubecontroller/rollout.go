@@ -26,6 +26,10 @@ func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.R
 		return false
 	}
 	failed := engine.RollbackReason(res)
+	target := "the last revision that verified"
+	if good, err := r.knit.RollbackTarget(ctx, res.Env, 0); err == nil {
+		target = fmt.Sprintf("revision %d", good.Number)
+	}
 	rb, err := r.knit.Run(ctx, *req)
 	r.log.Info("rollback", "object", e.Namespace+"/"+e.Name, "env", res.Env, "status", status(rb), "error", err)
 	if rb == nil {
@@ -38,8 +42,8 @@ func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.R
 	if !succeeded(rb) {
 		return true
 	}
-	msg := fmt.Sprintf("generation %d: %s; run %s rolled %s back to revision %d (rollout.onFailure: rollback): fix the spec, a new generation is applied",
-		e.Generation, failed, rb.RunID, rb.Env, rb.Revision)
+	msg := fmt.Sprintf("generation %d: %s; run %s rolled %s back to %s (now revision %d; rollout.onFailure: rollback): fix the spec, a new generation is applied",
+		e.Generation, failed, rb.RunID, rb.Env, target, rb.Revision)
 	setCondition(&st.Conditions, e.Generation, CondStalled, true, ReasonRolledBack, msg)
 	setCondition(&st.Conditions, e.Generation, CondReady, false, ReasonRolledBack, msg)
 	return true

@@ -60,11 +60,18 @@ func (h *harness) installApproverPolicy() {
 			h.t.Fatal(err)
 		}
 	}
-	// In force once a forged approval is refused (a dry run: nothing stays).
+	// In force once a forged approval is refused (dry runs: nothing
+	// stays); and an approval created now is later than the policy by the
+	// API server's clock (creation times are in seconds).
 	alice := h.userClient("alice")
 	waitFor(h.t, "the admission policy in force", func() bool {
 		err := alice.Create(ctx, approval(h.ns, "probe", "bob", "x"), client.DryRunAll)
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
+	})
+	waitFor(h.t, "an approval newer than the policy", func() bool {
+		a := approval(h.ns, "probe", "alice", "x")
+		return alice.Create(ctx, a, client.DryRunAll) == nil &&
+			a.CreationTimestamp.After(pol.CreationTimestamp.Time) && a.CreationTimestamp.After(bind.CreationTimestamp.Time)
 	})
 }
 
