@@ -147,6 +147,9 @@ type inPlace struct {
 
 // Enqueue runs req and returns its run's ID.
 func (s *inPlace) Enqueue(req knit.RunRequest, _ string) (string, error) {
+	// Run here, in the reconcile: ctx carries the object's caller (its
+	// namespace's team); no stored token names it for a queue to look up.
+	req.Caller = nil
 	s.res, s.err = s.k.Run(s.ctx, req)
 	if s.res == nil {
 		if s.err == nil {
