@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,9 +36,9 @@ spec:
       type: script
       script:
         apply: |
-          echo $REPLICA_NAME >> ` + out + `/started
           trap '' INT
           trap 'echo $REPLICA_NAME >> ` + out + `/termed' TERM
+          echo $REPLICA_NAME >> ` + out + `/started
           echo "step one" >&2
           while [ ! -f ` + out + `/go ]; do sleep 0.1; done
           echo "app $REPLICA_NAME" >> ` + out + `/applied
@@ -145,6 +146,9 @@ func TestARunWhoseResumeIsKilledToo(t *testing.T) {
 	rs := startReplicas(t, w, []string{"a", "b", "c"}, replicaArgs(repo, 2))
 	head := repo.commit("long", map[string]string{"envs/long.yaml": waitingEnv(out)})
 	first := rs.startedOn(out, 1)
+	// The script's process group is recorded (what the resume ends)
+	// before its replica dies.
+	rs.waitFor("the script's process group recorded", func() bool { return rs.count(t, `SELECT count(*) FROM tool_processes WHERE env = 'fleet/long'`) > 0 })
 	killedAt := time.Now()
 	rs.kill(first)
 
@@ -152,7 +156,7 @@ func TestARunWhoseResumeIsKilledToo(t *testing.T) {
 	// ignores), then SIGKILL after the tool grace. Meanwhile, its replica
 	// dies too.
 	rs.waitFor("the first's script to get SIGTERM from the resume", func() bool { return len(lines(t, filepath.Join(out, "termed"))) >= 1 })
-	second := rs.byPID(t, rs.runningJobPID(t))
+	second := rs.runningJob(t)
 	if second == first {
 		t.Fatal("the dead replica runs the resume")
 	}
@@ -196,9 +200,9 @@ func (rs *replicaSet) waitFor(what string, cond func() bool) {
 	}
 }
 
-// runningJobPID is the PID of the replica working the one knit job
-// running (River's attempted_by is host-pid-random).
-func (rs *replicaSet) runningJobPID(t *testing.T) int {
+// runningJob is the replica working the one knit job running (River's
+// attempted_by names a replica host-pid-random).
+func (rs *replicaSet) runningJob(t *testing.T) *server {
 	t.Helper()
 	var by string
 	waitFor(t, time.Minute, func() bool {
@@ -211,37 +215,29 @@ func (rs *replicaSet) runningJobPID(t *testing.T) int {
 			WHERE kind = 'knit_run' AND state = 'running' ORDER BY id DESC LIMIT 1`).Scan(&by)
 		return err == nil
 	})
-	f := strings.Split(by, "-")
-	if len(f) < 3 {
-		t.Fatalf("attempted_by %q: want host-pid-random", by)
-	}
-	pid, err := strconv.Atoi(f[len(f)-2])
-	if err != nil {
-		t.Fatalf("attempted_by %q: %v", by, err)
-	}
-	return pid
-}
-
-// byPID is the replica whose process is pid.
-func (rs *replicaSet) byPID(t *testing.T, pid int) *server {
 	for _, s := range rs.reps {
-		if s.cmd.Process.Pid == pid {
+		if slices.Contains(strings.Split(by, "-"), strconv.Itoa(s.cmd.Process.Pid)) {
 			return s
 		}
 	}
-	t.Fatalf("no replica has PID %d", pid)
+	t.Fatalf("no replica works the running job (attempted by %q)", by)
 	return nil
 }
 
 // runningJobs counts knit's River jobs in state running.
 func (rs *replicaSet) runningJobs(t *testing.T) int {
+	return rs.count(t, `SELECT count(*) FROM river_job WHERE kind = 'knit_run' AND state = 'running'`)
+}
+
+// count is the answer of a count(*) query on the replicas' database.
+func (rs *replicaSet) count(t *testing.T, query string) int {
 	conn, err := pgx.Connect(t.Context(), rs.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
 	var n int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = 'knit_run' AND state = 'running'`).Scan(&n); err != nil {
+	if err := conn.QueryRow(t.Context(), query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
