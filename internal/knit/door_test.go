@@ -182,3 +182,32 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 		t.Fatalf("rollback to the good revision 2: %+v %v", res, err)
 	}
 }
+
+// captured is a Submitter that keeps what it is handed.
+type captured struct{ req knit.RunRequest }
+
+func (c *captured) Enqueue(req knit.RunRequest, _ string) (string, error) {
+	c.req = req
+	return "r", nil
+}
+
+// The apply that carries out an approval carries its approver's token:
+// the door checks it again when the apply leaves the queue.
+func TestTheApplyAfterAnApprovalCarriesTheApprover(t *testing.T) {
+	ctx := context.Background()
+	k := open(t)
+	apply(t, k, parse(t, envDoc("pay", "prod")), "alice", false)
+	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("approvals %+v %v", pending, err)
+	}
+	bob := knit.WithCaller(ctx, store.Token{Name: "bob", Role: store.RoleOperator, Teams: []string{"pay"}})
+	var sub captured
+	if _, _, err := k.ApproveAndApply(bob, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob",
+		PlanChecksum: pending[0].PlanChecksum, Source: "api"}, &sub); err != nil {
+		t.Fatal(err)
+	}
+	if sub.req.Caller == nil || sub.req.Caller.Token != "bob" {
+		t.Fatalf("the apply after the approval carries caller %+v, want bob", sub.req.Caller)
+	}
+}
