@@ -136,7 +136,7 @@ func TestAPreviewThatSleepsForeverNeverHoldsTheWatchedBranch(t *testing.T) {
 	same := repo.commit("bump app", map[string]string{"envs/app.yaml": previewEnv("shop", "app", "v2")})
 	s.eventually("the watched branch's commit of the previewed environment applied", func() bool { return s.appliedFrom("shop/app", same) })
 	if p := previewOf(s, "feature/sleep", "shop/app"); p.Status != "" {
-		t.Fatalf("the preview ended before the watched commit of its environment was applied: %+v", p)
+		t.Fatalf("the preview ended before the watched commit of its environment was applied: %+v\n%s", p, s.logText())
 	}
 	if !strings.Contains(s.logText(), "a preview gave way to the watched branch's run of the environment") {
 		t.Errorf("the preview did not give way:\n%s", s.logText())

@@ -137,6 +137,9 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 			req.Origin += "#" + want.Element.Name
 		}
 	}
+	if g.previews.yield(id) { // the watched branch goes first, on either queue
+		g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
+	}
 	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })
 	if err == nil {
 		g.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
@@ -152,9 +155,7 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 func (g *Reconciler) wantStarted(id string, want gitWant, err error) {
 	switch {
 	case errors.Is(err, engine.ErrLocked):
-		if g.previews.yield(id) {
-			g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
-		}
+		g.previews.yield(id) // one started since the run was queued
 		d := g.wants.refused(id, g.clock.Now())
 		g.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
 		g.retryLater(d)
