@@ -223,8 +223,8 @@ func TestAReplicaPausedPastItsLeaseCannotAct(t *testing.T) {
 	}
 	repo := newGitRepo(t, map[string]string{"envs/README": "environments", "envs/modules/paused/main.tf": pausedModule})
 	// Every tool of this test's replicas (its only component's) has its
-	// replica's data dir in its environment (TF_PLUGIN_CACHE_DIR).
-	sampler := sampleGroups(filepath.Join(w.dir, "replica-"))
+	// replica's data dir in TF_PLUGIN_CACHE_DIR; knit itself has not.
+	sampler := sampleGroups("TF_PLUGIN_CACHE_DIR=" + filepath.Join(w.dir, "replica-"))
 	w.apart = true // on one machine, the resume would end the paused replica's tools itself
 	rs := startReplicas(t, w, []string{"a", "b"}, replicaArgs(repo, 2))
 	head := repo.commit("paused", map[string]string{"envs/paused.yaml": `apiVersion: knit.dev/v1
