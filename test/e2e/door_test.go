@@ -108,7 +108,14 @@ func newDoor(t *testing.T, row doorRow) *door {
 	}
 	d.repo = newGitRepo(t, files)
 	d.s = w.startServer(append(gitServerArgs(d.repo), row.args...)...)
-	d.s.eventually("prod applied", func() bool { e, _ := d.s.env("qa/prod"); return e.Status == "provisioned" })
+	d.s.eventually("prod applied, its run over", func() bool {
+		var e struct {
+			Status string
+			Lock   any
+		}
+		d.s.do("GET", "/api/v1/environments/qa/prod", nil, &e)
+		return e.Status == "provisioned" && e.Lock == nil
+	})
 	return d
 }
 
@@ -313,7 +320,17 @@ func doorRows() []doorRow {
 			}},
 		{name: "Rollback", kind: "rollback", act: func(d *door) {
 			d.repo.commit("add c", map[string]string{"envs/prod.yaml": d.env(doorComp("a", ""), doorComp("b", ""), doorComp("c", ""))})
-			d.s.eventually("c applied", func() bool { e, _ := d.s.env("qa/prod"); return e.AppliedRevision == 2 && e.Status == "provisioned" })
+			d.s.eventually("c applied, its run over", func() bool {
+				var e struct {
+					AppliedRevision int
+					Status          string
+					Lock            any
+					Components      []struct{ Name, Status string }
+				}
+				d.s.do("GET", "/api/v1/environments/qa/prod", nil, &e)
+				c := slices.IndexFunc(e.Components, func(c struct{ Name, Status string }) bool { return c.Name == "c" && c.Status == "applied" })
+				return e.AppliedRevision == 2 && e.Status == "provisioned" && e.Lock == nil && c >= 0
+			})
 			d.w.calls()
 			r := d.w.knitWith(d.remote(d.s.token), "rollback", "qa/prod", "--to", "1")
 			if r.code == 0 {
