@@ -158,6 +158,7 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 	size := func(n string) *spec.Environment {
 		return parse(t, strings.Replace(envDoc("pay", "prod"), "{name: size, value: 1}", "{name: size, value: "+n+"}", 1))
 	}
+	var firstApply string
 	for i, denied := range []bool{false, false, true, false, true} { // revisions 1 to 5: 3 and 5 denied
 		var dirs []string
 		if denied {
@@ -166,6 +167,9 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 		res, _ := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: size(string(rune('1' + i))), AutoApprove: true, PolicyDirs: dirs})
 		if res == nil || (res.Status == store.StatusFailed) != denied {
 			t.Fatalf("revision %d: %+v", i+1, res)
+		}
+		if i == 0 {
+			firstApply = res.RunID
 		}
 	}
 	e, err := k.ResolveEnv(ctx, "pay/prod")
@@ -178,8 +182,17 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 			t.Errorf("rollback to %d: %v, want %q", to, err, want)
 		}
 	}
-	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 2}); err != nil || res.Status != store.StatusSucceeded {
-		t.Fatalf("rollback to the good revision 2: %+v %v", res, err)
+	back, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 2})
+	if err != nil || back.Status != store.StatusSucceeded {
+		t.Fatalf("rollback to the good revision 2: %+v %v", back, err)
+	}
+	// A resume goes where the rollback it resumes went, nowhere else: not
+	// to a denied revision, not as the resume of an apply.
+	for _, resumes := range []string{back.RunID, firstApply} {
+		_, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 5, Resumes: resumes})
+		if !errors.Is(err, knit.ErrNoGoodRevision) || !strings.Contains(err.Error(), "a resume goes only where the rollback it resumes went") {
+			t.Errorf("a resume of %s as a rollback to the denied revision 5: %v, want refused", resumes, err)
+		}
 	}
 }
 

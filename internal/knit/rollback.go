@@ -33,7 +33,7 @@ func (k *Knit) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environ
 	if err != nil {
 		return nil, err
 	}
-	to, err := k.rollbackTarget(ctx, e, req.To)
+	to, err := k.targetOf(ctx, e, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,34 @@ func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (store.Re
 		return store.Revision{}, err
 	}
 	return k.rollbackTarget(ctx, e, to)
+}
+
+// targetOf is the revision the rollback req goes to: for a resume, the
+// one the rollback it resumes recorded (resumedTarget), else
+// rollbackTarget's.
+func (k *Knit) targetOf(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
+	if req.Resumes == "" {
+		return k.rollbackTarget(ctx, e, req.To)
+	}
+	return k.resumedTarget(ctx, e, req)
+}
+
+// resumedTarget is revision req.To, which the interrupted rollback
+// req.Resumes recorded (the target's spec) before it changed anything:
+// its resume goes there again as it is, applied already or not (the
+// rules of rollbackTarget judged it when that rollback started; the
+// copy it recorded is newer than the bad revision and not verified).
+// Anything else (not a rollback of e, another revision) is refused.
+func (k *Knit) resumedTarget(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
+	r, err := k.store.Run(ctx, req.Resumes)
+	if err != nil {
+		return store.Revision{}, fmt.Errorf("the rollback run %s resumes: %w", req.Resumes, err)
+	}
+	if r.Kind != engine.KindRollback || r.Env != e.ID || r.Revision == 0 || r.Revision != req.To {
+		return store.Revision{}, fmt.Errorf("%w: run %s is a %s of %s that recorded revision %d, not a rollback of %s to revision %d: a resume goes only where the rollback it resumes went",
+			ErrNoGoodRevision, r.ID, r.Kind, r.Env, r.Revision, e.ID, req.To)
+	}
+	return k.revision(ctx, e.ID, req.To)
 }
 
 func (k *Knit) rollbackTarget(ctx context.Context, e store.Environment, to int) (store.Revision, error) {

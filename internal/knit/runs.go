@@ -20,6 +20,10 @@ type RunRequest struct {
 	// To is, for a rollback, the revision to go back to (0: the newest
 	// good one before the applied revision).
 	To int
+	// Resumes is the interrupted run this one resumes (ResumeRequest). A
+	// rollback resuming a rollback goes to To, the revision that run
+	// recorded, as it is: that run judged the target when it started.
+	Resumes string
 	// Env is the environment to run, as loaded from a file or a commit.
 	// When nil, EnvRef names a known environment (team/env or its
 	// metadata name) and the run uses its applied revision.

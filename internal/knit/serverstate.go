@@ -58,14 +58,14 @@ func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
 	return k.store.AppendAudit(ctx, ev)
 }
 
-// InterruptedKind is the kind of env's last interrupted run ("" when it
-// has none); ResumeKind says what resumes it.
-func (k *Knit) InterruptedKind(ctx context.Context, env string) (store.RunKind, error) {
+// InterruptedRun is env's last interrupted run (false when it has none);
+// ResumeKind says what resumes it.
+func (k *Knit) InterruptedRun(ctx context.Context, env string) (store.Run, bool, error) {
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
 	if err != nil || len(runs) == 0 {
-		return "", err
+		return store.Run{}, false, err
 	}
-	return runs[0].Kind, nil
+	return runs[0], true, nil
 }
 
 // CountComponents counts the components in status, over every environment.

@@ -337,6 +337,7 @@ type apiRun struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
 	Source string `json:"source"`
+	Kind   string `json:"kind"`
 }
 
 func newestRun(t *testing.T, s *server, env string) apiRun {

@@ -92,7 +92,7 @@ spec:
 
 // TestReplicaKilledMidRollbackIsResumed: on PostgreSQL replicas, kill -9
 // of the replica running a rollback: the leader resumes it (it was never
-// resumed) as an apply of the revision it went back to.
+// resumed) as a rollback to the revision it recorded (revision 1's spec).
 func TestReplicaKilledMidRollbackIsResumed(t *testing.T) {
 	w := newWorld(t)
 	out := w.path("out")
@@ -146,8 +146,8 @@ echo v1 >> `+out+`/applied`)
 		r := newestRun(t, alive, "fleet/roll")
 		return r.Source == "recovery" && r.Status != "running" && r.Status != "queued"
 	})
-	if r := newestRun(t, alive, "fleet/roll"); r.Status != "succeeded" {
-		t.Errorf("the resume of the rollback: %+v, want succeeded", r)
+	if r := newestRun(t, alive, "fleet/roll"); r.Status != "succeeded" || r.Kind != "rollback" {
+		t.Errorf("the resume of the rollback: %+v, want a rollback that succeeded", r)
 	}
 	var killed apiRun
 	if code := alive.do("GET", "/api/v1/runs/"+started.RunID, nil, &killed); code != http.StatusOK || killed.Status != "interrupted" {

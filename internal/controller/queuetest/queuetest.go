@@ -61,6 +61,7 @@ func Run(t *testing.T, newQueue New) {
 		{"QueuedRunWaitsAndCancels", testCancelQueued},
 		{"CancelRunning", testCancelRunning},
 		{"ResumeAfterCrash", testResumeAfterCrash},
+		{"RollbackResumesToItsTarget", testResumeRollback},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newQueue) })
 	}
@@ -293,7 +294,8 @@ func testCancelRunning(t *testing.T, newQueue New) {
 // testResumeAfterCrash: runs a crashed server left recorded running (its
 // process gone, its lock left behind) are resumed as knit.ResumeKind
 // says, by whatever resumes them in the queue: a drift check as a drift
-// check, a rollback as an apply, a teardown as a teardown; a plan not.
+// check, a rollback that recorded no revision as an apply, a teardown as
+// a teardown; a plan not (testResumeRollback: a rollback that did).
 func testResumeAfterCrash(t *testing.T, newQueue New) {
 	h := newQueue(t, Setup{Max: 4})
 	cases := []struct {
@@ -342,9 +344,15 @@ func testResumeAfterCrash(t *testing.T, newQueue New) {
 // host, lapsed.
 func crash(t *testing.T, h Harness, env string, kind store.RunKind, host string, pid int) string {
 	t.Helper()
+	return crashAt(t, h, store.Run{Env: env, Kind: kind}, host, pid)
+}
+
+// crashAt is crash of r (its env, kind and revision).
+func crashAt(t *testing.T, h Harness, r store.Run, host string, pid int) string {
+	t.Helper()
 	ctx := context.Background()
-	id := knit.NewRunID()
-	if err := h.Store.CreateRun(ctx, store.Run{ID: id, Env: env, Kind: kind, Status: store.StatusRunning, Actor: "t",
+	id, env := knit.NewRunID(), r.Env
+	if err := h.Store.CreateRun(ctx, store.Run{ID: id, Env: env, Kind: r.Kind, Revision: r.Revision, Status: store.StatusRunning, Actor: "t",
 		PID: pid, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ type runArgs struct {
 	Resumes string `json:"resumes,omitempty"`
 
 	RunKind     store.RunKind     `json:"kind"`
+	To          int               `json:"to,omitempty"`
 	EnvRef      string            `json:"env_ref,omitempty"`
 	Spec        json.RawMessage   `json:"spec,omitempty"`
 	File        string            `json:"file,omitempty"`
@@ -66,7 +67,7 @@ func argsOf(req knit.RunRequest, env string) (runArgs, error) {
 	if req.Confirm != nil || req.OnEvent != nil {
 		return runArgs{}, fmt.Errorf("run queue: a run with callbacks cannot be queued in the database")
 	}
-	a := runArgs{RunID: req.RunID, Env: env, RunKind: req.Kind, EnvRef: req.EnvRef, Components: req.Components,
+	a := runArgs{RunID: req.RunID, Env: env, Resumes: req.Resumes, RunKind: req.Kind, To: req.To, EnvRef: req.EnvRef, Components: req.Components,
 		Parallelism: req.Parallelism, AutoApprove: req.AutoApprove, Refresh: req.Refresh, Reconcile: req.Reconcile,
 		Policies: req.Policies, Actor: req.Actor, Reason: req.Reason, Source: req.Source, Origin: req.Origin,
 		Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message, PolicyDirs: req.PolicyDirs,
@@ -85,7 +86,7 @@ func argsOf(req knit.RunRequest, env string) (runArgs, error) {
 // revision is: paths resolve from the same folder, which every replica
 // must reach).
 func (a runArgs) request() (knit.RunRequest, error) {
-	req := knit.RunRequest{RunID: a.RunID, Kind: a.RunKind, EnvRef: a.EnvRef, Components: a.Components,
+	req := knit.RunRequest{RunID: a.RunID, Resumes: a.Resumes, Kind: a.RunKind, To: a.To, EnvRef: a.EnvRef, Components: a.Components,
 		Parallelism: a.Parallelism, AutoApprove: a.AutoApprove, Refresh: a.Refresh, Reconcile: a.Reconcile,
 		Policies: a.Policies, Actor: a.Actor, Reason: a.Reason, Source: a.Source, Origin: a.Origin, Root: a.Root,
 		Commit: a.Commit, Author: a.Author, Message: a.Message, PolicyDirs: a.PolicyDirs,

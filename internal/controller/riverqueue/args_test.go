@@ -32,22 +32,7 @@ spec:
 	req := knit.RunRequest{RunID: "r1", Kind: engine.KindApply, Env: env, Actor: "alice", Source: "git",
 		Reason: "commit", Origin: "file:///repo@abc:envs/app.yaml", Root: "/data/git/abc/envs", Commit: "abc",
 		Components: []string{"web"}, AutoApprove: true, Tree: "/data/git/abc"}
-	a, err := argsOf(req, env.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back runArgs
-	if err := json.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	got, err := back.request()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := roundTrip(t, req, env.ID())
 	want, _ := json.Marshal(env)
 	have, _ := json.Marshal(got.Env)
 	if string(have) != string(want) || got.Env.Dir != env.Dir || got.Env.File != env.File {
@@ -56,6 +41,12 @@ spec:
 	got.Env, req.Env = nil, nil
 	if !reflect.DeepEqual(got, req) {
 		t.Errorf("request after the trip:\n%+v\nwant\n%+v", got, req)
+	}
+	// A rollback to a revision (knit rollback --to, a resume of a
+	// rollback) keeps its target and the run it resumes.
+	back2 := roundTrip(t, knit.RunRequest{RunID: "r2", Kind: engine.KindRollback, EnvRef: "shop/app", To: 3, Resumes: "r0", Actor: "knit-serve"}, "shop/app")
+	if back2.To != 3 || back2.Resumes != "r0" || back2.Kind != engine.KindRollback {
+		t.Errorf("a rollback after the trip: %+v, want to revision 3 resuming r0", back2)
 	}
 	if _, err := argsOf(knit.RunRequest{OnEvent: func(engine.Event) {}}, "x/y"); err == nil {
 		t.Error("a request with a callback was queued in the database")
@@ -71,4 +62,26 @@ func TestLockBackoffDoublesUpToAMinute(t *testing.T) {
 			t.Errorf("lockBackoff after %s = %v, want %v", c.meta, got, c.want)
 		}
 	}
+}
+
+// roundTrip is req after the trip through a job's JSON.
+func roundTrip(t *testing.T, req knit.RunRequest, env string) knit.RunRequest {
+	t.Helper()
+	a, err := argsOf(req, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back runArgs
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := back.request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

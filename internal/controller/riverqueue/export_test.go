@@ -10,7 +10,9 @@ import (
 func (q *Queue) Pool() *pgxpool.Pool { return q.pool }
 
 // QueueResume queues the resume of run id as Reap does.
-func (q *Queue) QueueResume(id, env string, kind store.RunKind) { q.resume(id, env, kind, "test") }
+func (q *Queue) QueueResume(id, env string, kind store.RunKind) {
+	q.resume(store.Run{ID: id, Env: env, Kind: kind}, "test")
+}
 
 // ResumedID is resumedID.
 var ResumedID = resumedID

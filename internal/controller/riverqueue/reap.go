@@ -54,7 +54,7 @@ func (q *Queue) reapOnce(ctx context.Context) {
 		return
 	}
 	for _, r := range runs {
-		q.resume(r.ID, r.Env, r.Kind, "resume after the replica running it stopped renewing its lock")
+		q.resume(r, "resume after the replica running it stopped renewing its lock")
 	}
 	if _, err := q.pool.Exec(ctx, `DELETE FROM knit_run_events WHERE run_id IN (
 		SELECT run_id FROM knit_run_events WHERE last AND at < clock_timestamp() - $1 * interval '1 second')`,
@@ -76,7 +76,8 @@ func (q *Queue) requeue(ctx context.Context, a runArgs) {
 		return
 	}
 	if a.Resumes != "" {
-		q.resume(a.Resumes, a.Env, a.RunKind, a.Reason)
+		// The resume's own kind and target resume it again.
+		q.resume(store.Run{ID: a.Resumes, Env: a.Env, Kind: a.RunKind, Revision: a.To}, a.Reason)
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -88,14 +89,15 @@ func (q *Queue) requeue(ctx context.Context, a runArgs) {
 	q.log.Info("run queue: queued again a run a dead replica took and never started", "run", a.RunID, "env", a.Env)
 }
 
-// resume queues the run that resumes run id of kind, as knit.ResumeKind
-// says, unless one is queued or going already. Its ID is id's
-// resumedID for the attempt: every earlier resume of id that ended
+// resume queues the run that resumes the interrupted run r, as
+// knit.ResumeKind says, unless one is queued or going already. Its ID is r's
+// resumedID for the attempt: every earlier resume of r that ended
 // without finishing it (its replica died before it recorded anything)
 // moves the attempt on, so the new one is not a duplicate of the dead
 // one; two leaders asking at once ask for the same ID, queued once.
-func (q *Queue) resume(id, env string, kind store.RunKind, reason string) {
-	req, ok := knit.ResumeRequest(env, kind, q.cfg.Actor, reason)
+func (q *Queue) resume(r store.Run, reason string) {
+	id, env, kind := r.ID, r.Env, r.Kind
+	req, ok := knit.ResumeRequest(r, q.cfg.Actor, reason)
 	if !ok {
 		return // a plan changes nothing: the next run of the env closes its record
 	}

@@ -82,7 +82,7 @@ func (w *worker) Work(jobCtx context.Context, job *river.Job[runArgs]) error {
 		q.log.Warn("run failed", "run", a.RunID, "env", a.Env, "err", err)
 	}
 	if q.stopping.Load() && res != nil && res.Status == store.StatusInterrupted {
-		q.resume(a.RunID, a.Env, a.RunKind, "resume after the replica running it shut down")
+		q.resume(store.Run{ID: a.RunID, Env: a.Env, Kind: a.RunKind, Revision: res.Revision}, "resume after the replica running it shut down")
 	}
 	q.tell(runqueue.Outcome{Job: w.job(a, req, run, nil), Result: res, Took: time.Since(start)})
 	return nil

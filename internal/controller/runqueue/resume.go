@@ -18,17 +18,15 @@ const SettingResume = "resume:"
 // interrupted, after a graceful stop as after kill -9, as knit.ResumeKind
 // says. Call it before Run, once, at start.
 func (q *Queue) Resume(ctx context.Context) error {
-	kinds := map[string]store.RunKind{}
+	runs := map[string]store.Run{}
 	crashed, err := q.k.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted runs: %w", err)
 	}
 	for _, env := range crashed {
-		kind, err := q.k.InterruptedKind(ctx, env)
-		if err != nil {
+		if runs[env], _, err = q.k.InterruptedRun(ctx, env); err != nil {
 			return fmt.Errorf("recover interrupted runs: %w", err)
 		}
-		kinds[env] = kind
 	}
 	stopped, err := q.k.Settings(ctx, SettingResume)
 	if err != nil {
@@ -37,17 +35,20 @@ func (q *Queue) Resume(ctx context.Context) error {
 	done := map[string]string{}
 	for key, kind := range stopped {
 		env := strings.TrimPrefix(key, SettingResume)
-		if _, ok := kinds[env]; !ok {
-			kinds[env] = store.RunKind(kind)
-		}
 		done[key] = ""
+		if _, ok := runs[env]; ok {
+			continue
+		}
+		if runs[env], err = q.stoppedRun(ctx, env, store.RunKind(kind)); err != nil {
+			return fmt.Errorf("read runs a shutdown interrupted: %w", err)
+		}
 	}
-	for env, kind := range kinds {
-		req, ok := knit.ResumeRequest(env, kind, q.actor, "resume after the server restarted")
+	for env, r := range runs {
+		req, ok := knit.ResumeRequest(r, q.actor, "resume after the server restarted")
 		if !ok {
 			continue
 		}
-		q.log.Info("resuming an interrupted run", "env", env, "kind", kind, "as", req.Kind)
+		q.log.Info("resuming an interrupted run", "env", env, "kind", r.Kind, "as", req.Kind)
 		if _, err := q.Enqueue(req, env); err != nil {
 			q.log.Error("resume", "env", env, "err", err)
 		}
@@ -58,10 +59,21 @@ func (q *Queue) Resume(ctx context.Context) error {
 	return nil
 }
 
+// stoppedRun is the run of kind in env a shutdown interrupted: env's last
+// interrupted run when it is of that kind (its record says where a
+// rollback went), else only its kind.
+func (q *Queue) stoppedRun(ctx context.Context, env string, kind store.RunKind) (store.Run, error) {
+	r, ok, err := q.k.InterruptedRun(ctx, env)
+	if err != nil || (ok && r.Kind == kind) {
+		return r, err
+	}
+	return store.Run{Env: env, Kind: kind}, nil
+}
+
 // interruptedByShutdown remembers a run the queue's shutdown interrupted,
 // for the next start to resume (as knit.ResumeKind says).
 func (q *Queue) interruptedByShutdown(j *Job) {
-	if _, ok := knit.ResumeKind(j.Req.Kind); !ok {
+	if _, ok := knit.ResumeKind(store.Run{Kind: j.Req.Kind}); !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
