@@ -9,10 +9,8 @@ import (
 // Pool is the queue's database, for tests that play a dead replica.
 func (q *Queue) Pool() *pgxpool.Pool { return q.pool }
 
-// QueueResume queues the resume of run id as Reap does.
-func (q *Queue) QueueResume(id, env string, kind store.RunKind) {
-	q.resume(store.Run{ID: id, Env: env, Kind: kind}, "test")
-}
+// QueueResume queues the resume of run r as Reap does.
+func (q *Queue) QueueResume(r store.Run) { q.resume(r, "test") }
 
 // ResumedID is resumedID.
 var ResumedID = resumedID

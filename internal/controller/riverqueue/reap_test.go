@@ -32,7 +32,12 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 		// interrupted: the first resume took the lock over and recorded
 		// the dead run interrupted before its replica died.
 		interrupted bool
-	}{{"StillRecordedRunning", false}, {"RecordedInterrupted", true}} {
+		// kind of the dead run, and the revision it recorded: a rollback's
+		// resume goes there again (to its applied revision 1 here).
+		kind     store.RunKind
+		revision int
+	}{{"StillRecordedRunning", false, engine.KindApply, 0}, {"RecordedInterrupted", true, engine.KindApply, 0},
+		{"RollbackStillRecordedRunning", false, engine.KindRollback, 1}} {
 		t.Run(c.name, func(t *testing.T) {
 			h, q := harness(t, pg, queuetest.Setup{Max: 2})
 			ctx := context.Background()
@@ -40,7 +45,7 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 			dead := deadPID(t)
 			host, _ := os.Hostname()
 			first := knit.NewRunID()
-			if err := h.Store.CreateRun(ctx, store.Run{ID: first, Env: env, Kind: engine.KindApply, Status: store.StatusRunning,
+			if err := h.Store.CreateRun(ctx, store.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision, Status: store.StatusRunning,
 				Actor: "t", PID: dead, StartedAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +60,7 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 			}
 			// The first resume, taken by a replica that died before it
 			// recorded its run.
-			q.QueueResume(first, env, engine.KindApply)
+			q.QueueResume(store.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision})
 			if tag, err := q.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
 				attempted_by = ARRAY['ghost-replica'] WHERE args->>'run_id' = $1`, riverqueue.ResumedID(first, 0)); err != nil || tag.RowsAffected() != 1 {
 				t.Fatalf("play the dead replica's job: %v %v", tag, err)
@@ -70,7 +75,7 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 				}
 				return err == nil && r.Status != store.StatusRunning
 			})
-			if r, _ := h.Knit.RunRecord(ctx, again); r.Status != store.StatusSucceeded || r.Kind != engine.KindApply || r.Source != knit.SourceRecovery {
+			if r, _ := h.Knit.RunRecord(ctx, again); r.Status != store.StatusSucceeded || r.Kind != c.kind || r.Source != knit.SourceRecovery {
 				t.Fatalf("the second resume: %+v", r.Run)
 			}
 			if r, _ := h.Knit.RunRecord(ctx, first); r.Status != store.StatusInterrupted {
