@@ -181,8 +181,10 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	}
 	// A person's rollback: the pipeline stage holds again the release it
 	// went back to. (The rollout's own goes back to the stage's current
-	// release: the failed one stays the stage's last, VerificationFailed.)
-	if o.Job.Req.Kind == engine.KindRollback && o.Job.Req.Source != "rollout" && s.Promotion != nil {
+	// release: the failed one stays the stage's last, VerificationFailed.
+	// A resume's, knit.SourceRecovery, may finish either: it moves no stage,
+	// as when rollbacks resumed as applies.)
+	if o.Job.Req.Kind == engine.KindRollback && o.Job.Req.Source != "rollout" && o.Job.Req.Source != knit.SourceRecovery && s.Promotion != nil {
 		if err := s.Promotion.RollbackEnded(context.Background(), o.Job.Env, o.Job.ID); err != nil {
 			s.log.Error("record a rollback in its pipeline", "env", o.Job.Env, "run", o.Job.ID, "err", err)
 		}
