@@ -9,3 +9,6 @@ func CommandCount(r *Runner) int64 { return r.commands.Load() }
 
 // LayoutCount reports how many times r read a whole module (collected a layout).
 func LayoutCount(r *Runner) int64 { return r.collected.Load() }
+
+// ScrubState is scrubState, for tests of a real tool's state.
+func ScrubState(data []byte) ([]byte, error) { return scrubState(data) }

@@ -25,7 +25,8 @@ import (
 //     caller's environment, and no shared plugin cache (init installs the
 //     providers from the CLI config's mirror or registry into the copy);
 //   - its state is a plaintext copy of the component's, written by knit
-//     into the work dir before the tool starts (sandboxState), behind a
+//     into the work dir before the tool starts (sandboxState), with every
+//     value the state marks sensitive replaced (scrubState), behind a
 //     local backend: there is nowhere to write it back, and the plan runs
 //     with -lock=false -refresh=false (no provider is asked about the
 //     real resources, so no cloud credential is needed or given).
@@ -116,6 +117,9 @@ func (r *Runner) sandboxState(ctx context.Context, c runner.Component, wd string
 	}
 	plain, err := decryptState(r.opts.EncryptionKey, data)
 	if err != nil {
+		return fmt.Errorf("the state for the sandboxed plan: %w", err)
+	}
+	if plain, err = scrubState(plain); err != nil {
 		return fmt.Errorf("the state for the sandboxed plan: %w", err)
 	}
 	return os.WriteFile(local, plain, 0o600)
