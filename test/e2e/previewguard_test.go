@@ -46,20 +46,7 @@ func TestAPreviewIsJudgedByTheWatchedBranchsPoliciesOnly(t *testing.T) {
 		"policies/watched.rego":        "package knit\n", // the branch empties the watched one: no effect
 		"envs/branchpolicies/own.rego": branchPolicy("BRANCH-SPEC-POLICY-RAN"),
 	})
-	s.eventually("preview.ready of the branch", func() bool {
-		for _, ev := range hook.of("preview.ready") {
-			if ev.Commit == head {
-				return true
-			}
-		}
-		return false
-	})
-	var md string
-	for _, ev := range hook.of("preview.ready") {
-		if ev.Commit == head {
-			md = ev.Markdown
-		}
-	}
+	md := s.previewMarkdown(hook, head)
 	ps, _ := s.previews("feature/leak", "")
 	if len(ps) != 1 || ps[0].Status != "planned" {
 		var logs json.RawMessage

@@ -151,20 +151,7 @@ spec:
 			filepath.Join(w.dataDir, "knit.key")),
 		"envs/app.yaml": strings.Replace(previewEnv("shop", "app", "v2"), "./modules/counted", "./modules/key", 1),
 	})
-	s.eventually("preview.ready of the branch", func() bool {
-		for _, ev := range hook.of("preview.ready") {
-			if ev.Commit == head {
-				return true
-			}
-		}
-		return false
-	})
-	var md string
-	for _, ev := range hook.of("preview.ready") {
-		if ev.Commit == head {
-			md = ev.Markdown
-		}
-	}
+	md := s.previewMarkdown(hook, head)
 
 	// No token was minted.
 	if r := w.ok("token", "list"); strings.Contains(r.stdout, "mallory") {

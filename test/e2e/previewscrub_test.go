@@ -85,20 +85,7 @@ locals {
 }
 `,
 	})
-	s.eventually("preview.ready of the branch", func() bool {
-		for _, ev := range hook.of("preview.ready") {
-			if ev.Commit == head {
-				return true
-			}
-		}
-		return false
-	})
-	var md string
-	for _, ev := range hook.of("preview.ready") {
-		if ev.Commit == head {
-			md = ev.Markdown
-		}
-	}
+	md := s.previewMarkdown(hook, head)
 	var api json.RawMessage
 	s.do("GET", "/api/v1/previews?branch=feature/leak", nil, &api)
 	var raw []struct{ Env, Status, Error string }
@@ -124,4 +111,21 @@ locals {
 	if got, _ := os.ReadFile(filepath.Join(marks, "tofu.log")); !strings.Contains(string(got), "65534 plan") {
 		t.Errorf("no preview tofu plan ran sandboxed:\n%s", got)
 	}
+}
+
+// previewMarkdown waits for hook's preview.ready of commit and returns its
+// Markdown.
+func (s *server) previewMarkdown(hook *hookReceiver, commit string) string {
+	s.t.Helper()
+	var md string
+	s.eventually("preview.ready of the branch", func() bool {
+		for _, ev := range hook.of("preview.ready") {
+			if ev.Commit == commit {
+				md = ev.Markdown
+				return true
+			}
+		}
+		return false
+	})
+	return md
 }
