@@ -41,7 +41,7 @@ demo: tools-demo build ## validate, graph and run the example environment
 test: tools ## every test, end-to-end ones included
 	go vet ./...
 	GOOS=darwin go build ./... && GOOS=darwin go vet ./...   # knit runs on macOS too
-	go test -race -count=1 ./...   # the race detector found real bugs; keep it on
+	go test -race -count=1 -timeout 45m ./...   # the e2e package alone runs past go test's default 10m; the race detector found real bugs; keep it on
 
 test-e2e-postgres: tools ## the end-to-end tests again, each knit on a PostgreSQL store of its own
 	KNIT_E2E_STORE=postgres go test -count=1 -timeout 30m ./test/e2e
