@@ -57,7 +57,9 @@ func (e *Engine) lock(ctx context.Context, env, runID, actor string, lost func(e
 		return nil, fmt.Errorf("take the lock of %s: %w", env, err)
 	}
 	if err := e.Watchdog.Lease(runID, start+lease-leaseMargin(lease), e.grace()); err != nil {
-		_ = e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID)
+		if rerr := e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID); rerr != nil {
+			return nil, fmt.Errorf("%w; and release the lock of %s: %w (its lease ends it)", err, env, rerr)
+		}
 		return nil, err
 	}
 	stop := make(chan struct{})

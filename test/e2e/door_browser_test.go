@@ -35,9 +35,9 @@ func browser(t *testing.T) context.Context {
 func requireTool(t *testing.T, what string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" || os.Getenv("KNIT_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("%s not found", what)
+		t.Fatalf("%s not found (make tools installs it)", what)
 	}
-	t.Skipf("%s not found", what)
+	t.Skipf("%s not found: make tools installs it", what)
 }
 
 // inBrowser runs chromedp steps with a deadline, failing the test on error.
