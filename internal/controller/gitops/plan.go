@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"knit.dev/knit/internal/diag"
@@ -364,80 +363,6 @@ func (g *Reconciler) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg st
 	}
 }
 
-// contentSums hashes what environments read, each file or folder once per
-// commit.
-type contentSums map[string]string
-
-func newContentSums() contentSums { return contentSums{} }
-
-// env hashes an environment file's content, the files it was built from
-// (its template, the files it extends) and every local input of its
-// components, named relative to the file's folder.
-func (cs contentSums) env(env *spec.Environment, content []byte) (string, error) {
-	h := sha256.New()
-	h.Write(content)
-	for _, f := range env.Sources {
-		fmt.Fprintf(h, "\x00from\x00%s", f.ID())
-	}
-	for _, c := range env.Spec.Components {
-		for _, p := range env.LocalInputs(c) {
-			sum, err := cs.path(p)
-			if err != nil {
-				return "", err
-			}
-			rel, _ := filepath.Rel(env.Dir, p)
-			fmt.Fprintf(h, "\x00%s\x00%s", filepath.ToSlash(rel), sum)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// path hashes a file, a symlink (its target) or a folder (every entry, by
-// relative name, in order). A path that does not exist hashes as missing:
-// validation reports it.
-func (cs contentSums) path(p string) (string, error) {
-	if sum, ok := cs[p]; ok {
-		return sum, nil
-	}
-	h := sha256.New()
-	var entries []string
-	err := filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(p, q)
-		switch {
-		case d.Type()&os.ModeSymlink != 0:
-			target, err := os.Readlink(q)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, rel+"\x00link\x00"+target)
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(q)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(b)
-			entries = append(entries, rel+"\x00file\x00"+hex.EncodeToString(sum[:]))
-		}
-		return nil
-	})
-	if os.IsNotExist(err) {
-		entries, err = []string{"missing"}, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	sort.Strings(entries)
-	for _, e := range entries {
-		h.Write([]byte(e + "\n"))
-	}
-	cs[p] = hex.EncodeToString(h.Sum(nil))
-	return cs[p], nil
-}
-
-// setState is what recordCommit has gathered so far, that a set file adds to.
 type setState struct {
 	files, invalid map[string]string
 	changed        map[string]gitwatch.Change
