@@ -301,17 +301,12 @@ func TestDriftSchedulesResumeOnAnotherReplicaWhenTheLeaderIsKilled(t *testing.T)
 	a := rs.reps[0]
 	a.eventually("sched provisioned", func() bool { e, _ := a.env("qa/sched"); return e.Status == "provisioned" })
 	drifts := func(s *server) []apiRun {
-		var p struct {
-			Items []struct {
-				apiRun
-				Kind string
-			}
-		}
+		var p struct{ Items []apiRun }
 		s.do("GET", "/api/v1/environments/qa/sched/runs", nil, &p)
 		var d []apiRun
 		for _, r := range p.Items {
 			if r.Kind == "drift" && r.Source == "schedule" {
-				d = append(d, r.apiRun)
+				d = append(d, r)
 			}
 		}
 		return d
