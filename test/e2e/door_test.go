@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"knit.dev/knit/internal/testtools/pgtest"
 )
 
 // goneModule is a resource that goes away once the file gone exists: a
@@ -45,6 +48,8 @@ type door struct {
 	// path in the repository.
 	env  func(comps ...string) string
 	file string
+	// args are the server's, to start it again.
+	args []string
 }
 
 // doorRow is one way a run starts: act makes it try a destroy in qa/prod;
@@ -63,7 +68,9 @@ type doorRow struct {
 	// which GitOps follows); files are more files of the first commit.
 	file  string
 	files func(d *door) map[string]string
-	act   func(d *door)
+	// postgres: the world's store is a PostgreSQL database of its own.
+	postgres bool
+	act      func(d *door)
 	// other, for an entry point a person's token goes through, tries the
 	// same with another team's operator token tok; it reports whether the
 	// attempt was refused.
@@ -77,8 +84,11 @@ func newDoor(t *testing.T, row doorRow) *door {
 	w.countingTofu()
 	// The wrapper names each call's environment with its component: only
 	// prod's calls count (a pipeline's dev stage may destroy).
-	w.write(map[string]string{"bin/tofu": fmt.Sprintf("#!/bin/sh\necho \"$1 $(basename \"$(dirname \"$(dirname \"$PWD\")\")\")/$(basename \"$(dirname \"$PWD\")\")\" >> %s\nexec %s \"$@\"\n",
-		w.path("calls.log"), tofuBin)})
+	// A plan waits while marks/hold exists (marks/held says it waits):
+	// a run to kill mid-plan.
+	w.write(map[string]string{"bin/tofu": fmt.Sprintf("#!/bin/sh\necho \"$1 $(basename \"$(dirname \"$(dirname \"$PWD\")\")\")/$(basename \"$(dirname \"$PWD\")\")\" >> %[1]s\n"+
+		"if [ \"$1\" = plan ] && [ -f %[3]s/hold ]; then echo held >> %[3]s/held; while [ -f %[3]s/hold ]; do sleep 0.1; done; fi\nexec %[2]s \"$@\"\n",
+		w.path("calls.log"), tofuBin, w.path("marks"))})
 	rule, err := os.ReadFile(filepath.Join(repo, "policies", "examples", "no_prod_destroy.rego"))
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +117,11 @@ func newDoor(t *testing.T, row doorRow) *door {
 		maps.Copy(files, row.files(d))
 	}
 	d.repo = newGitRepo(t, files)
-	d.s = w.startServer(append(gitServerArgs(d.repo), row.args...)...)
+	if row.postgres {
+		w.env = append(without(w.env, "KNIT_STORE_DSN="), "KNIT_STORE_DSN="+pgtest.Start(t).DB(t))
+	}
+	d.args = append(gitServerArgs(d.repo), row.args...)
+	d.s = w.startServer(d.args...)
 	d.s.eventually("prod applied, its run over", func() bool {
 		var e struct {
 			Status string
@@ -179,6 +193,37 @@ func (d *door) deniedRun(kind, reason string, before []doorRun) doorRun {
 		d.t.Errorf("run %s: no policy-deny audit entry naming the rule: %+v", got.ID, audit.Items)
 	}
 	return got
+}
+
+// teardownResumedAfterKill: a teardown through the API, its plan held,
+// knit serve killed -9 mid-plan and started again: the run it resumes is
+// the one that must meet the policy.
+func (d *door) teardownResumedAfterKill() {
+	d.t.Helper()
+	hold := d.w.path("marks/hold")
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+	if code := d.postAs(d.s.token, "/api/v1/environments/qa/prod/runs", `{"kind":"teardown","autoApprove":true}`); code != 202 {
+		d.t.Fatalf("POST a teardown: %d", code)
+	}
+	waitFor(d.t, 2*time.Minute, func() bool { return len(lines(d.t, d.w.path("marks/held"))) > 0 })
+	if err := d.s.cmd.Process.Kill(); err != nil { // kill -9, mid-plan
+		d.t.Fatal(err)
+	}
+	_ = d.s.cmd.Wait()
+	if err := os.Remove(hold); err != nil {
+		d.t.Fatal(err)
+	}
+	d.s = d.w.startServerWithToken(d.s.token, d.args...)
+	d.s.eventually("the killed teardown resumed", func() bool {
+		for _, r := range d.runs() {
+			if r.Kind == "teardown" && r.Status == "interrupted" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // postAs POSTs body to the API with token tok and returns the status.
@@ -300,6 +345,9 @@ func doorRows() []doorRow {
 			act: func(d *door) {
 				d.w.write(map[string]string{"marks/b.gone": "out of band"})
 			}},
+		{name: "ResumeAfterKillSQLite", kind: "teardown", act: (*door).teardownResumedAfterKill},
+		{name: "ResumeAfterKillPostgres", kind: "teardown", postgres: true, act: (*door).teardownResumedAfterKill,
+			args: []string{"--lock-lease", "3s", "--leader-lease", "3s"}},
 		{name: "TTLExpiry", kind: "teardown",
 			spec: func(doc string) string {
 				return strings.Replace(doc, "  autoApprove: true\n", "  autoApprove: true\n  ttl: 3s\n", 1)
