@@ -40,10 +40,16 @@ func load(ctx context.Context, reader client.Reader, root string, gv schema.Grou
 			return nil, fmt.Errorf("spec.sources[%d]: %w", i, err)
 		}
 	}
+	meta := map[string]any{"name": e.Name, "namespace": e.Namespace}
+	if len(e.Labels) > 0 {
+		// The object's labels are the environment's, as in a file: the
+		// policies that select by label (env: prod) judge its runs.
+		meta["labels"] = e.Labels
+	}
 	doc := map[string]any{
 		"apiVersion": gv.String(),
 		"kind":       spec.KindEnvironment,
-		"metadata":   map[string]any{"name": e.Name, "namespace": e.Namespace},
+		"metadata":   meta,
 		"spec":       body,
 	}
 	data, err := yaml.Marshal(doc)

@@ -345,6 +345,7 @@ func doorRows() []doorRow {
 			act: func(d *door) {
 				d.w.write(map[string]string{"marks/b.gone": "out of band"})
 			}},
+		{name: "KnitController", kind: "apply", act: (*door).controllerAdopts},
 		{name: "ResumeAfterKillSQLite", kind: "teardown", act: (*door).teardownResumedAfterKill},
 		{name: "ResumeAfterKillPostgres", kind: "teardown", postgres: true, act: (*door).teardownResumedAfterKill,
 			args: []string{"--lock-lease", "3s", "--leader-lease", "3s"}},

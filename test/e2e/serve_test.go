@@ -41,6 +41,13 @@ func (b *syncBuffer) WriteString(s string) {
 	b.b.WriteString(s)
 }
 
+// Write makes it a process's stdout and stderr.
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
