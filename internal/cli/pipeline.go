@@ -113,7 +113,11 @@ func printReleases(w io.Writer, rs []view.Release) {
 		return
 	}
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s  %s  commit %s by %s: %s\n", r.ID, string(r.Params), shortHash(r.Commit), r.Author, r.Message)
+		author := r.Author
+		if !r.AuthorVerified {
+			author += " (unverified: the name its commit claims)"
+		}
+		fmt.Fprintf(w, "%s  %s  commit %s by %s: %s\n", r.ID, string(r.Params), shortHash(r.Commit), author, r.Message)
 		for _, e := range r.History {
 			line := fmt.Sprintf("  %s  %-8s %-10s", e.At.Local().Format(time.DateTime), e.Stage, e.State)
 			if e.RunID != "" {
@@ -137,9 +141,12 @@ func newPromoteCmd(d *deps) *cobra.Command {
 		Use:   "promote PIPELINE --release R --to STAGE [--force]",
 		Short: "Approve a release entering a stage; the server applies it once every gate is open",
 		Long: `Within the server's own rules: the release must be verified in the stage before, its
-soak over and the stage's window open; a stage that requires approvals takes yours (its
-author's is refused when the stage requires another approver). --force (an admin) passes
-every gate; it is audited. Exit 0 when the release is Ready or applying, 3 while it waits.`,
+soak over and the stage's window open; a stage that requires approvals takes yours. Where
+the stage requires another approver, the release's verified author (the token that made it,
+or the signer of a commit whose signature verified) is refused, and a release whose author
+is only the name an unsigned commit claims takes approvals from two distinct tokens.
+--force (an admin) passes every gate; it is audited. Exit 0 when the release is Ready or
+applying, 3 while it waits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if release == "" || to == "" {

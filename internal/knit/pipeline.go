@@ -58,8 +58,14 @@ func (k *Knit) PutPipeline(ctx context.Context, p *spec.Pipeline, commit string,
 }
 
 // AddRelease records a release (once: releases are content-addressed);
-// created is false for one known already.
+// created is false for one known already. A release a caller's token
+// adds is that token's: its name is the author, verified; else the
+// author is as r says (the promotion controller's: a commit's signer,
+// verified, or the name an unsigned commit claims, not verified).
 func (k *Knit) AddRelease(ctx context.Context, r store.Release) (store.Release, bool, error) {
+	if t, ok := caller(ctx); ok {
+		r.Author, r.AuthorVerified = t.Name, true
+	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = k.now()
 	}
@@ -152,7 +158,7 @@ func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release
 	out := []view.Release{}
 	for _, r := range f.Releases {
 		v := view.Release{ID: r.ID, Seq: r.Seq, Template: r.Template, Params: json.RawMessage(r.Params), Commit: r.Commit,
-			Author: r.Author, Message: r.Message, CreatedAt: r.CreatedAt, Stages: map[string]view.StageRelease{},
+			Author: r.Author, AuthorVerified: r.AuthorVerified, Message: r.Message, CreatedAt: r.CreatedAt, Stages: map[string]view.StageRelease{},
 			History: []view.ReleaseEvent{}, Approvals: []view.ReleaseApproval{}}
 		for _, s := range f.States {
 			if s.Release == r.ID {
@@ -181,8 +187,8 @@ func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release
 // Promote asks for release to enter stage of pipeline name, as actor:
 // the same rules as the server's own promotions (soak, windows,
 // approvals). A stage that requires approvals takes actor's (refused,
-// ErrOwnRelease, from the release's author when the stage requires
-// another approver). With force (an admin's token, or the local CLI) the
+// ErrOwnRelease, from the release's verified author when the stage
+// requires another approver; see releaseApproval). With force (an admin's token, or the local CLI) the
 // gates are passed by, audited. It returns the stage's status after: the
 // server's promotion controller applies a release that is Ready.
 func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
@@ -217,7 +223,7 @@ func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason 
 	st := f.Def.Spec.Stages[i]
 	needs := st.Approval != nil && st.Approval.Required > 0
 	if force || needs {
-		if !force && st.Approval.RequireOtherApprover && f.release(release).Author == actor {
+		if !force && approvalOf(st, f.release(release)).ownRelease(actor) {
 			return view.Stage{}, fmt.Errorf("%w: %s authored release %s", ErrOwnRelease, actor, release)
 		}
 		action, detail := AuditPromoteApprove, fmt.Sprintf("approved release %s into stage %s of pipeline %s", release, stage, name)
@@ -365,14 +371,15 @@ func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Wait
 	}
 	w := &view.Waiting{Release: c.Release}
 	var approvers []string
-	author := f.release(c.Release).Author
+	rule := approvalOf(st, f.release(c.Release))
+	w.Approval = rule.view()
 	for _, a := range f.Approvals {
 		if a.Release != c.Release || a.Stage != st.Name {
 			continue
 		}
 		w.Approvals = append(w.Approvals, a.Actor)
 		w.Forced = w.Forced || a.Forced
-		if st.Approval == nil || !st.Approval.RequireOtherApprover || a.Actor != author {
+		if rule.counts(a.Actor) {
 			approvers = append(approvers, a.Actor)
 		}
 	}
@@ -386,77 +393,12 @@ func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Wait
 	case !st.Windows.Open(now):
 		w.Reason, w.Until = view.WaitWindowClosed, st.Windows.NextChange(now)
 		w.Message = "no promotion window of " + st.Name + " is open"
-	case st.Approval != nil && len(approvers) < st.Approval.Required:
-		w.Reason = view.WaitAwaitingApproval
-		w.Message = fmt.Sprintf("%d of %d approvals", len(approvers), st.Approval.Required)
-		if st.Approval.RequireOtherApprover {
-			w.Message += " by someone other than its author, " + author
-		}
+	case len(approvers) < rule.required:
+		w.Reason, w.Message = view.WaitAwaitingApproval, rule.waitMessage(len(approvers))
 	default:
 		w.Reason, w.Message = view.WaitReady, "every gate is open"
 	}
 	return w
-}
-
-// rollbackTarget is the release verified in stage most recently before
-// current ("" when none): what a rollback of the stage applies again.
-func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease) string {
-	var best *store.StageState
-	for i := range f.States {
-		s := &f.States[i]
-		if s.Stage != stage || s.State != store.StageSucceeded || current != nil && s.Release == current.Release {
-			continue
-		}
-		if best == nil || s.VerifiedAt.After(best.VerifiedAt) {
-			best = s
-		}
-	}
-	if best == nil {
-		return ""
-	}
-	return best.Release
-}
-
-// RollbackStage asks for stage of pipeline name to run again the release
-// verified there before the current one (operators; audited as actor):
-// the server's promotion controller applies it, through the run queue,
-// as a new revision of the stage's environment.
-func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
-	f, err := k.Facts(ctx, name)
-	if err != nil {
-		return view.Stage{}, err
-	}
-	i := f.stageIndex(stage)
-	if i < 0 {
-		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
-	}
-	if err := f.inTeam(stage); err != nil {
-		return view.Stage{}, err
-	}
-	cur := f.Status(k.now()).Stages[i]
-	switch {
-	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
-		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
-	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:
-		return view.Stage{}, fmt.Errorf("%w: the rollout of %s paused in %s: knit approve %s accepts it, knit rollback %s goes back",
-			store.ErrConflict, cur.Waiting.Release, stage, cur.Env, cur.Env)
-	case cur.RollbackTo == "":
-		return view.Stage{}, fmt.Errorf("%w: %s has no release verified before the current one to roll back to", store.ErrConflict, stage)
-	}
-	prev := f.state(cur.RollbackTo, stage)
-	next := *prev
-	next.State, next.Reason, next.RunID, next.Actor, next.ChangedAt = store.StageQueued, "Rollback", "", actor, k.now()
-	next.Message = fmt.Sprintf("rollback by %s", actor)
-	if reason != "" {
-		next.Message += ": " + reason
-	}
-	if err := k.SetStage(ctx, next, store.StageSucceeded, f.Envs[stage]); err != nil {
-		return view.Stage{}, err
-	}
-	if f, err = k.Facts(ctx, name); err != nil {
-		return view.Stage{}, err
-	}
-	return f.Status(k.now()).Stages[i], nil
 }
 
 // StageIndex is the index of stage name (-1: none).

@@ -11,7 +11,8 @@ import (
 
 // webFacts is pipeline web: dev (soak 10m) → prod (open 09:00-17:00 UTC but
 // not 12:00-13:00, one approval by someone other than the author), with
-// release r-1 by alice verified in dev at 08:00.
+// release r-1 by alice (verified: a token's or a trusted signature's)
+// verified in dev at 08:00.
 func webFacts() *PipelineFacts {
 	return &PipelineFacts{
 		Def: spec.Pipeline{Spec: spec.PipelineSpec{TeamName: "shop", Stages: []spec.Stage{
@@ -21,7 +22,7 @@ func webFacts() *PipelineFacts {
 				Deny:  []spec.Window{{Schedule: "0 12 * * *", Duration: "1h"}}},
 				Approval: &spec.StageApproval{Required: 1, RequireOtherApprover: true}},
 		}}},
-		Releases: []store.Release{{ID: "r-1", Seq: 1, Author: "alice"}},
+		Releases: []store.Release{{ID: "r-1", Seq: 1, Author: "alice", AuthorVerified: true}},
 		States:   []store.StageState{{Release: "r-1", Stage: "dev", State: store.StageSucceeded, VerifiedAt: clockAt("08:00")}},
 	}
 }

@@ -11,8 +11,12 @@ import (
 
 // seedPipeline records pipeline web (team shop: dev, then prod, which
 // needs one approval by someone other than the author) and release r-1 by
-// alice, verified in dev an hour ago.
-func (h *harness) seedPipeline() {
+// alice (verified: a commit she signed), verified in dev an hour ago.
+func (h *harness) seedPipeline() { h.seedPipelineBy(true) }
+
+// seedPipelineBy is seedPipeline with r-1's author verified or not (the
+// name an unsigned commit claims).
+func (h *harness) seedPipelineBy(verified bool) {
 	h.t.Helper()
 	ctx := context.Background()
 	p, ds := spec.ParsePipeline("web.yaml", []byte(`apiVersion: knit.dev/v1
@@ -35,7 +39,7 @@ spec:
 	}
 	must(h.k.PutPipeline(ctx, p, "c0ffee", map[string]string{"dev": "shop/dev", "prod": "shop/prod"}))
 	_, _, err := h.k.AddRelease(ctx, store.Release{Pipeline: "web", ID: "r-1", Template: "t.yaml@sha256:ab", Params: []byte(`{"version":"1"}`),
-		Commit: "c0ffee", Author: "alice", Message: "v1"})
+		Commit: "c0ffee", Author: "alice", AuthorVerified: verified, Message: "v1"})
 	must(err)
 	hour := time.Now().Add(-time.Hour)
 	must(h.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "dev", State: store.StageApplying, RunID: "run-1", ChangedAt: hour}, "", "shop/dev"))
@@ -89,13 +93,14 @@ func TestPipelines(t *testing.T) {
 
 	var rs struct {
 		Items []struct {
-			ID, Author string
-			History    []struct{ Stage, State string }
-			Approvals  []struct{ Stage, Actor string }
+			ID, Author     string
+			AuthorVerified bool
+			History        []struct{ Stage, State string }
+			Approvals      []struct{ Stage, Actor string }
 		}
 	}
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases?stage=dev", token: viewer}, 200).decode(t, &rs)
-	if len(rs.Items) != 1 || rs.Items[0].Author != "alice" || len(rs.Items[0].History) != 2 || len(rs.Items[0].Approvals) != 2 || rs.Items[0].Approvals[0].Actor != "bob" {
+	if len(rs.Items) != 1 || rs.Items[0].Author != "alice" || !rs.Items[0].AuthorVerified || len(rs.Items[0].History) != 2 || len(rs.Items[0].Approvals) != 2 || rs.Items[0].Approvals[0].Actor != "bob" {
 		t.Fatalf("releases: %+v", rs)
 	}
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases?stage=prod", token: viewer}, 200).decode(t, &rs)
@@ -104,6 +109,45 @@ func TestPipelines(t *testing.T) {
 	}
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases?stage=qa", token: viewer}, 404)
 	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases", invalid: true}, 401)
+}
+
+// TestPipelineUnverifiedAuthorTakesTwoTokens: r-1 claims alice as its
+// author with no verified signature: bob's approval is taken (200) and
+// prod still awaits a second distinct token, the answer saying why; the
+// release reads authorVerified false; alice's approval then makes it
+// Ready.
+func TestPipelineUnverifiedAuthorTakesTwoTokens(t *testing.T) {
+	h := newHarness(t)
+	h.seedPipelineBy(false)
+	viewer, alice, bob := h.token("viewer", "viewer", "shop"), h.token("alice", "operator", "shop"), h.token("bob", "operator", "shop")
+	var st struct {
+		Waiting struct {
+			Reason   string
+			Approval struct {
+				Required       int
+				AuthorVerified *bool
+			}
+		}
+	}
+	promote := func(token string) {
+		t.Helper()
+		h.do(call{method: "POST", path: "/api/v1/pipelines/web/promote", token: token, body: map[string]any{"release": "r-1", "stage": "prod"}}, 200).decode(t, &st)
+	}
+	promote(bob)
+	if w := st.Waiting; w.Reason != "AwaitingApproval" || w.Approval.Required != 2 || w.Approval.AuthorVerified == nil || *w.Approval.AuthorVerified {
+		t.Fatalf("after bob's approval of the unverified release: %+v, want AwaitingApproval, 2 required, author not verified", w)
+	}
+	var rs struct {
+		Items []map[string]any
+	}
+	h.do(call{method: "GET", path: "/api/v1/pipelines/web/releases", token: viewer}, 200).decode(t, &rs)
+	if len(rs.Items) != 1 || rs.Items[0]["authorVerified"] != false {
+		t.Fatalf("releases: %+v, want r-1 with authorVerified false", rs.Items)
+	}
+	promote(alice)
+	if st.Waiting.Reason != "Ready" {
+		t.Fatalf("after alice's approval: %+v, want Ready", st.Waiting)
+	}
 }
 
 // TestPipelineRollback: an operator asks a stage to apply again the

@@ -21,15 +21,20 @@ type Pipeline struct {
 // template identity and promote parameters (JSON), and the commit that
 // brought it into the first stage. Seq orders a pipeline's releases.
 type Release struct {
-	Pipeline  string    `json:"pipeline"`
-	ID        string    `json:"id"`
-	Seq       int64     `json:"seq"`
-	Template  string    `json:"template"`
-	Params    []byte    `json:"params"`
-	Commit    string    `json:"commit"`
-	Author    string    `json:"author"`
-	Message   string    `json:"message"`
-	CreatedAt time.Time `json:"createdAt"`
+	Pipeline string `json:"pipeline"`
+	ID       string `json:"id"`
+	Seq      int64  `json:"seq"`
+	Template string `json:"template"`
+	Params   []byte `json:"params"`
+	Commit   string `json:"commit"`
+	Author   string `json:"author"`
+	// AuthorVerified says Author is authenticated: the token that created
+	// the release, or the signer of a commit whose signature verified
+	// against keys the server trusts. False: the name an unsigned commit
+	// claims, which anyone can write.
+	AuthorVerified bool      `json:"authorVerified"`
+	Message        string    `json:"message"`
+	CreatedAt      time.Time `json:"createdAt"`
 }
 
 // Stage states of a release (see StageState).

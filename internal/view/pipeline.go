@@ -69,19 +69,36 @@ type Waiting struct {
 	Until     time.Time `json:"until,omitzero"`
 	Approvals []string  `json:"approvals,omitempty"`
 	Forced    bool      `json:"forced,omitempty"`
+	// Approval is what the stage asks of the release's approvals, when it
+	// requires some.
+	Approval *WaitApproval `json:"approval,omitempty"`
+}
+
+// WaitApproval is what a stage's approval rule asks of one release:
+// Required approvals of distinct tokens. Where the stage requires another
+// approver, a verified author's own approval does not count, and a
+// release whose author is not verified (an unsigned commit's claimed
+// name) takes two distinct tokens whoever they are.
+type WaitApproval struct {
+	Required       int    `json:"required"`
+	Author         string `json:"author"`
+	AuthorVerified bool   `json:"authorVerified"`
 }
 
 // Release is one release of a pipeline with its history: every stage
 // state it went through, and the approvals it was given.
 type Release struct {
-	ID        string          `json:"id"`
-	Seq       int64           `json:"seq"`
-	Template  string          `json:"template"`
-	Params    json.RawMessage `json:"params"`
-	Commit    string          `json:"commit"`
-	Author    string          `json:"author"`
-	Message   string          `json:"message"`
-	CreatedAt time.Time       `json:"createdAt"`
+	ID       string          `json:"id"`
+	Seq      int64           `json:"seq"`
+	Template string          `json:"template"`
+	Params   json.RawMessage `json:"params"`
+	Commit   string          `json:"commit"`
+	Author   string          `json:"author"`
+	// AuthorVerified: Author is a token's name or a trusted commit
+	// signature's signer, not a name an unsigned commit claims.
+	AuthorVerified bool      `json:"authorVerified"`
+	Message        string    `json:"message"`
+	CreatedAt      time.Time `json:"createdAt"`
 	// Stages is the release's state in each stage it reached, by stage.
 	Stages    map[string]StageRelease `json:"stages"`
 	History   []ReleaseEvent          `json:"history"`

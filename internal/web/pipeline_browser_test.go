@@ -16,8 +16,9 @@ import (
 
 // seedPipeline records pipeline web: dev (soak 1h) → staging → prod (one
 // approval by someone other than the author). r-2 was verified in dev
-// just now (soaking), r-1 by alice is verified in staging and waits for
-// prod's approval, and r-0 failed its verification in staging.
+// just now (soaking), r-1 by alice (verified: her signed commit's) is
+// verified in staging and waits for prod's approval, and r-0 failed its
+// verification in staging.
 func (w *world) seedPipeline() {
 	w.t.Helper()
 	ctx := context.Background()
@@ -44,7 +45,7 @@ spec:
 	long := time.Now().Add(-3 * time.Hour)
 	for _, id := range []string{"r-0", "r-1", "r-2"} {
 		_, _, err := w.k.AddRelease(ctx, store.Release{Pipeline: "web", ID: id, Template: "t.yaml@sha256:ab", Params: []byte(`{}`),
-			Commit: "c0ffee", Author: "alice", Message: id, CreatedAt: long})
+			Commit: "c0ffee", Author: "alice", AuthorVerified: true, Message: id, CreatedAt: long})
 		must(err)
 	}
 	set := func(release, stage, state, reason string, at time.Time) {

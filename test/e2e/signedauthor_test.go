@@ -25,6 +25,23 @@ func (r *gitRepo) commitAs(msg string, opts, args []string, files map[string]str
 	return git(r.t, r.work, "rev-parse", "HEAD")
 }
 
+// trustedKey makes an SSH signing key for principal and writes the
+// world's allowed_signers file trusting it (only it); it returns the
+// private key's path.
+func (w *world) trustedKey(principal string) string {
+	w.t.Helper()
+	key := w.path(principal + ".key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", key).CombinedOutput(); err != nil {
+		w.t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.write(map[string]string{"allowed_signers": principal + " " + strings.Join(strings.Fields(string(pub))[:2], " ") + "\n"})
+	return key
+}
+
 // TestTheTwoPersonRuleTrustsOnlySignedAuthors: shop/prod requires another
 // approver. A commit that claims bob as its author but is not signed does
 // not let bob's token approve it alone (the server records his approval
@@ -35,15 +52,7 @@ func (r *gitRepo) commitAs(msg string, opts, args []string, files map[string]str
 func TestTheTwoPersonRuleTrustsOnlySignedAuthors(t *testing.T) {
 	w := newWorld(t)
 	files := w.path("files")
-	key := w.path("bob.key")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "bob", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.write(map[string]string{"allowed_signers": "bob " + strings.Join(strings.Fields(string(pub))[:2], " ") + "\n"})
+	key := w.trustedKey("bob")
 	prod := func(v string) string {
 		return gitEnv("prod", files, v, "  approval: {requireOtherApprover: true}\n", true)
 	}

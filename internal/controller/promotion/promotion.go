@@ -185,14 +185,24 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	if err != nil {
 		return err
 	}
-	author := commit.Author
+	author, verified := authorOf(commit)
 	r, created, err := c.k.AddRelease(ctx, store.Release{Pipeline: p.Metadata.Name, ID: content.ID(), Template: content.Template,
-		Params: params, Commit: commit.Hash, Author: author, Message: firstLine(commit.Message)})
+		Params: params, Commit: commit.Hash, Author: author, AuthorVerified: verified, Message: firstLine(commit.Message)})
 	if err != nil || !created {
 		return err
 	}
 	c.log.Info("pipelines: new release", "pipeline", p.Metadata.Name, "release", r.ID, "commit", short(r.Commit))
 	return c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name])
+}
+
+// authorOf is who made a release from commit c: the signer when its
+// signature verified against keys the server trusts (verified), else the
+// name it claims, which git lets anyone write (not verified).
+func authorOf(c gitwatch.Commit) (author string, verified bool) {
+	if c.Signer != "" {
+		return c.Signer, true
+	}
+	return c.Author, false
 }
 
 // loadStage is load of stage i of p, refused when it does not fit the

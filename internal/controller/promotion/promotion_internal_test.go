@@ -186,7 +186,7 @@ func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
 		t.Fatalf("prod holds %+v, want dev's release verified at 01:00", cur)
 	}
 	rs, err := k.Releases(ctx, "web", "prod")
-	if err != nil || len(rs) != 1 || rs[0].Author != "alice" || rs[0].Message != "v1" || string(rs[0].Params) != `{"version":"1"}` {
+	if err != nil || len(rs) != 1 || rs[0].Author != "alice" || rs[0].AuthorVerified || rs[0].Message != "v1" || string(rs[0].Params) != `{"version":"1"}` {
 		t.Fatalf("releases in prod: %+v, %v", rs, err)
 	}
 }
@@ -237,5 +237,24 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 	}
 	if got := strings.Join(q.envs, " "); got != "shop/dev" {
 		t.Fatalf("runs: %s, want shop/dev alone (prod waits for its window)", got)
+	}
+}
+
+// TestAReleasesAuthorIsVerifiedOnlyByItsSignature: a commit whose
+// signature verified is its signer's release, whatever author it claims;
+// an unsigned one (or one signed by a key the server does not trust,
+// which gitwatch gives no signer) keeps the claimed name, not verified.
+func TestAReleasesAuthorIsVerifiedOnlyByItsSignature(t *testing.T) {
+	for _, c := range []struct {
+		commit   gitwatch.Commit
+		author   string
+		verified bool
+	}{
+		{gitwatch.Commit{Author: "alice", Signer: "bob"}, "bob", true},
+		{gitwatch.Commit{Author: "alice"}, "alice", false},
+	} {
+		if author, verified := authorOf(c.commit); author != c.author || verified != c.verified {
+			t.Errorf("commit %+v: author %q verified %v, want %q %v", c.commit, author, verified, c.author, c.verified)
+		}
 	}
 }

@@ -93,14 +93,21 @@ func refuseNonEmpty(ctx context.Context, tx pgx.Tx) error {
 }
 
 // copyTable copies src's table with COPY, times turned from text into
-// nanoseconds.
+// nanoseconds and SQLite's 0 and 1 into the booleans of BOOLEAN columns.
 func copyTable(ctx context.Context, tx pgx.Tx, src Source, table string) (int64, error) {
+	bools, err := booleanColumns(ctx, tx, table)
+	if err != nil {
+		return 0, err
+	}
 	var cols []string
 	var rows [][]any
-	err := src.Export(ctx, table, func(c []string, vals []any) error {
+	err = src.Export(ctx, table, func(c []string, vals []any) error {
 		cols = c
 		row := make([]any, len(vals))
 		for i, v := range vals {
+			if n, ok := v.(int64); ok && bools[c[i]] {
+				v = n != 0
+			}
 			if isTimeColumn(c[i]) && v != nil {
 				s, ok := v.(string)
 				if !ok {
@@ -128,6 +135,25 @@ func copyTable(ctx context.Context, tx pgx.Tx, src Source, table string) (int64,
 		return 0, fmt.Errorf("copy %s: %w", table, err)
 	}
 	return n, nil
+}
+
+// booleanColumns are the columns of table that are BOOLEAN here (SQLite
+// keeps them as INTEGER).
+func booleanColumns(ctx context.Context, tx pgx.Tx, table string) (map[string]bool, error) {
+	names, err := queryAll(ctx, tx, "columns of "+table, func(row pgx.Row) (string, error) {
+		var name string
+		err := row.Scan(&name)
+		return name, err
+	}, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 AND data_type = 'boolean'`, table)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
 }
 
 // isTimeColumn reports whether a column holds a time (knit names them so;

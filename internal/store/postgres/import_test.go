@@ -44,7 +44,7 @@ func TestImportFromSQLite(t *testing.T) {
 	}
 	for table, want := range map[string]int64{"environments": 2, "revisions": 3, "runs": 2, "component_runs": 2, "component_states": 1,
 		"outputs": 2, "approvals": 1, "change_sets": 1, "audit_events": 2, "tokens": 1, "settings": 1, "notification_outbox": 1,
-		"environment_expiries": 2, "tf_states": 2, "saved_plans": 1} {
+		"environment_expiries": 2, "tf_states": 2, "saved_plans": 1, "pipeline_releases": 2} {
 		if counts[table] != want {
 			t.Errorf("copied %d rows of %s, want %d", counts[table], table, want)
 		}
@@ -123,6 +123,13 @@ func fill(t *testing.T, s store.Store) {
 	must(t, s.SetExpiry(ctx, "team/web", at.Add(time.Hour), nil))
 	must(t, s.SetExpiry(ctx, "team/api", at.Add(2*time.Hour), nil))
 	must(t, s.MarkExpiryWarned(ctx, "team/web", at.Add(time.Hour)))
+	must(t, s.PutPipeline(ctx, store.Pipeline{Name: "web", Team: "team", Definition: []byte(`{}`), Commit: "c1", UpdatedAt: at}))
+	for _, r := range []store.Release{{Pipeline: "web", ID: "r-1", Author: "mallory", CreatedAt: at},
+		{Pipeline: "web", ID: "r-2", Author: "bob", AuthorVerified: true, CreatedAt: at}} {
+		_, _, err := s.AddRelease(ctx, r)
+		must(t, err)
+	}
+	must(t, s.ApprovePromotion(ctx, store.PromotionApproval{Pipeline: "web", Release: "r-2", Stage: "prod", Actor: "root", Forced: true, ApprovedAt: at}, nil))
 }
 
 // same checks that a and b read the same records.
@@ -142,6 +149,8 @@ func same(t *testing.T, a, b store.Store) {
 		"settings":       func(s store.Store) (any, error) { return s.Settings(ctx, "") },
 		"outbox":         func(s store.Store) (any, error) { return s.PendingNotifications(ctx) },
 		"expiries":       func(s store.Store) (any, error) { return s.Expiries(ctx) },
+		"releases":       func(s store.Store) (any, error) { return s.Releases(ctx, "web") },
+		"promotions":     func(s store.Store) (any, error) { return s.PromotionApprovals(ctx, "web") },
 		"detail": func(s store.Store) (any, error) {
 			d, err := s.EnvironmentDetail(ctx, "team/web")
 			return d.Components, err

@@ -60,11 +60,11 @@ func (s *Store) ListPipelines(ctx context.Context) ([]store.Pipeline, error) {
 	return queryAll(ctx, s.pool, "list pipelines", scanPipeline, `SELECT `+pipelineCols+` FROM pipelines ORDER BY name`)
 }
 
-const releaseCols = `pipeline, id, seq, template, params, commit_hash, author, message, created_at`
+const releaseCols = `pipeline, id, seq, template, params, commit_hash, author, author_verified, message, created_at`
 
 func scanRelease(row pgx.Row) (store.Release, error) {
 	var r store.Release
-	err := row.Scan(&r.Pipeline, &r.ID, &r.Seq, &r.Template, &r.Params, &r.Commit, &r.Author, &r.Message, timeCol{&r.CreatedAt})
+	err := row.Scan(&r.Pipeline, &r.ID, &r.Seq, &r.Template, &r.Params, &r.Commit, &r.Author, &r.AuthorVerified, &r.Message, timeCol{&r.CreatedAt})
 	return r, err
 }
 
@@ -92,8 +92,8 @@ func (s *Store) AddRelease(ctx context.Context, r store.Release) (store.Release,
 		if out.Params == nil {
 			out.Params = []byte("{}")
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO pipeline_releases (`+releaseCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			out.Pipeline, out.ID, out.Seq, out.Template, out.Params, out.Commit, out.Author, out.Message, ts(out.CreatedAt))
+		_, err = tx.Exec(ctx, `INSERT INTO pipeline_releases (`+releaseCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			out.Pipeline, out.ID, out.Seq, out.Template, out.Params, out.Commit, out.Author, out.AuthorVerified, out.Message, ts(out.CreatedAt))
 		created = err == nil
 		return err
 	})

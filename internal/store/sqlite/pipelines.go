@@ -47,11 +47,11 @@ func (s *Store) ListPipelines(ctx context.Context) ([]store.Pipeline, error) {
 	return queryAll(ctx, s.q, "list pipelines", scanPipeline, `SELECT `+pipelineCols+` FROM pipelines ORDER BY name`)
 }
 
-const releaseCols = `pipeline, id, seq, template, params, commit_hash, author, message, created_at`
+const releaseCols = `pipeline, id, seq, template, params, commit_hash, author, author_verified, message, created_at`
 
 func scanRelease(row rowScanner) (store.Release, error) {
 	var r store.Release
-	err := row.Scan(&r.Pipeline, &r.ID, &r.Seq, &r.Template, &r.Params, &r.Commit, &r.Author, &r.Message, timeCol{&r.CreatedAt})
+	err := row.Scan(&r.Pipeline, &r.ID, &r.Seq, &r.Template, &r.Params, &r.Commit, &r.Author, &r.AuthorVerified, &r.Message, timeCol{&r.CreatedAt})
 	return r, err
 }
 
@@ -73,8 +73,8 @@ func (s *Store) AddRelease(ctx context.Context, r store.Release) (store.Release,
 		if r.Params == nil {
 			r.Params = []byte("{}")
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO pipeline_releases (`+releaseCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Pipeline, r.ID, r.Seq, r.Template, r.Params, r.Commit, r.Author, r.Message, ts(r.CreatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO pipeline_releases (`+releaseCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Pipeline, r.ID, r.Seq, r.Template, r.Params, r.Commit, r.Author, r.AuthorVerified, r.Message, ts(r.CreatedAt))
 		created = err == nil
 		return err
 	})

@@ -33,14 +33,17 @@ func testPipelines(t *testing.T, s store.Store) {
 		t.Error("the first release was not created")
 	}
 	equal(t, "release", got1, r1)
-	again, created, err := s.AddRelease(ctx, store.Release{Pipeline: "web", ID: "r-1", Template: "other", Commit: "c9", CreatedAt: at(time.Hour)})
+	// A release is its first record's, whose author was not verified:
+	// the same content added again by a verified author stays unverified.
+	again, created, err := s.AddRelease(ctx, store.Release{Pipeline: "web", ID: "r-1", Template: "other", Commit: "c9", Author: "carol",
+		AuthorVerified: true, CreatedAt: at(time.Hour)})
 	must(t, err)
 	if created {
 		t.Error("a release of a known ID was created again")
 	}
 	equal(t, "the same release", again, r1)
 	r2 := store.Release{Pipeline: "web", ID: "r-2", Template: "t@sha256:a", Params: []byte(`{"v":"2"}`),
-		Commit: "c2", Author: "bob", Message: "v2", CreatedAt: at(time.Minute)}
+		Commit: "c2", Author: "bob", AuthorVerified: true, Message: "v2", CreatedAt: at(time.Minute)}
 	_, _, err = s.AddRelease(ctx, r2)
 	must(t, err)
 	r2.Seq = 2

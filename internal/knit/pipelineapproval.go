@@ -1,0 +1,67 @@
+package knit
+
+import (
+	"fmt"
+
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
+)
+
+// releaseApproval is a stage's approval rule applied to one release. A
+// stage that requires another approver trusts a release's author only
+// when it is authenticated (store.Release.AuthorVerified): that author's
+// approval is refused and does not count. A release whose author is the
+// name an unsigned commit claims could be anyone's, its claimed author's
+// approval proves nothing either way: it takes the approvals of two
+// distinct tokens, the claimed author's counting as any token's.
+type releaseApproval struct {
+	stage    string
+	required int  // approvals of distinct actors that let the release in
+	other    bool // the stage requires another approver than the author
+	author   string
+	verified bool
+}
+
+// approvalOf is st's approval rule for r.
+func approvalOf(st spec.Stage, r *store.Release) releaseApproval {
+	a := releaseApproval{stage: st.Name, author: r.Author, verified: r.AuthorVerified}
+	if st.Approval == nil || st.Approval.Required <= 0 {
+		return a
+	}
+	a.required, a.other = st.Approval.Required, st.Approval.RequireOtherApprover
+	if a.other && !a.verified {
+		a.required = max(a.required, 2)
+	}
+	return a
+}
+
+// ownRelease reports whether actor's approval is refused: actor is the
+// release's verified author, in a stage that requires another approver.
+func (a releaseApproval) ownRelease(actor string) bool {
+	return a.other && a.verified && actor == a.author
+}
+
+// counts reports whether actor's approval counts toward a.required.
+func (a releaseApproval) counts(actor string) bool { return !a.ownRelease(actor) }
+
+// view is the rule as the API shows it (nil: the stage takes no approval).
+func (a releaseApproval) view() *view.WaitApproval {
+	if a.required == 0 {
+		return nil
+	}
+	return &view.WaitApproval{Required: a.required, Author: a.author, AuthorVerified: a.verified}
+}
+
+// waitMessage says why the release waits with given approvals counted.
+func (a releaseApproval) waitMessage(given int) string {
+	msg := fmt.Sprintf("%d of %d approvals", given, a.required)
+	switch {
+	case a.other && a.verified:
+		msg += " by someone other than its author, " + a.author
+	case a.other:
+		msg += fmt.Sprintf(" by distinct tokens: its author, %q, is the name its commit claims (no signature verified against the server's trusted keys), so %s requires two approvers",
+			a.author, a.stage)
+	}
+	return msg
+}

@@ -1,0 +1,70 @@
+package knit
+
+import (
+	"context"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
+)
+
+// rollbackTarget is the release verified in stage most recently before
+// current ("" when none): what a rollback of the stage applies again.
+func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease) string {
+	var best *store.StageState
+	for i := range f.States {
+		s := &f.States[i]
+		if s.Stage != stage || s.State != store.StageSucceeded || current != nil && s.Release == current.Release {
+			continue
+		}
+		if best == nil || s.VerifiedAt.After(best.VerifiedAt) {
+			best = s
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Release
+}
+
+// RollbackStage asks for stage of pipeline name to run again the release
+// verified there before the current one (operators; audited as actor):
+// the server's promotion controller applies it, through the run queue,
+// as a new revision of the stage's environment.
+func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
+	f, err := k.Facts(ctx, name)
+	if err != nil {
+		return view.Stage{}, err
+	}
+	i := f.stageIndex(stage)
+	if i < 0 {
+		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
+	}
+	if err := f.inTeam(stage); err != nil {
+		return view.Stage{}, err
+	}
+	cur := f.Status(k.now()).Stages[i]
+	switch {
+	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
+		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
+	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:
+		return view.Stage{}, fmt.Errorf("%w: the rollout of %s paused in %s: knit approve %s accepts it, knit rollback %s goes back",
+			store.ErrConflict, cur.Waiting.Release, stage, cur.Env, cur.Env)
+	case cur.RollbackTo == "":
+		return view.Stage{}, fmt.Errorf("%w: %s has no release verified before the current one to roll back to", store.ErrConflict, stage)
+	}
+	prev := f.state(cur.RollbackTo, stage)
+	next := *prev
+	next.State, next.Reason, next.RunID, next.Actor, next.ChangedAt = store.StageQueued, "Rollback", "", actor, k.now()
+	next.Message = fmt.Sprintf("rollback by %s", actor)
+	if reason != "" {
+		next.Message += ": " + reason
+	}
+	if err := k.SetStage(ctx, next, store.StageSucceeded, f.Envs[stage]); err != nil {
+		return view.Stage{}, err
+	}
+	if f, err = k.Facts(ctx, name); err != nil {
+		return view.Stage{}, err
+	}
+	return f.Status(k.now()).Stages[i], nil
+}

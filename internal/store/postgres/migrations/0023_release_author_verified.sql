@@ -1,0 +1,6 @@
+-- Whether a release's author is authenticated: a token created it, or
+-- its commit's signature verified against keys the server trusts (its
+-- author is then the signer). FALSE: the name an unsigned commit claims,
+-- which a stage requiring another approver does not trust (two distinct
+-- tokens must approve). Releases recorded before are unverified.
+ALTER TABLE pipeline_releases ADD COLUMN author_verified BOOLEAN NOT NULL DEFAULT FALSE;
