@@ -1,20 +1,19 @@
 package cli
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"knit.dev/knit/internal/words"
 )
 
 // TestServerDocCoversEveryKeyAndEvent keeps docs/server.md true: every key
 // knit.yaml takes (read from serveConfig's yaml tags), every notification
-// event kind (internal/notify's Kind constants) and every metric
+// event kind (words.NotifyKinds; server/TestEveryWordSetIsItsOpenAPIEnum
+// keeps it the constants and docs/server.md's table) and every metric
 // (internal/server/metrics.go) is named there.
 func TestServerDocCoversEveryKeyAndEvent(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/server.md")
@@ -33,12 +32,8 @@ func TestServerDocCoversEveryKeyAndEvent(t *testing.T) {
 	for _, k := range keys {
 		named("the knit.yaml key", k)
 	}
-	kinds := notifyKinds(t)
-	if len(kinds) < 5 {
-		t.Fatalf("found only %d event kinds: %v", len(kinds), kinds)
-	}
-	for _, k := range kinds {
-		named("the notification event", k)
+	for _, k := range words.NotifyKinds() {
+		named("the notification event", string(k))
 	}
 	src, err := os.ReadFile("../server/metrics.go")
 	if err != nil {
@@ -68,36 +63,4 @@ func yamlKeys(t reflect.Type, prefix string) []string {
 		}
 	}
 	return out
-}
-
-// notifyKinds reads the values of internal/notify's Kind* constants.
-func notifyKinds(t *testing.T) []string {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), "../notify", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				vs, ok := n.(*ast.ValueSpec)
-				if !ok {
-					return true
-				}
-				for i, id := range vs.Names {
-					if !strings.HasPrefix(id.Name, "Kind") || i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						v, _ := strconv.Unquote(lit.Value)
-						kinds = append(kinds, v)
-					}
-				}
-				return true
-			})
-		}
-	}
-	return kinds
 }

@@ -1,81 +1,36 @@
 package engine
 
-import "knit.dev/knit/internal/store"
+import "knit.dev/knit/internal/words"
 
-// Reason is why a component is where it is, for machines: one of a closed
-// set, carried with structured fields in a store.Cause (the components it
-// names, the approval it waits on). Beside it, a component's Reason text
-// and Code say it for people; nothing parses those back. The API's
-// OpenAPI document enumerates every Reason (ReasonCode).
-type Reason string
+// Reason is why a component is where it is, for machines
+// (words.Reason): one of a closed set, carried with structured fields in
+// a store.Cause. The API's OpenAPI document enumerates every Reason
+// (ReasonCode).
+type Reason = words.Reason
 
-// Reasons the engine and the library report. A status that says it all
-// (applied, up to date, in sync) carries none.
+// Reasons the engine and the library report (words.Reason*). A status
+// that says it all (applied, up to date, in sync) carries none.
 const (
-	// ReasonAwaitingApproval: the component's plan waits for a person
-	// (ApprovalID).
-	ReasonAwaitingApproval Reason = "AwaitingApproval"
-	// ReasonUpstreamAwaitingApproval: not run, because a component it
-	// depends on waits for approval (Upstream).
-	ReasonUpstreamAwaitingApproval Reason = "UpstreamAwaitingApproval"
-	// ReasonDependentAwaitingApproval: in a teardown, not destroyed,
-	// because a component that depends on it waits for approval of its
-	// destroy (Upstream: the walk is reversed).
-	ReasonDependentAwaitingApproval Reason = "DependentAwaitingApproval"
-	// ReasonUpstreamFailed: skipped, because a component it depends on
-	// failed (Upstream; in a teardown, a dependent).
-	ReasonUpstreamFailed Reason = "UpstreamFailed"
-	// ReasonDependencyCycle: skipped, because the graph has a cycle.
-	ReasonDependencyCycle Reason = "DependencyCycle"
-	// ReasonKnownAfterApply: a plan could not be made, because an input
-	// is known only after a producer is applied (Upstream: producer.output).
-	ReasonKnownAfterApply Reason = "KnownAfterApply"
-	// ReasonRefused: a teardown refused to destroy it (destroyProtection,
-	// or a live dependent).
-	ReasonRefused Reason = "Refused"
-	// ReasonToolFailed: its tool (or preparing its inputs) failed.
-	ReasonToolFailed Reason = "ToolFailed"
-	// ReasonRecordFailed: the store refused to record it, or its step
-	// broke (a panic); the run fails.
-	ReasonRecordFailed Reason = "RecordFailed"
-	// ReasonInterrupted: the run was interrupted before or while it ran.
-	ReasonInterrupted Reason = "Interrupted"
-	// ReasonDrifted: a drift check found reality differs from it.
-	ReasonDrifted Reason = "Drifted"
-	// ReasonUpstreamDrifted: it takes outputs that drift upstream changes
-	// (Upstream: producer.output).
-	ReasonUpstreamDrifted Reason = "UpstreamDrifted"
-	// ReasonNeverApplied: nothing of it exists to check or destroy.
-	ReasonNeverApplied Reason = "NeverApplied"
-	// ReasonUnchecked: its tool cannot compare with reality (a script
-	// without a plan command).
-	ReasonUnchecked Reason = "Unchecked"
-	// ReasonRejected: a person rejected its plan.
-	ReasonRejected Reason = "Rejected"
-	// ReasonUpstreamRejected: not run, because the plan of a component it
-	// waited behind was rejected (Upstream).
-	ReasonUpstreamRejected Reason = "UpstreamRejected"
-	// ReasonVerificationFailed: a health check run after the apply
-	// failed; ReasonVerificationInconclusive: one could not tell.
-	ReasonVerificationFailed       Reason = "VerificationFailed"
-	ReasonVerificationInconclusive Reason = "VerificationInconclusive"
-	// ReasonPolicyDenied: not run, because a policy denied the run's plan
-	// (the run's Policy names the file and rule of each denial).
-	ReasonPolicyDenied Reason = "PolicyDenied"
+	ReasonAwaitingApproval          = words.ReasonAwaitingApproval
+	ReasonUpstreamAwaitingApproval  = words.ReasonUpstreamAwaitingApproval
+	ReasonDependentAwaitingApproval = words.ReasonDependentAwaitingApproval
+	ReasonUpstreamFailed            = words.ReasonUpstreamFailed
+	ReasonDependencyCycle           = words.ReasonDependencyCycle
+	ReasonKnownAfterApply           = words.ReasonKnownAfterApply
+	ReasonRefused                   = words.ReasonRefused
+	ReasonToolFailed                = words.ReasonToolFailed
+	ReasonRecordFailed              = words.ReasonRecordFailed
+	ReasonInterrupted               = words.ReasonInterrupted
+	ReasonDrifted                   = words.ReasonDrifted
+	ReasonUpstreamDrifted           = words.ReasonUpstreamDrifted
+	ReasonNeverApplied              = words.ReasonNeverApplied
+	ReasonUnchecked                 = words.ReasonUnchecked
+	ReasonRejected                  = words.ReasonRejected
+	ReasonUpstreamRejected          = words.ReasonUpstreamRejected
+	ReasonVerificationFailed        = words.ReasonVerificationFailed
+	ReasonVerificationInconclusive  = words.ReasonVerificationInconclusive
+	ReasonPolicyDenied              = words.ReasonPolicyDenied
 )
 
 // Reasons is the closed set, in the order the OpenAPI document lists it.
-func Reasons() []Reason {
-	return []Reason{
-		ReasonAwaitingApproval, ReasonUpstreamAwaitingApproval, ReasonDependentAwaitingApproval,
-		ReasonUpstreamFailed, ReasonDependencyCycle, ReasonKnownAfterApply, ReasonRefused,
-		ReasonToolFailed, ReasonRecordFailed, ReasonInterrupted, ReasonDrifted, ReasonUpstreamDrifted,
-		ReasonNeverApplied, ReasonUnchecked, ReasonRejected, ReasonUpstreamRejected,
-		ReasonVerificationFailed, ReasonVerificationInconclusive, ReasonPolicyDenied,
-	}
-}
-
-// Cause is r with what it names: store.Cause{ReasonCode: r, Upstream: upstream}.
-func (r Reason) Cause(upstream ...string) store.Cause {
-	return store.Cause{ReasonCode: string(r), Upstream: upstream}
-}
+func Reasons() []Reason { return words.Reasons() }

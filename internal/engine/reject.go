@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/words"
 )
 
 // Rejected is where a component, and its environment, stand once a person
 // rejected the plan that waited for approval: nothing was applied, and the
 // next apply plans again. It replaces awaiting-approval, which no longer
-// holds.
+// holds (words.ComponentRejected, store.EnvRejected).
 const (
-	Rejected    Status = "rejected"
-	EnvRejected        = store.EnvRejected
+	Rejected    = words.ComponentRejected
+	EnvRejected = store.EnvRejected
 )
 
 // settleRejected records a rejection where people look: the component's

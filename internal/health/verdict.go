@@ -3,16 +3,18 @@ package health
 import (
 	"fmt"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
-// Verdict is a check's outcome.
-type Verdict string
+// Verdict is a check's outcome (words.Verdict).
+type Verdict = words.Verdict
 
-// Verdicts, as Argo Rollouts names an analysis' outcome.
+// Verdicts, as Argo Rollouts names an analysis' outcome (words.Verdict*).
 const (
-	Successful   Verdict = "Successful"
-	Failed       Verdict = "Failed"
-	Inconclusive Verdict = "Inconclusive"
+	Successful   = words.VerdictSuccessful
+	Failed       = words.VerdictFailed
+	Inconclusive = words.VerdictInconclusive
 )
 
 // Worse reports whether a is worse than b: Failed over Inconclusive over

@@ -80,7 +80,7 @@ func encode(s Sink, it item) ([]byte, error) {
 var errNoAnswer = errors.New("no answer in time")
 
 // post makes one attempt and returns the response status.
-func (d *Dispatcher) post(s Sink, kind string, body []byte) (int, error) {
+func (d *Dispatcher) post(s Sink, kind Kind, body []byte) (int, error) {
 	ctx, cancel := context.WithCancelCause(d.ctx)
 	defer cancel(nil)
 	stop := d.opts.AfterFunc(d.opts.AttemptTimeout, func() { cancel(errNoAnswer) })
@@ -91,7 +91,7 @@ func (d *Dispatcher) post(s Sink, kind string, body []byte) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "knit-notify")
-	req.Header.Set(EventHeader, kind)
+	req.Header.Set(EventHeader, string(kind))
 	if s.Secret != "" {
 		req.Header.Set(SignatureHeader, Sign(s.Secret, body))
 	}

@@ -220,11 +220,11 @@ func (d *Dispatcher) resume() error {
 // event is still delivered, only not kept). An event of an unknown kind,
 // or one notified after Close, is logged and dropped.
 func (d *Dispatcher) Notify(ev Event) {
-	if !knownKind(ev.Kind) {
+	if !knownKind(string(ev.Kind)) {
 		d.log.Error("notify: dropping event of unknown kind", "kind", ev.Kind, "env", ev.Env)
 		return
 	}
-	ev.Kind = Canonical(ev.Kind)
+	ev.Kind = Canonical(string(ev.Kind))
 	if ev.Time.IsZero() {
 		ev.Time = d.opts.Now()
 	}

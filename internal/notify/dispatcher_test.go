@@ -24,7 +24,7 @@ func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
 
 	d.Notify(Event{Kind: KindRunFailed, Env: "prod", RunID: "r1", Component: "vpc", Actor: "alice",
 		Summary: "apply failed", URL: "https://knit.example/runs/r1"})
-	for _, k := range []string{KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindRunSucceeded} {
+	for _, k := range []Kind{KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindRunSucceeded} {
 		d.Notify(Event{Kind: k, Env: "prod"})
 	}
 
@@ -72,7 +72,7 @@ func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
 		if len(body) != len(want) {
 			t.Errorf("body has %d fields, want %d: %s", len(body), len(want), h.body)
 		}
-		if got := h.header.Get("X-Knit-Event"); got != KindRunFailed {
+		if got := h.header.Get("X-Knit-Event"); got != string(KindRunFailed) {
 			t.Errorf("X-Knit-Event = %q", got)
 		}
 	}
@@ -107,13 +107,13 @@ func TestEventsFilter(t *testing.T) {
 	all, drift := newReceiver(t, nil), newReceiver(t, nil)
 	sinks := []Sink{
 		{Name: "all", Kind: SinkWebhook, URL: all.URL, Secret: "k"},
-		{Name: "drift", Kind: SinkWebhook, URL: drift.URL, Secret: "k", Events: []string{KindDriftFound, "approval-needed"}},
+		{Name: "drift", Kind: SinkWebhook, URL: drift.URL, Secret: "k", Events: []string{string(KindDriftFound), "approval-needed"}},
 	}
 	if err := validateSinks(sinks); err != nil {
 		t.Fatalf("a sink naming an old spelling: %v", err)
 	}
 	d := newDispatcher(t, sinks, fastOptions(newLogRecorder()))
-	for _, k := range []string{KindRunFailed, KindDriftFound, KindRunSucceeded, KindApprovalNeeded} {
+	for _, k := range []Kind{KindRunFailed, KindDriftFound, KindRunSucceeded, KindApprovalNeeded} {
 		d.Notify(Event{Kind: k, Env: "prod"})
 	}
 	closeNow(t, d)

@@ -1,64 +1,68 @@
 package notify
 
 import (
-	"slices"
+	"strings"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
-// Event kinds, each "subject.event". A Sink's Events filter and an
-// Event's Kind use these (a filter may also name a kind by its old
-// spelling, see Canonical).
+// Kind is an event's kind (words.NotifyKind), each "subject.event". A
+// Sink's Events filter and an Event's Kind use these (a filter may also
+// name a kind by its old spelling, see Canonical).
+type Kind = words.NotifyKind
+
+// Event kinds (words.Notify*).
 const (
-	KindRunFailed      = "run.failed"
-	KindRunSucceeded   = "run.succeeded"
-	KindDriftFound     = "drift.found"
-	KindApprovalNeeded = "approval.needed"
-	KindTeardownDone   = "teardown.done"
+	KindRunFailed      = words.NotifyRunFailed
+	KindRunSucceeded   = words.NotifyRunSucceeded
+	KindDriftFound     = words.NotifyDriftFound
+	KindApprovalNeeded = words.NotifyApprovalNeeded
+	KindTeardownDone   = words.NotifyTeardownDone
 	// KindInvalidRevision: a commit's environment file does not validate;
 	// nothing of it runs. File, Revision, Commit and Errors say which and why.
-	KindInvalidRevision = "invalid.revision"
+	KindInvalidRevision = words.NotifyInvalidRevision
 	// KindTTLExpiring: an ephemeral environment (spec.ttl) is torn down
 	// soon; Summary says when and how to keep it.
-	KindTTLExpiring = "ttl.expiring"
+	KindTTLExpiring = words.NotifyTTLExpiring
 	// KindPreviewReady: a branch's commit was previewed (knit serve
 	// --preview-branches); Branch and Commit say which, Markdown is the
 	// summary a CI job posts as the pull request's comment.
-	KindPreviewReady = "preview.ready"
+	KindPreviewReady = words.NotifyPreviewReady
 
 	// KindRolloutFailed: an apply's health checks did not succeed; Summary
 	// names the check and what it saw (status code, query value) and what
 	// follows (a rollback, a pause, nothing). It replaces run.failed for
 	// such a run.
-	KindRolloutFailed = "rollout.failed"
+	KindRolloutFailed = words.NotifyRolloutFailed
 	// KindRollbackDone: a rollback run succeeded; Summary says to which
 	// revision and why it ran.
-	KindRollbackDone = "rollback.done"
+	KindRollbackDone = words.NotifyRollbackDone
 )
 
-// kinds lists the known event kinds in the order error messages name them.
-var kinds = []string{KindRunFailed, KindRunSucceeded, KindDriftFound, KindApprovalNeeded, KindTeardownDone, KindInvalidRevision, KindTTLExpiring,
-	KindPreviewReady, KindRolloutFailed, KindRollbackDone}
-
 // Kinds is every event kind, in the order error messages name them.
-func Kinds() []string { return slices.Clone(kinds) }
-
-// aliases are the kinds' old spellings, still accepted where a kind is
-// named (a sink's events in knit.yaml, an outbox written before).
-var aliases = map[string]string{
-	"run-failed": KindRunFailed, "run-succeeded": KindRunSucceeded, "drift-found": KindDriftFound,
-	"approval-needed": KindApprovalNeeded, "teardown-done": KindTeardownDone,
-}
+func Kinds() []Kind { return words.NotifyKinds() }
 
 // Canonical is the one spelling of kind k: itself, or the kind an old
 // spelling (run-failed) names.
-func Canonical(k string) string {
-	if c, ok := aliases[k]; ok {
-		return c
-	}
-	return k
+func Canonical(k string) Kind {
+	c, _ := words.NotifyKindOf(k)
+	return c
 }
 
-func knownKind(k string) bool { return slices.Contains(kinds, Canonical(k)) }
+// kindList is every kind, comma-separated, for an error message.
+func kindList() string {
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, string(k))
+	}
+	return strings.Join(out, ", ")
+}
+
+func knownKind(k string) bool {
+	_, ok := words.NotifyKindOf(k)
+	return ok
+}
 
 // Event is something a person may want to hear about. Kind must be one of
 // the Kind constants; Env, the environment, orders delivery (see
@@ -66,7 +70,7 @@ func knownKind(k string) bool { return slices.Contains(kinds, Canonical(k)) }
 // Time is set to the Dispatcher's clock by Notify. URL, if set, links to the
 // dashboard.
 type Event struct {
-	Kind      string
+	Kind      Kind
 	Env       string
 	RunID     string
 	Component string
@@ -109,7 +113,7 @@ type webhookBody struct {
 
 func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
 	b := webhookBody{
-		Sink: sink, Seq: seq, Kind: ev.Kind, Env: ev.Env, RunID: ev.RunID,
+		Sink: sink, Seq: seq, Kind: string(ev.Kind), Env: ev.Env, RunID: ev.RunID,
 		Component: ev.Component, Actor: ev.Actor, Summary: ev.Summary,
 		Time: ev.Time.UTC(), URL: ev.URL,
 		File: ev.File, Revision: ev.Revision, Commit: ev.Commit, Errors: ev.Errors,

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
-	"strings"
 )
 
 // Sink kinds.
@@ -55,8 +54,8 @@ func (s Sink) LogValue() slog.Value {
 }
 
 // wants reports whether the sink receives events of kind k.
-func (s Sink) wants(k string) bool {
-	return len(s.Events) == 0 || slices.ContainsFunc(s.Events, func(e string) bool { return Canonical(e) == Canonical(k) })
+func (s Sink) wants(k Kind) bool {
+	return len(s.Events) == 0 || slices.ContainsFunc(s.Events, func(e string) bool { return Canonical(e) == k })
 }
 
 // validateSinks reports every problem in sinks, each naming the sink.
@@ -99,7 +98,7 @@ func (s Sink) problems() []string {
 	}
 	for _, k := range s.Events {
 		if !knownKind(k) {
-			out = append(out, fmt.Sprintf("event %q is not one of %s", k, strings.Join(kinds, ", ")))
+			out = append(out, fmt.Sprintf("event %q is not one of %s", k, kindList()))
 		}
 	}
 	return out

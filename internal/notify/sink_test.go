@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"knit.dev/knit/internal/words"
 )
 
 func TestNewRejectsBadSinks(t *testing.T) {
@@ -53,7 +55,7 @@ func TestNewRejectsBadSinks(t *testing.T) {
 
 func TestNewAcceptsGoodSinks(t *testing.T) {
 	_, err := New([]Sink{
-		{Name: "ops", Kind: SinkWebhook, URL: "https://hooks.example/knit", Secret: "k", Events: []string{KindRunFailed}},
+		{Name: "ops", Kind: SinkWebhook, URL: "https://hooks.example/knit", Secret: "k", Events: []string{string(KindRunFailed)}},
 		{Name: "chat", Kind: SinkSlack, URL: "http://127.0.0.1:8080/services/T/B/x"},
 	}, Options{})
 	if err != nil {
@@ -66,11 +68,11 @@ func TestNewAcceptsGoodSinks(t *testing.T) {
 func TestEveryKindIsSpeltOneWay(t *testing.T) {
 	one := regexp.MustCompile(`^[a-z]+\.[a-z]+$`)
 	for _, k := range Kinds() {
-		if !one.MatchString(k) {
+		if !one.MatchString(string(k)) {
 			t.Errorf("event kind %q is not spelt subject.event", k)
 		}
 	}
-	for old, k := range aliases {
+	for old, k := range words.OldNotifySpellings() {
 		if !slices.Contains(Kinds(), k) || Canonical(old) != k || !knownKind(old) {
 			t.Errorf("old spelling %q names %q, not a kind", old, k)
 		}

@@ -24,7 +24,7 @@ type slackText struct {
 }
 
 // slackTitles gives each kind an emoji and a heading.
-var slackTitles = map[string][2]string{
+var slackTitles = map[Kind][2]string{
 	KindRunFailed:       {":x:", "Run failed"},
 	KindRunSucceeded:    {":white_check_mark:", "Run succeeded"},
 	KindDriftFound:      {":warning:", "Drift found"},

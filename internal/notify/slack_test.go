@@ -51,7 +51,7 @@ func TestSlackPayload(t *testing.T) {
 }
 
 func TestSlackTitlesCoverEveryKind(t *testing.T) {
-	for _, k := range kinds {
+	for _, k := range Kinds() {
 		msg := newSlackMessage(Event{Kind: k, Env: "dev"})
 		if t0 := slackTitles[k]; t0[1] == "" || !strings.HasPrefix(msg.Text, t0[1]+" in dev") {
 			t.Errorf("kind %s: text %q has no title", k, msg.Text)

@@ -5,6 +5,8 @@
 // neither the runners nor the environment file's parser (HCL).
 package plan
 
+import "knit.dev/knit/internal/words"
+
 // Output is one output value.
 type Output struct {
 	Value     any  `json:"value"`
@@ -14,16 +16,17 @@ type Output struct {
 // Outputs maps output names to values.
 type Outputs map[string]Output
 
-// Action is what a plan does to one resource.
-type Action string
+// Action is what a plan does to one resource (words.PlanAction).
+type Action = words.PlanAction
 
-// Resource actions.
+// Resource actions (words.Action*).
 const (
-	ActionCreate  Action = "create"
-	ActionUpdate  Action = "update"
-	ActionDelete  Action = "delete"
-	ActionReplace Action = "replace"
-	ActionRead    Action = "read"
+	ActionCreate  = words.ActionCreate
+	ActionUpdate  = words.ActionUpdate
+	ActionDelete  = words.ActionDelete
+	ActionReplace = words.ActionReplace
+	ActionRead    = words.ActionRead
+	ActionForget  = words.ActionForget
 )
 
 // ResourceChange is one resource a plan touches.

@@ -12,92 +12,67 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/words"
 )
 
-// Status is where one component stands in a run. Statuses are ordered by
-// severity so a run's components roll up into one environment status.
-type Status string
+// Status is where one component stands in a run (words.ComponentStatus:
+// ordered by severity, IsTerminal, IsError).
+type Status = words.ComponentStatus
 
-// Component statuses.
+// Component statuses (words.Component*).
 const (
-	Pending    Status = "pending"
-	Planning   Status = "planning"
-	Applying   Status = "applying"
-	Destroying Status = "destroying"
+	Pending    = words.ComponentPending
+	Planning   = words.ComponentPlanning
+	Applying   = words.ComponentApplying
+	Destroying = words.ComponentDestroying
 
-	UpToDate  Status = "up to date"        // fingerprint unchanged: the tool was not run
-	NoChanges Status = "no changes"        // planned, nothing to do
-	Planned   Status = "planned"           // plan has changes (plan runs only)
-	Deferred  Status = "known after apply" // inputs come from components not yet applied
+	UpToDate  = words.ComponentUpToDate
+	NoChanges = words.ComponentNoChanges
+	Planned   = words.ComponentPlanned
+	Deferred  = words.ComponentDeferred
 
-	Checking   Status = "checking"
-	InSync     Status = "in sync"
-	Drifted    Status = "drifted"
-	Affected   Status = "affected by upstream drift"
-	Unknown    Status = "unknown" // drift: the tool cannot compare with reality (a script without plan)
-	NotApplied Status = "not applied"
-	Applied    Status = "applied"
-	Destroyed  Status = "destroyed"
-	Awaiting   Status = "awaiting-approval"
-	Waiting    Status = "waiting" // an upstream component awaits approval
-	Skipped    Status = "skipped" // an upstream component failed
-	Refused    Status = "refused" // destroyProtection, or a live dependent
-	Failed     Status = "failed"
-	Canceled   Status = "interrupted"
+	Checking   = words.ComponentChecking
+	InSync     = words.ComponentInSync
+	Drifted    = words.ComponentDrifted
+	Affected   = words.ComponentAffected
+	Unknown    = words.ComponentUnknown
+	NotApplied = words.ComponentNotApplied
+	Applied    = words.ComponentApplied
+	Destroyed  = words.ComponentDestroyed
+	Awaiting   = words.ComponentAwaiting
+	Waiting    = words.ComponentWaiting
+	Skipped    = words.ComponentSkipped
+	Refused    = words.ComponentRefused
+	Failed     = words.ComponentFailed
+	Canceled   = words.ComponentCanceled
 )
-
-// IsTerminal reports whether the component is done for this run.
-func (s Status) IsTerminal() bool {
-	switch s {
-	case Pending, Planning, Applying, Destroying:
-		return false
-	}
-	return true
-}
-
-// IsError reports whether the status makes the run fail.
-func (s Status) IsError() bool {
-	return s == Failed || s == Refused || s == Skipped || s == Canceled
-}
-
-var severity = map[Status]int{
-	UpToDate: 0, NoChanges: 0, Applied: 0, Destroyed: 0, InSync: 0, NotApplied: 0, Unknown: 0,
-	Planned: 1, Deferred: 1, Drifted: 1, Affected: 1,
-	Pending: 2, Planning: 2, Applying: 2, Destroying: 2, Checking: 2,
-	Waiting: 3, Awaiting: 4, Skipped: 5, Refused: 6, Canceled: 7, Failed: 8,
-}
 
 // Worse returns the more severe of a and b.
-func Worse(a, b Status) Status {
-	if severity[b] > severity[a] {
-		return b
-	}
-	return a
-}
+func Worse(a, b Status) Status { return words.WorseStatus(a, b) }
 
-// EventKind says what an Event reports.
-type EventKind string
+// EventKind says what an Event reports (words.EventKind).
+type EventKind = words.EventKind
 
-// Event kinds.
+// Event kinds (words.Event*).
 const (
 	// RunStarted is always a run's first event, RunFinished its last.
-	RunStarted  EventKind = "run-started"
-	RunFinished EventKind = "run-finished"
+	RunStarted  = words.EventRunStarted
+	RunFinished = words.EventRunFinished
 	// ComponentStatus is a component moving to a new status.
-	ComponentStatus EventKind = "component"
+	ComponentStatus = words.EventComponent
 	// LogLine is one line of a tool's output, secrets masked.
-	LogLine EventKind = "log"
+	LogLine = words.EventLog
 	// Verifying: an apply's components are applied and its health checks
 	// run; HealthChecked is one check's verdict (Component, Code: verdict
 	// and check, Reason: what it saw; Cause when not Successful).
-	Verifying     EventKind = "verifying"
-	HealthChecked EventKind = "health"
+	Verifying     = words.EventVerifying
+	HealthChecked = words.EventHealth
 	// PolicyDecision is one decision of the environment's policies about
 	// the run's plan (Decision), before anything applies.
-	PolicyDecision EventKind = "policy"
+	PolicyDecision = words.EventPolicy
 	// Dropped tells a subscriber that events it had not read yet fell out
 	// of the run's live buffer (Missed counts them); the next events follow.
-	Dropped EventKind = "dropped"
+	Dropped = words.EventDropped
 )
 
 // PlanCounts is the size of a component's plan.

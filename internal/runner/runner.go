@@ -74,6 +74,7 @@ const (
 	ActionDelete  = plan.ActionDelete
 	ActionReplace = plan.ActionReplace
 	ActionRead    = plan.ActionRead
+	ActionForget  = plan.ActionForget
 )
 
 // Placeholders of ValueChange values that cannot be shown.

@@ -109,7 +109,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 		Drift: drift.Config{MinEvery: time.Millisecond, Tick: 20 * time.Millisecond},
 		Notify: []notify.Sink{
 			{Name: "down", Kind: notify.SinkWebhook, URL: downURL, Secret: "s3cret"},
-			{Name: "up", Kind: notify.SinkWebhook, URL: upSrv.URL, Secret: "s3cret", Events: []string{notify.KindDriftFound, notify.KindApprovalNeeded}},
+			{Name: "up", Kind: notify.SinkWebhook, URL: upSrv.URL, Secret: "s3cret", Events: []string{string(notify.KindDriftFound), string(notify.KindApprovalNeeded)}},
 		}}, nil)
 
 	for _, c := range []string{"fix", "ask", "tell"} {
@@ -135,7 +135,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 		return len(k) >= 2
 	})
 	kinds := up.kinds()
-	if kinds[0] != notify.KindApprovalNeeded || kinds[1] != notify.KindDriftFound || up.bad != 0 {
+	if kinds[0] != string(notify.KindApprovalNeeded) || kinds[1] != string(notify.KindDriftFound) || up.bad != 0 {
 		t.Fatalf("events %v (bad signatures %d)", kinds, up.bad)
 	}
 	if !strings.Contains(up.events[0]["summary"].(string), "ask") {

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,70 +13,137 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"knit.dev/knit/internal/engine"
-	"knit.dev/knit/internal/store"
+	wd "knit.dev/knit/internal/words"
 )
 
-// wordSet is one closed set of words knit writes on the wire: where its
-// Go constants are declared (package dir and name; the constants of type
-// typ, or, for a set of untyped constants, those whose name starts with
-// prefix), the list the code iterates (nil: none), and the enum of the
-// OpenAPI document that names it (a schema, or schema.property).
+// wordSet is one closed set of words knit writes on the wire, typed
+// once in internal/words: its type there (its constants are read from
+// the source, so a new one cannot hide), the list the code iterates (nil:
+// none), and where its words are written down for clients: the enum of
+// the OpenAPI document that names it (at: a schema, or schema.property),
+// or a table of the docs (doc: a file and the heading of the table whose
+// first column lists them).
 type wordSet struct {
-	dir, pkg, typ, prefix string
-	listed                []string
-	at                    string
+	typ    string
+	listed []string
+	at     string
+	doc    [2]string
 }
 
-// wordSets is every word set of the API. A new set goes here.
+// wordSets is every word set of the API and of knit.yaml. A new set goes
+// here (and TestNoWordSetOutsideWords finds one declared elsewhere).
 var wordSets = []wordSet{
-	{dir: "../store", pkg: "store", typ: "RunKind", listed: words(store.RunKinds()), at: "RunKind"},
-	{dir: "../store", pkg: "store", typ: "RunStatus", listed: words(store.RunStatuses()), at: "RunStatus"},
-	{dir: "../store", pkg: "store", typ: "EnvStatus", listed: words(store.EnvStatuses()), at: "EnvStatus"},
-	{dir: "../engine", pkg: "engine", typ: "Reason", listed: words(engine.Reasons()), at: "ReasonCode"},
-	{dir: "../progress", pkg: "progress", typ: "EventKind", at: "EventKind"},
-	{dir: "../health", pkg: "health", typ: "Verdict", at: "Verdict"},
-	{dir: "../words", pkg: "words", typ: "Verification", at: "Revision.verification"},
-	{dir: "../words", pkg: "words", typ: "ApprovalStatus", at: "Approval.status"},
-	{dir: "../words", pkg: "words", typ: "ApprovalStatus", at: "ChangeSet.status"},
-	{dir: "../words", pkg: "words", typ: "StageState", at: "StageRelease.state"},
-	{dir: "../words", pkg: "words", typ: "WaitReason", at: "Stage.waiting.reason"},
-	{dir: "../words", pkg: "words", typ: "DecisionKind", at: "PolicyDecision.kind"},
-	{dir: "../words", pkg: "words", typ: "PreviewStatus", at: "Preview.status"},
-	{dir: "../words", pkg: "words", typ: "PreviewChange", at: "Preview.change"},
+	{typ: "RunKind", listed: words(wd.RunKinds()), at: "RunKind"},
+	{typ: "RunStatus", listed: words(wd.RunStatuses()), at: "RunStatus"},
+	{typ: "EnvStatus", listed: words(wd.EnvStatuses()), at: "EnvStatus"},
+	{typ: "ComponentStatus", listed: words(wd.ComponentStatuses()), at: "ComponentStatus"},
+	{typ: "Reason", listed: words(wd.Reasons()), at: "ReasonCode"},
+	{typ: "EventKind", listed: words(wd.EventKinds()), at: "EventKind"},
+	{typ: "Verdict", listed: words(wd.Verdicts()), at: "Verdict"},
+	{typ: "PlanAction", listed: words(wd.PlanActions()), at: "PlanAction"},
+	{typ: "Verification", at: "Revision.verification"},
+	{typ: "ApprovalStatus", at: "Approval.status"},
+	{typ: "ApprovalStatus", at: "ChangeSet.status"},
+	{typ: "StageState", at: "StageRelease.state"},
+	{typ: "WaitReason", at: "Stage.waiting.reason"},
+	{typ: "DecisionKind", at: "PolicyDecision.kind"},
+	{typ: "PreviewStatus", at: "Preview.status"},
+	{typ: "PreviewChange", at: "Preview.change"},
+	{typ: "NotifyKind", listed: words(wd.NotifyKinds()), doc: [2]string{"../../docs/server.md", "### Events"}},
 }
 
-// TestEveryWordSetIsItsOpenAPIEnum: for every word set, the constants its
-// package declares (read from the source, so a new one cannot hide), the
-// list the code iterates, and the OpenAPI document's enum are the same
-// words.
+// TestEveryWordSetIsItsOpenAPIEnum: for every word set, the constants
+// internal/words declares of its type, the list the code iterates, and
+// the OpenAPI document's enum (or the docs' table) are the same words.
 func TestEveryWordSetIsItsOpenAPIEnum(t *testing.T) {
 	doc, _ := loadDoc(t)
 	for _, set := range wordSets {
-		name := set.pkg + "." + set.typ + set.prefix + "*"
-		if set.typ != "" {
-			name = set.pkg + "." + set.typ
+		name := "words." + set.typ
+		where := set.at
+		if where == "" {
+			where = set.doc[0] + " " + set.doc[1]
 		}
-		t.Run(set.at, func(t *testing.T) {
-			enum, ok := enumAt(doc, set.at)
-			if !ok {
-				t.Fatalf("the OpenAPI document has no enum at %s", set.at)
+		t.Run(where, func(t *testing.T) {
+			var written []string
+			if set.at != "" {
+				enum, ok := enumAt(doc, set.at)
+				if !ok {
+					t.Fatalf("the OpenAPI document has no enum at %s", set.at)
+				}
+				written = enum
+			} else {
+				written = docTable(t, set.doc[0], set.doc[1])
 			}
 			declared := declaredConstants(t, set)
-			slices.Sort(declared)
-			slices.Sort(enum)
+			slices.Sort(written)
 			if set.listed != nil {
 				listed := slices.Sorted(slices.Values(set.listed))
 				if !slices.Equal(declared, listed) {
 					t.Errorf("%s: declared %q, its list has %q", name, declared, listed)
 				}
 			}
-			if !slices.Equal(declared, enum) {
-				t.Errorf("%s: declared %q, the OpenAPI enum at %s is %q", name, declared, set.at, enum)
+			if !slices.Equal(declared, written) {
+				t.Errorf("%s: declared %q, %s has %q", name, declared, where, written)
 			}
 		})
 	}
 }
+
+// TestStatusWordsAreDocumented: docs/server.md's "Status words" names
+// every environment, component and run status in backticks (an
+// environment's "" is its "(none)" row).
+func TestStatusWordsAreDocumented(t *testing.T) {
+	section := docSection(t, "../../docs/server.md", "## Status words")
+	sets := [][]string{words(wd.EnvStatuses()), words(wd.ComponentStatuses())}
+	for _, set := range sets {
+		for _, w := range set {
+			if w != "" && !strings.Contains(section, "`"+w+"`") {
+				t.Errorf("docs/server.md's Status words do not name `%s`", w)
+			}
+		}
+	}
+}
+
+// docSection is the text under heading in the Markdown file, up to the
+// next heading of its level or above.
+func docSection(t *testing.T, file, heading string) string {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(text), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s has no heading %q", file, heading)
+	}
+	level, _, _ := strings.Cut(heading, " ")
+	var b strings.Builder
+	for line := range strings.Lines(after) {
+		if h, _, ok := strings.Cut(line, " "); ok && strings.Trim(h, "#") == "" && len(h) <= len(level) {
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// docTable is the first column's words (each in backticks) of the table
+// under heading in the Markdown file.
+func docTable(t *testing.T, file, heading string) []string {
+	t.Helper()
+	var out []string
+	for line := range strings.Lines(docSection(t, file, heading)) {
+		if m := firstCell.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no table under %q", file, heading)
+	}
+	return out
+}
+
+var firstCell = regexp.MustCompile("^\\| `([^`]+)` \\|")
 
 // enumAt is the enum of the schema (or "schema.property", nested) at.
 func enumAt(doc *openapi3.T, at string) ([]string, bool) {
@@ -100,22 +169,18 @@ func enumAt(doc *openapi3.T, at string) ([]string, bool) {
 func declaredConstants(t *testing.T, set wordSet) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, set.dir, nil, 0)
+	pkgs, err := parser.ParseDir(fset, "../words", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, f := range pkgs[set.pkg].Files {
-		for _, d := range f.Decls {
-			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.CONST {
-				for _, s := range gd.Specs {
-					out = append(out, specValues(t, fset, s.(*ast.ValueSpec), set)...)
-				}
-			}
+	for _, f := range pkgs["words"].Files {
+		for _, vs := range constSpecs(f) {
+			out = append(out, specValues(t, fset, vs, set)...)
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("found no constant of %s%s in %s", set.typ, set.prefix, set.dir)
+		t.Fatalf("found no constant of words.%s", set.typ)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
@@ -123,28 +188,23 @@ func declaredConstants(t *testing.T, set wordSet) []string {
 // specValues are the values vs declares that belong to set.
 func specValues(t *testing.T, fset *token.FileSet, vs *ast.ValueSpec, set wordSet) []string {
 	var out []string
-	for i, n := range vs.Names {
-		if set.typ != "" {
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != set.typ {
-				continue
-			}
-		} else if !strings.HasPrefix(n.Name, set.prefix) || vs.Type != nil || i >= len(vs.Values) {
-			continue
-		}
-		switch v := vs.Values[i].(type) {
+	if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != set.typ {
+		return nil
+	}
+	for _, v := range vs.Values {
+		switch v := v.(type) {
 		case *ast.BasicLit:
 			s, _ := strconv.Unquote(v.Value)
 			out = append(out, s)
-		case *ast.Ident: // another constant of the set (ChangeSetPending = ApprovalPending)
+		case *ast.Ident: // another constant of the set
 		default:
-			if set.typ != "" {
-				t.Fatalf("%s: a %s constant that is not a string literal", fset.Position(v.Pos()), set.typ)
-			}
+			t.Fatalf("%s: a %s constant that is not a string literal", fset.Position(v.Pos()), set.typ)
 		}
 	}
 	return out
 }
 
+// words is ss as plain strings.
 func words[S ~string](ss []S) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
 // This file holds the decisions every Store implementation makes alike,
@@ -90,10 +92,10 @@ func InterruptedError(r Run) string {
 var ApprovalStatuses = []string{ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalApplied, ApprovalStale}
 
 // StartStatus is the status StartComponentRun records for cr: running
-// unless the caller records it whole.
+// (words.ComponentRunning) unless the caller records it whole.
 func StartStatus(cr *ComponentRun) string {
 	if cr.Status == "" {
-		return string(StatusRunning)
+		return string(words.ComponentRunning)
 	}
 	return cr.Status
 }

@@ -137,18 +137,11 @@ type ComponentRun struct {
 	FinishedAt  time.Time `json:"finishedAt,omitzero"`
 }
 
-// Cause is why a component is where it is, for machines: a reason from
-// the engine's closed set (engine.Reason: "UpstreamAwaitingApproval") with
-// the components it names and the approval it waits on. The prose beside
-// it (Reason, Code) is for people and never parsed back.
-type Cause struct {
-	ReasonCode string `json:"reasonCode,omitempty"`
-	// Upstream names what the reason is about: components
-	// (UpstreamFailed, UpstreamAwaitingApproval) or, for reasons about
-	// outputs (KnownAfterApply, UpstreamDrifted), component.output.
-	Upstream   []string `json:"upstream,omitempty"`
-	ApprovalID int64    `json:"approvalId,omitempty"`
-}
+// Cause is why a component is where it is, for machines
+// (words.Cause): a reason from the closed set (words.Reason:
+// "UpstreamAwaitingApproval") with the components it names and the
+// approval it waits on.
+type Cause = words.Cause
 
 // OutputValue is one stored output. Value is JSON; sensitive values are
 // encrypted at rest by the store and decrypted on read.

@@ -1,80 +1,61 @@
 package store
 
-// The store's typed words: a run's status and kind, an environment's
-// status. The API's OpenAPI document enumerates each closed set
-// (server/TestStatusAndKindEnumsAreTheGoConstants keeps them equal).
+import "knit.dev/knit/internal/words"
 
-// RunStatus is where a run stands: running, then one final status. The
-// API's OpenAPI document enumerates them (RunStatuses).
-type RunStatus string
+// The store's typed words, declared in internal/words (a run's status and
+// kind, an environment's status) and named here as they always were. The
+// API's OpenAPI document enumerates each closed set
+// (server/TestEveryWordSetIsItsOpenAPIEnum keeps them equal).
 
-// Run statuses.
+// RunStatus is where a run stands (words.RunStatus).
+type RunStatus = words.RunStatus
+
+// Run statuses (words.Run*).
 const (
-	// StatusQueued and StatusRefused are the server's, never recorded: a
-	// run waiting in its queue, and one the queue could not start.
-	StatusQueued      RunStatus = "queued"
-	StatusRefused     RunStatus = "refused"
-	StatusRunning     RunStatus = "running"
-	StatusSucceeded   RunStatus = "succeeded"
-	StatusFailed      RunStatus = "failed"
-	StatusInterrupted RunStatus = "interrupted"
-	StatusAwaiting    RunStatus = "awaiting-approval"
-	// StatusVerifying is an apply checking health once its components
-	// are applied: a live run's status (engine.Run.Status); its record
-	// says running until the outcome.
-	StatusVerifying RunStatus = "verifying"
-	// StatusSuperseded is a run that stopped at the approval gate and was
-	// replaced by a later run of its environment (Run.SupersededBy).
-	StatusSuperseded RunStatus = "superseded"
+	StatusQueued      = words.RunQueued
+	StatusRefused     = words.RunRefused
+	StatusRunning     = words.RunRunning
+	StatusSucceeded   = words.RunSucceeded
+	StatusFailed      = words.RunFailed
+	StatusInterrupted = words.RunInterrupted
+	StatusAwaiting    = words.RunAwaiting
+	StatusVerifying   = words.RunVerifying
+	StatusSuperseded  = words.RunSuperseded
 )
 
 // RunStatuses is the closed set, in the order the OpenAPI document lists it.
-func RunStatuses() []RunStatus {
-	return []RunStatus{StatusQueued, StatusRefused, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusAwaiting, StatusVerifying, StatusSuperseded}
-}
+func RunStatuses() []RunStatus { return words.RunStatuses() }
 
-// RunKind is what a run does to its environment.
-type RunKind string
+// RunKind is what a run does to its environment (words.RunKind).
+type RunKind = words.RunKind
 
-// Run kinds.
+// Run kinds (words.Kind*).
 const (
-	KindPlan     RunKind = "plan"
-	KindApply    RunKind = "apply"
-	KindDrift    RunKind = "drift"
-	KindTeardown RunKind = "teardown"
-	// KindRollback re-applies the last revision whose verification
-	// succeeded, after a rollout failed (or when a person asks).
-	KindRollback RunKind = "rollback"
+	KindPlan     = words.KindPlan
+	KindApply    = words.KindApply
+	KindDrift    = words.KindDrift
+	KindTeardown = words.KindTeardown
+	KindRollback = words.KindRollback
 )
 
 // RunKinds is the closed set, in the order the OpenAPI document lists it.
-func RunKinds() []RunKind {
-	return []RunKind{KindPlan, KindApply, KindDrift, KindTeardown, KindRollback}
-}
+func RunKinds() []RunKind { return words.RunKinds() }
 
-// EnvStatus is what an environment's last run left it as. An applied
-// environment keeps its first machine word, "provisioned", so API clients
-// and filters keep working; people read it as "applied" (EnvLabel in
-// internal/engine). An environment no run has finished has none ("").
-type EnvStatus string
+// EnvStatus is what an environment's last run left it as (words.EnvStatus).
+type EnvStatus = words.EnvStatus
 
-// Environment statuses.
+// Environment statuses (words.Env*).
 const (
-	EnvNew         EnvStatus = "" // no run has finished
-	EnvApplied     EnvStatus = "provisioned"
-	EnvFailed      EnvStatus = "failed"
-	EnvAwaiting    EnvStatus = "awaiting-approval"
-	EnvRejected    EnvStatus = "rejected" // a person rejected the plan that awaited approval
-	EnvInterrupted EnvStatus = "interrupted"
-	EnvDrifted     EnvStatus = "drifted"
-	EnvTornDown    EnvStatus = "torn-down"
-	// EnvPaused: an apply's verification did not succeed and the rollout
-	// waits for a person: knit approve accepts the revision, knit rollback
-	// goes back to the last good one.
-	EnvPaused EnvStatus = "paused"
+	EnvNew         = words.EnvNew
+	EnvApplied     = words.EnvApplied
+	EnvFailed      = words.EnvFailed
+	EnvAwaiting    = words.EnvAwaiting
+	EnvRejected    = words.EnvRejected
+	EnvInterrupted = words.EnvInterrupted
+	EnvDrifted     = words.EnvDrifted
+	EnvTornDown    = words.EnvTornDown
+	EnvPaused      = words.EnvPaused
 )
 
 // EnvStatuses is the closed set, in the order the OpenAPI document lists it.
-func EnvStatuses() []EnvStatus {
-	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown, EnvPaused}
-}
+func EnvStatuses() []EnvStatus { return words.EnvStatuses() }

@@ -1,11 +1,17 @@
-// Package words is knit's closed word sets that no other leaf owns, each
-// typed once: approval and change-set statuses, a release's stage states
-// and why it waits, verification verdicts, preview changes and statuses,
-// policy decision kinds and notification kinds. The packages that used
-// to declare them (store, view, engine, notify) re-export the constants
-// under their old names, so call sites need not change. A test of the
-// server checks every set against the OpenAPI document. It imports
-// nothing internal.
+// Package words is knit's vocabulary: every closed set of words it
+// writes for machines (the API, the store, events, notifications), each
+// typed once, with the list the code iterates where it iterates one: a
+// run's status and kind and an environment's status (run.go), a
+// component's status (component.go), event kinds (events.go), reason
+// codes and their Cause (reasons.go), health verdicts (health.go), plan
+// actions (plan.go), notification kinds and their old spellings
+// (notify.go), and here approval and change-set statuses, a release's
+// stage states and why it waits, verification verdicts, preview changes
+// and statuses, and policy decision kinds. The packages that used to
+// declare them (store, progress, engine, health, plan, notify, view)
+// name them by alias under their old names. A test of the server checks
+// every set against the OpenAPI document (or the docs) and that no other
+// package declares one. It imports nothing internal.
 package words
 
 // ApprovalStatus is where an approval (or a change set) stands: pending

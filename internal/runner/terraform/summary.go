@@ -10,9 +10,10 @@ import (
 )
 
 // ActionForget is a resource the plan removes from state without destroying
-// it (OpenTofu's removed blocks). runner.Plan has no count for it, so a plan
-// that only forgets lists resources but has no changes.
-const ActionForget runner.Action = "forget"
+// it (OpenTofu's removed blocks; words.ActionForget). runner.Plan has no
+// count for it, so a plan that only forgets lists resources but has no
+// changes.
+const ActionForget = runner.ActionForget
 
 // summarize turns the tool's JSON plan (show -json) into knit's Plan, without
 // File, Checksum or Destroying. Counting follows the tool's own summary line:

@@ -1,0 +1,62 @@
+package words
+
+import "maps"
+
+// NotifyKind is the kind of a notification (internal/notify's Event): the
+// word a sink's events filter in knit.yaml names, and a webhook's kind.
+// Each is spelt "subject.event"; NotifyKindOf also reads the old
+// spellings.
+type NotifyKind string
+
+// Notification kinds.
+const (
+	NotifyRunFailed      NotifyKind = "run.failed"
+	NotifyRunSucceeded   NotifyKind = "run.succeeded"
+	NotifyDriftFound     NotifyKind = "drift.found"
+	NotifyApprovalNeeded NotifyKind = "approval.needed"
+	NotifyTeardownDone   NotifyKind = "teardown.done"
+	// NotifyInvalidRevision: a commit's environment file does not
+	// validate; nothing of it runs.
+	NotifyInvalidRevision NotifyKind = "invalid.revision"
+	// NotifyTTLExpiring: an ephemeral environment (spec.ttl) is torn down soon.
+	NotifyTTLExpiring NotifyKind = "ttl.expiring"
+	// NotifyPreviewReady: a branch's commit was previewed.
+	NotifyPreviewReady NotifyKind = "preview.ready"
+	// NotifyRolloutFailed: an apply's health checks did not succeed; it
+	// replaces run.failed for such a run.
+	NotifyRolloutFailed NotifyKind = "rollout.failed"
+	// NotifyRollbackDone: a rollback run succeeded.
+	NotifyRollbackDone NotifyKind = "rollback.done"
+)
+
+// NotifyKinds is the closed set, in the order error messages and
+// docs/server.md's table name them.
+func NotifyKinds() []NotifyKind {
+	return []NotifyKind{NotifyRunFailed, NotifyRunSucceeded, NotifyDriftFound, NotifyApprovalNeeded, NotifyTeardownDone,
+		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone}
+}
+
+// oldSpellings are the first kinds' old spellings, still accepted where a
+// kind is named (a sink's events in knit.yaml, an outbox written before).
+var oldSpellings = map[string]NotifyKind{
+	"run-failed": NotifyRunFailed, "run-succeeded": NotifyRunSucceeded, "drift-found": NotifyDriftFound,
+	"approval-needed": NotifyApprovalNeeded, "teardown-done": NotifyTeardownDone,
+}
+
+// OldNotifySpellings maps each old spelling (run-failed) to the kind it names.
+func OldNotifySpellings() map[string]NotifyKind { return maps.Clone(oldSpellings) }
+
+// NotifyKindOf is the kind word names in its one spelling: word itself
+// when it is a kind, or the kind an old spelling names. ok is false when
+// word names no kind.
+func NotifyKindOf(word string) (kind NotifyKind, ok bool) {
+	if k, old := oldSpellings[word]; old {
+		return k, true
+	}
+	for _, k := range NotifyKinds() {
+		if string(k) == word {
+			return k, true
+		}
+	}
+	return NotifyKind(word), false
+}
