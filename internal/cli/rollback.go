@@ -55,7 +55,7 @@ waits for approval.`,
 // apply's own exit code stands. Its result goes to stdout beside a text
 // result, to stderr beside a JSON one (stdout stays one JSON document).
 func (d *deps) rollBackAfter(ctx context.Context, b backend, res *engine.Result, output string) {
-	req := knit.RollbackAfter(res, d.actor(), "cli")
+	req := knit.After(knit.RunRequest{}, res, d.actor()).Rollback
 	if req == nil || b.Remote() || ctx.Err() != nil {
 		if res != nil && res.Rollout == engine.RolloutPaused && !b.Remote() {
 			fmt.Fprintf(d.stderr, "%s is paused: knit approve %s accepts revision %d, knit rollback %s goes back\n", res.Env, res.Env, res.Revision, res.Env)

@@ -20,7 +20,6 @@ import (
 	"knit.dev/knit/internal/controller/promotion"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/controller/ttl"
-	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 )
@@ -164,8 +163,10 @@ func (s *Set) schedulesFollow(env string) {
 	s.Health.RunEnded(env)
 }
 
-// runEnded follows a run's end: the environment's drift schedule may have
-// changed with its spec, and people hear of what they should.
+// runEnded carries out what the library decides follows a run's end
+// (knit.After): the notices, the pipeline's record of a rollback, the
+// rollback a failed rollout asks for (in its environment's turn in the
+// queue); and the schedules follow the environment's new spec.
 func (s *Set) runEnded(o runqueue.Outcome) {
 	if o.Refused != nil {
 		return
@@ -173,32 +174,27 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	if _, elsewhere := s.Queue.(endsElsewhere); !elsewhere {
 		s.schedulesFollow(o.Job.Env)
 	}
-	for _, ev := range notifications(o.Job, o.Result) {
+	after := knit.After(o.Job.Req, o.Result, s.actor)
+	for _, ev := range after.Notices {
 		if s.runURL != nil {
 			ev.URL = s.runURL(ev.RunID)
 		}
 		s.notify.Notify(ev)
 	}
-	// A person's rollback: the pipeline stage holds again the release it
-	// went back to. (The rollout's own goes back to the stage's current
-	// release: the failed one stays the stage's last, VerificationFailed.
-	// A resume's, knit.SourceRecovery, may finish either: it moves no stage,
-	// as when rollbacks resumed as applies.)
-	if o.Job.Req.Kind == engine.KindRollback && o.Job.Req.Source != "rollout" && o.Job.Req.Source != knit.SourceRecovery && s.Promotion != nil {
+	if after.StageRollback && s.Promotion != nil {
 		if err := s.Promotion.RollbackEnded(context.Background(), o.Job.Env, o.Job.ID); err != nil {
 			s.log.Error("record a rollback in its pipeline", "env", o.Job.Env, "run", o.Job.ID, "err", err)
 		}
 	}
-	// A failed rollout with onFailure: rollback goes back at once (in its
-	// environment's turn in the queue).
-	if req := knit.RollbackAfter(o.Result, s.actor, "rollout"); req != nil {
-		id, err := s.Queue.Enqueue(*req, o.Job.Env)
-		if err != nil {
-			s.log.Error("start the rollback of a failed rollout", "env", o.Job.Env, "err", err)
-		} else if s.Promotion != nil { // a pipeline stage's history names it
-			if err := s.Promotion.RolledBack(context.Background(), o.Job.ID, id); err != nil {
-				s.log.Error("record the rollback in its pipeline", "env", o.Job.Env, "run", id, "err", err)
-			}
+	if after.Rollback == nil {
+		return
+	}
+	id, err := s.Queue.Enqueue(*after.Rollback, o.Job.Env)
+	if err != nil {
+		s.log.Error("start the rollback of a failed rollout", "env", o.Job.Env, "err", err)
+	} else if s.Promotion != nil { // a pipeline stage's history names it
+		if err := s.Promotion.RolledBack(context.Background(), o.Job.ID, id); err != nil {
+			s.log.Error("record the rollback in its pipeline", "env", o.Job.Env, "run", id, "err", err)
 		}
 	}
 }

@@ -136,18 +136,6 @@ func goodTarget(e store.Environment, r store.Revision) error {
 	return nil
 }
 
-// RollbackAfter is the rollback run that follows res, when its rollout
-// says so (engine.RolloutRollback: onFailure rollback and a failed
-// verification), or nil: what knit serve queues and knit apply runs next.
-// Its reason names the failed check and what it saw.
-func RollbackAfter(res *engine.Result, actor, source string) *RunRequest {
-	if res == nil || res.Rollout != engine.RolloutRollback {
-		return nil
-	}
-	return &RunRequest{Kind: engine.KindRollback, EnvRef: res.Env, Actor: actor, Source: source,
-		Reason: engine.RollbackReason(res)}
-}
-
 // Accept is a person accepting a paused rollout (knit approve ENV): the
 // applied revision becomes good, as if its verification had succeeded, and
 // the environment applied; audited as rollout-accepted. An environment

@@ -13,7 +13,7 @@ import (
 // rollBack runs the rollback that follows an apply whose verification
 // failed when the environment's rollout says so (rollout.onFailure:
 // rollback), as knit apply and knit serve do: through the library's
-// rollback (knit.RollbackAfter), which re-applies the last revision that
+// rollback (knit.After), which re-applies the last revision that
 // verified. st, the status fromResult made of the failed apply, then
 // says so: Stalled RolledBack, naming the failed check and the revision
 // gone back to; the object's generation is not applied again until it
@@ -21,7 +21,7 @@ import (
 // (a destroy of a component the failed revision added) or fails is
 // recorded as any run. It returns whether a rollback ran.
 func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.Result, st *EnvironmentStatus) bool {
-	req := knit.RollbackAfter(res, r.actor(e), source)
+	req := knit.After(knit.RunRequest{}, res, r.actor(e)).Rollback
 	if req == nil || ctx.Err() != nil {
 		return false
 	}

@@ -451,6 +451,14 @@ func TestEveryDoorFollowsAFailedVerificationWithARollback(t *testing.T) {
 			}
 		}},
 	}
+	rows = append(rows,
+		rolloutRow{name: "CLIServer", act: func(d *door, url string, broken *releases) {
+			broken.set("2") // the applied release breaks: its apply again fails verification
+			if r := d.w.knitWith(d.remote(d.s.token), "apply", "shop/rolled"); r.code == 0 {
+				d.t.Errorf("knit apply --server of a broken release: exit 0, want a failure\n%s", r.stderr)
+			}
+		}},
+	)
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -472,7 +480,7 @@ func TestEveryDoorFollowsAFailedVerificationWithARollback(t *testing.T) {
 				d.s.do("GET", "/api/v1/environments/shop/rolled", nil, &e)
 				return e.AppliedRevision == 2 && e.Status == "provisioned" && e.Lock == nil
 			})
-			good := map[string]string{"GitOpsCommit": "2", "APIRun": "1", "CLILocal": "2"}[row.name]
+			good := map[string]string{"GitOpsCommit": "2", "APIRun": "1", "CLILocal": "2", "CLIServer": "1"}[row.name]
 			var before struct{ Items []doorRun }
 			d.s.do("GET", "/api/v1/environments/shop/rolled/runs", nil, &before)
 			row.act(d, url, broken)

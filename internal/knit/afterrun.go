@@ -1,25 +1,55 @@
-package controller
+package knit
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
-	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/health"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/store"
 )
 
-// notifications are what a finished run tells the sinks: each component
-// waiting for approval, drift found, then how the run ended.
-func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
+// AfterRun is what follows the end of a run. It is decided here, once,
+// whatever started the run (the server's queues, the CLI, knit
+// controller); the adapters only carry it out: queue or run the rollback,
+// send the notices, move the pipeline's stage.
+type AfterRun struct {
+	// Rollback is the run that goes next, in the environment's turn: the
+	// run's verification failed and its rollout says onFailure: rollback
+	// (nil: nothing follows).
+	Rollback *RunRequest
+	// StageRollback: the run is a person's rollback (not a rollout's own,
+	// not a resume's), so the pipeline stage of its environment holds
+	// again the release it went back to, once it succeeded.
+	StageRollback bool
+	// Notices are what people hear of the run: each component waiting for
+	// approval, drift found, then how the run ended.
+	Notices []notify.Event
+}
+
+// Source of the rollback runs a failed rollout starts.
+const SourceRollout = "rollout"
+
+// After decides what follows run res of req (nil: it never started or
+// ended without a result). actor is whoever carries the follow-up out.
+func After(req RunRequest, res *engine.Result, actor string) AfterRun {
+	var a AfterRun
 	if res == nil {
-		return nil
+		return a
 	}
-	base := notify.Event{Env: res.Env, RunID: res.RunID, Actor: j.Req.Actor}
+	if res.Rollout == engine.RolloutRollback {
+		a.Rollback = &RunRequest{Kind: engine.KindRollback, EnvRef: res.Env, Actor: actor, Source: SourceRollout,
+			Reason: engine.RollbackReason(res)}
+	}
+	a.StageRollback = req.Kind == engine.KindRollback && req.Source != SourceRollout && req.Source != SourceRecovery
+	a.Notices = notices(req, res)
+	return a
+}
+
+// notices are what a finished run tells people.
+func notices(req RunRequest, res *engine.Result) []notify.Event {
+	base := notify.Event{Env: res.Env, RunID: res.RunID, Actor: req.Actor}
 	var out []notify.Event
 	for _, c := range res.Components {
 		if c.Status == engine.Awaiting {
@@ -45,7 +75,7 @@ func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
 	case res.Verification != nil && res.Verification.Verdict != health.Successful:
 		ev.Kind, ev.Summary = notify.KindRolloutFailed, rolloutFailed(res)
 	case res.Status == store.StatusSucceeded && res.Kind == engine.KindRollback:
-		ev.Kind, ev.Summary = notify.KindRollbackDone, fmt.Sprintf("%s rolled back (revision %d): %s", res.Env, res.Revision, j.Req.Reason)
+		ev.Kind, ev.Summary = notify.KindRollbackDone, fmt.Sprintf("%s rolled back (revision %d): %s", res.Env, res.Revision, req.Reason)
 	case res.Status == store.StatusFailed:
 		ev.Kind, ev.Summary = notify.KindRunFailed, fmt.Sprintf("%s of %s failed: %s", res.Kind, res.Env, firstFailure(res))
 	case res.Status == store.StatusSucceeded && res.Kind == engine.KindTeardown:
@@ -57,7 +87,6 @@ func notifications(j *runqueue.Job, res *engine.Result) []notify.Event {
 	}
 	return append(out, ev)
 }
-
 // rolloutFailed says which revision failed verification, the check that
 // failed it with what it saw, and what follows.
 func rolloutFailed(res *engine.Result) string {
@@ -91,35 +120,4 @@ func firstFailure(res *engine.Result) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// outbox keeps the dispatcher's undelivered events in the store, each as
-// the event's JSON.
-type outbox struct{ s store.Outbox }
-
-func (o outbox) Add(ctx context.Context, ev notify.Event, sinks []string) (uint64, []int64, error) {
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return 0, nil, err
-	}
-	seq, ids, err := o.s.AddNotification(ctx, ev.Env, sinks, body)
-	return uint64(seq), ids, err
-}
-
-func (o outbox) Done(ctx context.Context, id int64) error { return o.s.DeleteNotification(ctx, id) }
-
-func (o outbox) Pending(ctx context.Context) ([]notify.Pending, error) {
-	ns, err := o.s.PendingNotifications(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]notify.Pending, 0, len(ns))
-	for _, n := range ns {
-		p := notify.Pending{ID: n.ID, Sink: n.Sink, Seq: uint64(n.Seq)}
-		if err := json.Unmarshal(n.Body, &p.Event); err != nil {
-			return nil, fmt.Errorf("notification %d of %s: %w", n.ID, n.Env, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
