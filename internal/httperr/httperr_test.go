@@ -10,13 +10,14 @@ import (
 	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/words"
 )
 
 func TestStatus(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		code int
-		name string
+		name words.ErrorCode
 	}{
 		{httperr.ErrBadRequest, http.StatusBadRequest, "bad_request"},
 		{knit.ErrChecksumRequired, http.StatusBadRequest, "bad_request"},

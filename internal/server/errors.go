@@ -8,6 +8,7 @@ import (
 
 	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/words"
 )
 
 // errForbidden: the token's role or teams do not allow the call (the
@@ -35,8 +36,8 @@ func badReq(msg string) error { return &badRequest{msg} }
 // apiError is every error response's body.
 type apiError struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code    words.ErrorCode `json:"code"`
+		Message string          `json:"message"`
 	} `json:"error"`
 }
 

@@ -41,6 +41,7 @@ var wordSets = []wordSet{
 	{typ: "EventKind", listed: words(wd.EventKinds()), at: "EventKind"},
 	{typ: "Verdict", listed: words(wd.Verdicts()), at: "Verdict"},
 	{typ: "PlanAction", listed: words(wd.PlanActions()), at: "PlanAction"},
+	{typ: "ErrorCode", listed: words(wd.ErrorCodes()), at: "Error.error.code"},
 	{typ: "Verification", at: "Revision.verification"},
 	{typ: "ApprovalStatus", at: "Approval.status"},
 	{typ: "ApprovalStatus", at: "ChangeSet.status"},

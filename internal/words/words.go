@@ -4,8 +4,8 @@
 // run's status and kind and an environment's status (run.go), a
 // component's status (component.go), event kinds (events.go), reason
 // codes and their Cause (reasons.go), health verdicts (health.go), plan
-// actions (plan.go), notification kinds and their old spellings
-// (notify.go), and here approval and change-set statuses, a release's
+// actions (plan.go), API error codes (errors.go), notification kinds and
+// their old spellings (notify.go), and here approval and change-set statuses, a release's
 // stage states and why it waits, verification verdicts, preview changes
 // and statuses, and policy decision kinds. The packages that used to
 // declare them (store, progress, engine, health, plan, notify, view)
