@@ -1,6 +1,7 @@
 package knit_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,45 +24,45 @@ func TestAfterDecidesWhatFollowsEveryRun(t *testing.T) {
 		res      *engine.Result
 		rollback bool
 		stage    bool
-		notices  []string
+		notices  []notify.Kind
 		says     string
 	}{
 		{name: "never started", req: knit.RunRequest{Kind: engine.KindApply}},
 		{name: "apply succeeded", req: knit.RunRequest{Kind: engine.KindApply, Source: "api"},
 			res:     &engine.Result{Env: "qa/web", Kind: engine.KindApply, Status: store.StatusSucceeded},
-			notices: []string{notify.KindRunSucceeded}, says: "apply of qa/web succeeded"},
+			notices: []notify.Kind{notify.KindRunSucceeded}, says: "apply of qa/web succeeded"},
 		{name: "verification failed, onFailure rollback", req: knit.RunRequest{Kind: engine.KindApply, Source: "git"},
 			res: &engine.Result{Env: "qa/web", RunID: "r1", Kind: engine.KindApply, Revision: 3, Status: store.StatusFailed,
 				Verification: failedCheck, Rollout: engine.RolloutRollback},
-			rollback: true, notices: []string{notify.KindRolloutFailed}, says: "rolling back to the last good revision"},
+			rollback: true, notices: []notify.Kind{notify.KindRolloutFailed}, says: "rolling back to the last good revision"},
 		{name: "verification failed, onFailure pause", req: knit.RunRequest{Kind: engine.KindApply, Source: "cli"},
 			res: &engine.Result{Env: "qa/web", Kind: engine.KindApply, Status: store.StatusFailed,
 				Verification: failedCheck, Rollout: engine.RolloutPaused},
-			notices: []string{notify.KindRolloutFailed}, says: "paused"},
+			notices: []notify.Kind{notify.KindRolloutFailed}, says: "paused"},
 		{name: "a person's rollback", req: knit.RunRequest{Kind: engine.KindRollback, Source: "cli", Reason: "bad deploy"},
 			res:   &engine.Result{Env: "qa/web", Kind: engine.KindRollback, Revision: 2, Status: store.StatusSucceeded},
-			stage: true, notices: []string{notify.KindRollbackDone}, says: "bad deploy"},
+			stage: true, notices: []notify.Kind{notify.KindRollbackDone}, says: "bad deploy"},
 		{name: "a rollout's own rollback", req: knit.RunRequest{Kind: engine.KindRollback, Source: knit.SourceRollout},
 			res:     &engine.Result{Env: "qa/web", Kind: engine.KindRollback, Status: store.StatusSucceeded},
-			notices: []string{notify.KindRollbackDone}},
+			notices: []notify.Kind{notify.KindRollbackDone}},
 		{name: "a resumed rollback", req: knit.RunRequest{Kind: engine.KindRollback, Source: knit.SourceRecovery},
 			res:     &engine.Result{Env: "qa/web", Kind: engine.KindRollback, Status: store.StatusSucceeded},
-			notices: []string{notify.KindRollbackDone}},
+			notices: []notify.Kind{notify.KindRollbackDone}},
 		{name: "drift found", req: knit.RunRequest{Kind: engine.KindDrift, Source: "schedule"},
 			res: &engine.Result{Env: "qa/web", Kind: engine.KindDrift, Status: store.StatusSucceeded,
 				Components: []*engine.ComponentResult{{Name: "db", Drift: engine.Drifted}, {Name: "app"}}},
-			notices: []string{notify.KindDriftFound, notify.KindRunSucceeded}, says: "drift in qa/web: db"},
+			notices: []notify.Kind{notify.KindDriftFound, notify.KindRunSucceeded}, says: "drift in qa/web: db"},
 		{name: "waits for approval", req: knit.RunRequest{Kind: engine.KindApply},
 			res: &engine.Result{Env: "qa/web", Kind: engine.KindApply, Status: store.StatusSucceeded,
 				Components: []*engine.ComponentResult{{Name: "db", Status: engine.Awaiting, Reason: "a destroy"}}},
-			notices: []string{notify.KindApprovalNeeded, notify.KindRunSucceeded}, says: "db in qa/web waits for approval: a destroy"},
+			notices: []notify.Kind{notify.KindApprovalNeeded, notify.KindRunSucceeded}, says: "db in qa/web waits for approval: a destroy"},
 		{name: "failed", req: knit.RunRequest{Kind: engine.KindApply},
 			res: &engine.Result{Env: "qa/web", Kind: engine.KindApply, Status: store.StatusFailed,
 				Components: []*engine.ComponentResult{{Name: "db", Status: engine.Failed, Reason: "Error: boom\nmore"}}},
-			notices: []string{notify.KindRunFailed}, says: "apply of qa/web failed: db: Error: boom"},
+			notices: []notify.Kind{notify.KindRunFailed}, says: "apply of qa/web failed: db: Error: boom"},
 		{name: "torn down", req: knit.RunRequest{Kind: engine.KindTeardown},
 			res:     &engine.Result{Env: "qa/web", Kind: engine.KindTeardown, Status: store.StatusSucceeded},
-			notices: []string{notify.KindTeardownDone}, says: "qa/web is torn down"},
+			notices: []notify.Kind{notify.KindTeardownDone}, says: "qa/web is torn down"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,13 +77,13 @@ func TestAfterDecidesWhatFollowsEveryRun(t *testing.T) {
 			if a.StageRollback != c.stage {
 				t.Errorf("stage rollback: %v, want %v", a.StageRollback, c.stage)
 			}
-			var kinds []string
+			var kinds []notify.Kind
 			var all string
 			for _, n := range a.Notices {
-				kinds = append(kinds, string(n.Kind))
+				kinds = append(kinds, n.Kind)
 				all += n.Summary + "\n"
 			}
-			if strings.Join(kinds, ",") != strings.Join(c.notices, ",") {
+			if !slices.Equal(kinds, c.notices) {
 				t.Errorf("notices %v, want %v", kinds, c.notices)
 			}
 			if !strings.Contains(all, c.says) {
