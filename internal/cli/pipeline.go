@@ -144,7 +144,7 @@ func newPromoteCmd(d *deps) *cobra.Command {
 soak over and the stage's window open; a stage that requires approvals takes yours. Where
 the stage requires another approver, the release's verified author (the token that made it,
 or the signer of a commit whose signature verified) is refused, and a release whose author
-is only the name an unsigned commit claims takes approvals from two distinct tokens.
+is only the name an unsigned commit claims takes one approver more (two distinct tokens for one).
 --force (an admin) passes every gate; it is audited. Exit 0 when the release is Ready or
 applying, 3 while it waits.`,
 		Args: cobra.ExactArgs(1),

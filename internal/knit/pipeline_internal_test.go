@@ -96,3 +96,39 @@ func TestAFailedReleaseNeverMovesOnButANewerOneReplacesIt(t *testing.T) {
 		t.Fatalf("prod: %+v, want r-2 Applying", w)
 	}
 }
+
+// TestAnUnverifiedReleaseTakesOneApproverMore: in a stage requiring
+// another approver, a release whose author is only claimed takes one
+// distinct approver more than required (any of them may be its author,
+// so required of them are not), its claimed author's approval counting;
+// a verified author's approval never counts; a stage without the rule
+// counts every approver.
+func TestAnUnverifiedReleaseTakesOneApproverMore(t *testing.T) {
+	for _, c := range []struct {
+		required  int
+		other     bool
+		verified  bool
+		approvers []string
+		reason    string
+	}{
+		{1, true, false, []string{"bob"}, view.WaitAwaitingApproval},
+		{1, true, false, []string{"alice"}, view.WaitAwaitingApproval},
+		{1, true, false, []string{"alice", "bob"}, view.WaitReady},
+		{2, true, false, []string{"bob", "carol"}, view.WaitAwaitingApproval},
+		{2, true, false, []string{"alice", "bob", "carol"}, view.WaitReady},
+		{2, true, true, []string{"alice", "bob"}, view.WaitAwaitingApproval},
+		{2, true, true, []string{"bob", "carol"}, view.WaitReady},
+		{1, false, false, []string{"alice"}, view.WaitReady},
+	} {
+		f := webFacts()
+		f.Def.Spec.Stages[1].Approval = &spec.StageApproval{Required: c.required, RequireOtherApprover: c.other}
+		f.Releases[0].AuthorVerified = c.verified
+		for _, a := range c.approvers {
+			f.Approvals = append(f.Approvals, store.PromotionApproval{Release: "r-1", Stage: "prod", Actor: a})
+		}
+		if w := waiting(t, f, "10:00"); w.Reason != c.reason {
+			t.Errorf("required %d, other %v, alice's release verified %v, approved by %v: %s (%s), want %s",
+				c.required, c.other, c.verified, c.approvers, w.Reason, w.Message, c.reason)
+		}
+	}
+}

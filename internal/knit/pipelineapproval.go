@@ -13,8 +13,9 @@ import (
 // when it is authenticated (store.Release.AuthorVerified): that author's
 // approval is refused and does not count. A release whose author is the
 // name an unsigned commit claims could be anyone's, its claimed author's
-// approval proves nothing either way: it takes the approvals of two
-// distinct tokens, the claimed author's counting as any token's.
+// approval proves nothing either way: every distinct token's approval
+// counts, and it takes one more than the stage requires (two for
+// required: 1), since any one of them may be its real author.
 type releaseApproval struct {
 	stage    string
 	required int  // approvals of distinct actors that let the release in
@@ -31,7 +32,7 @@ func approvalOf(st spec.Stage, r *store.Release) releaseApproval {
 	}
 	a.required, a.other = st.Approval.Required, st.Approval.RequireOtherApprover
 	if a.other && !a.verified {
-		a.required = max(a.required, 2)
+		a.required++
 	}
 	return a
 }
@@ -60,8 +61,8 @@ func (a releaseApproval) waitMessage(given int) string {
 	case a.other && a.verified:
 		msg += " by someone other than its author, " + a.author
 	case a.other:
-		msg += fmt.Sprintf(" by distinct tokens: its author, %q, is the name its commit claims (no signature verified against the server's trusted keys), so %s requires two approvers",
-			a.author, a.stage)
+		msg += fmt.Sprintf(" by distinct tokens: its author, %q, is the name its commit claims (no signature verified against the server's trusted keys), so %s takes one approver more than its %d, any of whom may be the author",
+			a.author, a.stage, a.required-1)
 	}
 	return msg
 }

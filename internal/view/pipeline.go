@@ -78,7 +78,8 @@ type Waiting struct {
 // Required approvals of distinct tokens. Where the stage requires another
 // approver, a verified author's own approval does not count, and a
 // release whose author is not verified (an unsigned commit's claimed
-// name) takes two distinct tokens whoever they are.
+// name) takes one more distinct token than the stage requires, whoever
+// they are (any one of them may be its author).
 type WaitApproval struct {
 	Required       int    `json:"required"`
 	Author         string `json:"author"`

@@ -195,16 +195,6 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	return c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name])
 }
 
-// authorOf is who made a release from commit c: the signer when its
-// signature verified against keys the server trusts (verified), else the
-// name it claims, which git lets anyone write (not verified).
-func authorOf(c gitwatch.Commit) (author string, verified bool) {
-	if c.Signer != "" {
-		return c.Signer, true
-	}
-	return c.Author, false
-}
-
 // loadStage is load of stage i of p, refused when it does not fit the
 // pipeline (another team's environment).
 func (c *Controller) loadStage(dir, file string, p *spec.Pipeline, i int, promote map[string]any) (*spec.Environment, error) {
@@ -266,8 +256,9 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, from, envID)
 	}
 	rel := path.Join(path.Dir(file), st.File)
+	actor, source := runAuthor(r)
 	req := knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
-		Actor: c.cfg.Actor, Source: "pipeline", Reason: fmt.Sprintf("pipeline %s: release %s to %s", pipeline, r.ID, st.Name),
+		Actor: actor, Source: source, Reason: fmt.Sprintf("pipeline %s: release %s to %s", pipeline, r.ID, st.Name),
 		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + r.Commit + ":" + rel}
 	id, err := c.q.EnqueueWith(req, envID, nil)
 	if err != nil {

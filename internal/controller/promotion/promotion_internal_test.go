@@ -239,22 +239,3 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 		t.Fatalf("runs: %s, want shop/dev alone (prod waits for its window)", got)
 	}
 }
-
-// TestAReleasesAuthorIsVerifiedOnlyByItsSignature: a commit whose
-// signature verified is its signer's release, whatever author it claims;
-// an unsigned one (or one signed by a key the server does not trust,
-// which gitwatch gives no signer) keeps the claimed name, not verified.
-func TestAReleasesAuthorIsVerifiedOnlyByItsSignature(t *testing.T) {
-	for _, c := range []struct {
-		commit   gitwatch.Commit
-		author   string
-		verified bool
-	}{
-		{gitwatch.Commit{Author: "alice", Signer: "bob"}, "bob", true},
-		{gitwatch.Commit{Author: "alice"}, "alice", false},
-	} {
-		if author, verified := authorOf(c.commit); author != c.author || verified != c.verified {
-			t.Errorf("commit %+v: author %q verified %v, want %q %v", c.commit, author, verified, c.author, c.verified)
-		}
-	}
-}
