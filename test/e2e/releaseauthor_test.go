@@ -173,3 +173,53 @@ func TestAPipelineReleaseIsItsSignersOnly(t *testing.T) {
 	}
 	inProd(r3, 4)
 }
+
+// TestAStageGateTrustsOnlyAVerifiedReleaseAuthor: dev's own environment
+// gates its plan and requires another approver. The release comes from
+// an unsigned commit (claiming author t), so the run applying it to dev
+// is an unverified change: bob's approval alone applies nothing (on main
+// the run was the server's own, which any token approved alone); alice's
+// then applies it.
+func TestAStageGateTrustsOnlyAVerifiedReleaseAuthor(t *testing.T) {
+	requireTofu(t)
+	w := newWorld(t)
+	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprint(rw, "ok") }))
+	defer probe.Close()
+	gated := strings.Replace(stageEnvWith("dev", "1", probe.URL+"/dev", "  approval: {requireOtherApprover: true}\n"),
+		"  autoApprove: true\n", "  autoApprove: false\n", 1)
+	repo := newGitRepo(t, map[string]string{
+		"modules/app-1/main.tf": appVersion(1), "templates/web.yaml": pipelineTemplate,
+		"stages/dev.yaml": gated, "stages/prod.yaml": stageEnv("prod", "1", probe.URL+"/prod"),
+		"pipelines/web.yaml": twoStagePipeline,
+	})
+	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
+	as := func(name string) []string {
+		tok := strings.TrimSpace(w.ok("token", "create", name, "--role", "operator", "--team", "shop").stdout)
+		return []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + tok}
+	}
+	alice, bob := as("alice"), as("bob")
+	s.eventually("dev's plan awaits approval", func() bool {
+		e, _ := s.env("shop/dev")
+		return len(e.Components) == 1 && e.Components[0].Status == "awaiting-approval"
+	})
+	var runs struct {
+		Items []struct{ Actor, Source string }
+	}
+	s.do("GET", "/api/v1/environments/shop/dev/runs", nil, &runs)
+	if len(runs.Items) != 1 || runs.Items[0].Actor != "t" || runs.Items[0].Source != "git" {
+		t.Fatalf("dev's runs: %+v, want one by t, source git (an unverified release's)", runs.Items)
+	}
+	if r := w.knitWith(bob, "approve", "shop/dev", "app", "--reason", "looks fine"); r.code != 1 || !strings.Contains(r.stderr, "two distinct tokens") {
+		t.Fatalf("bob alone approving dev's plan of the unverified release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if e, _ := s.env("shop/dev"); e.Components[0].Status != "awaiting-approval" {
+		t.Fatalf("dev's app after bob's approval alone: %s", e.Components[0].Status)
+	}
+	if r := w.knitWith(alice, "approve", "shop/dev", "app", "--reason", "reviewed"); r.code != 0 {
+		t.Fatalf("alice, the second approver: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.eventually("dev applies the release", func() bool {
+		e, _ := s.env("shop/dev")
+		return e.Components[0].Status == "applied"
+	})
+}
