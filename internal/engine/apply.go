@@ -215,6 +215,9 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 	}
 	rc.Sensitive = sensitive
 	rc.CheckFailed = st.s.checkFailed(st.c.Name)
+	if prev := st.s.state(st.c.Name); prev.Status == stateApplied || prev.Status == stateDrifted || prev.Status == stateAwaiting {
+		rc.Applied = prev.Fingerprint // what the store says was applied last, wherever it was
+	}
 	p := &prepared{r: r, rc: rc, in: in, unknown: unknown}
 	if fingerprint {
 		if p.fp, err = r.Fingerprint(ctx, rc, in); err != nil {

@@ -43,6 +43,12 @@ type Component struct {
 	// gets no credential, no key and no state it could write back (its
 	// state is a plaintext copy in WorkDir). Only Plan is ever asked.
 	Sandbox *procexec.Sandbox
+	// Applied is the fingerprint of the component's last apply as the
+	// store records it ("": never applied, or not known). A runner that
+	// cannot check reality compares with it, not with files of its own in
+	// WorkDir: those are this host's, and another replica may have applied
+	// the component since.
+	Applied string
 }
 
 // CheckFailure is a tool's own check that failed during an apply: an

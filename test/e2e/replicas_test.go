@@ -69,9 +69,9 @@ func startReplicas(t *testing.T, w *world, names []string, args []string) *repli
 		rs.name[s] = n
 	}
 	w.env = base
-	t.Cleanup(func() { // the leader's log says what the first replica's does not
+	t.Cleanup(func() { // every replica says what it did
 		if t.Failed() {
-			for _, s := range rs.reps[1:] {
+			for _, s := range rs.reps {
 				t.Logf("replica %s's log:\n%s", rs.name[s], tail(s.log.String()))
 			}
 		}

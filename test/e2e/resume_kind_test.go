@@ -154,6 +154,8 @@ echo v1 >> `+out+`/applied`)
 		t.Errorf("the killed rollback: %d %+v, want interrupted", code, killed)
 	}
 	if applied := lines(t, filepath.Join(out, "applied")); len(applied) == 0 || applied[len(applied)-1] != "v1" {
-		t.Errorf("applied %v, want v1 last (the revision the rollback went back to)", applied)
+		var rec json.RawMessage
+		alive.do("GET", "/api/v1/runs/"+newestRun(t, alive, "fleet/roll").ID, nil, &rec)
+		t.Errorf("applied %v, want v1 last (the revision the rollback went back to); the resume: %s", applied, rec)
 	}
 }

@@ -122,7 +122,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	p := &runner.Plan{Destroying: opts.Destroy}
 	addr := "script." + c.Def.Name
 	_, err := os.Stat(filepath.Join(c.WorkDir, outputsFile))
-	applied := err == nil
+	applied := err == nil || c.Applied != ""
 	switch {
 	case opts.Destroy:
 		if applied {
@@ -233,6 +233,10 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 // last apply. A component applied by a knit that kept no fingerprint is
 // taken as changed.
 func (r *Runner) sameAsApplied(ctx context.Context, c runner.Component, in runner.Inputs) (bool, error) {
+	if c.Applied != "" { // the store's word: this host's files may be another apply's
+		now, err := r.Fingerprint(ctx, c, in)
+		return err == nil && now == c.Applied, err
+	}
 	was, err := os.ReadFile(filepath.Join(c.WorkDir, appliedFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil

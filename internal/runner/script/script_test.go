@@ -152,6 +152,41 @@ func TestAScriptWithoutPlanIsJudgedByItsInputs(t *testing.T) {
 	}
 }
 
+// TestAScriptWithoutPlanFollowsTheStoresApplied: on replicas, this host's
+// work dir may hold an older apply's fingerprint than the store's. The
+// plan compares with the store's (Component.Applied): a rollback to what
+// this host applied last is a change when another replica applied since,
+// and a host that never applied it sees an update, not a first create.
+func TestAScriptWithoutPlanFollowsTheStoresApplied(t *testing.T) {
+	ctx := context.Background()
+	r := script.New(script.Options{})
+	c, _ := component(t, spec.Script{Apply: `echo '{}'`})
+	v1, v2 := runner.Inputs{"v": 1}, runner.Inputs{"v": 2}
+	p, err := r.Plan(ctx, c, v1, runner.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(ctx, c, p); err != nil { // this host applied v1
+		t.Fatal(err)
+	}
+	fp2, err := r.Fingerprint(ctx, c, v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Applied = fp2 // then another replica applied v2
+	if p, err := r.Plan(ctx, c, v1, runner.PlanOptions{}); err != nil || p.Change != 1 || !p.Unchecked {
+		t.Errorf("back to v1 after another host applied v2: %+v, %v; want an update", p, err)
+	}
+	if p, err := r.Plan(ctx, c, v2, runner.PlanOptions{}); err != nil || p.HasChanges() {
+		t.Errorf("v2 as the store says applied: %+v, %v; want no changes", p, err)
+	}
+	fresh, _ := component(t, spec.Script{Apply: `echo '{}'`}) // a host that never ran it
+	fresh.Applied = fp2
+	if p, err := r.Plan(ctx, fresh, v1, runner.PlanOptions{}); err != nil || p.Change != 1 || p.Add != 0 {
+		t.Errorf("a host that never applied it: %+v, %v; want an update", p, err)
+	}
+}
+
 func TestApplyAppliesExactlyThePlannedInputs(t *testing.T) {
 	c, _ := component(t, spec.Script{Apply: `cat > applied.json`})
 	r := script.New(script.Options{})
