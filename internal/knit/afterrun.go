@@ -87,6 +87,7 @@ func notices(req RunRequest, res *engine.Result) []notify.Event {
 	}
 	return append(out, ev)
 }
+
 // rolloutFailed says which revision failed verification, the check that
 // failed it with what it saw, and what follows.
 func rolloutFailed(res *engine.Result) string {
