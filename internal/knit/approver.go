@@ -34,8 +34,18 @@ var ErrSecondApprover = fmt.Errorf("%w: a second approver is needed", store.ErrC
 
 // authorVerified reports whether r's actor is who made the change: a
 // token, the local user, the server itself, or a verified signature;
-// not a name an unsigned commit claims.
-func authorVerified(r store.Run) bool { return r.Source != SourceGit }
+// not a name an unsigned commit claims, and not a resume (its actor is
+// the server, its change the interrupted run's, whose author may have
+// been such a name): either takes two approvers, failing closed.
+func authorVerified(r store.Run) bool { return r.Source != SourceGit && r.Source != SourceRecovery }
+
+// unverifiedWhy says why nobody vouches for the author of r's change.
+func unverifiedWhy(r store.Run) string {
+	if r.Source == SourceRecovery {
+		return fmt.Sprintf("its change is a resume (%s) of an interrupted run, whose author is not known for sure", r.Actor)
+	}
+	return fmt.Sprintf("its change is from a commit whose signature did not verify (its author, %q, is a name anyone can write)", r.Actor)
+}
 
 // otherApprover applies requireOtherApprover to actor's approval of the
 // change run r planned (of component, "" for the change set, waiting
@@ -63,8 +73,8 @@ func (k *Knit) otherApprover(ctx context.Context, env string, r store.Run, compo
 			return fmt.Errorf("%s: record the approval: %w", what, err)
 		}
 	}
-	return fmt.Errorf("%w: %s approved %s; its change is from a commit whose signature did not verify (its author, %q, is a name anyone can write), so %s requires approvals from two distinct tokens: another one's approval carries it out",
-		ErrSecondApprover, actor, what, r.Actor, env)
+	return fmt.Errorf("%w: %s approved %s; %s, so %s requires approvals from two distinct tokens: another one's approval carries it out",
+		ErrSecondApprover, actor, what, unverifiedWhy(r), env)
 }
 
 // votes are the actors whose approval of the change run runID planned (of

@@ -77,3 +77,29 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 		t.Fatalf("approved after two approvers: %+v", got)
 	}
 }
+
+// TestAResumedChangeTakesTwoApprovers: a resume's actor is the server and
+// its change the interrupted run's, whose author may have been a name an
+// unsigned commit claimed: where another approver is required, one token
+// alone (the claimed author's, or anyone's) never carries it out.
+func TestAResumedChangeTakesTwoApprovers(t *testing.T) {
+	ctx := context.Background()
+	k := open(t)
+	if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, otherApprover()), Actor: "knit-serve", Source: knit.SourceRecovery}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("approvals %+v %v", pending, err)
+	}
+	decide := func(actor string) error {
+		_, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: pending[0].PlanChecksum})
+		return err
+	}
+	if err := decide("bob"); !errors.Is(err, knit.ErrSecondApprover) || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("bob alone approving a resumed change: %v", err)
+	}
+	if err := decide("alice"); err != nil {
+		t.Fatalf("a second approver: %v", err)
+	}
+}
