@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/view"
+	"knit.dev/knit/internal/words"
 )
 
 func newPipelineCmd(d *deps) *cobra.Command {
@@ -126,6 +127,9 @@ func printReleases(w io.Writer, rs []view.Release) {
 			if e.Reason != "" {
 				line += " " + e.Reason
 			}
+			if e.State == string(words.StageQueued) && e.Message != "" { // a person's retry or rollback: who, and why
+				line += ": " + e.Message
+			}
 			fmt.Fprintln(w, line)
 		}
 		for _, a := range r.Approvals {
@@ -145,8 +149,10 @@ soak over and the stage's window open; a stage that requires approvals takes you
 the stage requires another approver, the release's verified author (the token that made it,
 or the signer of a commit whose signature verified) is refused, and a release whose author
 is only the name an unsigned commit claims takes one approver more (two distinct tokens for one).
---force (an admin) passes every gate; it is audited. Exit 0 when the release is Ready or
-applying, 3 while it waits.`,
+--force (an admin) passes every gate; it is audited. A release that failed in the stage
+(a health endpoint down once) starts there again: the same release, no new commit, its
+window and approvals as before (or --force); refused while another release applies there or
+once a newer one was tried. Exit 0 when the release is Ready or applying, 3 while it waits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if release == "" || to == "" {

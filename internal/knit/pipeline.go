@@ -189,7 +189,8 @@ func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release
 // approvals). A stage that requires approvals takes actor's (refused,
 // ErrOwnRelease, from the release's verified author when the stage
 // requires another approver; see releaseApproval). With force (an admin's token, or the local CLI) the
-// gates are passed by, audited. It returns the stage's status after: the
+// gates are passed by, audited. A release that failed in stage starts
+// there again (retryStage). It returns the stage's status after: the
 // server's promotion controller applies a release that is Ready.
 func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
 	f, err := k.Facts(ctx, name)
@@ -212,13 +213,16 @@ func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason 
 	if s := f.state(release, prev); s == nil || s.State != store.StageSucceeded {
 		return view.Stage{}, fmt.Errorf("%w: release %s is not verified in %s, the stage before %s", store.ErrConflict, release, prev, stage)
 	}
-	if s := f.state(release, stage); s != nil {
-		return view.Stage{}, fmt.Errorf("%w: release %s is %s in %s already", store.ErrConflict, release, s.State, stage)
-	}
 	if force {
 		if t, ok := caller(ctx); ok && t.Role != store.RoleAdmin {
 			return view.Stage{}, fmt.Errorf("%w: --force needs an admin token", ErrForbidden)
 		}
+	}
+	if s := f.state(release, stage); s != nil {
+		if s.State == store.StageFailed {
+			return k.retryStage(ctx, f, i, *s, actor, reason, force)
+		}
+		return view.Stage{}, fmt.Errorf("%w: release %s is %s in %s already", store.ErrConflict, release, s.State, stage)
 	}
 	st := f.Def.Spec.Stages[i]
 	needs := st.Approval != nil && st.Approval.Required > 0

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestAReleaseThatFailedInAStageIsPromotedAgain (issue 37): prod's health
+// endpoint is down once, so R0 fails verification there; once it is up,
+// an operator's knit promote of the same release starts it in prod again
+// and it is verified, with no new commit and no dummy change.
+func TestAReleaseThatFailedInAStageIsPromotedAgain(t *testing.T) {
+	requireTofu(t)
+	w := newWorld(t)
+	var down atomic.Bool
+	down.Store(true)
+	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/prod" && down.Load() {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(rw, "ok")
+	}))
+	defer probe.Close()
+	repo := newGitRepo(t, map[string]string{
+		"modules/app-1/main.tf": appVersion(1),
+		"templates/web.yaml":    pipelineTemplate,
+		"stages/dev.yaml":       stageEnv("dev", "1", probe.URL+"/dev"),
+		"stages/prod.yaml":      stageEnv("prod", "1", probe.URL+"/prod"),
+		"pipelines/web.yaml": `apiVersion: knit.dev/v1
+kind: Pipeline
+metadata: {name: web}
+spec:
+  teamName: shop
+  stages:
+    - {name: dev, file: ../stages/dev.yaml}
+    - {name: prod, file: ../stages/prod.yaml}
+`,
+	})
+	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
+	admin := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
+	var r0 string
+	s.eventually("R0 fails verification in prod", func() bool {
+		_, last, waiting, reason := w.pipelineStatus(admin).stage("prod")
+		r0 = waiting
+		return strings.HasSuffix(last, " failed") && reason == "VerificationFailed"
+	})
+
+	down.Store(false)
+	op := strings.TrimSpace(w.ok("token", "create", "carol", "--role", "operator", "--team", "shop").stdout)
+	r := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + op}, "promote", "web", "--release", r0, "--to", "prod", "--reason", "the endpoint is back")
+	if r.code != 0 {
+		t.Fatalf("knit promote of the release that failed in prod: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.eventually("R0 verified in prod", func() bool {
+		cur, _, _, _ := w.pipelineStatus(admin).stage("prod")
+		return cur == r0
+	})
+	why := w.knitWith(admin, "releases", "web", "--stage", "prod").stdout
+	if !strings.Contains(why, "retry by carol (the endpoint is back)") {
+		t.Errorf("knit releases web --stage prod does not tell of carol's retry:\n%s", why)
+	}
+}
