@@ -1,145 +1,182 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/diag"
+	"knit.dev/knit/internal/policy"
 	"knit.dev/knit/internal/spec"
 )
+
+// kindPolicies is what validate's JSON calls a folder of policies (it has
+// no kind: of its own).
+const kindPolicies = "policies"
 
 func newValidateCmd(d *deps) *cobra.Command {
 	var file, output string
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE",
-		Short: "Check an environment file and report every problem at once",
-		Long: `Parse and validate an environment file. Every problem is reported, each as
-file:line:col: field: message, with a hint where one helps.
-Exit 0 when the file is valid (warnings allowed), 1 when it is not.`,
+		Use:   "validate -f FILE|DIR",
+		Short: "Check a file knit reads (environment, template, set, pipeline) or a folder of policies",
+		Long: `Parse and validate what -f names, by the kind: of its document:
+
+  Environment          the environment, its template and overrides
+  EnvironmentTemplate  the template on its own (its defaults, and a
+                       placeholder for each parameter without one)
+  EnvironmentSet       every environment the set generates
+  Pipeline             the pipeline and each stage's environment file
+                       (relative to the pipeline file's folder)
+
+A folder (or a .rego file) is a folder of policies: every .rego file
+under it but the *_test.rego ones, parsed and compiled as the server
+loads them.
+
+Every problem is reported, each as file:line:col: field: message, with a
+hint where one helps. Exit 0 when valid (warnings allowed), 1 when not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			env, diags := spec.LoadWith(file, d.specOptions())
-			if env != nil && env.Kind == spec.KindTemplate {
-				env, diags = spec.CheckTemplate(file, d.specOptions())
-			}
-			if env != nil && env.Kind == spec.KindSet {
-				return validateSet(d.stdout, file, output, d.specOptions())
-			}
-			if env != nil && env.Kind == spec.KindPipeline {
-				return validatePipeline(d.stdout, file, output, d.specOptions())
-			}
-			var err error
+			v := validate(cmd.Context(), file, d.specOptions())
 			if output == "json" {
-				err = writeJSON(d.stdout, newValidateView(file, env, diags))
+				if err := writeJSON(d.stdout, v); err != nil {
+					return err
+				}
 			} else {
-				printValidate(d.stdout, file, env, diags)
+				v.print(d.stdout)
 			}
-			if err != nil {
-				return err
-			}
-			if diags.HasErrors() {
+			if !v.Valid {
 				return &ExitError{Code: ExitFailure}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file (required)")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the file (or folder of policies) to check (required)")
 	_ = cmd.MarkFlagRequired("file")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
+// validateView is what knit validate found: the verdict, what the file
+// holds, and every problem.
 type validateView struct {
-	File        string           `json:"file"`
-	Valid       bool             `json:"valid"`
-	Environment string           `json:"environment,omitempty"`
+	File  string `json:"file"`
+	Kind  string `json:"kind,omitempty"`
+	Valid bool   `json:"valid"`
+	// Environment is an environment file's team/env.
+	Environment string `json:"environment,omitempty"`
+	// Pipeline is a pipeline file's name; Stages, how many stages it has.
+	Pipeline string `json:"pipeline,omitempty"`
+	Stages   int    `json:"stages,omitempty"`
+	// Environments is how many environments a set generates.
+	Environments int `json:"environments,omitempty"`
+	// Policies is how many policy files a folder holds.
+	Policies    int              `json:"policies,omitempty"`
 	Components  int              `json:"components"`
 	Errors      int              `json:"errors"`
 	Warnings    int              `json:"warnings"`
 	Diagnostics diag.Diagnostics `json:"diagnostics"`
+	// summary says what a valid file is, after "valid: ".
+	summary string
 }
 
-func newValidateView(file string, env *spec.Environment, diags diag.Diagnostics) validateView {
+// validate checks what file names, by its kind (a folder or a .rego file:
+// policies).
+func validate(ctx context.Context, file string, opts spec.Options) validateView {
+	if info, err := os.Stat(file); err == nil && info.IsDir() || strings.HasSuffix(file, ".rego") {
+		return validatePolicies(ctx, file)
+	}
+	env, diags := spec.LoadWith(file, opts)
+	if env == nil {
+		return newValidateView(file, "", diags, "")
+	}
+	switch env.Kind {
+	case spec.KindTemplate:
+		return validateTemplate(file, opts)
+	case spec.KindSet:
+		return validateSet(file, opts)
+	case spec.KindPipeline:
+		return validatePipeline(file, opts)
+	}
+	v := newValidateView(file, env.Kind, diags, fmt.Sprintf("environment %s, %s", env.ID(), plural(len(env.Spec.Components), "component")))
+	v.Environment, v.Components = env.ID(), len(env.Spec.Components)
+	return v
+}
+
+func newValidateView(file, kind string, diags diag.Diagnostics, summary string) validateView {
 	v := validateView{
-		File: file, Valid: !diags.HasErrors(), Diagnostics: diags,
-		Errors: len(diags.Errors()), Warnings: len(diags.Warnings()),
+		File: file, Kind: kind, Valid: !diags.HasErrors(), Diagnostics: diags,
+		Errors: len(diags.Errors()), Warnings: len(diags.Warnings()), summary: summary,
 	}
 	if v.Diagnostics == nil {
 		v.Diagnostics = diag.Diagnostics{}
 	}
-	if env != nil {
-		v.Environment = env.ID()
-		v.Components = len(env.Spec.Components)
-	}
 	return v
 }
 
-func printValidate(w io.Writer, file string, env *spec.Environment, diags diag.Diagnostics) {
-	for _, dg := range diags {
+// print writes every diagnostic, then a one-line verdict.
+func (v validateView) print(w io.Writer) {
+	for _, dg := range v.Diagnostics {
 		fmt.Fprintln(w, dg.String())
 	}
-	v := newValidateView(file, env, diags)
 	if v.Valid {
-		fmt.Fprintf(w, "%s: valid: environment %s, %s, %s\n", file, v.Environment, plural(v.Components, "component"), plural(v.Warnings, "warning"))
+		fmt.Fprintf(w, "%s: valid: %s, %s\n", v.File, v.summary, plural(v.Warnings, "warning"))
 		return
 	}
-	fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
+	fmt.Fprintf(w, "%s: invalid: %s, %s\n", v.File, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
+}
+
+// validateTemplate checks a template on its own (spec.CheckTemplate).
+func validateTemplate(file string, opts spec.Options) validateView {
+	env, diags := spec.CheckTemplate(file, opts)
+	n := 0
+	if env != nil {
+		n = len(env.Spec.Components)
+	}
+	v := newValidateView(file, spec.KindTemplate, diags, "environment template of "+plural(n, "component"))
+	v.Components = n
+	return v
 }
 
 // validateSet checks an environment set: every environment it generates
 // (without a server's branches), reported like one file's.
-func validateSet(w io.Writer, file, output string, opts spec.Options) error {
+func validateSet(file string, opts spec.Options) validateView {
 	envs, diags := spec.CheckSet(file, opts)
-	if output == "json" {
-		v := newValidateView(file, nil, diags)
-		for _, env := range envs {
-			v.Components += len(env.Spec.Components)
-		}
-		if err := writeJSON(w, v); err != nil {
-			return err
-		}
-	} else {
-		for _, dg := range diags {
-			fmt.Fprintln(w, dg.String())
-		}
-		if diags.HasErrors() {
-			fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
-		} else {
-			fmt.Fprintf(w, "%s: valid: environment set of %s\n", file, plural(len(envs), "environment"))
-		}
+	v := newValidateView(file, spec.KindSet, diags, "environment set of "+plural(len(envs), "environment"))
+	v.Environments = len(envs)
+	for _, env := range envs {
+		v.Components += len(env.Spec.Components)
 	}
-	if diags.HasErrors() {
-		return &ExitError{Code: ExitFailure}
-	}
-	return nil
+	return v
 }
 
 // validatePipeline checks a pipeline file with every stage's environment
 // file, reported like one file's.
-func validatePipeline(w io.Writer, file, output string, opts spec.Options) error {
+func validatePipeline(file string, opts spec.Options) validateView {
 	p, diags := spec.LoadPipeline(file, opts)
-	v := newValidateView(file, nil, diags)
-	if output == "json" {
-		if err := writeJSON(w, v); err != nil {
-			return err
-		}
-	} else {
-		for _, dg := range diags {
-			fmt.Fprintln(w, dg.String())
-		}
-		if v.Valid {
-			fmt.Fprintf(w, "%s: valid: pipeline %s of team %s, %s\n", file, p.Metadata.Name, p.Spec.TeamName, plural(len(p.Spec.Stages), "stage"))
-		} else {
-			fmt.Fprintf(w, "%s: invalid: %s, %s\n", file, plural(v.Errors, "error"), plural(v.Warnings, "warning"))
-		}
+	if p == nil {
+		return newValidateView(file, spec.KindPipeline, diags, "")
 	}
-	if diags.HasErrors() {
-		return &ExitError{Code: ExitFailure}
+	v := newValidateView(file, spec.KindPipeline, diags,
+		fmt.Sprintf("pipeline %s of team %s, %s", p.Metadata.Name, p.Spec.TeamName, plural(len(p.Spec.Stages), "stage")))
+	v.Pipeline, v.Stages = p.Metadata.Name, len(p.Spec.Stages)
+	return v
+}
+
+// validatePolicies compiles a folder of policies as the server loads them.
+func validatePolicies(ctx context.Context, dir string) validateView {
+	files, diags := policy.Check(ctx, dir)
+	if !diags.HasErrors() && len(files) == 0 {
+		diags = append(diags, diag.Diagnostic{Severity: diag.Error, Pos: diag.Pos{File: dir}, Message: "no policy file (*.rego, tests aside) in this folder",
+			Hint: "knit validate -f DIR checks a folder of policies; to check an Environment, EnvironmentTemplate, EnvironmentSet or Pipeline, name its file"})
 	}
-	return nil
+	v := newValidateView(dir, kindPolicies, diags, "policies, "+plural(len(files), "file"))
+	v.Policies = len(files)
+	return v
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 
+	"knit.dev/knit/internal/diag"
 	"knit.dev/knit/internal/engine"
 )
 
@@ -138,21 +139,21 @@ func LoadSources(ctx context.Context, sources []Source, folders ...Folder) (*Set
 		names = append(names, shown[f])
 		byName[shown[f]] = modules[f]
 	}
-	var errs []string
+	var errs diag.Diagnostics
 	for _, src := range sources {
 		if _, dup := byName[src.Name]; dup {
 			return nil, fmt.Errorf("policies: %s is given twice", src.Name)
 		}
 		m, err := ast.ParseModuleWithOpts(src.Name, src.Text, ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			errs = append(errs, located(err)...)
+			errs = append(errs, problems(err)...)
 			continue
 		}
 		names = append(names, src.Name)
 		byName[src.Name] = m
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+		return nil, &Error{Problems: errs}
 	}
 	if len(sources) > 0 {
 		sort.Strings(names)
@@ -273,7 +274,7 @@ func parse(files []string) (map[string]*ast.Module, error) {
 // parseShown is parse, each file named as shown says (default: its path).
 func parseShown(files []string, shown map[string]string) (map[string]*ast.Module, error) {
 	modules := make(map[string]*ast.Module, len(files))
-	var errs []string
+	var errs diag.Diagnostics
 	for _, f := range files {
 		name := f
 		if s, ok := shown[f]; ok {
@@ -285,37 +286,15 @@ func parseShown(files []string, shown map[string]string) (map[string]*ast.Module
 		}
 		m, err := ast.ParseModuleWithOpts(name, string(text), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			errs = append(errs, located(err)...)
+			errs = append(errs, problems(err)...)
 			continue
 		}
 		modules[f] = m
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+		return nil, &Error{Problems: errs}
 	}
 	return modules, nil
-}
-
-// located renders OPA's errors as "file:line:col: message", one a line.
-func located(err error) []string {
-	var aerrs ast.Errors
-	if !errors.As(err, &aerrs) {
-		var one *ast.Error
-		if errors.As(err, &one) {
-			aerrs = ast.Errors{one}
-		} else {
-			return []string{err.Error()}
-		}
-	}
-	out := make([]string, 0, len(aerrs))
-	for _, e := range aerrs {
-		if e.Location != nil {
-			out = append(out, fmt.Sprintf("%s:%d:%d: %s", e.Location.File, e.Location.Row, e.Location.Col, e.Message))
-		} else {
-			out = append(out, e.Message)
-		}
-	}
-	return out
 }
 
 // capabilities are OPA's built-ins minus those that reach outside the
@@ -350,7 +329,8 @@ func compile(ctx context.Context, files []string, modules map[string]*ast.Module
 				continue
 			}
 			if r.Head.RuleKind() != ast.MultiValue {
-				return nil, fmt.Errorf("%s:%d: %s must be a set of messages (%s contains msg if { … })", f, r.Location.Row, name, name)
+				return nil, &Error{Problems: diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: f, Line: r.Location.Row},
+					Message: fmt.Sprintf("%s must be a set of messages (%s contains msg if { … })", name, name)}}}
 			}
 			cp := r.Copy()
 			cn := fmt.Sprintf("%s%d", copyPrefix, len(copies))
@@ -364,11 +344,17 @@ func compile(ctx context.Context, files []string, modules map[string]*ast.Module
 	c := ast.NewCompiler().WithCapabilities(capabilities())
 	c.Compile(modules)
 	if c.Failed() {
-		return nil, fmt.Errorf("%s", strings.Join(located(c.Errors), "\n"))
+		// A copy's errors are its rule's, reported already under the rule's own name.
+		all := problems(c.Errors)
+		ps := slices.DeleteFunc(slices.Clone(all), func(p diag.Diagnostic) bool { return strings.Contains(p.Message, copyPrefix) })
+		if len(ps) == 0 {
+			ps = all
+		}
+		return nil, &Error{Problems: ps}
 	}
 	q, err := rego.New(rego.Query("data.knit"), rego.Compiler(c), rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("prepare the policies: %s", strings.Join(located(err), "\n"))
+		return nil, fmt.Errorf("prepare the policies: %w", &Error{Problems: problems(err)})
 	}
 	return &Set{Files: files, Timeout: DefaultTimeout, MaxInput: DefaultMaxInput, MaxMemory: DefaultMaxMemory, query: q, copies: copies}, nil
 }

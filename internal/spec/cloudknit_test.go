@@ -163,7 +163,7 @@ func TestCloudKnitInvalidFiles(t *testing.T) {
 				`4:1 kind: unsupported kind "Namespace"`,
 				`10:1 : a second YAML document: an environment file holds exactly one`,
 			},
-			hints: []string{"knit reads only kind: Environment files"},
+			hints: []string{"knit reads kind: Environment, EnvironmentTemplate, EnvironmentSet and Pipeline files"},
 		},
 	}
 	for _, tt := range tests {

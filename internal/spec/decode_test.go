@@ -197,7 +197,25 @@ func TestDecodeStructure(t *testing.T) {
 				`1:1 apiVersion: unsupported apiVersion "v1"`,
 				`2:1 kind: unsupported kind "Namespace"`,
 			},
-			"knit reads only kind: Environment",
+			"knit reads kind: Environment, EnvironmentTemplate, EnvironmentSet and Pipeline files",
+		},
+		{
+			"a typo'd kind is told the kind it is closest to",
+			"apiVersion: knit.dev/v1\nkind: Pipline\nmetadata: {name: x}\n",
+			[]string{`2:1 kind: unsupported kind "Pipline"`},
+			`did you mean "Pipeline"? knit reads kind: Environment, EnvironmentTemplate, EnvironmentSet and Pipeline files`,
+		},
+		{
+			"a pipeline where an environment is expected: what it is, not its fields",
+			"apiVersion: knit.dev/v1\nkind: Pipeline\nmetadata: {name: x}\nspec:\n  stages: [{name: dev, file: dev.yaml}]\n",
+			[]string{`2:1 kind: this is a Pipeline, not an Environment`},
+			"knit validate -f PIPELINE checks it with its stages",
+		},
+		{
+			"a set where an environment is expected",
+			"apiVersion: knit.dev/v1\nkind: EnvironmentSet\nmetadata: {name: x}\n",
+			[]string{`2:1 kind: this is an EnvironmentSet, not an Environment`},
+			"knit render -f SET prints them",
 		},
 		{
 			"missing apiVersion and kind",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -105,6 +106,10 @@ func ParseWith(name, dir, root string, data []byte, opts Options) (*Environment,
 	if env.Kind != KindEnvironment {
 		// Another kind of document: checking it as an environment would only add noise.
 		// An Environment with a wrong apiVersion is still checked, so every problem shows at once.
+		if slices.Contains(kinds, env.Kind) {
+			// A kind knit reads elsewhere: its fields are not an environment's, only what it is matters.
+			diags = slices.DeleteFunc(diags, func(d diag.Diagnostic) bool { return d.Field != "kind" })
+		}
 		diags.Sort()
 		return env, diags
 	}

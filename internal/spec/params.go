@@ -3,7 +3,9 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,7 +174,8 @@ func bindParameters(env *Environment, t *templateFile) (values map[string]any, f
 			continue // reported above
 		}
 		switch {
-		case prm.Required && env.selfCheck:
+		case env.selfCheck && (prm.Required || !prm.hasDefault):
+			// A template checked on its own: every environment using it sets the parameter.
 			values[prm.Name] = placeholder(prm)
 		case prm.Required:
 			failed[prm.Name] = true
@@ -297,7 +300,11 @@ func substitute(t *templateFile, n *yaml.Node, values map[string]any, declared, 
 			case declared[name]:
 				fail(fmt.Sprintf("parameter %q has no value", name), "set it under spec.parameters of the environment, or give it a default")
 			default:
-				fail(fmt.Sprintf("${param.%s}: the template declares no parameter %q", name, name), "declare it under spec.parameters, or fix the name")
+				hint := "declare it under spec.parameters, or fix the name"
+				if s := suggest(name, slices.Sorted(maps.Keys(declared))); s != "" {
+					hint = s + " " + hint
+				}
+				fail(fmt.Sprintf("${param.%s}: the template declares no parameter %q", name, name), hint)
 			}
 			return nil, false
 		}

@@ -31,10 +31,28 @@ func (d *decoder) checkHeader(root *yaml.Node, env *Environment) {
 	case KindTemplate:
 		d.errorf(at("kind"), "kind", "a template runs through an environment that uses it (spec.template: {path: ...}); knit validate -f TEMPLATE checks it on its own",
 			"this is an %s, not an Environment", KindTemplate)
+	case KindSet:
+		d.errorf(at("kind"), "kind", "a set generates environments: knit render -f SET prints them, knit validate -f SET checks them, and the server applies them (GitOps)",
+			"this is an %s, not an Environment", KindSet)
+	case KindPipeline:
+		d.errorf(at("kind"), "kind", "a pipeline promotes releases through its stages' environment files: knit validate -f PIPELINE checks it with its stages, and the server runs it (knit serve --pipeline FILE)",
+			"this is a %s, not an Environment", KindPipeline)
 	default:
-		d.errorf(at("kind"), "kind", "knit reads only kind: Environment files",
-			"unsupported kind %s", quote(env.Kind))
+		d.errorf(at("kind"), "kind", kindHint(env.Kind), "unsupported kind %s", quote(env.Kind))
 	}
+}
+
+// kinds are the kinds of document knit reads, in the order docs name them.
+var kinds = []string{KindEnvironment, KindTemplate, KindSet, KindPipeline}
+
+// kindHint is the hint for a kind knit does not read: the kind it is
+// closest to, if any, and every kind knit reads.
+func kindHint(kind string) string {
+	hint := "knit reads kind: " + strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1] + " files"
+	if s := suggest(kind, kinds); s != "" {
+		return s + " " + hint
+	}
+	return hint
 }
 
 // isCloudKnitAPI reports whether v is any of CloudKnit's API versions,
