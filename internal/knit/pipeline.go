@@ -344,6 +344,8 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 				msg = "queued: " + busy.Message
 			case busy.Reason == view.WaitPaused: // its rollout waits for a person
 				reason, msg = view.WaitPaused, busy.Message
+			case busy.Reason == view.WaitAwaitingApproval: // its run waits at the environment's gate
+				reason, msg = view.WaitAwaitingApproval, busy.Message
 			}
 			v.Waiting = &view.Waiting{Release: busy.Release, Reason: reason, Message: msg}
 		case i > 0:

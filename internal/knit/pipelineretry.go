@@ -22,8 +22,9 @@ func (k *Knit) retryStage(ctx context.Context, f *PipelineFacts, i int, failed s
 	now := k.now()
 	cur := f.Status(now).Stages[i]
 	switch {
-	case cur.Waiting != nil && (cur.Waiting.Reason == view.WaitApplying || cur.Waiting.Reason == view.WaitPaused):
-		return view.Stage{}, fmt.Errorf("%w: %s is busy with release %s (%s): retry once it ends", store.ErrConflict, st.Name, cur.Waiting.Release, cur.Waiting.Reason)
+	case f.busyIn(st.Name) != nil:
+		b := f.busyIn(st.Name)
+		return view.Stage{}, fmt.Errorf("%w: %s is busy with release %s (%s): retry once it ends", store.ErrConflict, st.Name, b.Release, b.State)
 	case cur.Last == nil || cur.Last.Release != failed.Release:
 		return view.Stage{}, fmt.Errorf("%w: release %s failed in %s, but a newer release was tried there since: retry that one", store.ErrConflict, failed.Release, st.Name)
 	}

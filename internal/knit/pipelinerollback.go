@@ -45,8 +45,9 @@ func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason str
 	}
 	cur := f.Status(k.now()).Stages[i]
 	switch {
-	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitApplying:
-		return view.Stage{}, fmt.Errorf("%w: %s applies %s now: roll back once it ends", store.ErrConflict, stage, cur.Waiting.Release)
+	case f.busyIn(stage) != nil && (cur.Waiting == nil || cur.Waiting.Reason != view.WaitPaused):
+		b := f.busyIn(stage)
+		return view.Stage{}, fmt.Errorf("%w: %s applies %s now (%s): roll back once it ends", store.ErrConflict, stage, b.Release, b.State)
 	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:
 		return view.Stage{}, fmt.Errorf("%w: the rollout of %s paused in %s: knit approve %s accepts it, knit rollback %s goes back",
 			store.ErrConflict, cur.Waiting.Release, stage, cur.Env, cur.Env)
@@ -67,4 +68,16 @@ func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason str
 		return view.Stage{}, err
 	}
 	return f.Status(k.now()).Stages[i], nil
+}
+
+// busyIn is the state of the release a run applies in stage now (or
+// that is queued to), nil when none: one release applies at a time.
+func (f *PipelineFacts) busyIn(stage string) *store.StageState {
+	for i := range f.States {
+		s := &f.States[i]
+		if s.Stage == stage && (s.State == store.StageApplying || s.State == store.StageQueued) {
+			return s
+		}
+	}
+	return nil
 }

@@ -331,7 +331,21 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 	switch run.Run.Status {
 	case store.StatusSucceeded:
 		next.State, next.VerifiedAt, next.Reason, next.Message = store.StageSucceeded, next.ChangedAt, "", ""
-	case store.StatusFailed, store.StatusInterrupted, store.StatusRefused, store.StatusSuperseded:
+	case store.StatusAwaiting:
+		return c.awaiting(ctx, next, run.Run, envID)
+	case store.StatusSuperseded:
+		if by, ok, err := c.successor(ctx, run.Run); err != nil || ok {
+			if ok {
+				next.RunID, next.Reason, next.Message = by, "", ""
+				err = c.k.SetStage(ctx, next, store.StageApplying, envID)
+			}
+			if errors.Is(err, store.ErrConflict) {
+				return nil
+			}
+			return err
+		}
+		fallthrough
+	case store.StatusFailed, store.StatusInterrupted, store.StatusRefused:
 		if next, err = c.failed(ctx, next, run.Run); err != nil || next.State == store.StageApplying && next.Message == s.Message {
 			return err
 		}
