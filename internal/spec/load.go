@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -61,8 +62,35 @@ func CheckTemplate(path string, opts Options) (*Environment, diag.Diagnostics) {
 		inheritKubeconfig(env)
 		diags = append(diags, validate(env)...)
 	}
+	placeheld(env, diags)
 	diags.Sort()
 	return env, diags
+}
+
+// placeheld makes a warning of each error of a template checked on its own
+// that is about a value made from a placeholder (a module folder
+// "app-x" that does not exist, a URL "x"), rather than about the
+// template's own text: every environment using the template checks the
+// value it gives.
+func placeheld(env *Environment, diags diag.Diagnostics) {
+	for i, d := range diags {
+		names := env.placed[fmt.Sprintf("%s:%d", d.Pos.File, d.Pos.Line)]
+		if d.Severity != diag.Error || len(names) == 0 || structural(d) {
+			continue
+		}
+		refs := make([]string, len(names))
+		for j, n := range names {
+			refs[j] = "${param." + n + "}"
+		}
+		note := "made with a placeholder for " + strings.Join(refs, ", ") + "; each environment using the template is checked with its own value"
+		diags[i].Severity, diags[i].Hint = diag.Warning, strings.TrimPrefix(d.Hint+"; "+note, "; ")
+	}
+}
+
+// structural reports whether d is about the text's shape (a field that
+// does not exist or is missing), whatever the values in it.
+func structural(d diag.Diagnostic) bool {
+	return strings.HasPrefix(d.Message, "unknown field") || d.Message == "missing required field"
 }
 
 func readFile(path string) ([]byte, error) {

@@ -177,6 +177,10 @@ func bindParameters(env *Environment, t *templateFile) (values map[string]any, f
 		case env.selfCheck && (prm.Required || !prm.hasDefault):
 			// A template checked on its own: every environment using it sets the parameter.
 			values[prm.Name] = placeholder(prm)
+			if env.placeholders == nil {
+				env.placeholders = map[string]bool{}
+			}
+			env.placeholders[prm.Name] = true
 		case prm.Required:
 			failed[prm.Name] = true
 			hint := "add " + prm.Name + ": VALUE under spec.parameters"

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -252,6 +253,14 @@ func parseTemplate(env *Environment, name string, data []byte) (*templateFile, d
 			}
 		}
 		key, note := fmt.Sprintf("%s:%d", t.name, line), "${param."+name+"} from "+from
+		if env.placeholders[name] {
+			if env.placed == nil {
+				env.placed = map[string][]string{}
+			}
+			if ps := env.placed[key]; !slices.Contains(ps, name) {
+				env.placed[key] = append(ps, name)
+			}
+		}
 		if env.via == nil {
 			env.via = map[string]string{}
 		}

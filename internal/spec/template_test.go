@@ -404,3 +404,42 @@ func TestCheckTemplateOnItsOwn(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", ds, want)
 	}
 }
+
+// A template checked on its own gives each parameter without a value a
+// placeholder; what only a placeholder makes wrong (a module folder
+// app-x, a URL "x") is a warning saying so, while a mistake of the
+// template's own text on the same line stays an error.
+func TestCheckTemplateWarnsOfWhatOnlyAPlaceholderMakesWrong(t *testing.T) {
+	tmpl := `apiVersion: knit.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: web}
+spec:
+  parameters:
+    - {name: version, type: string}
+    - {name: health, type: string, required: true}
+  components:
+    - name: app
+      type: terraform
+      module: {source: "./modules/app-${param.version}"}
+      health:
+        - {name: ok, http: {url: "${param.health}", expectStatus: 200}}
+        - {name: typo, http: {url: "${param.health}", expectStatuss: 200}}
+`
+	dir := repo(t, map[string]string{"templates/web.yaml": tmpl, "templates/modules/app-1/main.tf": modApp})
+	t.Chdir(dir)
+	_, ds := CheckTemplate("templates/web.yaml", Options{RepoRoot: true})
+	want := []string{
+		`templates/web.yaml:11:16: warning: spec.components[0].module.source: module folder "./modules/app-x" does not exist` +
+			"\n    hint: paths are relative to the environment file's folder; made with a placeholder for ${param.version}; each environment using the template is checked with its own value",
+		`templates/web.yaml:13:29: warning: spec.components[0].health[0].http.url: "x" is not an http or https URL`,
+		`templates/web.yaml:14:55: spec.components[0].health[1].http.expectStatuss: unknown field "expectStatuss"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(ds.String(), w) {
+			t.Errorf("missing\n%s\nin\n%s", w, ds)
+		}
+	}
+	if n := len(ds.Errors()); n != 1 {
+		t.Errorf("%d errors, want 1 (the typo):\n%s", n, ds)
+	}
+}

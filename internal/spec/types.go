@@ -58,9 +58,13 @@ type Environment struct {
 	// uses and where their values were written (for render --explain).
 	via map[string]string
 	// selfCheck: the environment stands in for a template checked on its
-	// own (CheckTemplate); required parameters get placeholders.
-	selfCheck bool
-	opts      Options
+	// own (CheckTemplate); parameters without a value get placeholders,
+	// and placed says, by "file:line" of the template, which placeholders
+	// that line uses.
+	selfCheck    bool
+	placeholders map[string]bool
+	placed       map[string][]string
+	opts         Options
 }
 
 // Metadata is Kubernetes-style object metadata; unknown fields are allowed here.
