@@ -201,6 +201,9 @@ type Result struct {
 	// RolloutRollback asks the caller to start a rollback run
 	// (RollbackReason says why); RolloutPaused left the environment paused.
 	Rollout Rollout `json:"rollout,omitempty"`
+	// Before is, for a drift check, the environment's status when it
+	// started: what the check's result changed (drift found, resolved).
+	Before store.EnvStatus `json:"before,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

@@ -226,6 +226,13 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 		}
 	}
 	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev}
+	if kind == KindDrift {
+		before, err := e.Store.Environment(ctx, env.ID())
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("read environment: %w", err)
+		}
+		s.result.Before = before.Status
+	}
 	s.publish(Event{Kind: RunStarted, Time: now, RunKind: kind})
 	return s, nil
 }

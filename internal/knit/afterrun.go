@@ -59,16 +59,8 @@ func notices(req RunRequest, res *engine.Result) []notify.Event {
 			out = append(out, ev)
 		}
 	}
-	if res.Kind == engine.KindDrift && res.HasDrift() {
-		var names []string
-		for _, c := range res.Components {
-			if c.Drift == engine.Drifted || c.Drift == engine.Affected {
-				names = append(names, c.Name)
-			}
-		}
-		ev := base
-		ev.Kind, ev.Summary = notify.KindDriftFound, fmt.Sprintf("drift in %s: %s", res.Env, strings.Join(names, ", "))
-		out = append(out, ev)
+	if res.Kind == engine.KindDrift {
+		return append(out, driftNotices(base, res)...)
 	}
 	ev := base
 	switch {
@@ -86,6 +78,33 @@ func notices(req RunRequest, res *engine.Result) []notify.Event {
 		return out
 	}
 	return append(out, ev)
+}
+
+// driftNotices are what a finished drift check tells: only a change.
+// Drift found where there was none (drift.found, naming the drifted and
+// affected components), in sync again where there was drift
+// (drift.resolved), or its own failure (run.failed). A check that finds
+// what the one before found, in sync or drifted, tells nothing: a
+// schedule of every minute would say the same every minute.
+func driftNotices(base notify.Event, res *engine.Result) []notify.Event {
+	ev := base
+	switch {
+	case res.Status == store.StatusFailed:
+		ev.Kind, ev.Summary = notify.KindRunFailed, fmt.Sprintf("%s of %s failed: %s", res.Kind, res.Env, firstFailure(res))
+	case res.HasDrift() && res.Before != store.EnvDrifted:
+		var names []string
+		for _, c := range res.Components {
+			if c.Drift == engine.Drifted || c.Drift == engine.Affected {
+				names = append(names, c.Name)
+			}
+		}
+		ev.Kind, ev.Summary = notify.KindDriftFound, fmt.Sprintf("drift in %s: %s", res.Env, strings.Join(names, ", "))
+	case !res.HasDrift() && res.Before == store.EnvDrifted && res.Status == store.StatusSucceeded:
+		ev.Kind, ev.Summary = notify.KindDriftResolved, fmt.Sprintf("%s is in sync again", res.Env)
+	default:
+		return nil
+	}
+	return []notify.Event{ev}
 }
 
 // rolloutFailed says which revision failed verification, the check that

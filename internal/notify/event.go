@@ -38,6 +38,10 @@ const (
 	// KindRollbackDone: a rollback run succeeded; Summary says to which
 	// revision and why it ran.
 	KindRollbackDone = words.NotifyRollbackDone
+	// KindDriftResolved: a drift check found in sync an environment the
+	// one before had found drifted (a drift check otherwise tells only of
+	// drift found, or of its own failure).
+	KindDriftResolved = words.NotifyDriftResolved
 )
 
 // Kinds is every event kind, in the order error messages name them.

@@ -35,6 +35,7 @@ var slackTitles = map[Kind][2]string{
 	KindPreviewReady:    {":mag:", "Preview ready"},
 	KindRolloutFailed:   {":rotating_light:", "Rollout failed verification"},
 	KindRollbackDone:    {":rewind:", "Rolled back"},
+	KindDriftResolved:   {":white_check_mark:", "In sync again"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

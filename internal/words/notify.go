@@ -27,13 +27,16 @@ const (
 	NotifyRolloutFailed NotifyKind = "rollout.failed"
 	// NotifyRollbackDone: a rollback run succeeded.
 	NotifyRollbackDone NotifyKind = "rollback.done"
+	// NotifyDriftResolved: a drift check found in sync an environment
+	// the one before had found drifted.
+	NotifyDriftResolved NotifyKind = "drift.resolved"
 )
 
 // NotifyKinds is the closed set, in the order error messages and
 // docs/server.md's table name them.
 func NotifyKinds() []NotifyKind {
 	return []NotifyKind{NotifyRunFailed, NotifyRunSucceeded, NotifyDriftFound, NotifyApprovalNeeded, NotifyTeardownDone,
-		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone}
+		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone, NotifyDriftResolved}
 }
 
 // oldSpellings are the first kinds' old spellings, still accepted where a
