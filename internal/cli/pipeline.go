@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/view"
 	"knit.dev/knit/internal/words"
 )
@@ -60,9 +61,12 @@ a rollback would apply (rollbackTo in -o json).`,
 
 func printPipeline(w io.Writer, p view.Pipeline) {
 	fmt.Fprintf(w, "pipeline %s (team %s, commit %s)\n", p.Name, p.Team, shortHash(p.Commit))
-	rows := [][]string{{"STAGE", "ENV", "CURRENT", "LAST", "WAITING", "REASON", "WHY"}}
+	rows := [][]string{{"STAGE", "ENV", "ENV STATUS", "CURRENT", "LAST", "WAITING", "REASON", "WHY"}}
 	for _, s := range p.Stages {
-		cur, last, waiting, reason, why := "-", "-", "-", "-", ""
+		cur, last, waiting, reason, why, status := "-", "-", "-", "-", "", "-"
+		if s.EnvStatus != "" {
+			status = engine.EnvLabel(s.EnvStatus)
+		}
 		if s.Current != nil {
 			cur = s.Current.Release
 		}
@@ -75,7 +79,7 @@ func printPipeline(w io.Writer, p view.Pipeline) {
 				why += fmt.Sprintf(" (%s left)", time.Until(s.Waiting.Until).Round(time.Second))
 			}
 		}
-		rows = append(rows, []string{s.Name, s.Env, cur, last, waiting, reason, oneLine(why)})
+		rows = append(rows, []string{s.Name, s.Env, status, cur, last, waiting, reason, oneLine(why)})
 	}
 	tw := newTable(w)
 	for _, r := range rows {

@@ -138,7 +138,17 @@ func (k *Knit) PipelineStatus(ctx context.Context, name string) (view.Pipeline, 
 	if err != nil {
 		return view.Pipeline{}, err
 	}
-	return f.Status(k.now()), nil
+	p := f.Status(k.now())
+	for i, st := range p.Stages {
+		e, err := k.store.Environment(ctx, st.Env)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // never applied
+		} else if err != nil {
+			return p, fmt.Errorf("pipeline %s: stage %s: %w", name, st.Name, err)
+		}
+		p.Stages[i].EnvStatus = e.Status
+	}
+	return p, nil
 }
 
 // Releases lists pipeline name's releases, newest first, each with its

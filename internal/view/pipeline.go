@@ -46,6 +46,11 @@ type Stage struct {
 	// RollbackTo is the release verified here before Current: what a
 	// rollback of the stage applies again ("" : none).
 	RollbackTo string `json:"rollbackTo,omitempty"`
+	// EnvStatus is the stage's environment as it is now, whatever the
+	// pipeline last did there: torn down, failed, drifted, paused by a
+	// person or a run outside the pipeline ("": never applied). Current
+	// is what the pipeline verified there, not a promise it still runs.
+	EnvStatus words.EnvStatus `json:"envStatus,omitempty"`
 }
 
 // StageRelease is a release's state in a stage.

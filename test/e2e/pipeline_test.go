@@ -76,7 +76,8 @@ spec:
 
 type pipelineStatus struct {
 	Stages []struct {
-		Name    string
+		Name      string
+		EnvStatus string
 		Current *struct{ Release, RunID string }
 		Last    *struct{ Release, State, Reason, RunID, Message string }
 		Waiting *struct{ Release, Reason, Message string }

@@ -12,7 +12,8 @@ import (
 // TestAReleaseThatFailedInAStageIsPromotedAgain (issue 37): prod's health
 // endpoint is down once, so R0 fails verification there; once it is up,
 // an operator's knit promote of the same release starts it in prod again
-// and it is verified, with no new commit and no dummy change.
+// and it is verified, with no new commit and no dummy change. Torn down
+// outside the pipeline, prod's status in it says so.
 func TestAReleaseThatFailedInAStageIsPromotedAgain(t *testing.T) {
 	requireTofu(t)
 	w := newWorld(t)
@@ -63,5 +64,16 @@ spec:
 	why := w.knitWith(admin, "releases", "web", "--stage", "prod").stdout
 	if !strings.Contains(why, "retry by carol (the endpoint is back)") {
 		t.Errorf("knit releases web --stage prod does not tell of carol's retry:\n%s", why)
+	}
+
+	// Torn down outside the pipeline: its status says so (it said succeeded).
+	w.ok("teardown", "shop/prod", "--auto-approve")
+	for _, st := range w.pipelineStatus(admin).Stages {
+		if st.Name == "prod" && st.EnvStatus != "torn-down" {
+			t.Errorf("prod's environment status in the pipeline after its teardown: %q, want torn-down", st.EnvStatus)
+		}
+	}
+	if out := w.knitWith(admin, "pipeline", "status", "web").stdout; !strings.Contains(out, "torn-down") {
+		t.Errorf("knit pipeline status does not say prod is torn down:\n%s", out)
 	}
 }
