@@ -78,9 +78,9 @@ type pipelineStatus struct {
 	Stages []struct {
 		Name      string
 		EnvStatus string
-		Current *struct{ Release, RunID string }
-		Last    *struct{ Release, State, Reason, RunID, Message string }
-		Waiting *struct{ Release, Reason, Message string }
+		Current   *struct{ Release, RunID string }
+		Last      *struct{ Release, State, Reason, RunID, Message string }
+		Waiting   *struct{ Release, Reason, Message string }
 	}
 }
 
