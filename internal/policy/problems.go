@@ -73,11 +73,18 @@ func located(err error) []string {
 // does and reports what stops them from loading, each problem at its
 // file:line:col: a file that does not parse, a rule that does not compile,
 // a decision rule that is not a set of messages, a folder that cannot be
-// read (at the folder). It returns the policy files it read.
+// read (at the folder); and, as warnings, what decides nothing (lint). It
+// returns the policy files it read.
 func Check(ctx context.Context, dir string) ([]string, diag.Diagnostics) {
 	s, err := Load(ctx, dir)
 	if err == nil {
-		return s.Files, nil
+		modules, err := parse(s.Files)
+		if err != nil { // they parsed a moment ago: changed since
+			return s.Files, problems(err)
+		}
+		ds := lint(dir, modules, s.Files)
+		ds.Sort()
+		return s.Files, ds
 	}
 	var pe *Error
 	if errors.As(err, &pe) {
