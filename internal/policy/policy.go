@@ -243,7 +243,8 @@ func inside(dir, root, path string) error {
 		return fmt.Errorf("policies: %s is a symbolic link that does not resolve: %w", path, err)
 	}
 	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("policies: %s is a symbolic link to a file outside its folder %s; policies are read only from inside their folder", path, dir)
+		return &Error{Problems: diag.Diagnostics{{Severity: diag.Error, Pos: diag.Pos{File: path},
+			Message: fmt.Sprintf("a symbolic link to a file outside its folder %s; policies are read only from inside their folder", dir)}}}
 	}
 	return nil
 }
