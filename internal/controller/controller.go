@@ -145,7 +145,7 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	}
 	if cfg.Pipelines != nil {
 		pc := *cfg.Pipelines
-		pc.Actor, pc.Logger, pc.Clock = cfg.Actor, cfg.Logger, cfg.Clock
+		pc.Actor, pc.Logger, pc.Clock, pc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
 		s.Promotion = promotion.New(k, s.Queue, pc)
 	}
 	s.Queue.OnFinish(s.runEnded)

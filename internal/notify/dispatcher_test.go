@@ -58,8 +58,8 @@ func TestWebhookGetsSignedEventsInOrder(t *testing.T) {
 				t.Errorf("body[%q] = %v, want %v", k, body[k], v)
 			}
 		}
-		// An invalid revision's and a preview's fields are there, empty, for other kinds.
-		for k, v := range map[string]any{"file": "", "revision": 0.0, "commit": "", "branch": "", "markdown": ""} {
+		// An invalid revision's, a preview's and a release's fields are there, empty, for other kinds.
+		for k, v := range map[string]any{"file": "", "revision": 0.0, "commit": "", "branch": "", "markdown": "", "pipeline": "", "release": "", "stage": ""} {
 			want[k] = v
 			if body[k] != v {
 				t.Errorf("body[%q] = %v, want %v", k, body[k], v)

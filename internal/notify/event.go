@@ -42,6 +42,13 @@ const (
 	// one before had found drifted (a drift check otherwise tells only of
 	// drift found, or of its own failure).
 	KindDriftResolved = words.NotifyDriftResolved
+	// The kinds of a pipeline's releases (Pipeline, Release and Stage say
+	// which; Env is the stage's environment): waiting for an approval,
+	// for a window, verified and failed in a stage.
+	KindReleaseAwaitingApproval = words.NotifyReleaseAwaitingApproval
+	KindReleaseWindowClosed     = words.NotifyReleaseWindowClosed
+	KindReleaseVerified         = words.NotifyReleaseVerified
+	KindReleaseFailed           = words.NotifyReleaseFailed
 )
 
 // Kinds is every event kind, in the order error messages name them.
@@ -92,6 +99,10 @@ type Event struct {
 	// Branch and Markdown describe a preview (KindPreviewReady).
 	Branch   string `json:",omitempty"`
 	Markdown string `json:",omitempty"`
+	// Pipeline, Release and Stage name a release's stage (KindRelease*).
+	Pipeline string `json:",omitempty"`
+	Release  string `json:",omitempty"`
+	Stage    string `json:",omitempty"`
 }
 
 // webhookBody is the JSON a webhook sink receives. Every field is always
@@ -113,6 +124,9 @@ type webhookBody struct {
 	Errors    []string  `json:"errors"`
 	Branch    string    `json:"branch"`
 	Markdown  string    `json:"markdown"`
+	Pipeline  string    `json:"pipeline"`
+	Release   string    `json:"release"`
+	Stage     string    `json:"stage"`
 }
 
 func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
@@ -122,6 +136,7 @@ func newWebhookBody(sink string, seq uint64, ev Event) webhookBody {
 		Time: ev.Time.UTC(), URL: ev.URL,
 		File: ev.File, Revision: ev.Revision, Commit: ev.Commit, Errors: ev.Errors,
 		Branch: ev.Branch, Markdown: ev.Markdown,
+		Pipeline: ev.Pipeline, Release: ev.Release, Stage: ev.Stage,
 	}
 	if b.Errors == nil {
 		b.Errors = []string{}

@@ -27,7 +27,7 @@ func TestNewRejectsBadSinks(t *testing.T) {
 		{"unparsable url", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example/%zz?token=SECRET"}},
 			[]string{`notify: sinks[0] "s": url does not parse`}},
 		{"unknown event", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example", Events: []string{"drift.found", "run-started"}}},
-			[]string{`notify: sinks[0] "s": event "run-started" is not one of run.failed, run.succeeded, drift.found, approval.needed, teardown.done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done, drift.resolved`}},
+			[]string{`notify: sinks[0] "s": event "run-started" is not one of run.failed, run.succeeded, drift.found, approval.needed, teardown.done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done, drift.resolved, release.awaiting-approval, release.window-closed, release.verified, release.failed`}},
 		{"duplicate name", []Sink{ok, ok},
 			[]string{`notify: sinks[1] "ok": name is used by an earlier sink`}},
 		{"everything at once", []Sink{ok, {Kind: "email"}},
@@ -66,7 +66,7 @@ func TestNewAcceptsGoodSinks(t *testing.T) {
 // TestEveryKindIsSpeltOneWay: every event kind is subject.event, and each
 // old spelling names one of them.
 func TestEveryKindIsSpeltOneWay(t *testing.T) {
-	one := regexp.MustCompile(`^[a-z]+\.[a-z]+$`)
+	one := regexp.MustCompile(`^[a-z]+\.[a-z]+(-[a-z]+)*$`)
 	for _, k := range Kinds() {
 		if !one.MatchString(string(k)) {
 			t.Errorf("event kind %q is not spelt subject.event", k)

@@ -25,17 +25,21 @@ type slackText struct {
 
 // slackTitles gives each kind an emoji and a heading.
 var slackTitles = map[Kind][2]string{
-	KindRunFailed:       {":x:", "Run failed"},
-	KindRunSucceeded:    {":white_check_mark:", "Run succeeded"},
-	KindDriftFound:      {":warning:", "Drift found"},
-	KindApprovalNeeded:  {":hand:", "Approval needed"},
-	KindTeardownDone:    {":wastebasket:", "Teardown done"},
-	KindInvalidRevision: {":no_entry:", "Invalid commit"},
-	KindTTLExpiring:     {":hourglass:", "Environment expiring"},
-	KindPreviewReady:    {":mag:", "Preview ready"},
-	KindRolloutFailed:   {":rotating_light:", "Rollout failed verification"},
-	KindRollbackDone:    {":rewind:", "Rolled back"},
-	KindDriftResolved:   {":white_check_mark:", "In sync again"},
+	KindRunFailed:               {":x:", "Run failed"},
+	KindRunSucceeded:            {":white_check_mark:", "Run succeeded"},
+	KindDriftFound:              {":warning:", "Drift found"},
+	KindApprovalNeeded:          {":hand:", "Approval needed"},
+	KindTeardownDone:            {":wastebasket:", "Teardown done"},
+	KindInvalidRevision:         {":no_entry:", "Invalid commit"},
+	KindTTLExpiring:             {":hourglass:", "Environment expiring"},
+	KindPreviewReady:            {":mag:", "Preview ready"},
+	KindRolloutFailed:           {":rotating_light:", "Rollout failed verification"},
+	KindRollbackDone:            {":rewind:", "Rolled back"},
+	KindDriftResolved:           {":white_check_mark:", "In sync again"},
+	KindReleaseAwaitingApproval: {":hand:", "Release awaits approval"},
+	KindReleaseWindowClosed:     {":clock3:", "Release waits for a window"},
+	KindReleaseVerified:         {":white_check_mark:", "Release verified"},
+	KindReleaseFailed:           {":x:", "Release failed"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -30,13 +30,25 @@ const (
 	// NotifyDriftResolved: a drift check found in sync an environment
 	// the one before had found drifted.
 	NotifyDriftResolved NotifyKind = "drift.resolved"
+	// NotifyReleaseAwaitingApproval: a pipeline's release waits for a
+	// person's approval to enter a stage, or in one (its environment's gate).
+	NotifyReleaseAwaitingApproval NotifyKind = "release.awaiting-approval"
+	// NotifyReleaseWindowClosed: a release is ready for a stage whose
+	// promotion windows are all closed.
+	NotifyReleaseWindowClosed NotifyKind = "release.window-closed"
+	// NotifyReleaseVerified: a release applied and verified in a stage.
+	NotifyReleaseVerified NotifyKind = "release.verified"
+	// NotifyReleaseFailed: a release's run failed in a stage (its apply
+	// or its verification): it never moves on from there.
+	NotifyReleaseFailed NotifyKind = "release.failed"
 )
 
 // NotifyKinds is the closed set, in the order error messages and
 // docs/server.md's table name them.
 func NotifyKinds() []NotifyKind {
 	return []NotifyKind{NotifyRunFailed, NotifyRunSucceeded, NotifyDriftFound, NotifyApprovalNeeded, NotifyTeardownDone,
-		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone, NotifyDriftResolved}
+		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone, NotifyDriftResolved,
+		NotifyReleaseAwaitingApproval, NotifyReleaseWindowClosed, NotifyReleaseVerified, NotifyReleaseFailed}
 }
 
 // oldSpellings are the first kinds' old spellings, still accepted where a

@@ -24,7 +24,7 @@ func TestEveryComponentStatusHasASeverity(t *testing.T) {
 // TestNotifyKindsHaveOneSpelling: every kind is subject.event, each old
 // spelling names one of them, and any other word names none.
 func TestNotifyKindsHaveOneSpelling(t *testing.T) {
-	one := regexp.MustCompile(`^[a-z]+\.[a-z]+$`)
+	one := regexp.MustCompile(`^[a-z]+\.[a-z]+(-[a-z]+)*$`)
 	for _, k := range NotifyKinds() {
 		if got, ok := NotifyKindOf(string(k)); !ok || got != k || !one.MatchString(string(k)) {
 			t.Errorf("kind %q: NotifyKindOf = %q, %v", k, got, ok)

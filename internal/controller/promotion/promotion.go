@@ -23,6 +23,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
@@ -42,7 +43,13 @@ type Config struct {
 	Actor      string
 	Logger     *slog.Logger
 	Clock      clock.Clock
+	// Notify, when set, hears of releases waiting for a person or a
+	// window, verified and failed in a stage.
+	Notify Notifier
 }
+
+// Notifier sends notifications (notify.Dispatcher).
+type Notifier interface{ Notify(notify.Event) }
 
 // Queue is where stage applies go (runqueue.Queue).
 type Queue interface {
@@ -59,6 +66,7 @@ type Controller struct {
 	w      *gitwatch.Watcher
 	head   string
 	polled time.Time
+	told   told
 }
 
 // New is a controller over k queueing its applies on q.
@@ -252,8 +260,13 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(r.Commit), envID)
 	}
 	if err != nil {
-		return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
-			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}, from, envID)
+		failed := store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
+			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}
+		if err := c.k.SetStage(ctx, failed, from, envID); err != nil {
+			return err
+		}
+		c.tellEnded(failed, envID)
+		return nil
 	}
 	rel := path.Join(path.Dir(file), st.File)
 	actor, source := runAuthor(r)
@@ -295,6 +308,7 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 		return err
 	}
 	status := f.Status(c.clock.Now())
+	c.tellWaiting(status)
 	file := c.fileOf(name)
 	for i, st := range status.Stages {
 		if i == 0 || st.Waiting == nil || st.Waiting.Reason != view.WaitReady {
@@ -355,6 +369,9 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 	err = c.k.SetStage(ctx, next, store.StageApplying, envID)
 	if errors.Is(err, store.ErrConflict) {
 		return nil
+	}
+	if err == nil {
+		c.tellEnded(next, envID)
 	}
 	return err
 }
