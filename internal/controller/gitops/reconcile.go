@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
 )
 
 // Backoff of a want whose run an environment's lock refused.
@@ -50,6 +51,17 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 		if !want.Pending || !g.wants.claim(id, now) {
 			continue
 		}
+		if started, err := g.startedBefore(ctx, id, want); err != nil || started {
+			// Its run started, and the server that queued it died before it
+			// heard so (a leader killed): it is done, not queued again.
+			g.wants.release(id)
+			if err != nil {
+				g.log.Error("git: read whether a run of the commit started", "env", id, "commit", short(want.Commit), "err", err)
+			} else {
+				g.wantDone(id, want)
+			}
+			continue
+		}
 		if err := g.startWant(ctx, w, id, want); err != nil {
 			g.wants.release(id)
 			if ctx.Err() == nil {
@@ -57,6 +69,32 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 			}
 		}
 	}
+}
+
+// startedBefore reports whether a run of the apply want already started:
+// the environment's newest revision is the one it records, from the
+// want's commit and file (its origin).
+func (g *Reconciler) startedBefore(ctx context.Context, id string, want gitWant) (bool, error) {
+	if want.Teardown {
+		return false, nil
+	}
+	revs, err := g.k.Revisions(ctx, id, "", 1)
+	if errors.Is(err, store.ErrNotFound) || err == nil && len(revs.Items) == 0 {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return revs.Items[0].Commit == want.Commit && revs.Items[0].Source == g.origin(want), nil
+}
+
+// origin is where an apply want's environment comes from: the revision's source.
+func (g *Reconciler) origin(want gitWant) string {
+	o := g.cfg.URL + "@" + want.Commit + ":" + want.Path
+	if want.Element != nil {
+		o += "#" + want.Element.Name
+	}
+	return o
 }
 
 // claim marks env's want as queued, unless it is or must wait.
@@ -132,10 +170,7 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 			return errors.New(diags.String())
 		}
 		req.Kind, req.Env, req.Root, req.Tree = engine.KindApply, env, folder, dir
-		req.Origin = g.cfg.URL + "@" + want.Commit + ":" + want.Path
-		if want.Element != nil {
-			req.Origin += "#" + want.Element.Name
-		}
+		req.Origin = g.origin(want)
 	}
 	if g.previews.yield(id) { // the watched branch goes first, on either queue
 		g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
