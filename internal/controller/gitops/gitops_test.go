@@ -130,3 +130,64 @@ func TestPollsOnTheClockAndRetriesALockedRun(t *testing.T) {
 		t.Fatalf("%d tickers or timers left after Run returned", n)
 	}
 }
+
+// TestALeaderKilledAfterItsRunStartedDoesNotApplyTheCommitTwice: the
+// reconciler queued a commit's run, the run started (its revision is
+// recorded), and the server died before it heard so. The next leader
+// finds the want still pending: it marks it done instead of queueing the
+// commit's apply again beside the resume of the interrupted run.
+func TestALeaderKilledAfterItsRunStartedDoesNotApplyTheCommitTwice(t *testing.T) {
+	repo := t.TempDir()
+	testtools.RunGit(t, repo, "init", "-q")
+	testtools.WriteFiles(t, repo, map[string]string{"envs/one.yaml": envDoc("one")})
+	testtools.RunGit(t, repo, "add", "-A")
+	testtools.RunGit(t, repo, "commit", "-q", "-m", "add one")
+	ctx := context.Background()
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	fc := clock.NewFake(time.Now())
+	leader := func() (*queue, func()) {
+		q := &queue{starts: make(chan start, 10)}
+		g := gitops.New(k, q, gitops.Config{Poll: time.Minute, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Config: gitwatch.Config{URL: "file://" + repo, Branch: "main", Path: "envs/", CacheDir: t.TempDir()}})
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- g.Run(runCtx) }()
+		return q, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q1, stop1 := leader()
+	first := q1.next(t)
+	if _, err := k.Run(ctx, first.req); err != nil { // it runs; its onStart is never heard
+		t.Fatal(err)
+	}
+	stop1()
+
+	q2, stop2 := leader()
+	defer stop2()
+	// Two more commits: every run of the pass that saw two is queued
+	// before three's (one pass queues every pending want).
+	for _, name := range []string{"two", "three"} {
+		testtools.WriteFiles(t, repo, map[string]string{"envs/" + name + ".yaml": envDoc(name)})
+		testtools.RunGit(t, repo, "add", "-A")
+		testtools.RunGit(t, repo, "commit", "-q", "-m", "add "+name)
+		fc.Advance(time.Minute)
+		for {
+			s := q2.next(t)
+			if s.env == "pay/one" {
+				t.Fatalf("the next leader queued pay/one's commit again: %+v", s.req)
+			}
+			s.onStart(nil)
+			if s.env == "pay/"+name {
+				break
+			}
+		}
+	}
+}
