@@ -47,6 +47,13 @@ func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
 		return nil, ds // decode said what kind it is
 	}
 	base.Dir, base.Root, base.opts = filepath.Dir(abs), env.Root, env.opts
+	if env.Spec.Parameters != nil {
+		if base.Spec.Template == nil && base.Spec.Extends == nil {
+			return nil, append(ds, errAt(env, "spec.parameters", "", "parameters need a template: "+name+", which this file extends, uses none",
+				"set parameters only where a template gives the components, or remove spec.parameters"))
+		}
+		passParameters(env, base)
+	}
 	more, ok := build(base, chain)
 	ds = append(ds, more...)
 	if !ok {
@@ -73,6 +80,35 @@ func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
 		layers = append(layers, newLayer(c, base.pos, base.bad, fmt.Sprintf("spec.components[%d]", i)))
 	}
 	return layers, ds
+}
+
+// passParameters sets env's spec.parameters over base's, for the template
+// base uses (or, through its own extends, the one further down): "prod is
+// staging with three replicas". The values keep env's positions, so a
+// wrong one is reported in the file that wrote it.
+func passParameters(env, base *Environment) {
+	if base.Spec.Parameters == nil {
+		base.Spec.Parameters = map[string]any{}
+	}
+	if base.pos == nil {
+		base.pos = map[string]diag.Pos{}
+	}
+	for name, v := range env.Spec.Parameters {
+		base.Spec.Parameters[name] = v
+		key := "spec.parameters." + name
+		graft(base.pos, env.pos, key, key)
+		if env.bad != nil {
+			if base.bad == nil {
+				base.bad = map[string]bool{}
+			}
+			graft(base.bad, env.bad, key, key)
+		}
+	}
+	if p, ok := env.pos["spec.parameters"]; ok {
+		if _, has := base.pos["spec.parameters"]; !has {
+			base.pos["spec.parameters"] = p
+		}
+	}
 }
 
 // inherit gives env every spec setting and metadata it does not write

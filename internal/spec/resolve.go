@@ -140,10 +140,7 @@ func build(env *Environment, chain []string) (diag.Diagnostics, bool) {
 		}
 		layers, more = useTemplate(env)
 	} else {
-		if s.Parameters != nil {
-			ds = append(ds, errAt(env, "spec.parameters", "", "parameters need a template", "set the parameters in the environment that uses the template"))
-		}
-		layers, more = extend(env, chain)
+		layers, more = extend(env, chain) // which hands spec.parameters to the base's template
 	}
 	ds = append(ds, more...)
 	if layers == nil && more.HasErrors() {

@@ -443,3 +443,46 @@ spec:
 		t.Errorf("%d errors, want 1 (the typo):\n%s", n, ds)
 	}
 }
+
+// TestExtendsSetsTheBasesTemplateParameters (issue 37 item 8): prod is
+// staging with a bigger size: its spec.parameters go to the template
+// staging uses, through another extends too; a wrong value is reported
+// in prod's file; parameters over a base without a template are an error.
+func TestExtendsSetsTheBasesTemplateParameters(t *testing.T) {
+	staging := devEnv("{tier: prod, size: 2}", "")
+	prod := func(params string) string {
+		return "apiVersion: knit.dev/v1\nkind: Environment\nspec:\n  envName: prod\n  extends: {path: ./staging.yaml}\n  parameters: " + params + "\n"
+	}
+	dir := repo(t, map[string]string{
+		"templates/web-stack.yaml": webStack,
+		"modules/app/main.tf":      modApp,
+		"envs/staging.yaml":        staging,
+		"envs/prod.yaml":           prod("{size: 3}"),
+		"envs/bad.yaml":            prod("{size: three}"),
+		"envs/top.yaml":            "apiVersion: knit.dev/v1\nkind: Environment\nspec:\n  envName: top\n  extends: {path: ./prod.yaml}\n  parameters: {owner: ops}\n",
+		"envs/plain.yaml":          appsEnv,
+		"envs/onplain.yaml":        "apiVersion: knit.dev/v1\nkind: Environment\nspec:\n  envName: x\n  extends: {path: ./plain.yaml}\n  parameters: {size: 3}\n",
+	})
+	env, ds := loadIn(t, dir, "envs/prod.yaml")
+	if ds.HasErrors() {
+		t.Fatalf("prod:\n%s", ds)
+	}
+	if got := env.Component("app").Variables[0].Value; fmt.Sprint(got) != "3" {
+		t.Errorf("prod's app size %v, want 3 (its parameter over staging's 2)", got)
+	}
+	if got := env.Component("app").Variables[1].Value; got != "app-prod" {
+		t.Errorf("prod's app label %v, want staging's tier", got)
+	}
+	env, ds = loadIn(t, dir, "envs/top.yaml")
+	if ds.HasErrors() || fmt.Sprint(env.Component("app").Variables[0].Value) != "3" {
+		t.Fatalf("two extends deep: %v\n%s", env, ds)
+	}
+	_, ds = loadIn(t, dir, "envs/bad.yaml")
+	if want := "envs/bad.yaml:6:"; !strings.Contains(ds.String(), want) || !strings.Contains(ds.String(), "size") {
+		t.Errorf("a wrong parameter over a base's template: want it at %s…\n%s", want, ds)
+	}
+	_, ds = loadIn(t, dir, "envs/onplain.yaml")
+	if !strings.Contains(ds.String(), "parameters need a template") || !strings.Contains(ds.String(), "plain.yaml") {
+		t.Errorf("parameters over a base without a template:\n%s", ds)
+	}
+}
