@@ -73,8 +73,11 @@ type serveConfig struct {
 		PreviewSandbox previewSandbox `yaml:"previewSandbox"`
 	} `yaml:"git"`
 	// Pipelines are pipeline files (kind: Pipeline) in the git repository.
-	Pipelines     []string    `yaml:"pipelines"`
-	Notifications []serveSink `yaml:"notifications"`
+	Pipelines []string `yaml:"pipelines"`
+	// Owners map repository paths to teams (config file only): an
+	// environment file there that does not validate is its team's to see.
+	Owners        []gitops.Owner `yaml:"owners"`
+	Notifications []serveSink    `yaml:"notifications"`
 	// HTTP bounds what one client may hold (config file only; see
 	// server.HTTPLimits for the defaults).
 	HTTP struct {
@@ -244,7 +247,7 @@ func merge(cmd *cobra.Command, c *serveConfig, file serveConfig) {
 		c.Pipelines = file.Pipelines
 	}
 	c.DataDir, c.TFBinary, c.Notifications = file.DataDir, file.TFBinary, file.Notifications
-	c.HTTP = file.HTTP
+	c.HTTP, c.Owners = file.HTTP, file.Owners
 }
 
 // useStoreOf takes the store c names (knit.yaml's store or storeDSNFile)
@@ -393,7 +396,10 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 			}
 			preview.Scripts = c.Git.PreviewScripts
 		}
-		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches,
+		if err := gitops.CheckOwners(c.Owners); err != nil {
+			return ctl, fmt.Errorf("knit.yaml: %w", err)
+		}
+		ctl.Git = &gitops.Config{Poll: poll, Spec: gitOptions(ctx, dir), PreviewBranches: c.Git.PreviewBranches, Owners: c.Owners,
 			PreviewTimeout: previewTimeout, PreviewWorkers: c.Git.PreviewWorkers, Preview: preview,
 			Config: gitwatch.Config{URL: c.Git.URL, Branch: c.Git.Branch, Path: c.Git.Path,
 				SSHKeyFile: c.Git.SSHKeyFile, TokenFile: c.Git.TokenFile, AllowedSigners: c.Git.AllowedSigners, CacheDir: filepath.Join(dir, "git"), KeepTrees: c.gitKeepTrees}}

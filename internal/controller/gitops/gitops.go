@@ -56,6 +56,10 @@ type Config struct {
 	Clock  clock.Clock
 	// Notify, when set, is told of environment files that do not validate.
 	Notify Notifier
+	// Owners map repository paths to teams (knit.yaml owners): a file
+	// that does not validate, whose declared team is not trusted, is
+	// recorded for the team owning its path, which can then see why.
+	Owners []Owner
 	// PreviewBranches, when set, is a pattern (path.Match: "feature/*")
 	// of branches whose new heads are previewed: every environment a head
 	// changes is planned against what it applied, never applied

@@ -285,6 +285,9 @@ func (g *Reconciler) gitInvalid(ctx context.Context, c gitwatch.Commit, p string
 		e.Team, e.Name, _ = strings.Cut(prev, "/")
 	} else {
 		e = store.Environment{ID: invalidID(p), Team: invalidTeam, Name: strings.TrimPrefix(invalidID(p), invalidTeam+"/")}
+		if team := ownerOf(g.cfg.Owners, p); team != "" {
+			e.Team, e.ID = team, team+"/"+invalidTeam+"-"+e.Name // the path's owners see it, not only admins
+		}
 		kv[settingInvalid+p] = e.ID
 	}
 	sum := sha256.Sum256(content)
