@@ -235,6 +235,27 @@ func (v *validator) healthChecks(path string, checks []HealthCheck, owner *Compo
 		v.limit(p+".failureLimit", h.FailureLimit, 0, maxHealthCount)
 		v.limit(p+".inconclusiveLimit", h.InconclusiveLimit, 0, maxHealthCount)
 		v.limit(p+".consecutiveErrorLimit", h.ConsecutiveErrorLimit, 0, maxHealthCount)
+		v.canFail(p, h)
+	}
+}
+
+// canFail refuses a check that tolerates as many failed (or
+// inconclusive) measurements as it takes: every measurement could fail
+// and the verdict still be Successful, so a rollout never rolls back.
+func (v *validator) canFail(p string, h *HealthCheck) {
+	count := 1
+	if h.Count != nil {
+		count = *h.Count
+	}
+	for _, l := range []struct {
+		field string
+		limit *int
+	}{{"failureLimit", h.FailureLimit}, {"inconclusiveLimit", h.InconclusiveLimit}} {
+		field, limit := l.field, l.limit
+		if limit != nil && *limit >= count && count > 0 {
+			v.err(p+"."+field, "", fmt.Sprintf("%s %d is not below count %d: every measurement may fail and the check still succeed, so it can never fail", field, *limit, count),
+				fmt.Sprintf("take more measurements (count: %d) or tolerate fewer (%s: %d)", *limit+1, field, max(count-1, 0)))
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ func TestHealthChecksParse(t *testing.T) {
           http: {url: {valueFrom: app.url}, insecureSkipVerify: true}
         - name: cmd
           command: test -f ready
+          count: 3
           inconclusiveLimit: 2
           consecutiveErrorLimit: 0
   health:
@@ -89,6 +90,12 @@ func TestHealthChecksValidate(t *testing.T) {
 				`17:11 spec.components[0].health[0].count: 0 is out of range`,
 				`18:11 spec.components[0].health[0].failureLimit: -1 is out of range`,
 				`19:30 spec.components[0].health[0].inconclusiveLimit: expected a whole number, found "x"`,
+			}},
+		{"a check that cannot fail", check(`        - name: a`, `          command: "true"`, `          failureLimit: 5`,
+			`        - {name: b, command: "true", count: 3, inconclusiveLimit: 3}`, `        - {name: c, command: "true", count: 3, failureLimit: 2}`),
+			[]string{
+				`15:11 spec.components[0].health[0].failureLimit: failureLimit 5 is not below count 1: every measurement may fail and the check still succeed, so it can never fail`,
+				`16:48 spec.components[0].health[1].inconclusiveLimit: inconclusiveLimit 3 is not below count 3: every measurement may fail and the check still succeed, so it can never fail`,
 			}},
 		{"prometheus condition", check(`        - name: a`, `          prometheus: {url: "http://p:9090", query: "up", condition: "result ~ 1"}`),
 			[]string{`14:59 spec.components[0].health[0].prometheus.condition: "result ~ 1" is not a condition`}},
