@@ -32,25 +32,10 @@ func TestAReleaseThatWaitsForApprovalInAStageMovesOnOnceApproved(t *testing.T) {
 	w := newWorld(t)
 	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { fmt.Fprint(rw, "ok") }))
 	defer probe.Close()
-	repo := newGitRepo(t, map[string]string{
-		"modules/app-1/main.tf": appVersion(1),
-		"templates/web.yaml":    pipelineTemplate,
-		"policies/gate.rego":    stagingGate,
-		"stages/dev.yaml":       stageEnv("dev", "1", probe.URL+"/dev"),
-		"stages/staging.yaml":   stageEnv("staging", "1", probe.URL+"/staging"),
-		"stages/prod.yaml":      stageEnv("prod", "1", probe.URL+"/prod"),
-		"pipelines/web.yaml": `apiVersion: knit.dev/v1
-kind: Pipeline
-metadata: {name: web}
-spec:
-  teamName: shop
-  stages:
-    - {name: dev, file: ../stages/dev.yaml}
+	_, s := webTrain(t, w, probe.URL, []string{"dev", "staging", "prod"}, `    - {name: dev, file: ../stages/dev.yaml}
     - {name: staging, file: ../stages/staging.yaml, soak: 1s}
     - {name: prod, file: ../stages/prod.yaml}
-`,
-	})
-	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
+`, map[string]string{"policies/gate.rego": stagingGate})
 	admin := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
 	t.Cleanup(func() {
 		if t.Failed() {

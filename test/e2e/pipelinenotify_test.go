@@ -60,28 +60,12 @@ func TestPipelineNotificationsArriveSigned(t *testing.T) {
 		fmt.Fprint(rw, "ok")
 	}))
 	defer probe.Close()
-	repo := newGitRepo(t, map[string]string{
-		"modules/app-1/main.tf": appVersion(1),
-		"modules/app-2/main.tf": appVersion(2),
-		"templates/web.yaml":    pipelineTemplate,
-		"stages/dev.yaml":       stageEnv("dev", "1", probe.URL+"/dev"),
-		"stages/qa.yaml":        stageEnv("qa", "1", probe.URL+"/qa"),
-		"stages/prod.yaml":      stageEnv("prod", "1", probe.URL+"/prod"),
-		"pipelines/web.yaml": `apiVersion: knit.dev/v1
-kind: Pipeline
-metadata: {name: web}
-spec:
-  teamName: shop
-  stages:
-    - {name: dev, file: ../stages/dev.yaml}
+	repo, s := webTrain(t, w, probe.URL, []string{"dev", "qa", "prod"}, `    - {name: dev, file: ../stages/dev.yaml}
     - {name: qa, file: ../stages/qa.yaml, approval: {required: 1}}
     - name: prod
       file: ../stages/prod.yaml
       windows: {allow: [{schedule: "0 0 29 2 *", duration: 1m}]}
-`,
-	})
-	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms",
-		"--config", w.notifyConfig("notify.yaml", hook.URL+"/hook"))...)
+`, nil, "--config", w.notifyConfig("notify.yaml", hook.URL+"/hook"))
 	var r0 string
 	s.eventually("release.verified in dev, then release.awaiting-approval for qa", func() bool {
 		r0 = seen("release.verified", "dev")

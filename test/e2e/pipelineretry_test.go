@@ -27,22 +27,7 @@ func TestAReleaseThatFailedInAStageIsPromotedAgain(t *testing.T) {
 		fmt.Fprint(rw, "ok")
 	}))
 	defer probe.Close()
-	repo := newGitRepo(t, map[string]string{
-		"modules/app-1/main.tf": appVersion(1),
-		"templates/web.yaml":    pipelineTemplate,
-		"stages/dev.yaml":       stageEnv("dev", "1", probe.URL+"/dev"),
-		"stages/prod.yaml":      stageEnv("prod", "1", probe.URL+"/prod"),
-		"pipelines/web.yaml": `apiVersion: knit.dev/v1
-kind: Pipeline
-metadata: {name: web}
-spec:
-  teamName: shop
-  stages:
-    - {name: dev, file: ../stages/dev.yaml}
-    - {name: prod, file: ../stages/prod.yaml}
-`,
-	})
-	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
+	_, s := webTrain(t, w, probe.URL, []string{"dev", "prod"}, "    - {name: dev, file: ../stages/dev.yaml}\n    - {name: prod, file: ../stages/prod.yaml}\n", nil)
 	admin := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
 	var r0 string
 	s.eventually("R0 fails verification in prod", func() bool {
@@ -76,4 +61,27 @@ spec:
 	if out := w.knitWith(admin, "pipeline", "status", "web").stdout; !strings.Contains(out, "torn-down") {
 		t.Errorf("knit pipeline status does not say prod is torn down:\n%s", out)
 	}
+}
+
+// webTrain is a repository of pipeline web of team shop: stageLines are
+// the pipeline file's stage list (YAML lines under stages:), one stage
+// file per stage named in stages (release 1 of pipelineTemplate, its
+// health checked at probe/STAGE), modules v1 and v2, and files beside.
+// The server started on it follows the pipeline every 100ms.
+func webTrain(t *testing.T, w *world, probe string, stages []string, stageLines string, files map[string]string, args ...string) (*gitRepo, *server) {
+	t.Helper()
+	all := map[string]string{
+		"modules/app-1/main.tf": appVersion(1),
+		"modules/app-2/main.tf": appVersion(2),
+		"templates/web.yaml":    pipelineTemplate,
+		"pipelines/web.yaml":    "apiVersion: knit.dev/v1\nkind: Pipeline\nmetadata: {name: web}\nspec:\n  teamName: shop\n  stages:\n" + stageLines,
+	}
+	for _, st := range stages {
+		all["stages/"+st+".yaml"] = stageEnv(st, "1", probe+"/"+st)
+	}
+	for k, v := range files {
+		all[k] = v
+	}
+	repo := newGitRepo(t, all)
+	return repo, w.startServer(append(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms"), args...)...)
 }
