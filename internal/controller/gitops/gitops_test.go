@@ -62,24 +62,31 @@ func (q *queue) next(t *testing.T) start {
 	}
 }
 
+// repoOfOne is a repository whose one commit adds envs/one.yaml, and a
+// library on a store of its own.
+func repoOfOne(t *testing.T) (string, *knit.Knit) {
+	t.Helper()
+	repo := t.TempDir()
+	testtools.RunGit(t, repo, "init", "-q")
+	testtools.WriteFiles(t, repo, map[string]string{"envs/one.yaml": envDoc("one")})
+	testtools.RunGit(t, repo, "add", "-A")
+	testtools.RunGit(t, repo, "commit", "-q", "-m", "add one")
+	k, err := adapters.Open(context.Background(), adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return repo, k
+}
+
 // TestPollsOnTheClockAndRetriesALockedRun drives the reconciler with an
 // injected clock: it polls at start, sees a new commit when its poll
 // interval has passed on the clock (no webhook), retries a run an
 // environment's lock refused once its backoff has passed, and leaves no
 // ticker or timer behind when Run returns.
 func TestPollsOnTheClockAndRetriesALockedRun(t *testing.T) {
-	repo := t.TempDir()
-	testtools.RunGit(t, repo, "init", "-q")
-	testtools.WriteFiles(t, repo, map[string]string{"envs/one.yaml": envDoc("one")})
-	testtools.RunGit(t, repo, "add", "-A")
-	testtools.RunGit(t, repo, "commit", "-q", "-m", "add one")
-
+	repo, k := repoOfOne(t)
 	ctx := context.Background()
-	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
 	fc := clock.NewFake(time.Now())
 	q := &queue{starts: make(chan start, 10)}
 	g := gitops.New(k, q, gitops.Config{Poll: time.Minute, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -137,17 +144,8 @@ func TestPollsOnTheClockAndRetriesALockedRun(t *testing.T) {
 // finds the want still pending: it marks it done instead of queueing the
 // commit's apply again beside the resume of the interrupted run.
 func TestALeaderKilledAfterItsRunStartedDoesNotApplyTheCommitTwice(t *testing.T) {
-	repo := t.TempDir()
-	testtools.RunGit(t, repo, "init", "-q")
-	testtools.WriteFiles(t, repo, map[string]string{"envs/one.yaml": envDoc("one")})
-	testtools.RunGit(t, repo, "add", "-A")
-	testtools.RunGit(t, repo, "commit", "-q", "-m", "add one")
+	repo, k := repoOfOne(t)
 	ctx := context.Background()
-	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
 	fc := clock.NewFake(time.Now())
 	leader := func() (*queue, func()) {
 		q := &queue{starts: make(chan start, 10)}
