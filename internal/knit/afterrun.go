@@ -124,7 +124,8 @@ func rolloutFailed(res *engine.Result) string {
 
 // firstFailure says why a run failed in one line: its own error, or its
 // first failed component's, whose first line is the tool's own first error
-// diagnostic (the log has the rest).
+// diagnostic (the log has the rest), or else the first refused one's
+// (destroyProtection, a live dependent), not just "failed".
 func firstFailure(res *engine.Result) string {
 	if res.Error != "" {
 		return firstLine(res.Error)
@@ -132,6 +133,11 @@ func firstFailure(res *engine.Result) string {
 	for _, c := range res.Components {
 		if c.Status == engine.Failed {
 			return c.Name + ": " + firstLine(c.Reason)
+		}
+	}
+	for _, c := range res.Components {
+		if c.Status == engine.Refused {
+			return c.Name + " refused: " + firstLine(c.Reason)
 		}
 	}
 	return string(res.Status)
