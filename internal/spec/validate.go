@@ -306,6 +306,7 @@ func (v *validator) componentType(p string, c *Component) {
 			v.missing(p+".chart", "path", "set chart.path to a local chart, chart.git (with ref and path), or chart.repo and chart.name")
 		case ch.Git == "":
 			v.localPath(p+".chart.path", ch.Path)
+			v.chartDependencies(p+".chart.path", ch)
 		}
 	case c.Type == TypeManifests && c.Manifests != nil:
 		if c.Manifests.Path == "" {

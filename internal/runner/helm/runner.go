@@ -121,7 +121,7 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		if err != nil {
 			return nil, err
 		}
-		return loader.Load(filepath.Join(dir, filepath.FromSlash(ch.Path)))
+		return load(filepath.Join(dir, filepath.FromSlash(ch.Path)))
 	case ch.Repo != "":
 		settings := cli.New()
 		settings.RepositoryCache = filepath.Join(r.dataDir, "helm", "repository")
@@ -149,7 +149,7 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		if err != nil {
 			return nil, err
 		}
-		return loader.Load(p)
+		return load(p)
 	default:
 		p, err := c.Spec.LocalPath(ch.Path)
 		if err != nil {
@@ -159,8 +159,31 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		if err := spec.ContainTree(c.Spec.RootDir(), p); err != nil {
 			return nil, fmt.Errorf("chart: %w", err)
 		}
-		return loader.Load(p)
+		return load(p)
 	}
+}
+
+// load loads the chart at p (a folder or an archive) and refuses it, as
+// Helm's install does, when a dependency its Chart.yaml declares is not in
+// its charts/: Helm would render the chart without it.
+func load(p string) (*chart.Chart, error) {
+	ch, err := loader.Load(p)
+	if err != nil {
+		return nil, err
+	}
+	if action.CheckDependencies(ch, ch.Metadata.Dependencies) == nil {
+		return ch, nil
+	}
+	declared := make([]spec.ChartDependency, len(ch.Metadata.Dependencies))
+	for i, d := range ch.Metadata.Dependencies {
+		declared[i] = spec.ChartDependency{Name: d.Name, Version: d.Version, Repository: d.Repository}
+	}
+	var vendored []string
+	for _, d := range ch.Dependencies() {
+		vendored = append(vendored, d.Name())
+	}
+	msg, hint := spec.ChartDependencyProblem(ch.Name(), spec.MissingChartDependencies(declared, vendored))
+	return nil, fmt.Errorf("%s: %s", msg, hint)
 }
 
 // digest hashes a loaded chart's files, templates and values.
