@@ -24,7 +24,7 @@ type AfterRun struct {
 	// again the release it went back to, once it succeeded.
 	StageRollback bool
 	// Notices are what people hear of the run: each component waiting for
-	// approval, drift found, then how the run ended.
+	// approval, then how the run ended (a drift check: only what changed).
 	Notices []notify.Event
 }
 
