@@ -35,10 +35,14 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		if s := planCounts(c.Plan); s != "" {
 			line += "  " + s
 		}
-		if why := reasonAfter(c.Status, c.Reason); why != "" {
+		why, more := splitReason(c)
+		if why != "" {
 			line += "  " + why
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		for _, l := range more {
+			fmt.Fprintf(stdout, "%s    %s\n", strings.Repeat(" ", width), l)
+		}
 		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == engine.KindPlan || showsResources(r, c)) {
 			fmt.Fprintf(stdout, "%s    on %s\n", strings.Repeat(" ", width), c.Plan.Target)
 		}
@@ -59,6 +63,32 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		fmt.Fprintf(stdout, "change set #%d %s (%s): %s knit approve %s --change %s\n",
 			cs.ID, shortChecksum(cs.Checksum), plural(len(cs.Components), "component"), what, r.Env, shortChecksum(cs.Checksum))
 	}
+}
+
+// maxReasonLines bounds the lines of a failed component's reason shown
+// below it (a tool's diagnostic, a chart's schema errors).
+const maxReasonLines = 20
+
+// splitReason is c's reason for its line, and, for a component in an
+// error status, the rest of a multi-line reason to show below it, whole
+// up to maxReasonLines (a values schema error names the field on its
+// second line: cut at the first, it said nothing). Others keep one line.
+func splitReason(c *engine.ComponentResult) (string, []string) {
+	if !c.Status.IsError() {
+		return reasonAfter(c.Status, c.Reason), nil
+	}
+	why := strings.TrimPrefix(c.Reason, string(c.Status)+": ")
+	first, rest, _ := strings.Cut(why, "\n")
+	var more []string
+	for _, l := range strings.Split(strings.TrimRight(rest, "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			more = append(more, strings.TrimRight(l, " \t"))
+		}
+	}
+	if n := len(more) - maxReasonLines; n > 0 {
+		more = append(more[:maxReasonLines], fmt.Sprintf("… %d more lines (-o json has them all)", n))
+	}
+	return first, more
 }
 
 // showsResources: plans and drift checks list the resources each plan
