@@ -62,4 +62,3 @@ func TestAFailedComponentsWholeReasonIsShown(t *testing.T) {
 		t.Errorf("a component that did not fail shows more than its first line:\n%s", got)
 	}
 }
-
