@@ -20,11 +20,10 @@ import (
 func (k *Knit) retryStage(ctx context.Context, f *PipelineFacts, i int, failed store.StageState, actor, reason string, force bool) (view.Stage, error) {
 	st := f.Def.Spec.Stages[i]
 	now := k.now()
-	cur := f.Status(now).Stages[i]
+	cur, busy := f.Status(now).Stages[i], f.busyIn(st.Name)
 	switch {
-	case f.busyIn(st.Name) != nil:
-		b := f.busyIn(st.Name)
-		return view.Stage{}, fmt.Errorf("%w: %s is busy with release %s (%s): retry once it ends", store.ErrConflict, st.Name, b.Release, b.State)
+	case busy != nil:
+		return view.Stage{}, fmt.Errorf("%w: %s is busy with release %s (%s): retry once it ends", store.ErrConflict, st.Name, busy.Release, busy.State)
 	case cur.Last == nil || cur.Last.Release != failed.Release:
 		return view.Stage{}, fmt.Errorf("%w: release %s failed in %s, but a newer release was tried there since: retry that one", store.ErrConflict, failed.Release, st.Name)
 	}

@@ -91,3 +91,22 @@ func TestARetryKeepsTheStagesGates(t *testing.T) {
 		t.Fatalf("an admin forcing the retry: %+v, %v; want queued", st.Waiting, err)
 	}
 }
+
+// TestAnotherTeamCannotRetryARelease: pay's operator promoting shop's
+// failed release again is refused, and nothing is queued.
+func TestAnotherTeamCannotRetryARelease(t *testing.T) {
+	ctx := context.Background()
+	k := open(t)
+	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob", AuthorVerified: true})
+	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
+		t.Fatal(err)
+	}
+	pay := knit.WithCaller(ctx, store.Token{Name: "paul", Role: store.RoleOperator, Teams: []string{"pay"}})
+	if _, err := k.Promote(pay, "web", "r-1", "prod", "paul", "", false); !errors.Is(err, knit.ErrForbidden) {
+		t.Fatalf("pay's operator retrying shop's release: %v, want forbidden", err)
+	}
+	st, err := k.PipelineStatus(as("carol"), "web")
+	if err != nil || st.Stages[1].Last == nil || st.Stages[1].Last.State != store.StageFailed {
+		t.Fatalf("prod after the refused retry: %+v, %v; want r-1 still failed", st.Stages[1].Last, err)
+	}
+}

@@ -43,11 +43,10 @@ func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason str
 	if err := f.inTeam(stage); err != nil {
 		return view.Stage{}, err
 	}
-	cur := f.Status(k.now()).Stages[i]
+	cur, busy := f.Status(k.now()).Stages[i], f.busyIn(stage)
 	switch {
-	case f.busyIn(stage) != nil && (cur.Waiting == nil || cur.Waiting.Reason != view.WaitPaused):
-		b := f.busyIn(stage)
-		return view.Stage{}, fmt.Errorf("%w: %s applies %s now (%s): roll back once it ends", store.ErrConflict, stage, b.Release, b.State)
+	case busy != nil && (cur.Waiting == nil || cur.Waiting.Reason != view.WaitPaused):
+		return view.Stage{}, fmt.Errorf("%w: %s applies %s now (%s): roll back once it ends", store.ErrConflict, stage, busy.Release, busy.State)
 	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:
 		return view.Stage{}, fmt.Errorf("%w: the rollout of %s paused in %s: knit approve %s accepts it, knit rollback %s goes back",
 			store.ErrConflict, cur.Waiting.Release, stage, cur.Env, cur.Env)
