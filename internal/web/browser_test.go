@@ -253,6 +253,17 @@ spec:
 `
 
 // nodeStates reads the drawn graph: component → state.
+// emptyGraphWatch counts the moments, after any change to the page, at
+// which the graph box is there but has no drawing in it.
+const emptyGraphWatch = `(() => {
+	window.knitEmptyGraph = 0;
+	new MutationObserver(() => {
+		const g = document.getElementById("graph");
+		if (g && !g.querySelector("svg")) window.knitEmptyGraph++;
+	}).observe(document.body, {childList: true, subtree: true});
+	return 0;
+})()`
+
 const nodeStates = `Object.fromEntries([...document.querySelectorAll("#graph a.node")].map(a => [a.dataset.name, a.dataset.state]))`
 
 func graphStates(t *testing.T, ctx context.Context) map[string]string {
@@ -426,7 +437,17 @@ func TestDashboard(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#graph")))
 		// From here on, nothing reloads the page: a marker set now survives.
 		_ = eval[int](t, ctx, `window.knitMarker = 42`)
+		// Live updates swap the page's data in; the graph must never be seen
+		// empty after one (it was, for htmx's settle delay, and a reader of
+		// the page in that moment found no nodes at all).
+		_ = eval[int](t, ctx, emptyGraphWatch)
 		waitFor(t, ctx, "db, api and web applied", `(() => { const s = `+nodeStates+`; return s.db === "applied" && s.api === "applied" && s.web === "applied"; })()`)
+		// One more update for certain, as the server's change event brings it.
+		_ = eval[int](t, ctx, `(() => { window.knitSettled = 0; document.addEventListener("htmx:afterSettle", () => window.knitSettled++); htmx.trigger(document.querySelector(".live"), "sse:changed"); return 0; })()`)
+		waitFor(t, ctx, "a live update", `window.knitSettled > 0`)
+		if empty := eval[int](t, ctx, `window.knitEmptyGraph`); empty > 0 {
+			t.Errorf("the graph was empty after %d of the live updates", empty)
+		}
 		var marker int
 		marker = eval[int](t, ctx, `window.knitMarker || 0`)
 		if marker != 42 {

@@ -104,13 +104,27 @@
       svg.appendChild(a);
     });
     box.replaceChildren(svg);
-    box.dataset.drawn = String(nodes.length);
-    box.dataset.drawMs = String(Math.round(performance.now() - t0));
+    box.knitDrawn = { n: String(nodes.length), ms: String(Math.round(performance.now() - t0)) };
+    marks(box);
     window.knitGraphDrawnAt = performance.now();
   }
 
+  // marks puts the drawing's data attributes on the graph box: tests and
+  // tools read them to know the graph is drawn.
+  function marks(box) {
+    box.dataset.drawn = box.knitDrawn.n;
+    box.dataset.drawMs = box.knitDrawn.ms;
+  }
+
   document.addEventListener("DOMContentLoaded", draw);
-  document.addEventListener("htmx:afterSettle", draw);
+  // Fresh data is drawn in the same task that swaps it in, so the graph is
+  // never seen empty; htmx then settles the new element, which resets its
+  // attributes (not the drawing) a moment later, so the marks go back on.
+  document.addEventListener("htmx:afterSwap", draw);
+  document.addEventListener("htmx:afterSettle", function () {
+    var box = document.getElementById("graph");
+    if (box && box.knitDrawn && box.querySelector("svg")) marks(box); else draw();
+  });
 
   // Relative times ("3m ago") tick: every <time datetime> is re-worded
   // from the clock each second, in the words the server uses. knit.now is
