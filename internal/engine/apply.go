@@ -22,6 +22,23 @@ const (
 	stateDestroyed = string(Destroyed)
 )
 
+// applier is an apply's (and a rollback's) walk: it destroys what is to
+// be destroyed, then converges every other selected component along the
+// graph: skipped when up to date, otherwise planned, gated and applied.
+// A drift run's reconcile converges through it too.
+type applier struct {
+	s         *session
+	gate      *gate
+	approvals *approvals
+	judging   *judging
+	changes   *changes
+	destroyer *destroyer
+}
+
+func newApplier(s *session) *applier {
+	return &applier{s: s, gate: s.gate, approvals: s.approvals, judging: s.judging, changes: s.changes, destroyer: newDestroyer(s)}
+}
+
 // Apply brings the environment in line with env and waits for the end:
 // components to destroy (flagged destroy, or removed from the file) are
 // destroyed first, dependents first and gated like any change, then the
@@ -42,32 +59,32 @@ func (e *Engine) Do(ctx context.Context, kind store.RunKind, env *spec.Environme
 	return r.result, r.err
 }
 
-func (s *session) apply(ctx context.Context) error {
-	g, err := s.selected()
+func (ap *applier) apply(ctx context.Context) error {
+	g, err := ap.s.selected()
 	if err != nil {
 		return err
 	}
 	var doomed, keep []string
 	for _, name := range g.Vertices() {
-		if s.env.Component(name).Destroy {
+		if ap.s.env.Component(name).Destroy {
 			doomed = append(doomed, name)
 		} else {
 			keep = append(keep, name)
 		}
 	}
 	if len(doomed) > 0 {
-		s.destroyAll(ctx, g.Subgraph(doomed), s.refusals(doomed, false), false)
+		ap.destroyer.destroyAll(ctx, g.Subgraph(doomed), ap.destroyer.refusals(doomed, false), false)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	kept := g.Subgraph(keep)
-	wr := kept.WalkAhead(ctx, s.opts.Parallelism, s.prepareAhead, func(ctx context.Context, name string) error {
-		return s.converge(ctx, s.newStep(name, Planning), nil, nil)
+	wr := kept.WalkAhead(ctx, ap.s.opts.Parallelism, ap.s.prepareAhead, func(ctx context.Context, name string) error {
+		return ap.converge(ctx, ap.s.newStep(name, Planning), nil, nil)
 	})
-	s.proposeChange(ctx, kept, wr)
-	s.settle("apply", wr, s.defaultSettle)
-	s.closeChange()
+	ap.changes.proposeChange(ctx, kept, wr)
+	ap.s.settle("apply", wr, ap.s.defaultSettle)
+	ap.changes.closeChange()
 	return nil
 }
 
@@ -91,7 +108,7 @@ func (s *session) prepareAhead(ctx context.Context, name string) {
 		return
 	}
 	log := &stepLog{}
-	rc, err := s.e.component(s.env, s.defEnv(name), c, s.handle.ID, log)
+	rc, err := s.e.component(s.env, s.removed.defEnv(name), c, s.handle.ID, log)
 	if err != nil {
 		return
 	}
@@ -209,12 +226,12 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 	if ahead := st.s.takeAheadLog(st.c.Name); ahead != "" {
 		_, _ = st.log.Write([]byte(ahead))
 	}
-	rc, err := st.s.e.component(st.s.env, st.s.defEnv(st.c.Name), st.c, st.s.handle.ID, &st.log)
+	rc, err := st.s.e.component(st.s.env, st.s.removed.defEnv(st.c.Name), st.c, st.s.handle.ID, &st.log)
 	if err != nil {
 		return nil, err
 	}
 	rc.Sensitive = sensitive
-	rc.CheckFailed = st.s.checkFailed(st.c.Name)
+	rc.CheckFailed = st.s.verification.checkFailed(st.c.Name)
 	if prev := st.s.state(st.c.Name); prev.Status == stateApplied || prev.Status == stateDrifted || prev.Status == stateAwaiting {
 		rc.Applied = prev.Fingerprint // what the store says was applied last, wherever it was
 	}
@@ -230,8 +247,8 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 // converge makes one component match the spec: skip it when its fingerprint
 // is unchanged, apply an approved plan when one is waiting, otherwise plan
 // (unless p and plan are given, as drift does), gate on approval, and apply.
-func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
-	if err := s.deniedAfterJudgeFirst(st); err != nil {
+func (ap *applier) converge(ctx context.Context, st *step, p *prepared, plan *runner.Plan) error {
+	if err := ap.judging.deniedAfterJudgeFirst(st); err != nil {
 		return err
 	}
 	var err error
@@ -240,22 +257,22 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 			return st.fail(ctx, err)
 		}
 	}
-	prev := s.state(st.c.Name)
-	if plan == nil && !s.opts.Refresh && !st.force && prev.Status == stateApplied && prev.Fingerprint == p.fp {
-		s.set(st.cr, UpToDate, "")
-		return s.record(st.op, st.cr, nil, nil)
+	prev := ap.s.state(st.c.Name)
+	if plan == nil && !ap.s.opts.Refresh && !st.force && prev.Status == stateApplied && prev.Fingerprint == p.fp {
+		ap.s.set(st.cr, UpToDate, "")
+		return ap.s.record(st.op, st.cr, nil, nil)
 	}
 	if st.storeRun == nil {
-		if st.storeRun, err = s.started(st.op, st.cr); err != nil {
+		if st.storeRun, err = ap.s.started(st.op, st.cr); err != nil {
 			return err
 		}
 	}
-	approved, staleWhy, err := s.approvedPlan(st.c.Name, p.fp)
+	approved, staleWhy, err := ap.approvals.approvedPlan(st.c.Name, p.fp)
 	if err != nil {
 		return st.fail(ctx, err)
 	}
 	if approved != nil {
-		err := s.applyPlan(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+		err := ap.applyPlan(ctx, st, p, approved.plan, func(err error) error { return ap.approvals.closeApproval(approved, err) })
 		refused := (*errRefusedPlan)(nil)
 		if !errors.As(err, &refused) {
 			return err
@@ -266,29 +283,29 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// A plan still waiting from the same inputs stays the one a person
 		// reads: a run started for another component (a sibling's
 		// approval) leaves it alone.
-		if a, err := s.stillWaiting(st.c, p.fp); err != nil || a != nil {
+		if a, err := ap.gate.stillWaiting(st.c, p.fp); err != nil || a != nil {
 			if err != nil {
 				return st.fail(ctx, err)
 			}
-			return s.holdAgain(st, a)
+			return ap.gate.holdAgain(st, a)
 		}
 	}
 	// In a run judged first, the plan that applies is the judged one: the
 	// saved plan judgeFirst judged, when made from these very inputs, or
 	// else a plan made now and judged again before anything applies.
-	judgedPlan, judged := s.judgedPlan(st.c.Name, p.fp)
+	judgedPlan, judged := ap.judging.judgedPlan(st.c.Name, p.fp)
 	again := plan == nil && judged
 	if plan == nil && judgedPlan != nil {
-		err := s.gateAndApply(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return s.closeJudged(st, judgedPlan, err) })
+		err := ap.gateAndApply(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return ap.judging.closeJudged(st, judgedPlan, err) })
 		refused := (*errRefusedPlan)(nil)
 		if !errors.As(err, &refused) {
 			return err
 		}
 		staleWhy = refused.why // the tool refused it, changing nothing: plan again, and judge that
 	}
-	if plan == nil && s.autoApproved(st.c) && !again {
+	if plan == nil && ap.gate.autoApproved(st.c) && !again {
 		if pa, ok := p.r.(runner.PlanApplier); ok {
-			if err := s.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
+			if err := ap.planApply(ctx, st, p, pa, prev); !errors.Is(err, runner.ErrUnsupported) {
 				return err
 			}
 		}
@@ -300,50 +317,50 @@ func (s *session) converge(ctx context.Context, st *step, p *prepared, plan *run
 		// plan that waits for approval) or a policy judges them.
 		// A plan that may wait for a person feeds the plans of what waits
 		// behind it, planned ahead for the change set (known output values).
-		ahead := !s.autoApproved(st.c) && s.hasDependents(st.c.Name)
-		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !s.autoApproved(st.c), KnownOutputs: ahead, Values: again}); err != nil {
+		ahead := !ap.gate.autoApproved(st.c) && ap.s.hasDependents(st.c.Name)
+		if plan, err = p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Attributes: !ap.gate.autoApproved(st.c), KnownOutputs: ahead, Values: again}); err != nil {
 			return st.fail(ctx, fmt.Errorf("plan: %w", err))
 		}
 	}
 	if again {
-		if err := s.judgeAgain(ctx, st, plan); err != nil {
+		if err := ap.judging.judgeAgain(ctx, st, plan); err != nil {
 			return err
 		}
 	}
-	return s.gateAndApply(ctx, st, p, plan, staleWhy, nil)
+	return ap.gateAndApply(ctx, st, p, plan, staleWhy, nil)
 }
 
 // gateAndApply applies plan unless it must wait for a person: a plan
 // with changes of a component not auto-approved applies when the approved
 // change set covers it or a person says yes at the terminal, and waits
 // otherwise. done is as for applyPlan.
-func (s *session) gateAndApply(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
+func (ap *applier) gateAndApply(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
 	st.cr.Plan = plan
-	if plan.HasChanges() && !s.autoApproved(st.c) {
-		ok, differs := s.covered(st.c.Name, plan)
+	if plan.HasChanges() && !ap.gate.autoApproved(st.c) {
+		ok, differs := ap.changes.covered(st.c.Name, plan)
 		if ok {
-			if err := s.auditCovered(st); err != nil {
+			if err := ap.changes.auditCovered(st); err != nil {
 				return st.fail(ctx, err)
 			}
-			return s.applyPlan(ctx, st, p, plan, done)
+			return ap.applyPlan(ctx, st, p, plan, done)
 		}
-		if !s.approved(st.c, plan) {
-			return s.hold(st, p, plan, staleWhy, differs)
+		if !ap.gate.approved(st.c, plan) {
+			return ap.gate.hold(st, p, plan, staleWhy, differs)
 		}
 	}
-	return s.applyPlan(ctx, st, p, plan, done)
+	return ap.applyPlan(ctx, st, p, plan, done)
 }
 
 // closeJudged is what became of applying the judged plan: a plan the tool
 // refused as stale (the state moved since it was judged) is an
 // *errRefusedPlan, so that the turn plans again and judges that plan; once
 // applied, it closes any approval a plan before it waited with.
-func (s *session) closeJudged(st *step, plan *runner.Plan, err error) error {
+func (j *judging) closeJudged(st *step, plan *runner.Plan, err error) error {
 	if errors.Is(err, runner.ErrStalePlan) {
 		return &errRefusedPlan{why: "the plan judged before the run no longer applies: " + firstLine(err.Error())}
 	}
 	if err == nil && plan.HasChanges() {
-		return s.supersedeApproval(st.c.Name)
+		return j.approvals.supersedeApproval(st.c.Name)
 	}
 	return nil
 }
@@ -351,12 +368,12 @@ func (s *session) closeJudged(st *step, plan *runner.Plan, err error) error {
 // applyPlan applies plan (or, with no changes, reads outputs) and records
 // the component's new state; done, if set, learns the outcome, and when it
 // returns an *errRefusedPlan, so does applyPlan, having recorded nothing.
-func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
+func (ap *applier) applyPlan(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	var outs runner.Outputs
 	var err error
 	if plan.HasChanges() {
-		s.set(st.cr, Applying, "")
+		ap.s.set(st.cr, Applying, "")
 		outs, err = p.r.Apply(ctx, p.rc, plan)
 	} else {
 		outs, err = p.r.Outputs(ctx, p.rc)
@@ -370,20 +387,20 @@ func (s *session) applyPlan(ctx context.Context, st *step, p *prepared, plan *ru
 			err = derr
 		}
 	} else if err == nil && plan.HasChanges() {
-		err = s.supersedeApproval(st.c.Name)
+		err = ap.approvals.supersedeApproval(st.c.Name)
 	}
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("apply: %w", err))
 	}
-	return s.applied(ctx, st, p, plan, outs)
+	return ap.applied(ctx, st, p, plan, outs)
 }
 
 // planApply applies a component nobody approves in one step of its runner,
 // which reports what changed as its plan would have. The output changes
 // are those between the stored outputs and the new ones. ErrUnsupported
 // (nothing done) means the runner cannot: plan and apply instead.
-func (s *session) planApply(ctx context.Context, st *step, p *prepared, pa runner.PlanApplier, prev store.ComponentState) error {
-	s.set(st.cr, Applying, "")
+func (ap *applier) planApply(ctx context.Context, st *step, p *prepared, pa runner.PlanApplier, prev store.ComponentState) error {
+	ap.s.set(st.cr, Applying, "")
 	plan, outs, err := pa.PlanApply(ctx, p.rc, p.in)
 	if errors.Is(err, runner.ErrUnsupported) {
 		return err
@@ -395,11 +412,11 @@ func (s *session) planApply(ctx context.Context, st *step, p *prepared, pa runne
 		plan.OutputChanges = changedOutputs(prev, outs)
 	}
 	if plan.HasChanges() {
-		if err := s.supersedeApproval(st.c.Name); err != nil {
+		if err := ap.approvals.supersedeApproval(st.c.Name); err != nil {
 			return st.fail(ctx, fmt.Errorf("apply: %w", err))
 		}
 	}
-	return s.applied(ctx, st, p, plan, outs)
+	return ap.applied(ctx, st, p, plan, outs)
 }
 
 // changedOutputs names the outputs whose value or sensitivity differs
@@ -426,7 +443,7 @@ func changedOutputs(prev store.ComponentState, outs runner.Outputs) []string {
 
 // applied records a component's new state after its plan was applied
 // (or, without changes, its outputs read).
-func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runner.Plan, outs runner.Outputs) error {
+func (ap *applier) applied(ctx context.Context, st *step, p *prepared, plan *runner.Plan, outs runner.Outputs) error {
 	st.cr.Plan = plan
 	stored, err := encodeOutputs(outs)
 	if err != nil {
@@ -439,8 +456,8 @@ func (s *session) applied(ctx context.Context, st *step, p *prepared, plan *runn
 		status = NoChanges
 	}
 	st.cr.Digest = PlanDigest(p.fp, plan)
-	s.set(st.cr, status, "")
-	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: stored})
+	ap.s.set(st.cr, status, "")
+	return ap.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: stored})
 }
 
 func sensitiveOutputs(outs runner.Outputs) []string {

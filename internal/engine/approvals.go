@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
@@ -24,6 +25,32 @@ var ErrStale = errors.New("approval is stale")
 // ErrNothingToApprove means no plan of the component awaits a decision.
 var ErrNothingToApprove = errors.New("nothing awaits approval")
 
+// approvals keeps a run's approval records: it reads the open approval of
+// a component, requests one for a plan that waits (its plan file kept, in
+// the store too), tells an approved plan still applicable from a stale one,
+// and closes approvals as their plans apply or are superseded. Only runs,
+// which hold the lock, open approvals, so it knows from the run's start
+// which components have one (open), and which wait in this run (holds).
+type approvals struct {
+	s  *session
+	mu sync.Mutex
+	// open names the components with an open (pending or approved)
+	// approval: those at the start, and those this run asks for. For any
+	// other component the store need not be asked.
+	open map[string]bool
+	// holds are the approvals components wait with in this run, by name.
+	holds map[string]heldPlan
+}
+
+// opened records the approvals open at the run's start.
+func (ar *approvals) opened(open []store.Approval) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for _, a := range open {
+		ar.open[a.Component] = true
+	}
+}
+
 // approvedPlan is an approval ready to apply, with its saved plan.
 type approvedPlan struct {
 	a    store.Approval
@@ -32,21 +59,21 @@ type approvedPlan struct {
 
 // approvedPlan returns the component's approved plan if it still matches
 // the environment. Otherwise it marks the approval stale and says why.
-func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
-	open, err := s.openApproval(name)
+func (ar *approvals) approvedPlan(name, fp string) (*approvedPlan, string, error) {
+	open, err := ar.openApproval(name)
 	if open == nil || err != nil || open.Status != store.ApprovalApproved {
 		return nil, "", err
 	}
 	a := *open
-	why := s.staleness(a, fp)
+	why := ar.staleness(a, fp)
 	if why != "" {
-		return nil, why, s.markStale(a, why)
+		return nil, why, ar.markStale(a, why)
 	}
 	plan := &runner.Plan{}
 	if err := json.Unmarshal(a.Plan, plan); err != nil {
 		return nil, "", fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err)
 	}
-	if plan.File, err = s.planFile(a); err != nil {
+	if plan.File, err = ar.planFile(a); err != nil {
 		return nil, "", err
 	}
 	plan.Checksum = a.PlanChecksum
@@ -54,14 +81,14 @@ func (s *session) approvedPlan(name, fp string) (*approvedPlan, string, error) {
 }
 
 // staleness says why an approved plan may no longer be applied, or "".
-func (s *session) staleness(a store.Approval, fp string) string {
+func (ar *approvals) staleness(a store.Approval, fp string) string {
 	switch {
-	case a.Revision != s.run.Revision:
-		return fmt.Sprintf("approval #%d was for revision %d, and the environment is now at revision %d", a.ID, a.Revision, s.run.Revision)
+	case a.Revision != ar.s.run.Revision:
+		return fmt.Sprintf("approval #%d was for revision %d, and the environment is now at revision %d", a.ID, a.Revision, ar.s.run.Revision)
 	case a.Fingerprint != fp:
 		return fmt.Sprintf("approval #%d: the module, inputs or upstream outputs of %s changed since the plan", a.ID, a.Component)
 	}
-	if !s.planIntact(a) {
+	if !ar.planIntact(a) {
 		return fmt.Sprintf("approval #%d: the saved plan file is missing or changed", a.ID)
 	}
 	return ""
@@ -70,8 +97,8 @@ func (s *session) staleness(a store.Approval, fp string) string {
 // planIntact reports whether approval a's saved plan is still the one
 // approved: its bytes in the store (or, for an approval from before knit
 // kept them there, its file) have the approved checksum.
-func (s *session) planIntact(a store.Approval) bool {
-	data, err := s.e.Store.SavedPlan(s.db, a.ID)
+func (ar *approvals) planIntact(a store.Approval) bool {
+	data, err := ar.s.e.Store.SavedPlan(ar.s.db, a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		sum, err := fileSHA256(a.PlanFile)
 		return err == nil && sum == a.PlanChecksum
@@ -84,8 +111,8 @@ func (s *session) planIntact(a store.Approval) bool {
 // the ones approved, whichever replica made the plan, and the work dir
 // holds no copy anyone relies on. An approval from before knit kept plans
 // in the store is applied from its file.
-func (s *session) planFile(a store.Approval) (string, error) {
-	data, err := s.e.Store.SavedPlan(s.db, a.ID)
+func (ar *approvals) planFile(a store.Approval) (string, error) {
+	data, err := ar.s.e.Store.SavedPlan(ar.s.db, a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return a.PlanFile, nil
 	}
@@ -95,7 +122,7 @@ func (s *session) planFile(a store.Approval) (string, error) {
 	if bytesSHA256(data) != a.PlanChecksum {
 		return "", fmt.Errorf("approval #%d: the saved plan in the store does not have the approved checksum", a.ID)
 	}
-	dir := filepath.Join(s.e.DataDir, "approvals", s.env.Spec.TeamName, s.env.Spec.EnvName)
+	dir := filepath.Join(ar.s.e.DataDir, "approvals", ar.s.env.Spec.TeamName, ar.s.env.Spec.EnvName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -106,16 +133,16 @@ func (s *session) planFile(a store.Approval) (string, error) {
 	return file, nil
 }
 
-func (s *session) markStale(a store.Approval, why string) error {
-	err := s.e.Store.DecideApproval(s.db, a.ID, a.Status, store.ApprovalStale, s.opts.Actor, why, s.e.now())
+func (ar *approvals) markStale(a store.Approval, why string) error {
+	err := ar.s.e.Store.DecideApproval(ar.s.db, a.ID, a.Status, store.ApprovalStale, ar.s.opts.Actor, why, ar.s.e.now())
 	if errors.Is(err, store.ErrConflict) {
 		return nil // someone decided it meanwhile; nothing is open to mark
 	}
 	if err != nil {
 		return fmt.Errorf("mark approval #%d stale: %w", a.ID, err)
 	}
-	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: "approval-stale",
-		Component: a.Component, Revision: a.Revision, RunID: s.run.ID, Detail: why, Time: s.e.now()}); err != nil {
+	if err := ar.s.e.Store.AppendAudit(ar.s.db, store.AuditEvent{Env: ar.s.env.ID(), Actor: ar.s.opts.Actor, Action: "approval-stale",
+		Component: a.Component, Revision: a.Revision, RunID: ar.s.run.ID, Detail: why, Time: ar.s.e.now()}); err != nil {
 		return fmt.Errorf("record stale approval #%d in the audit trail: %w", a.ID, err)
 	}
 	return nil
@@ -130,19 +157,19 @@ type errRefusedPlan struct{ why string }
 func (e *errRefusedPlan) Error() string { return e.why }
 
 // closeApproval records what became of an approved plan's apply.
-func (s *session) closeApproval(ap *approvedPlan, err error) error {
+func (ar *approvals) closeApproval(ap *approvedPlan, err error) error {
 	if errors.Is(err, runner.ErrStalePlan) {
 		why := "the tool refused it: " + firstLine(err.Error())
-		if serr := s.markStale(ap.a, why); serr != nil {
+		if serr := ar.markStale(ap.a, why); serr != nil {
 			return serr
 		}
 		return &errRefusedPlan{why: fmt.Sprintf("approval #%d: %s", ap.a.ID, why)}
 	}
 	if err != nil {
 		// A saved plan that failed to apply cannot be applied again: the state moved.
-		return s.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
+		return ar.markStale(ap.a, "applying it failed: "+firstLine(err.Error()))
 	}
-	if err := s.e.Store.DecideApproval(s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, ap.a.DecidedBy, ap.a.Reason, s.e.now()); err != nil {
+	if err := ar.s.e.Store.DecideApproval(ar.s.db, ap.a.ID, store.ApprovalApproved, store.ApprovalApplied, ap.a.DecidedBy, ap.a.Reason, ar.s.e.now()); err != nil {
 		return fmt.Errorf("record approval #%d as applied: %w", ap.a.ID, err)
 	}
 	return nil
@@ -151,21 +178,21 @@ func (s *session) closeApproval(ap *approvedPlan, err error) error {
 // supersedeApproval closes the component's open approval, if any, once a
 // newer plan of it was applied another way (auto-approve, a "yes" at the
 // terminal): the plan it holds can no longer be applied.
-func (s *session) supersedeApproval(name string) error {
-	a, err := s.openApproval(name)
+func (ar *approvals) supersedeApproval(name string) error {
+	a, err := ar.openApproval(name)
 	if a == nil || err != nil {
 		return err
 	}
-	return s.markStale(*a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", s.run.ID, name))
+	return ar.markStale(*a, fmt.Sprintf("superseded: run %s applied a newer plan of %s", ar.s.run.ID, name))
 }
 
 // openApproval returns the component's open (pending or approved)
 // approval, or nil.
-func (s *session) openApproval(name string) (*store.Approval, error) {
-	if !s.hasOpen(name) {
+func (ar *approvals) openApproval(name string) (*store.Approval, error) {
+	if !ar.hasOpen(name) {
 		return nil, nil
 	}
-	a, err := s.e.Store.OpenApproval(s.db, s.env.ID(), name)
+	a, err := ar.s.e.Store.OpenApproval(ar.s.db, ar.s.env.ID(), name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -183,13 +210,13 @@ func (s *session) openApproval(name string) (*store.Approval, error) {
 // any more. A plan from the same inputs leaves the approval alone (its
 // saved plan is a copy no later plan overwrites). fp is the component's
 // fingerprint as the run plans it.
-func (s *session) outdateApproval(name, fp string) error {
-	a, err := s.openApproval(name)
+func (ar *approvals) outdateApproval(name, fp string) error {
+	a, err := ar.openApproval(name)
 	if a == nil || err != nil || a.Fingerprint == fp {
 		return err
 	}
-	return s.markStale(*a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
-		s.kind, s.run.ID, name))
+	return ar.markStale(*a, fmt.Sprintf("the %s run %s planned %s from another spec, module, inputs or upstream outputs than this plan was made from",
+		ar.s.kind, ar.s.run.ID, name))
 }
 
 // destroyFingerprint is the fingerprint of a destroy plan of a component
@@ -197,16 +224,16 @@ func (s *session) outdateApproval(name, fp string) error {
 func destroyFingerprint(fp string) string { return "destroy:" + fp }
 
 // hasOpen reports whether name may have an open approval (session.open).
-func (s *session) hasOpen(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.open[name]
+func (ar *approvals) hasOpen(name string) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.open[name]
 }
 
 // requestApproval keeps a copy of the plan file that cannot be overwritten
 // by later plans, and records a pending approval of exactly that file.
-func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, error) {
-	dir := filepath.Join(s.e.DataDir, "approvals", s.env.Spec.TeamName, s.env.Spec.EnvName)
+func (ar *approvals) requestApproval(name, fp string, plan *runner.Plan) (int64, error) {
+	dir := filepath.Join(ar.s.e.DataDir, "approvals", ar.s.env.Spec.TeamName, ar.s.env.Spec.EnvName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
@@ -214,7 +241,7 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	if plan.Destroying {
 		kind = "-destroy" // says what the file is, in a process list or a tool's log
 	}
-	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s%s", name, s.run.ID, kind, filepath.Ext(plan.File)))
+	file := filepath.Join(dir, fmt.Sprintf("%s-%s%s%s", name, ar.s.run.ID, kind, filepath.Ext(plan.File)))
 	if err := copyFile(plan.File, file); err != nil {
 		return 0, fmt.Errorf("keep plan for approval: %w", err)
 	}
@@ -224,52 +251,39 @@ func (s *session) requestApproval(name, fp string, plan *runner.Plan) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	a := &store.Approval{Env: s.env.ID(), Component: name, RunID: s.run.ID, Revision: s.run.Revision,
+	a := &store.Approval{Env: ar.s.env.ID(), Component: name, RunID: ar.s.run.ID, Revision: ar.s.run.Revision,
 		Fingerprint: fp, PlanFile: file, PlanChecksum: plan.Checksum, Plan: body,
-		Status: store.ApprovalPending, CreatedAt: s.e.now()}
-	s.mu.Lock()
-	s.open[name] = true
-	s.mu.Unlock()
-	if err := s.e.Store.CreateApproval(s.db, a); err != nil {
+		Status: store.ApprovalPending, CreatedAt: ar.s.e.now()}
+	ar.mu.Lock()
+	ar.open[name] = true
+	ar.mu.Unlock()
+	if err := ar.s.e.Store.CreateApproval(ar.s.db, a); err != nil {
 		return 0, err
 	}
 	// The plan's bytes go to the store, so any replica applies them.
-	if err := s.keepPlan(a.ID, file); err != nil {
-		if serr := s.markStale(*a, "its saved plan could not be kept in the store"); serr != nil {
+	if err := ar.keepPlan(a.ID, file); err != nil {
+		if serr := ar.markStale(*a, "its saved plan could not be kept in the store"); serr != nil {
 			return 0, errors.Join(err, serr)
 		}
 		return 0, err
 	}
-	s.mu.Lock()
-	s.holds[name] = heldPlan{id: a.ID, checksum: a.PlanChecksum}
-	s.mu.Unlock()
+	ar.setHeld(name, heldPlan{id: a.ID, checksum: a.PlanChecksum})
 	return a.ID, nil
 }
 
-// heldPlan returns the approval name waits with in this run.
-func (s *session) heldPlan(name string) (heldPlan, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.holds[name]
-	return h, ok
+// setHeld records that name waits with approval h in this run.
+func (ar *approvals) setHeld(name string, h heldPlan) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.holds[name] = h
 }
 
-// stillWaiting returns c's pending approval when it may be held again as
-// it is: made for this revision from the inputs c has now (fp), its saved
-// plan intact, in an apply that asks nobody at a terminal. A change a run
-// makes elsewhere (a sibling's apply) cannot affect such a plan.
-func (s *session) stillWaiting(c *spec.Component, fp string) (*store.Approval, error) {
-	if !s.applies() || s.opts.Confirm != nil || s.opts.Refresh || s.autoApproved(c) {
-		return nil, nil
-	}
-	a, err := s.openApproval(c.Name)
-	if a == nil || err != nil || a.Status != store.ApprovalPending {
-		return nil, err
-	}
-	if s.staleness(*a, fp) != "" {
-		return nil, nil // planned again: the new plan replaces it
-	}
-	return a, nil
+// heldPlan returns the approval name waits with in this run.
+func (ar *approvals) heldPlan(name string) (heldPlan, bool) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	h, ok := ar.holds[name]
+	return h, ok
 }
 
 // Decide approves or rejects the plan awaiting approval for component, as
@@ -399,12 +413,12 @@ func copyFileMode(src, dst string, mode os.FileMode) error {
 }
 
 // keepPlan saves the plan file's bytes as approval id's saved plan.
-func (s *session) keepPlan(id int64, file string) error {
+func (ar *approvals) keepPlan(id int64, file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("keep plan for approval: %w", err)
 	}
-	if err := s.e.Store.SavePlan(s.db, id, data); err != nil {
+	if err := ar.s.e.Store.SavePlan(ar.s.db, id, data); err != nil {
 		return fmt.Errorf("keep plan for approval #%d in the store: %w", id, err)
 	}
 	return nil

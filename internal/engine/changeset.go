@@ -13,6 +13,7 @@ import (
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -25,6 +26,20 @@ import (
 // same resources what the approved change showed (covered). A plan that
 // differs stops for a new approval, saying what differs.
 
+// changes keeps a run's change sets: it loads the approved one a run goes
+// on by (openChange, covered), proposes the whole change a gated apply
+// stopped at, planning ahead what waits behind the held plans
+// (proposeChange), and closes or outdates change sets as runs end.
+type changes struct {
+	s         *session
+	gate      *gate
+	approvals *approvals
+	planned   *planned
+	// change is the environment's approved change set, if any, for this
+	// run's revision: plans it covers go on without asking (covered).
+	change *store.ChangeSet
+}
+
 // heldPlan is the approval a component waits with in this run.
 type heldPlan struct {
 	id       int64
@@ -34,12 +49,12 @@ type heldPlan struct {
 // proposeChange, after an apply's walk, plans ahead the components waiting
 // behind the held ones and records the change set of them all, unless the
 // open one is the same change. It changes no resource.
-func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkResult) {
+func (ch *changes) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkResult) {
 	var held, waiting []string
 	for _, name := range g.Vertices() {
 		switch wr.Vertices[name].Status {
 		case dag.Held:
-			if _, ok := s.heldPlan(name); ok {
+			if _, ok := ch.approvals.heldPlan(name); ok {
 				held = append(held, name)
 			}
 		case dag.Waiting:
@@ -47,28 +62,29 @@ func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkR
 		}
 	}
 	if len(held) == 0 || ctx.Err() != nil {
-		if ctx.Err() == nil && len(s.opts.Components) == 0 {
-			s.outdateChange()
+		if ctx.Err() == nil && len(ch.s.opts.Components) == 0 {
+			ch.outdateChange()
 		}
 		return
 	}
-	s.mu.Lock()
-	s.planned = map[string]*runner.Plan{}
+	ch.planned.start()
 	for _, name := range held {
-		if cr := s.result.Component(name); cr != nil && cr.Plan != nil {
-			s.planned[name] = cr.Plan
+		ch.s.mu.Lock()
+		cr := ch.s.result.Component(name)
+		ch.s.mu.Unlock()
+		if cr != nil && cr.Plan != nil {
+			ch.planned.put(name, cr.Plan)
 		}
 	}
-	s.mu.Unlock()
 	entries := make(map[string]store.ChangeSetComponent, len(held)+len(waiting))
 	for _, name := range held {
-		entries[name] = s.heldEntry(name)
+		entries[name] = ch.heldEntry(name)
 	}
-	ahead := g.Subgraph(waiting).Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
-		e := s.planAhead(ctx, name, wr.Vertices[name])
-		s.mu.Lock()
+	ahead := g.Subgraph(waiting).Walk(ctx, ch.s.opts.Parallelism, func(ctx context.Context, name string) error {
+		e := ch.planAhead(ctx, name, wr.Vertices[name])
+		ch.s.mu.Lock()
 		entries[name] = e
-		s.mu.Unlock()
+		ch.s.mu.Unlock()
 		return nil
 	})
 	for name, vr := range ahead.Vertices {
@@ -76,7 +92,7 @@ func (s *session) proposeChange(ctx context.Context, g *dag.Graph, wr *dag.WalkR
 			return // interrupted: no change set of a part of the change
 		}
 	}
-	s.recordChange(entries)
+	ch.recordChange(entries)
 }
 
 // hasDependents reports whether any component of the environment depends
@@ -92,26 +108,26 @@ func (s *session) hasDependents(name string) bool {
 
 // outdateChange marks the waiting change set stale after an apply that
 // left nothing waiting: its plans were decided one by one, or planned again.
-func (s *session) outdateChange() {
-	open, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}})
+func (ch *changes) outdateChange() {
+	open, err := ch.s.e.Store.ListChangeSets(ch.s.db, store.ChangeSetFilter{Env: ch.s.env.ID(), Statuses: []string{store.ChangeSetPending}})
 	if err != nil {
-		s.runFailed(fmt.Errorf("read the waiting change set: %w", err))
+		ch.s.runFailed(fmt.Errorf("read the waiting change set: %w", err))
 		return
 	}
 	for _, cs := range open {
-		why := fmt.Sprintf("run %s left nothing waiting for approval", s.run.ID)
-		err := s.e.Store.DecideChangeSet(s.db, cs.ID, store.ChangeSetPending, store.ChangeSetStale, s.opts.Actor, why, s.e.now())
+		why := fmt.Sprintf("run %s left nothing waiting for approval", ch.s.run.ID)
+		err := ch.s.e.Store.DecideChangeSet(ch.s.db, cs.ID, store.ChangeSetPending, store.ChangeSetStale, ch.s.opts.Actor, why, ch.s.e.now())
 		if err != nil && !errors.Is(err, store.ErrConflict) {
-			s.runFailed(fmt.Errorf("mark change set #%d stale: %w", cs.ID, err))
+			ch.s.runFailed(fmt.Errorf("mark change set #%d stale: %w", cs.ID, err))
 		}
 	}
 }
 
 // heldEntry is a held component's part of the change set.
-func (s *session) heldEntry(name string) store.ChangeSetComponent {
-	h, _ := s.heldPlan(name)
+func (ch *changes) heldEntry(name string) store.ChangeSetComponent {
+	h, _ := ch.approvals.heldPlan(name)
 	e := store.ChangeSetComponent{Component: name, ApprovalID: h.id, PlanChecksum: h.checksum, Gated: true}
-	if cr := s.result.Component(name); cr != nil {
+	if cr := ch.s.result.Component(name); cr != nil {
 		fillEntry(&e, cr.Plan)
 	}
 	return e
@@ -120,20 +136,20 @@ func (s *session) heldEntry(name string) store.ChangeSetComponent {
 // planAhead plans a component waiting behind a held one, from the outputs
 // its producers' plans already know, and records it waiting with that
 // plan. An input known only after a producer is applied is marked so.
-func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResult) store.ChangeSetComponent {
-	st := s.newStep(name, Planning)
-	e := store.ChangeSetComponent{Component: name, Gated: !s.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
+func (ch *changes) planAhead(ctx context.Context, name string, vr dag.VertexResult) store.ChangeSetComponent {
+	st := ch.s.newStep(name, Planning)
+	e := store.ChangeSetComponent{Component: name, Gated: !ch.gate.autoApproved(st.c), Resources: []store.ChangeSetResource{}}
 	// Its status says why it waits, as for any component behind a hold;
 	// what its plan could not show is the change set's to say.
-	_, cause, code, reason := s.defaultSettle(name, vr)
+	_, cause, code, reason := ch.s.defaultSettle(name, vr)
 	defer func() {
 		st.cr.Log = st.log.finish(nil)
-		s.setCode(st.cr, Waiting, cause, code, reason)
-		_ = s.record(st.op, st.cr, nil, nil)
+		ch.s.setCode(st.cr, Waiting, cause, code, reason)
+		_ = ch.s.record(st.op, st.cr, nil, nil)
 	}()
-	if s.kind == KindTeardown {
+	if ch.s.kind == KindTeardown {
 		st.op = "destroy"
-		if !live(s.state(name)) {
+		if !live(ch.s.state(name)) {
 			return e // nothing to destroy
 		}
 	}
@@ -142,13 +158,13 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
-	opts := runner.PlanOptions{Attributes: true, KnownOutputs: s.hasDependents(name)}
-	if s.kind == KindTeardown {
+	opts := runner.PlanOptions{Attributes: true, KnownOutputs: ch.s.hasDependents(name)}
+	if ch.s.kind == KindTeardown {
 		opts = runner.PlanOptions{Destroy: true}
 	}
 	var plan *runner.Plan
 	if len(p.unknown) > 0 {
-		if plan, e.KnownAfterApply = s.planPlaceholders(ctx, st, p, opts); plan == nil {
+		if plan, e.KnownAfterApply = st.planPlaceholders(ctx, p, opts); plan == nil {
 			return e
 		}
 		for _, m := range p.unknown {
@@ -159,9 +175,7 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 		return e
 	}
 	st.cr.Plan = plan
-	s.mu.Lock()
-	s.planned[name] = plan
-	s.mu.Unlock()
+	ch.planned.put(name, plan)
 	fillEntry(&e, plan)
 	return e
 }
@@ -175,14 +189,14 @@ func (s *session) planAhead(ctx context.Context, name string, vr dag.VertexResul
 // in its turn the component is planned again from the real outputs, and
 // that plan must do what this one shows (covered). Without such a plan,
 // why says what is known only after apply and why no placeholder served.
-func (s *session) planPlaceholders(ctx context.Context, st *step, p *prepared, opts runner.PlanOptions) (plan *runner.Plan, why string) {
+func (st *step) planPlaceholders(ctx context.Context, p *prepared, opts runner.PlanOptions) (plan *runner.Plan, why string) {
 	var parts, names []string
 	for _, m := range p.unknown {
 		parts = append(parts, fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied", m.Variable, m.Producer, m.Output, m.Producer))
 		names = append(names, m.Variable)
 	}
 	why = strings.Join(parts, "; ")
-	if s.kind == KindTeardown {
+	if st.s.kind == KindTeardown {
 		return nil, why // a destroy plan takes no inputs it lacks
 	}
 	pp, ok := p.r.(runner.PlaceholderPlanner)
@@ -235,31 +249,31 @@ func resourcesOf(plan *runner.Plan) []store.ChangeSetResource {
 
 // recordChange records the change set of entries, or keeps the open one
 // when it is the same change (a run that found the same plans waiting).
-func (s *session) recordChange(entries map[string]store.ChangeSetComponent) {
-	cs := store.ChangeSet{Env: s.env.ID(), RunID: s.run.ID, Revision: s.run.Revision, CreatedAt: s.e.now()}
-	for _, name := range s.inGraphOrder(slices.Sorted(maps.Keys(entries))) {
+func (ch *changes) recordChange(entries map[string]store.ChangeSetComponent) {
+	cs := store.ChangeSet{Env: ch.s.env.ID(), RunID: ch.s.run.ID, Revision: ch.s.run.Revision, CreatedAt: ch.s.e.now()}
+	for _, name := range inGraphOrder(ch.s.env, slices.Sorted(maps.Keys(entries))) {
 		cs.Components = append(cs.Components, entries[name])
 	}
 	cs.Checksum = ChangeSetChecksum(cs)
-	open, err := s.e.Store.ListChangeSets(s.db, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetPending}, Limit: 1})
+	open, err := ch.s.e.Store.ListChangeSets(ch.s.db, store.ChangeSetFilter{Env: ch.s.env.ID(), Statuses: []string{store.ChangeSetPending}, Limit: 1})
 	if err != nil {
-		s.runFailed(fmt.Errorf("read the open change set: %w", err))
+		ch.s.runFailed(fmt.Errorf("read the open change set: %w", err))
 		return
 	}
 	if len(open) == 1 && open[0].Checksum == cs.Checksum {
 		cs = open[0]
-	} else if err := s.e.Store.CreateChangeSet(s.db, &cs); err != nil {
-		s.runFailed(fmt.Errorf("record the change set: %w", err))
+	} else if err := ch.s.e.Store.CreateChangeSet(ch.s.db, &cs); err != nil {
+		ch.s.runFailed(fmt.Errorf("record the change set: %w", err))
 		return
 	}
-	s.result.ChangeSet = &cs
+	ch.s.result.ChangeSet = &cs
 }
 
-// inGraphOrder sorts names as they depend on each other: by level in the
-// environment's graph, then by name (as results are).
-func (s *session) inGraphOrder(names []string) []string {
+// inGraphOrder sorts names as they depend on each other: by level in
+// env's graph, then by name (as results are).
+func inGraphOrder(env *spec.Environment, names []string) []string {
 	level := map[string]int{}
-	if levels, err := s.env.Graph().Levels(); err == nil {
+	if levels, err := env.Graph().Levels(); err == nil {
 		for i, l := range levels {
 			for _, n := range l {
 				level[n] = i
@@ -285,8 +299,8 @@ func ChangeSetChecksum(cs store.ChangeSet) string {
 // covered reports whether the approved change set covers plan, a fresh
 // plan of a component planned ahead in it; when it does not, differs says
 // why ("" when the change set does not name the component).
-func (s *session) covered(name string, plan *runner.Plan) (ok bool, differs string) {
-	cs := s.change
+func (ch *changes) covered(name string, plan *runner.Plan) (ok bool, differs string) {
+	cs := ch.change
 	if cs == nil {
 		return false, ""
 	}
@@ -343,12 +357,12 @@ func planDiff(e store.ChangeSetComponent, plan *runner.Plan) string {
 
 // auditCovered records in the audit trail that a component's plan goes
 // on by the approved change set, and whose approval that was.
-func (s *session) auditCovered(st *step) error {
-	cs := s.change
-	if err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: cs.DecidedBy, Action: "approve",
-		Component: st.c.Name, Revision: s.run.Revision, RunID: s.run.ID, Reason: cs.Reason,
+func (ch *changes) auditCovered(st *step) error {
+	cs := ch.change
+	if err := ch.s.e.Store.AppendAudit(ch.s.db, store.AuditEvent{Env: ch.s.env.ID(), Actor: cs.DecidedBy, Action: "approve",
+		Component: st.c.Name, Revision: ch.s.run.Revision, RunID: ch.s.run.ID, Reason: cs.Reason,
 		Detail: fmt.Sprintf("change set #%d (%s): its plan matched the approved change", cs.ID, shortSum(cs.Checksum)),
-		Time:   s.e.now()}); err != nil {
+		Time:   ch.s.e.now()}); err != nil {
 		return fmt.Errorf("record the approval by change set #%d: %w", cs.ID, err)
 	}
 	return nil
@@ -356,21 +370,21 @@ func (s *session) auditCovered(st *step) error {
 
 // openChange loads the environment's approved change set for the run; one
 // made for another revision is marked stale and not used.
-func (s *session) openChange(ctx context.Context) error {
-	sets, err := s.e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: s.env.ID(), Statuses: []string{store.ChangeSetApproved}, Limit: 1})
+func (ch *changes) openChange(ctx context.Context) error {
+	sets, err := ch.s.e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: ch.s.env.ID(), Statuses: []string{store.ChangeSetApproved}, Limit: 1})
 	if err != nil || len(sets) == 0 {
 		return err
 	}
 	cs := sets[0]
-	if cs.Revision == s.run.Revision {
-		s.change = &cs
+	if cs.Revision == ch.s.run.Revision {
+		ch.change = &cs
 		return nil
 	}
-	if !s.applies() && s.kind != KindTeardown {
+	if !ch.s.applies() && ch.s.kind != KindTeardown {
 		return nil
 	}
-	why := fmt.Sprintf("change set #%d was for revision %d, and the environment is now at revision %d", cs.ID, cs.Revision, s.run.Revision)
-	if err := s.e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetApproved, store.ChangeSetStale, s.opts.Actor, why, s.e.now()); err != nil && !errors.Is(err, store.ErrConflict) {
+	why := fmt.Sprintf("change set #%d was for revision %d, and the environment is now at revision %d", cs.ID, cs.Revision, ch.s.run.Revision)
+	if err := ch.s.e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetApproved, store.ChangeSetStale, ch.s.opts.Actor, why, ch.s.e.now()); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	return nil
@@ -378,20 +392,20 @@ func (s *session) openChange(ctx context.Context) error {
 
 // closeChange records the approved change set applied once every
 // component of it was applied (or found nothing to do).
-func (s *session) closeChange() {
-	cs := s.change
+func (ch *changes) closeChange() {
+	cs := ch.change
 	if cs == nil {
 		return
 	}
 	for _, c := range cs.Components {
-		cr := s.result.Component(c.Component)
+		cr := ch.s.result.Component(c.Component)
 		if cr == nil || (cr.Status != Applied && cr.Status != NoChanges && cr.Status != UpToDate && cr.Status != Destroyed) {
 			return
 		}
 	}
-	err := s.e.Store.DecideChangeSet(s.db, cs.ID, store.ChangeSetApproved, store.ChangeSetApplied, cs.DecidedBy, cs.Reason, s.e.now())
+	err := ch.s.e.Store.DecideChangeSet(ch.s.db, cs.ID, store.ChangeSetApproved, store.ChangeSetApplied, cs.DecidedBy, cs.Reason, ch.s.e.now())
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		s.runFailed(fmt.Errorf("record change set #%d as applied: %w", cs.ID, err))
+		ch.s.runFailed(fmt.Errorf("record change set #%d as applied: %w", cs.ID, err))
 	}
 }
 

@@ -24,6 +24,21 @@ func (e *Engine) Drift(ctx context.Context, env *spec.Environment, opts Options,
 	return e.Do(ctx, KindDrift, env, opts)
 }
 
+// drifter is a drift run's walk: it checks every live component against
+// reality at once (checkAll), then judges the checks in graph order
+// (driftOne): in sync, drifted, affected by upstream drift; a reconcile
+// brings drift back through the applier.
+type drifter struct {
+	s       *session
+	judging *judging
+	gate    *gate
+	applier *applier
+}
+
+func newDrifter(s *session) *drifter {
+	return &drifter{s: s, judging: s.judging, gate: s.gate, applier: newApplier(s)}
+}
+
 // ErrTearingDown: a drift check of an environment whose applied revision
 // is a teardown (waiting for approval, or done). Reconciling it would
 // re-apply what is being destroyed, so no drift run starts: scheduled
@@ -39,30 +54,30 @@ func Driftable(env *spec.Environment) error {
 	return nil
 }
 
-func (s *session) drift(ctx context.Context) (denied error) {
-	g, err := s.selected()
+func (dr *drifter) drift(ctx context.Context) (denied error) {
+	g, err := dr.s.selected()
 	if err != nil {
 		return err
 	}
-	checks := s.newChecks(g)
+	checks := dr.newChecks(g)
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
-		s.checkAll(ctx, checks)
+		dr.checkAll(ctx, checks)
 	}()
-	if s.opts.Reconcile {
+	if dr.s.opts.Reconcile {
 		// Judging may reconcile, which runs tools: start it only when no
 		// check runs any more, so the two never pass the parallelism
 		// together.
 		<-checked
-		if s.opts.Judge != nil && ctx.Err() == nil {
-			if denied = s.judgeDrift(ctx, g, checks); denied != nil {
+		if dr.s.opts.Judge != nil && ctx.Err() == nil {
+			if denied = dr.judgeDrift(ctx, g, checks); denied != nil {
 				var pd *PolicyDeniedError
 				if !errors.As(denied, &pd) {
 					return denied // the policies could not judge: nothing is reconciled
 				}
 				// Denied: drift is reported, nothing is reconciled.
-				s.opts.Reconcile = false
+				dr.s.opts.Reconcile = false
 			}
 		}
 	}
@@ -70,11 +85,11 @@ func (s *session) drift(ctx context.Context) (denied error) {
 	// as they end: a component is judged once its own check and its
 	// upstream's judgements are done, and only the last checks' judgements
 	// are left when the last check ends.
-	wr := g.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+	wr := g.Walk(ctx, dr.s.opts.Parallelism, func(ctx context.Context, name string) error {
 		if c := checks[name]; c != nil {
 			<-c.done
 		}
-		return s.driftOne(ctx, name, checks[name])
+		return dr.driftOne(ctx, name, checks[name])
 	})
 	<-checked
 	// A component checked but never judged (behind a failure, interrupted)
@@ -84,32 +99,32 @@ func (s *session) drift(ctx context.Context) (denied error) {
 		if c == nil || (vr.Status != dag.Skipped && vr.Status != dag.Waiting && vr.Status != dag.Canceled) {
 			continue
 		}
-		st, cause, code, reason := s.defaultSettle(name, vr)
-		s.setCode(c.step.cr, st, cause, code, reason)
+		st, cause, code, reason := dr.s.defaultSettle(name, vr)
+		dr.s.setCode(c.step.cr, st, cause, code, reason)
 		c.step.cr.Log = c.step.log.finish(nil)
-		_ = s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
+		_ = dr.s.record(c.step.op, c.step.cr, c.step.storeRun, nil)
 	}
-	s.settle("drift", wr, s.defaultSettle)
+	dr.s.settle("drift", wr, dr.s.defaultSettle)
 	return denied
 }
 
 // judgeDrift has the Judge judge a reconciling drift run's fixes (the
 // checks' plans) before any is applied.
-func (s *session) judgeDrift(ctx context.Context, g *dag.Graph, checks map[string]*check) error {
+func (dr *drifter) judgeDrift(ctx context.Context, g *dag.Graph, checks map[string]*check) error {
 	var list []PlannedComponent
 	for _, name := range g.Vertices() {
 		c := checks[name]
 		if c == nil {
 			continue
 		}
-		pc := PlannedComponent{Name: name, Def: s.env.Component(name), Plan: c.plan, Secrets: c.step.secrets}
-		pc.Gated = !s.autoApproved(pc.Def)
+		pc := PlannedComponent{Name: name, Def: dr.s.env.Component(name), Plan: c.plan, Secrets: c.step.secrets}
+		pc.Gated = !dr.gate.autoApproved(pc.Def)
 		if c.err != nil {
 			pc.Unplanned = firstLine(redact(c.err.Error(), c.step.secrets))
 		}
 		list = append(list, pc)
 	}
-	return s.judge(ctx, list)
+	return dr.judging.judge(ctx, list)
 }
 
 // check is one component's drift check: its plan against reality with the
@@ -127,11 +142,11 @@ type check struct {
 }
 
 // newChecks makes a check for every live component of g.
-func (s *session) newChecks(g *dag.Graph) map[string]*check {
+func (dr *drifter) newChecks(g *dag.Graph) map[string]*check {
 	checks := make(map[string]*check)
 	for _, name := range g.Vertices() {
-		if live(s.state(name)) {
-			checks[name] = &check{step: s.newStep(name, Checking), done: make(chan struct{})}
+		if live(dr.s.state(name)) {
+			checks[name] = &check{step: dr.s.newStep(name, Checking), done: make(chan struct{})}
 		}
 	}
 	return checks
@@ -143,7 +158,7 @@ func (s *session) newChecks(g *dag.Graph) map[string]*check {
 // drift costs the slowest single plan rather than the graph's depth;
 // driftOne then judges the checks in graph order, where upstream drift and
 // reconciling need it.
-func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
+func (dr *drifter) checkAll(ctx context.Context, checks map[string]*check) {
 	flat := dag.New()
 	for name, c := range checks {
 		flat.Add(name)
@@ -152,14 +167,14 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 	// Every check is recorded running at once, in one transaction: they
 	// all start now, only the parallelism queues them, and a commit per
 	// check would cost each a store write before its tool could start.
-	if err := s.startedAll(checks); err != nil {
+	if err := dr.startedAll(checks); err != nil {
 		for _, c := range checks {
 			c.err = err
 			close(c.done)
 		}
 		return
 	}
-	wr := flat.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+	wr := flat.Walk(ctx, dr.s.opts.Parallelism, func(ctx context.Context, name string) error {
 		c := checks[name]
 		c.started = true // read only after the walk, which waits for this call
 		defer close(c.done)
@@ -174,7 +189,7 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 		// Drift names the attributes that differ (driftSummary); an
 		// in-sync component costs one tool run all the same. Only a
 		// reconcile applies (or holds for approval) the plan it makes.
-		opts := runner.PlanOptions{Attributes: true, Unsaved: !s.opts.Reconcile, Values: s.opts.Reconcile && s.opts.Judge != nil}
+		opts := runner.PlanOptions{Attributes: true, Unsaved: !dr.s.opts.Reconcile, Values: dr.s.opts.Reconcile && dr.s.opts.Judge != nil}
 		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
 			c.err = fmt.Errorf("plan: %w", c.err)
 		}
@@ -191,24 +206,24 @@ func (s *session) checkAll(ctx context.Context, checks map[string]*check) {
 	}
 }
 
-func (s *session) driftOne(ctx context.Context, name string, c *check) error {
+func (dr *drifter) driftOne(ctx context.Context, name string, c *check) error {
 	if c == nil {
-		st := s.newStep(name, Checking)
+		st := dr.s.newStep(name, Checking)
 		st.op = "drift"
-		s.setCode(st.cr, NotApplied, ReasonNeverApplied.Cause(), string(NotApplied), "never applied: knit apply creates it")
-		return s.record(st.op, st.cr, nil, nil)
+		dr.s.setCode(st.cr, NotApplied, ReasonNeverApplied.Cause(), string(NotApplied), "never applied: knit apply creates it")
+		return dr.s.record(st.op, st.cr, nil, nil)
 	}
-	st, prev := c.step, s.state(name)
-	if ups := s.affectedBy(st.c); len(ups) > 0 {
+	st, prev := c.step, dr.s.state(name)
+	if ups := dr.affectedBy(st.c); len(ups) > 0 {
 		// Its own check planned with inputs drift is about to change.
 		st.cr.Drift, st.cr.AffectedBy = Affected, ups
-		if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
+		if dr.s.opts.Reconcile && dr.s.opts.Policies[name] != spec.DriftAlert {
 			st.force = true
-			return s.converge(ctx, st, nil, nil)
+			return dr.applier.converge(ctx, st, nil, nil)
 		}
 		st.cr.Log = st.log.finish(nil)
-		s.setCode(st.cr, Affected, ReasonUpstreamDrifted.Cause(ups...), string(Affected), "takes "+strings.Join(ups, ", ")+", which drift changes")
-		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+		dr.s.setCode(st.cr, Affected, ReasonUpstreamDrifted.Cause(ups...), string(Affected), "takes "+strings.Join(ups, ", ")+", which drift changes")
+		return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
 	if c.err != nil {
 		return st.fail(ctx, c.err)
@@ -218,39 +233,39 @@ func (s *session) driftOne(ctx context.Context, name string, c *check) error {
 	st.cr.Log = st.log.finish(nil)
 	if !plan.HasChanges() {
 		st.cr.Drift = InSync
-		s.set(st.cr, InSync, "")
+		dr.s.set(st.cr, InSync, "")
 		if plan.Unchecked {
 			// Nothing to compare with reality: its dependents are
 			// checked against theirs as usual.
 			st.cr.Drift = Unknown
-			s.setCode(st.cr, Unknown, ReasonUnchecked.Cause(), string(Unknown), "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
+			dr.s.setCode(st.cr, Unknown, ReasonUnchecked.Cause(), string(Unknown), "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
 		}
-		return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
+		return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
 	st.cr.Drift = Drifted
-	if s.opts.Reconcile && s.opts.Policies[name] != spec.DriftAlert {
-		return s.converge(ctx, st, p, plan)
+	if dr.s.opts.Reconcile && dr.s.opts.Policies[name] != spec.DriftAlert {
+		return dr.applier.converge(ctx, st, p, plan)
 	}
-	s.setCode(st.cr, Drifted, ReasonDrifted.Cause(), string(Drifted), driftSummary(plan))
-	if err := s.auditFinding(st.cr); err != nil {
+	dr.s.setCode(st.cr, Drifted, ReasonDrifted.Cause(), string(Drifted), driftSummary(plan))
+	if err := dr.auditFinding(st.cr); err != nil {
 		return st.fail(ctx, err)
 	}
-	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+	return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 }
 
 // affectedBy lists the upstream outputs this component takes that drift in
 // this run would change: outputs a drifted producer's plan changes, or any
 // output of a producer that is itself affected.
-func (s *session) affectedBy(c *spec.Component) []string {
+func (dr *drifter) affectedBy(c *spec.Component) []string {
 	var ups []string
 	for _, v := range c.Variables {
 		ref, ok := spec.ParseValueFrom(v.ValueFrom)
 		if !ok {
 			continue
 		}
-		s.mu.Lock()
-		up := s.result.Component(ref.Component)
-		s.mu.Unlock()
+		dr.s.mu.Lock()
+		up := dr.s.result.Component(ref.Component)
+		dr.s.mu.Unlock()
 		if up == nil {
 			continue
 		}
@@ -282,9 +297,9 @@ func driftSummary(p *runner.Plan) string {
 }
 
 // auditFinding records one drifted component in the audit trail.
-func (s *session) auditFinding(cr *ComponentResult) error {
-	err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: "drift-found",
-		Component: cr.Name, Revision: s.run.Revision, RunID: s.run.ID, Detail: driftSummary(cr.Plan), Time: s.e.now()})
+func (dr *drifter) auditFinding(cr *ComponentResult) error {
+	err := dr.s.e.Store.AppendAudit(dr.s.db, store.AuditEvent{Env: dr.s.env.ID(), Actor: dr.s.opts.Actor, Action: "drift-found",
+		Component: cr.Name, Revision: dr.s.run.Revision, RunID: dr.s.run.ID, Detail: driftSummary(cr.Plan), Time: dr.s.e.now()})
 	if err != nil {
 		return fmt.Errorf("record drift of %s in the audit trail: %w", cr.Name, err)
 	}

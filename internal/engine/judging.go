@@ -12,6 +12,40 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
+// judging applies the environment's policies (the run's Judge) to a run:
+// it plans and judges the whole plan before anything applies (judgeFirst),
+// judges again a plan made in a component's turn that is not the judged
+// one (judgeAgain), judges a plan run's plans (judgeResult), and acts on
+// each verdict: decisions kept, published and audited, require_approval
+// passed to the gate, a deny stopping the run.
+type judging struct {
+	s         *session
+	gate      *gate
+	approvals *approvals
+	planned   *planned
+	mu        sync.Mutex
+	// judged is the plan judgeFirst judged; usable holds, by component,
+	// the saved plans it judged that may apply as they are (judgedPlan):
+	// any other plan a component's turn makes is judged again
+	// (judgeAgain); denied, once such a judgement denies, stops the rest.
+	judged []PlannedComponent
+	usable map[string]judgedPlan
+	denied *PolicyDeniedError
+	// secrets are, in a judged plan run, the secrets each planned
+	// component was given, which the Judge masks in its input.
+	secrets map[string][]string
+}
+
+// keepSecrets keeps, in a judged plan run, the secrets name was given.
+func (j *judging) keepSecrets(name string, secrets []string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.secrets == nil {
+		j.secrets = map[string][]string{}
+	}
+	j.secrets[name] = secrets
+}
+
 // judgeFirst, in a run that may change something (apply, teardown),
 // plans every selected component before anything applies and has the
 // Judge judge the whole plan (see Judge). It changes no resource. A
@@ -19,34 +53,30 @@ import (
 // (the run leaves it alone); one waiting with an approval is judged by its
 // waiting plan, which stays the one to apply (a new plan would replace the
 // saved one a person approved).
-func (s *session) judgeFirst(ctx context.Context) error {
+func (j *judging) judgeFirst(ctx context.Context) error {
 	var g *dag.Graph
-	if s.kind == KindTeardown {
-		g = s.env.Graph()
-		if len(s.opts.Components) > 0 {
-			g = g.WithDependents(s.opts.Components)
+	if j.s.kind == KindTeardown {
+		g = j.s.env.Graph()
+		if len(j.s.opts.Components) > 0 {
+			g = g.WithDependents(j.s.opts.Components)
 		}
 	} else {
 		var err error
-		if g, err = s.selected(); err != nil {
+		if g, err = j.s.selected(); err != nil {
 			return err
 		}
 	}
-	s.mu.Lock()
-	s.planned = map[string]*runner.Plan{}
-	s.usable = map[string]judgedPlan{}
-	s.mu.Unlock()
-	defer func() {
-		// The apply resolves inputs from what its producers really output.
-		s.mu.Lock()
-		s.planned = nil
-		s.mu.Unlock()
-	}()
+	j.planned.start()
+	j.mu.Lock()
+	j.usable = map[string]judgedPlan{}
+	j.mu.Unlock()
+	// The apply resolves inputs from what its producers really output.
+	defer j.planned.stop()
 	var mu sync.Mutex
 	comps := map[string]PlannedComponent{}
 	var errs []error
-	wr := g.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
-		pc, err := s.planForJudge(ctx, name)
+	wr := g.Walk(ctx, j.s.opts.Parallelism, func(ctx context.Context, name string) error {
+		pc, err := j.planForJudge(ctx, name)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -70,21 +100,21 @@ func (s *session) judgeFirst(ctx context.Context) error {
 			return &PolicyError{Err: fmt.Errorf("%s was not planned for the policies: %s", name, vr.Reason)}
 		}
 	}
-	s.judged = list
-	return s.judge(ctx, list)
+	j.judged = list
+	return j.judge(ctx, list)
 }
 
 // planForJudge plans one component for judgeFirst.
-func (s *session) planForJudge(ctx context.Context, name string) (PlannedComponent, error) {
-	c := s.env.Component(name)
-	_, removed := s.removed[name]
-	destroying := c.Destroy || s.env.Spec.Teardown
-	pc := PlannedComponent{Name: name, Def: c, Removed: removed, Gated: !s.autoApproved(c)}
-	if destroying && !live(s.state(name)) {
+func (j *judging) planForJudge(ctx context.Context, name string) (PlannedComponent, error) {
+	c := j.s.env.Component(name)
+	removed := j.s.removed.has(name)
+	destroying := c.Destroy || j.s.env.Spec.Teardown
+	pc := PlannedComponent{Name: name, Def: c, Removed: removed, Gated: !j.gate.autoApproved(c)}
+	if destroying && !live(j.s.state(name)) {
 		pc.Plan = &runner.Plan{Destroying: true} // nothing to destroy
 		return pc, nil
 	}
-	if a, err := s.openApproval(name); err != nil || a != nil {
+	if a, err := j.approvals.openApproval(name); err != nil || a != nil {
 		if err != nil {
 			return pc, err
 		}
@@ -95,7 +125,7 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 		pc.Plan, pc.Gated = plan, true
 		return pc, nil
 	}
-	st := &step{s: s, c: c, cr: &ComponentResult{Name: name}, op: "plan"}
+	st := &step{s: j.s, c: c, cr: &ComponentResult{Name: name}, op: "plan"}
 	if destroying {
 		st.op = "destroy"
 	}
@@ -105,16 +135,16 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 		return pc, err
 	}
 	defer func() { st.log.finish(nil) }()
-	prev := s.state(name)
-	if !destroying && len(p.unknown) == 0 && !s.opts.Refresh && prev.Status == stateApplied && prev.Fingerprint == p.fp {
+	prev := j.s.state(name)
+	if !destroying && len(p.unknown) == 0 && !j.s.opts.Refresh && prev.Status == stateApplied && prev.Fingerprint == p.fp {
 		pc.Plan = &runner.Plan{} // up to date: the run leaves it alone
 		return pc, nil
 	}
-	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && s.hasDependents(name)}
+	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && j.s.hasDependents(name)}
 	var plan *runner.Plan
 	if len(p.unknown) > 0 && !destroying {
 		// The plan that applies is made in its turn and judged then.
-		plan, pc.Unplanned = s.planPlaceholders(ctx, st, p, opts)
+		plan, pc.Unplanned = st.planPlaceholders(ctx, p, opts)
 		if plan == nil {
 			return pc, nil
 		}
@@ -123,73 +153,74 @@ func (s *session) planForJudge(ctx context.Context, name string) (PlannedCompone
 	}
 	plan.Destroying = destroying
 	pc.Plan = plan
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !destroying {
-		s.planned[name] = plan
+		j.planned.put(name, plan)
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if len(p.unknown) == 0 && plan.File != "" {
-		s.usable[name] = judgedPlan{plan: plan, fp: p.fp}
+		j.usable[name] = judgedPlan{plan: plan, fp: p.fp}
 	}
 	return pc, nil
 }
 
 // judgeResult, after a plan run's walk, judges the plans it made.
-func (s *session) judgeResult(ctx context.Context) error {
+func (j *judging) judgeResult(ctx context.Context) error {
 	var list []PlannedComponent
-	s.mu.Lock()
-	crs := append([]*ComponentResult(nil), s.result.Components...)
-	secrets := s.secrets
-	s.mu.Unlock()
+	j.s.mu.Lock()
+	crs := append([]*ComponentResult(nil), j.s.result.Components...)
+	j.s.mu.Unlock()
+	j.mu.Lock()
+	secrets := j.secrets
+	j.mu.Unlock()
 	for _, cr := range crs {
-		c := s.env.Component(cr.Name)
-		_, removed := s.removed[cr.Name]
+		c := j.s.env.Component(cr.Name)
+		removed := j.s.removed.has(cr.Name)
 		pc := PlannedComponent{Name: cr.Name, Def: c, Removed: removed, Plan: cr.Plan, Secrets: secrets[cr.Name]}
 		if c != nil {
-			pc.Gated = !s.autoApproved(c)
+			pc.Gated = !j.gate.autoApproved(c)
 		}
 		if cr.Plan == nil {
 			pc.Unplanned = cr.Reason
 		}
 		list = append(list, pc)
 	}
-	return s.judge(ctx, list)
+	return j.judge(ctx, list)
 }
 
 // judge has the Judge judge comps and acts on its verdict: decisions are
 // kept in the result, published and audited; require_approval gates the
 // components it names; a deny (unless overridden) stops the run.
-func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
-	v, err := s.opts.Judge.Judge(ctx, s.envPlan(comps))
+func (j *judging) judge(ctx context.Context, comps []PlannedComponent) error {
+	v, err := j.s.opts.Judge.Judge(ctx, j.envPlan(comps))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return &PolicyError{Err: err}
 	}
-	if v.Denied() && s.opts.OverridePolicy != "" {
-		v.Overridden = s.opts.OverridePolicy
+	if v.Denied() && j.s.opts.OverridePolicy != "" {
+		v.Overridden = j.s.opts.OverridePolicy
 	}
-	s.mu.Lock()
-	s.result.Policy = v
-	s.mu.Unlock()
+	j.s.mu.Lock()
+	j.s.result.Policy = v
+	j.s.mu.Unlock()
 	for i := range v.Decisions {
 		d := v.Decisions[i]
-		s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
-		if err := s.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
+		j.s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
+		if err := j.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
 			return err
 		}
 	}
 	if v.Overridden != "" {
-		if err := s.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
+		if err := j.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
 			return err
 		}
 	}
-	s.mustApprove = map[string]string{}
 	for _, d := range v.Of(DecisionRequireApproval) {
 		for _, pc := range comps {
 			if d.Component == pc.Name || (d.Component == "" && pc.Plan.HasChanges()) {
-				s.mustApprove[pc.Name] = d.String()
+				j.gate.require(pc.Name, d.String())
 			}
 		}
 	}
@@ -197,9 +228,9 @@ func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
 		return nil
 	}
 	denials := v.Of(DecisionDeny)
-	if s.applies() || s.kind == KindTeardown {
+	if j.s.applies() || j.s.kind == KindTeardown {
 		op := "apply"
-		if s.kind == KindTeardown {
+		if j.s.kind == KindTeardown {
 			op = "destroy"
 		}
 		for _, pc := range comps {
@@ -210,20 +241,20 @@ func (s *session) judge(ctx context.Context, comps []PlannedComponent) error {
 					break
 				}
 			}
-			cr := s.add(pc.Name, Skipped)
+			cr := j.s.add(pc.Name, Skipped)
 			cr.Plan = pc.Plan
-			s.setCode(cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
-			_ = s.record(op, cr, nil, nil)
+			j.s.setCode(cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
+			_ = j.s.record(op, cr, nil, nil)
 		}
 	}
 	return &PolicyDeniedError{Denials: denials}
 }
 
 // envPlan is what the Judge judges of this run with comps.
-func (s *session) envPlan(comps []PlannedComponent) *EnvPlan {
-	return &EnvPlan{Env: s.env, Components: comps, Run: RunInfo{
-		ID: s.run.ID, Kind: string(s.kind), Actor: s.opts.Actor, Reason: s.opts.Reason, Source: s.opts.Source,
-		Time: s.run.StartedAt, Revision: s.run.Revision, Commit: s.opts.Commit, Author: s.opts.Author}}
+func (j *judging) envPlan(comps []PlannedComponent) *EnvPlan {
+	return &EnvPlan{Env: j.s.env, Components: comps, Run: RunInfo{
+		ID: j.s.run.ID, Kind: string(j.s.kind), Actor: j.s.opts.Actor, Reason: j.s.opts.Reason, Source: j.s.opts.Source,
+		Time: j.s.run.StartedAt, Revision: j.s.run.Revision, Commit: j.s.opts.Commit, Author: j.s.opts.Author}}
 }
 
 // judgedPlan is a saved plan judgeFirst judged, and the fingerprint of
@@ -240,14 +271,14 @@ type judgedPlan struct {
 // whether the run was judged first at all: if it was and no plan is
 // returned, any plan made for name must be judged again (judgeAgain)
 // before it applies.
-func (s *session) judgedPlan(name, fp string) (plan *runner.Plan, judged bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.usable == nil {
+func (j *judging) judgedPlan(name, fp string) (plan *runner.Plan, judged bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.usable == nil {
 		return nil, false
 	}
-	jp, ok := s.usable[name]
-	delete(s.usable, name)
+	jp, ok := j.usable[name]
+	delete(j.usable, name)
 	if !ok || jp.fp != fp {
 		return nil, true
 	}
@@ -259,35 +290,35 @@ func (s *session) judgedPlan(name, fp string) (plan *runner.Plan, judged bool) {
 // acts on the verdict as judge does, for name: decisions not already kept
 // are added, published and audited; require_approval gates it; a deny
 // (unless overridden) stops the run before it applies.
-func (s *session) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) error {
+func (j *judging) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) error {
 	name := st.c.Name
-	_, removed := s.removed[name]
-	pc := PlannedComponent{Name: name, Def: st.c, Removed: removed, Gated: !s.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
-	s.mu.Lock()
-	list := slices.Clone(s.judged)
-	s.mu.Unlock()
+	removed := j.s.removed.has(name)
+	pc := PlannedComponent{Name: name, Def: st.c, Removed: removed, Gated: !j.gate.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
+	j.mu.Lock()
+	list := slices.Clone(j.judged)
+	j.mu.Unlock()
 	if i := slices.IndexFunc(list, func(c PlannedComponent) bool { return c.Name == name }); i >= 0 {
 		list[i] = pc
 	} else {
 		list = append(list, pc)
 	}
-	v, err := s.opts.Judge.Judge(ctx, s.envPlan(list))
+	v, err := j.s.opts.Judge.Judge(ctx, j.envPlan(list))
 	if err != nil {
 		if ctx.Err() == nil {
 			err = &PolicyError{Err: err}
-			s.runFailed(err)
+			j.s.runFailed(err)
 		}
 		return st.fail(ctx, err)
 	}
-	if v.Denied() && s.opts.OverridePolicy != "" {
-		v.Overridden = s.opts.OverridePolicy
+	if v.Denied() && j.s.opts.OverridePolicy != "" {
+		v.Overridden = j.s.opts.OverridePolicy
 	}
 	var fresh []Decision
-	s.mu.Lock()
-	kept := s.result.Policy
+	j.s.mu.Lock()
+	kept := j.s.result.Policy
 	if kept == nil {
 		kept = &Verdict{}
-		s.result.Policy = kept
+		j.s.result.Policy = kept
 	}
 	for _, d := range v.Decisions {
 		if !slices.Contains(kept.Decisions, d) {
@@ -299,21 +330,21 @@ func (s *session) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 	if override {
 		kept.Overridden = v.Overridden
 	}
+	j.s.mu.Unlock()
 	for _, d := range v.Of(DecisionRequireApproval) {
 		if d.Component == name || (d.Component == "" && plan.HasChanges()) {
-			s.mustApprove[name] = d.String()
+			j.gate.require(name, d.String())
 		}
 	}
-	s.mu.Unlock()
 	for i := range fresh {
 		d := fresh[i]
-		s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
-		if err := s.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
+		j.s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
+		if err := j.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
 			return st.fail(ctx, err)
 		}
 	}
 	if override {
-		if err := s.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
+		if err := j.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
 			return st.fail(ctx, err)
 		}
 	}
@@ -328,48 +359,43 @@ func (s *session) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 			break
 		}
 	}
-	s.mu.Lock()
-	if s.denied == nil {
-		s.denied = denied
-		s.errs = append(s.errs, denied)
+	j.mu.Lock()
+	first := j.denied == nil
+	if first {
+		j.denied = denied
 	}
-	s.mu.Unlock()
+	j.mu.Unlock()
+	if first {
+		j.s.runFailed(denied)
+	}
 	st.cr.Plan = plan
 	st.cr.Log = st.log.finish(nil)
-	s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
-	_ = s.record(st.op, st.cr, st.storeRun, nil)
+	j.s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
+	_ = j.s.record(st.op, st.cr, st.storeRun, nil)
 	return denied
 }
 
 // deniedAfterJudgeFirst, when a judgement in some component's turn has
 // denied the run, skips st's component and says why the run stopped.
-func (s *session) deniedAfterJudgeFirst(st *step) error {
-	s.mu.Lock()
-	denied := s.denied
-	s.mu.Unlock()
+func (j *judging) deniedAfterJudgeFirst(st *step) error {
+	j.mu.Lock()
+	denied := j.denied
+	j.mu.Unlock()
 	if denied == nil {
 		return nil
 	}
 	why := "not run: the run was denied by policy"
-	s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), why, why)
-	_ = s.record(st.op, st.cr, nil, nil)
+	j.s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), why, why)
+	_ = j.s.record(st.op, st.cr, nil, nil)
 	return denied
 }
 
 // auditDecision records one policy decision in the audit trail.
-func (s *session) auditDecision(action, component, detail string) error {
-	err := s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: action,
-		Component: component, Revision: s.run.Revision, RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: s.e.now()})
+func (j *judging) auditDecision(action, component, detail string) error {
+	err := j.s.e.Store.AppendAudit(j.s.db, store.AuditEvent{Env: j.s.env.ID(), Actor: j.s.opts.Actor, Action: action,
+		Component: component, Revision: j.s.run.Revision, RunID: j.s.run.ID, Reason: j.s.opts.Reason, Detail: detail, Time: j.s.e.now()})
 	if err != nil {
 		return fmt.Errorf("record the policy decision: %w", err)
 	}
 	return nil
-}
-
-// requiredByPolicy is why a policy requires a person to approve name's
-// plan ("" if none does).
-func (s *session) requiredByPolicy(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mustApprove[name]
 }

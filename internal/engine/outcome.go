@@ -38,7 +38,7 @@ func (s *session) recordOutcome(status store.RunStatus, err error) error {
 			RunID: s.run.ID, Reason: s.opts.Reason, Detail: detail, Time: o.At,
 		}
 		o.EnvStatus = envStatuses[status]
-		o.Verification = s.verification(status, err)
+		o.Verification = s.verification.verdict(status, err)
 		switch {
 		case s.result.Rollout == RolloutPaused:
 			o.EnvStatus = EnvPaused

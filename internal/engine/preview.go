@@ -70,6 +70,12 @@ func PlanChecksum(components []*ComponentResult) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// previews keeps what a preview run copies (the work dirs it plans in)
+// and links an apply to the preview whose plan it applied.
+type previews struct {
+	s *session
+}
+
 // previewDir is where a preview run plans component name: a copy of its
 // work dir (state, module copy, providers) under the run's own folder, so
 // that the preview neither replaces a saved plan an approval waits on nor
@@ -78,9 +84,9 @@ func PlanChecksum(components []*ComponentResult) string {
 // A sandboxed preview's copy is under the sandbox's folder instead, outside
 // the data dir (which the sandbox's user cannot enter), in a run folder
 // only knit's user lists.
-func (s *session) previewDir(name, workDir string) (string, error) {
-	root := s.previewRoot()
-	if s.opts.Sandbox != nil {
+func (pv *previews) previewDir(name, workDir string) (string, error) {
+	root := pv.previewRoot()
+	if pv.s.opts.Sandbox != nil {
 		if err := os.MkdirAll(root, 0o711); err != nil {
 			return "", fmt.Errorf("the sandbox's folder for the preview: %w", err)
 		}
@@ -93,19 +99,19 @@ func (s *session) previewDir(name, workDir string) (string, error) {
 }
 
 // previewRoot is the folder of a preview run's copies.
-func (s *session) previewRoot() string {
-	if s.opts.Sandbox != nil {
-		return filepath.Join(s.opts.Sandbox.Dir, s.run.ID)
+func (pv *previews) previewRoot() string {
+	if pv.s.opts.Sandbox != nil {
+		return filepath.Join(pv.s.opts.Sandbox.Dir, pv.s.run.ID)
 	}
-	return filepath.Join(s.e.DataDir, "preview", s.run.ID)
+	return filepath.Join(pv.s.e.DataDir, "preview", pv.s.run.ID)
 }
 
 // removePreviewDirs removes what a preview run copied.
-func (s *session) removePreviewDirs() error {
-	if !s.opts.Preview {
+func (pv *previews) removePreviewDirs() error {
+	if !pv.s.opts.Preview {
 		return nil
 	}
-	return os.RemoveAll(s.previewRoot())
+	return os.RemoveAll(pv.previewRoot())
 }
 
 // previewPlaceholder is what a sandboxed preview plans with instead of a
@@ -202,11 +208,11 @@ func copyWorkDir(src, dst string) error {
 // linkPreview, at the end of an apply (or teardown) about to succeed, records in the
 // audit trail the preview whose plan it applied, if any: the newest
 // planned preview of the environment with the run's checksum.
-func (s *session) linkPreview() error {
-	if (s.kind != KindApply && s.kind != KindTeardown) || s.result.Checksum == "" {
+func (pv *previews) linkPreview() error {
+	if (pv.s.kind != KindApply && pv.s.kind != KindTeardown) || pv.s.result.Checksum == "" {
 		return nil
 	}
-	ps, err := s.e.Store.PreviewsByChecksum(s.db, s.env.ID(), s.result.Checksum)
+	ps, err := pv.s.e.Store.PreviewsByChecksum(pv.s.db, pv.s.env.ID(), pv.s.result.Checksum)
 	if err != nil {
 		return fmt.Errorf("find the preview of the applied plan: %w", err)
 	}
@@ -214,11 +220,11 @@ func (s *session) linkPreview() error {
 		return nil
 	}
 	p := ps[0]
-	s.result.Preview = &PreviewRef{Branch: p.Branch, Commit: p.Commit, Checksum: p.Checksum}
-	err = s.e.Store.AppendAudit(s.db, store.AuditEvent{Env: s.env.ID(), Actor: s.opts.Actor, Action: AuditPreviewApplied,
-		Revision: s.run.Revision, RunID: s.run.ID, Reason: "preview " + p.Branch + "@" + shortCommit(p.Commit),
+	pv.s.result.Preview = &PreviewRef{Branch: p.Branch, Commit: p.Commit, Checksum: p.Checksum}
+	err = pv.s.e.Store.AppendAudit(pv.s.db, store.AuditEvent{Env: pv.s.env.ID(), Actor: pv.s.opts.Actor, Action: AuditPreviewApplied,
+		Revision: pv.s.run.Revision, RunID: pv.s.run.ID, Reason: "preview " + p.Branch + "@" + shortCommit(p.Commit),
 		Detail: fmt.Sprintf("applied the plan previewed on branch %s at commit %s: checksum %s", p.Branch, p.Commit, p.Checksum),
-		Time:   s.e.now()})
+		Time:   pv.s.e.now()})
 	if err != nil {
 		return fmt.Errorf("record the preview the apply applied: %w", err)
 	}

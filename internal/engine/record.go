@@ -24,9 +24,7 @@ func (s *session) state(name string) store.ComponentState {
 // applied still plans every component it can).
 func (s *session) producerState(name string) store.ComponentState {
 	st := s.state(name)
-	s.mu.Lock()
-	plan, ok := s.planned[name]
-	s.mu.Unlock()
+	plan, ok := s.planned.get(name)
 	if !ok {
 		return st
 	}
@@ -162,19 +160,19 @@ func (s *session) started(op string, cr *ComponentResult) (*store.ComponentRun, 
 }
 
 // startedAll is started for every check of a drift, in one store write.
-func (s *session) startedAll(checks map[string]*check) error {
+func (dr *drifter) startedAll(checks map[string]*check) error {
 	runs := make([]*store.ComponentRun, 0, len(checks))
 	for _, name := range slices.Sorted(maps.Keys(checks)) {
 		c := checks[name]
-		c.step.storeRun = s.runRecord(c.step.op, c.step.cr)
+		c.step.storeRun = dr.s.runRecord(c.step.op, c.step.cr)
 		runs = append(runs, c.step.storeRun)
 	}
-	if err := s.e.Store.StartComponentRun(s.db, runs...); err != nil {
+	if err := dr.s.e.Store.StartComponentRun(dr.s.db, runs...); err != nil {
 		for _, c := range checks {
 			c.step.storeRun = nil
 		}
 		err = fmt.Errorf("record the drift checks: %w", err)
-		s.runFailed(err)
+		dr.s.runFailed(err)
 		return err
 	}
 	return nil

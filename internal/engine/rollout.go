@@ -32,17 +32,17 @@ const EnvPaused = store.EnvPaused
 
 // rollout decides what follows the run's end with err: only an apply or
 // a rollback whose verification did not succeed is followed by anything.
-func (s *session) rollout(err error) Rollout {
+func (v *verification) rollout(err error) Rollout {
 	var verr *VerificationError
-	if !s.applies() || !errors.As(err, &verr) {
+	if !v.s.applies() || !errors.As(err, &verr) {
 		return RolloutNone
 	}
 	switch {
 	case verr.Report.Verdict == health.Inconclusive:
 		return RolloutPaused // nobody could tell: a person decides
-	case s.env.Spec.OnFailure() == spec.PauseOnFailure:
+	case v.s.env.Spec.OnFailure() == spec.PauseOnFailure:
 		return RolloutPaused
-	case s.env.Spec.OnFailure() == spec.RollbackOnFailure && s.kind == KindApply:
+	case v.s.env.Spec.OnFailure() == spec.RollbackOnFailure && v.s.kind == KindApply:
 		return RolloutRollback
 	}
 	return RolloutNone
@@ -51,8 +51,8 @@ func (s *session) rollout(err error) Rollout {
 // verification is what the run's revision keeps of its verification:
 // Successful for an apply or rollback that succeeded (with or without
 // checks), the verdict of one whose checks did not succeed, "" otherwise.
-func (s *session) verification(status store.RunStatus, err error) string {
-	if !s.applies() {
+func (v *verification) verdict(status store.RunStatus, err error) string {
+	if !v.s.applies() {
 		return ""
 	}
 	var verr *VerificationError

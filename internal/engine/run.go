@@ -1,29 +1,27 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/procexec"
-	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
-// session is one run in progress: its record, lock, the components' known
-// states (updated as components finish, so dependents see fresh outputs)
-// and the results so far.
+// session is one run in progress, the engine's core: the run's record,
+// lock and events, the components' known states (updated as components
+// finish, so dependents see fresh outputs) and results, and the walk of
+// the environment's graph. What a run decides along the way is its
+// collaborators' job: the gate (what waits for a person), the approval
+// records, judging (the policies), change sets and the verification
+// after an apply; each run kind's walk is its own walker (bodies).
 type session struct {
 	e       *Engine
 	env     *spec.Environment
@@ -33,57 +31,42 @@ type session struct {
 	handle  *Run
 	release func() error
 	db      context.Context // for store writes: survives cancellation of the run
-	// removed are components the environment applied that are no longer in
-	// its file, each with the environment its last definition came from.
-	removed map[string]*spec.Environment
 
 	mu     sync.Mutex
 	states map[string]store.ComponentState
-	// planned holds, in a plan run, the outputs each planned component's
-	// plan already knows, for the components that take them.
-	planned map[string]*runner.Plan
-	// open names the components with an open (pending or approved)
-	// approval: those at the start, and those this run asks for. Only
-	// runs, which hold the lock, open approvals, so for any other
-	// component the store need not be asked.
-	open map[string]bool
+	result *Result
+	// errs are failures of the run's own bookkeeping (store writes), which
+	// fail the run whatever its components did.
+	errs []error
 	// graph is the environment's, built once when first asked (hasDependents).
 	graph *dag.Graph
-	// holds are the approvals components wait with in this run, by name.
-	holds map[string]heldPlan
-	// destroyByPlan: a teardown destroys every component by a destroy
-	// plan, as a preview of it planned (destroyPreviewed).
-	destroyByPlan bool
-	// change is the environment's approved change set, if any, for this
-	// run's revision: plans it covers go on without asking (covered).
-	change *store.ChangeSet
 	// aheadLogs holds what runners logged preparing components ahead of
 	// their turn (prepareAhead), until the turn takes it.
 	aheadLogs map[string]string
-	result    *Result
-	// checkFailures are the tool's own checks (OpenTofu check blocks)
-	// that failed in this run's applies, by component: verify reports them.
-	checkFailures map[string][]runner.CheckFailure
-	// errs are failures of the run's own bookkeeping (store writes), which
-	// fail the run whatever its components did.
-	errs    []error
-	confirm sync.Mutex // one interactive question at a time
-	// mustApprove names the components a policy requires a person to
-	// approve (require_approval), with the decision's text.
-	mustApprove map[string]string
-	// judged is the plan judgeFirst judged; usable holds, by component,
-	// the saved plans it judged that may apply as they are (judgedPlan):
-	// any other plan a component's turn makes is judged again
-	// (judgeAgain); denied, once such a judgement denies, stops the rest.
-	// convergesTo is the revision an apply or teardown converges to, made
-	// the applied one once the policies let the run go on (markApplied).
-	convergesTo int
-	judged      []PlannedComponent
-	usable      map[string]judgedPlan
-	denied      *PolicyDeniedError
-	// secrets are, in a judged plan run, the secrets each planned
-	// component was given, which the Judge masks in its input.
-	secrets map[string][]string
+
+	// The run's collaborators, each with one job.
+	removed      *removals
+	revisions    *revisions
+	planned      *planned
+	previews     *previews
+	approvals    *approvals
+	gate         *gate
+	judging      *judging
+	changes      *changes
+	verification *verification
+}
+
+// wire makes the run's collaborators.
+func (s *session) wire() {
+	s.removed = &removals{s: s}
+	s.revisions = &revisions{s: s}
+	s.planned = &planned{}
+	s.previews = &previews{s: s}
+	s.approvals = &approvals{s: s, open: map[string]bool{}, holds: map[string]heldPlan{}}
+	s.gate = &gate{s: s, approvals: s.approvals}
+	s.judging = &judging{s: s, gate: s.gate, approvals: s.approvals, planned: s.planned}
+	s.changes = &changes{s: s, gate: s.gate, approvals: s.approvals, planned: s.planned}
+	s.verification = &verification{s: s}
 }
 
 // NewRunID returns a new run ID: sortable by time, unique by its random tail.
@@ -131,11 +114,11 @@ func (e *Engine) Start(ctx context.Context, kind store.RunKind, env *spec.Enviro
 
 // bodies are what each kind of run does once it has begun.
 var bodies = map[store.RunKind]func(*session, context.Context) error{
-	KindPlan:     (*session).plan,
-	KindApply:    (*session).apply,
-	KindDrift:    (*session).drift,
-	KindTeardown: (*session).teardown,
-	KindRollback: (*session).apply,
+	KindPlan:     func(s *session, ctx context.Context) error { return newPlanner(s).plan(ctx) },
+	KindApply:    func(s *session, ctx context.Context) error { return newApplier(s).apply(ctx) },
+	KindDrift:    func(s *session, ctx context.Context) error { return newDrifter(s).drift(ctx) },
+	KindTeardown: func(s *session, ctx context.Context) error { return newTeardown(s).teardown(ctx) },
+	KindRollback: func(s *session, ctx context.Context) error { return newApplier(s).apply(ctx) },
 }
 
 // applies reports whether the run converges the environment to its spec:
@@ -156,6 +139,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 		env = tornDown(env, opts.Components)
 	}
 	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
+	s.wire()
 	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}
 	// Every tool the run starts is recorded while it runs (toolTracker).
 	s.handle.ctx = procexec.WithTracker(runCtx, toolTracker{e: e, db: s.db, run: runID, env: env.ID()})
@@ -188,7 +172,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 	if _, err := e.Store.InterruptRuns(ctx, env.ID(), dead, now); err != nil {
 		return nil, fmt.Errorf("recover crashed runs: %w", err)
 	}
-	rev, err := s.revision(ctx, now)
+	rev, err := s.revisions.revision(ctx, now)
 	if err != nil {
 		return nil, err
 	}
@@ -199,12 +183,9 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 	if err != nil {
 		return nil, fmt.Errorf("read open approvals: %w", err)
 	}
-	s.open, s.holds = make(map[string]bool, len(open)), map[string]heldPlan{}
-	for _, a := range open {
-		s.open[a.Component] = true
-	}
+	s.approvals.opened(open)
 	if kind != KindDrift {
-		if err := s.addRemoved(ctx); err != nil {
+		if err := s.removed.add(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +202,7 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 		}
 	}
 	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
-		if err := s.openChange(ctx); err != nil {
+		if err := s.changes.openChange(ctx); err != nil {
 			return nil, fmt.Errorf("read the approved change set: %w", err)
 		}
 	}
@@ -235,113 +216,6 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 	}
 	s.publish(Event{Kind: RunStarted, Time: now, RunKind: kind})
 	return s, nil
-}
-
-// revision records the spec an apply or teardown converges to as a new
-// revision, which markApplied makes the one ENV means once the policies
-// let the run go on. A plan or a drift check records
-// none: a plan of an edited file must not move what was applied. Their run
-// names the applied revision when the spec is the applied one (0 otherwise).
-func (s *session) revision(ctx context.Context, now time.Time) (int, error) {
-	body, err := json.Marshal(s.env)
-	if err != nil {
-		return 0, fmt.Errorf("encode spec: %w", err)
-	}
-	// The folder relative paths resolve from is part of what was applied:
-	// a commit that changes only a module the spec reads is a new revision
-	// (its tree is another folder). A spec read back from a revision has
-	// that revision's folder, so it hashes the same.
-	h := sha256.New()
-	h.Write(body)
-	if s.env.Dir != "" {
-		h.Write([]byte("\x00dir=" + s.env.Dir))
-	}
-	hash := hex.EncodeToString(h.Sum(nil))
-	id := s.env.ID()
-	if s.applies() || s.kind == KindTeardown {
-		root, err := s.root(ctx)
-		if err != nil {
-			return 0, err
-		}
-		rev, err := s.e.Store.PutRevision(ctx, store.Environment{
-			ID: id, Team: s.env.Spec.TeamName, Name: s.env.Spec.EnvName, Metadata: s.env.Metadata.Name,
-		}, store.Revision{Env: id, Hash: hash, Source: s.origin(), Spec: body, CreatedAt: now,
-			Root: cmp.Or(root, s.env.Dir), Commit: s.opts.Commit, Author: s.opts.Author, Message: s.opts.Message, File: s.env.Text})
-		if err != nil {
-			return 0, fmt.Errorf("record revision: %w", err)
-		}
-		// It becomes the one ENV means once the policies let the run go
-		// on (markApplied): a denied run changes nothing, ENV included.
-		s.convergesTo = rev.Number
-		return rev.Number, nil
-	}
-	e, err := s.e.Store.Environment(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && e.AppliedRevision == 0) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read environment: %w", err)
-	}
-	applied, err := s.e.Store.Revision(ctx, id, e.AppliedRevision)
-	if err != nil {
-		return 0, fmt.Errorf("read applied revision: %w", err)
-	}
-	if applied.Hash == hash || s.kind == KindDrift {
-		return applied.Number, nil
-	}
-	return 0, nil
-}
-
-// markApplied makes the revision an apply or teardown converges to the
-// one ENV means, as the run begins to change things.
-func (s *session) markApplied() error {
-	if s.convergesTo == 0 {
-		return nil
-	}
-	if err := s.e.Store.SetAppliedRevision(s.db, s.env.ID(), s.convergesTo); err != nil {
-		return fmt.Errorf("record revision %d as applied: %w", s.convergesTo, err)
-	}
-	return nil
-}
-
-// root is the folder the revision's relative paths resolve against:
-// opts.Root, or, for a teardown of the applied spec (ENV, whose revision
-// it records with teardown marked), the root of the revision it came from,
-// which a revision of a git commit needs to find its files again.
-func (s *session) root(ctx context.Context) (string, error) {
-	if s.opts.Root != "" || s.kind != KindTeardown {
-		return s.opts.Root, nil
-	}
-	e, err := s.e.Store.Environment(ctx, s.env.ID())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && e.AppliedRevision == 0) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read environment: %w", err)
-	}
-	applied, err := s.e.Store.Revision(ctx, s.env.ID(), e.AppliedRevision)
-	if err != nil {
-		return "", fmt.Errorf("read applied revision: %w", err)
-	}
-	if applied.Source != s.origin() {
-		return "", nil
-	}
-	return applied.Root, nil
-}
-
-// origin is where the spec came from, absolute so that the revision can be
-// loaded again from any folder.
-func (s *session) origin() string {
-	if s.opts.Origin != "" {
-		return s.opts.Origin
-	}
-	if s.env.File == "" || strings.Contains(s.env.File, "://") {
-		return s.env.File // none, or a spec read from a git commit (URL@commit:path)
-	}
-	if abs, err := filepath.Abs(s.env.File); err == nil {
-		return abs
-	}
-	return s.env.File
 }
 
 // execute runs the body and then, whatever happened (a panic included),
@@ -365,16 +239,16 @@ func (s *session) execute(body func(*session, context.Context) error, observed <
 		}
 	}
 	if s.opts.Judge != nil && (s.applies() || s.kind == KindTeardown) {
-		if err = s.judgeFirst(ctx); err != nil {
+		if err = s.judging.judgeFirst(ctx); err != nil {
 			return
 		}
 	}
-	if err = s.markApplied(); err != nil {
+	if err = s.revisions.markApplied(); err != nil {
 		return
 	}
 	err = body(s, ctx)
 	if err == nil {
-		err = s.verify(ctx)
+		err = s.verification.verify(ctx)
 	}
 }
 
@@ -388,18 +262,18 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	s.mu.Lock()
 	errs := append([]error{runErr}, s.errs...)
 	s.mu.Unlock()
-	errs = append(errs, s.removePreviewDirs())
+	errs = append(errs, s.previews.removePreviewDirs())
 	if s.kind == KindApply || s.kind == KindTeardown || s.opts.Preview {
 		s.result.Checksum = PlanChecksum(s.result.Components)
 	}
 	status := s.outcome(ctx, joinErrs(errs))
 	if status == store.StatusSucceeded {
-		if err := s.linkPreview(); err != nil {
+		if err := s.previews.linkPreview(); err != nil {
 			errs = append(errs, err)
 			status = s.outcome(ctx, joinErrs(errs))
 		}
 	}
-	s.result.Rollout = s.rollout(joinErrs(errs))
+	s.result.Rollout = s.verification.rollout(joinErrs(errs))
 	s.result.SortByGraph(s.env.Graph())
 	// The run's record, audit event and environment status are one write:
 	// they commit together or not at all. If that write fails, the run is

@@ -16,6 +16,37 @@ import (
 // is then kept too (the walker skips it).
 var errRefused = errors.New("refused")
 
+// destroyer destroys components, dependents first: each refused (destroy
+// protection, a dependent that stays), destroyed at once, or destroyed by
+// a plan gated like any change. An apply destroys what its spec flags or
+// no longer has through it; a teardown destroys everything through it.
+type destroyer struct {
+	s         *session
+	gate      *gate
+	approvals *approvals
+	judging   *judging
+	changes   *changes
+	// byPlan: every component is destroyed by a destroy plan, as a
+	// preview of the teardown planned (destroyPreviewed).
+	byPlan bool
+}
+
+func newDestroyer(s *session) *destroyer {
+	return &destroyer{s: s, gate: s.gate, approvals: s.approvals, judging: s.judging, changes: s.changes}
+}
+
+// teardown is a teardown run's walk: the selected components and what
+// depends on them, destroyed in reverse dependency order (destroyer).
+type teardown struct {
+	s         *session
+	destroyer *destroyer
+	changes   *changes
+}
+
+func newTeardown(s *session) *teardown {
+	return &teardown{s: s, destroyer: newDestroyer(s), changes: s.changes}
+}
+
 // Teardown destroys the environment's components in reverse dependency
 // order (with opts.Components: those and everything that depends on them),
 // including live components no longer in the file. A component with
@@ -61,24 +92,24 @@ func tornDown(env *spec.Environment, only []string) *spec.Environment {
 	return &out
 }
 
-func (s *session) teardown(ctx context.Context) error {
-	g := s.env.Graph()
-	for _, c := range s.opts.Components {
+func (td *teardown) teardown(ctx context.Context) error {
+	g := td.s.env.Graph()
+	for _, c := range td.s.opts.Components {
 		if !g.Has(c) {
-			return fmt.Errorf("no component %q in %s", c, s.env.ID())
+			return fmt.Errorf("no component %q in %s", c, td.s.env.ID())
 		}
 	}
-	if len(s.opts.Components) > 0 {
-		g = g.WithDependents(s.opts.Components)
+	if len(td.s.opts.Components) > 0 {
+		g = g.WithDependents(td.s.opts.Components)
 	}
 	names := g.Vertices()
-	byPlan, err := s.destroyPreviewed()
+	byPlan, err := td.destroyPreviewed()
 	if err != nil {
 		return err
 	}
-	s.destroyByPlan = byPlan
-	s.destroyAll(ctx, g, s.refusals(names, true), true)
-	s.closeChange()
+	td.destroyer.byPlan = byPlan
+	td.destroyer.destroyAll(ctx, g, td.destroyer.refusals(names, true), true)
+	td.changes.closeChange()
 	return nil
 }
 
@@ -86,16 +117,16 @@ func (s *session) teardown(ctx context.Context) error {
 // destroyProtection refuses a component and everything it depends on. For
 // single components flagged destroy, a component that is not being
 // destroyed but depends on one refuses it too.
-func (s *session) refusals(names []string, teardown bool) map[string]string {
-	g := s.env.Graph()
+func (ds *destroyer) refusals(names []string, teardown bool) map[string]string {
+	g := ds.s.env.Graph()
 	in := map[string]bool{}
 	for _, n := range names {
 		in[n] = true
 	}
-	states := s.snapshot()
+	states := ds.s.snapshot()
 	refused := map[string]string{}
 	for _, n := range names {
-		c := s.env.Component(n)
+		c := ds.s.env.Component(n)
 		if c.DestroyProtection {
 			refused[n] = "destroyProtection is set on this component"
 			continue
@@ -147,25 +178,25 @@ func sortedKeys(m map[string]string) []string {
 // destroyAll walks g reversed, destroying each component once everything
 // that depends on it is gone. With propose, what a held destroy leaves
 // waiting is planned ahead into a change set (proposeChange).
-func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[string]string, propose bool) {
+func (ds *destroyer) destroyAll(ctx context.Context, g *dag.Graph, refused map[string]string, propose bool) {
 	rg := g.Reverse()
-	wr := rg.Walk(ctx, s.opts.Parallelism, func(ctx context.Context, name string) error {
+	wr := rg.Walk(ctx, ds.s.opts.Parallelism, func(ctx context.Context, name string) error {
 		if why, ok := refused[name]; ok {
-			cr := s.add(name, Refused)
-			s.setCode(cr, Refused, ReasonRefused.Cause(), "refused: "+why, why)
-			_ = s.record("destroy", cr, nil, nil)
+			cr := ds.s.add(name, Refused)
+			ds.s.setCode(cr, Refused, ReasonRefused.Cause(), "refused: "+why, why)
+			_ = ds.s.record("destroy", cr, nil, nil)
 			return errRefused
 		}
-		return s.destroyOne(ctx, name)
+		return ds.destroyOne(ctx, name)
 	})
 	if propose {
-		s.proposeChange(ctx, rg, wr)
+		ds.changes.proposeChange(ctx, rg, wr)
 	}
-	s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, store.Cause, string, string) {
+	ds.s.settle("destroy", wr, func(name string, vr dag.VertexResult) (Status, store.Cause, string, string) {
 		if why, ok := refused[name]; ok {
 			return Refused, ReasonRefused.Cause(), "refused: " + why, why
 		}
-		return s.defaultSettle(name, vr)
+		return ds.s.defaultSettle(name, vr)
 	})
 }
 
@@ -173,45 +204,45 @@ func (s *session) destroyAll(ctx context.Context, g *dag.Graph, refused map[stri
 // the run's auto-approve) is destroyed at once; otherwise its destroy is
 // planned, and the plan waits for approval exactly like a create, unless a
 // person says yes at the terminal or an approved destroy plan is waiting.
-func (s *session) destroyOne(ctx context.Context, name string) error {
-	st := s.newStep(name, Destroying)
+func (ds *destroyer) destroyOne(ctx context.Context, name string) error {
+	st := ds.s.newStep(name, Destroying)
 	st.op = "destroy"
-	if !live(s.state(name)) {
-		s.setCode(st.cr, Destroyed, ReasonNeverApplied.Cause(), string(Destroyed), "nothing to destroy: never applied")
-		return s.record(st.op, st.cr, nil, nil)
+	if !live(ds.s.state(name)) {
+		ds.s.setCode(st.cr, Destroyed, ReasonNeverApplied.Cause(), string(Destroyed), "nothing to destroy: never applied")
+		return ds.s.record(st.op, st.cr, nil, nil)
 	}
 	var err error
-	if st.storeRun, err = s.started(st.op, st.cr); err != nil {
+	if st.storeRun, err = ds.s.started(st.op, st.cr); err != nil {
 		return err
 	}
-	gated := !s.autoApproved(st.c)
-	p, err := st.prepare(ctx, gated || s.destroyByPlan)
+	gated := !ds.gate.autoApproved(st.c)
+	p, err := st.prepare(ctx, gated || ds.byPlan)
 	if err != nil {
 		return st.fail(ctx, err)
 	}
 	st.digestFP = p.fp
 	// In a run judged first, what destroys is the judged destroy plan, or
 	// else a destroy plan made now and judged again.
-	judgedPlan, judged := s.judgedPlan(name, "")
+	judgedPlan, judged := ds.judging.judgedPlan(name, "")
 	if judgedPlan != nil && !judgedPlan.Destroying {
 		judgedPlan = nil
 	}
-	if !gated && !judged && !s.destroyByPlan {
+	if !gated && !judged && !ds.byPlan {
 		if err := p.r.Destroy(ctx, p.rc, p.in); err != nil {
 			return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 		}
-		return s.destroyed(st)
+		return ds.destroyed(st)
 	}
 	var staleWhy string
 	if gated {
 		p.fp = destroyFingerprint(p.fp)
-		approved, why, err := s.approvedPlan(name, p.fp)
+		approved, why, err := ds.approvals.approvedPlan(name, p.fp)
 		if err != nil {
 			return st.fail(ctx, err)
 		}
 		staleWhy = why
 		if approved != nil {
-			err := s.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return s.closeApproval(approved, err) })
+			err := ds.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return ds.approvals.closeApproval(approved, err) })
 			refused := (*errRefusedPlan)(nil)
 			if !errors.As(err, &refused) {
 				return err
@@ -220,55 +251,55 @@ func (s *session) destroyOne(ctx context.Context, name string) error {
 		}
 	}
 	if judgedPlan != nil {
-		err := s.gateAndDestroy(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return s.closeJudged(st, judgedPlan, err) })
+		err := ds.gateAndDestroy(ctx, st, p, judgedPlan, staleWhy, func(err error) error { return ds.judging.closeJudged(st, judgedPlan, err) })
 		refused := (*errRefusedPlan)(nil)
 		if !errors.As(err, &refused) {
 			return err
 		}
 		staleWhy = refused.why
 	}
-	s.set(st.cr, Planning, s.destroyReason(name))
+	ds.s.set(st.cr, Planning, ds.s.removed.destroyReason(name))
 	plan, err := p.r.Plan(ctx, p.rc, p.in, runner.PlanOptions{Destroy: true, Values: judged})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan destroy: %w", err))
 	}
 	if judged {
-		if err := s.judgeAgain(ctx, st, plan); err != nil {
+		if err := ds.judging.judgeAgain(ctx, st, plan); err != nil {
 			return err
 		}
 	}
-	return s.gateAndDestroy(ctx, st, p, plan, staleWhy, nil)
+	return ds.gateAndDestroy(ctx, st, p, plan, staleWhy, nil)
 }
 
 // gateAndDestroy applies a destroy plan unless it must wait for a person,
 // as gateAndApply does for other plans; done is as for applyDestroy.
-func (s *session) gateAndDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
+func (ds *destroyer) gateAndDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, staleWhy string, done func(error) error) error {
 	st.cr.Plan = plan
 	if !plan.HasChanges() {
-		return s.destroyed(st)
+		return ds.destroyed(st)
 	}
-	if !s.autoApproved(st.c) {
-		ok, differs := s.covered(st.c.Name, plan)
+	if !ds.gate.autoApproved(st.c) {
+		ok, differs := ds.changes.covered(st.c.Name, plan)
 		if ok {
-			if err := s.auditCovered(st); err != nil {
+			if err := ds.changes.auditCovered(st); err != nil {
 				return st.fail(ctx, err)
 			}
-		} else if !s.approved(st.c, plan) {
-			return s.hold(st, p, plan, staleWhy, differs)
+		} else if !ds.gate.approved(st.c, plan) {
+			return ds.gate.hold(st, p, plan, staleWhy, differs)
 		}
 	}
-	return s.applyDestroy(ctx, st, p, plan, done)
+	return ds.applyDestroy(ctx, st, p, plan, done)
 }
 
 // applyDestroy applies a destroy plan; done, if set, learns the outcome,
 // and when it returns an *errRefusedPlan, so does applyDestroy, having
 // recorded nothing.
-func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
+func (ds *destroyer) applyDestroy(ctx context.Context, st *step, p *prepared, plan *runner.Plan, done func(error) error) error {
 	st.cr.Plan = plan
 	if st.digestFP != "" {
 		st.cr.Digest = PlanDigest(st.digestFP, plan) // as the preview of the destroy made it
 	}
-	s.set(st.cr, Destroying, "")
+	ds.s.set(st.cr, Destroying, "")
 	_, err := p.r.Apply(ctx, p.rc, plan)
 	if done != nil {
 		derr := done(err)
@@ -279,34 +310,34 @@ func (s *session) applyDestroy(ctx context.Context, st *step, p *prepared, plan 
 			return st.fail(ctx, derr)
 		}
 	} else if err == nil {
-		if serr := s.supersedeApproval(st.c.Name); serr != nil {
+		if serr := ds.approvals.supersedeApproval(st.c.Name); serr != nil {
 			return st.fail(ctx, serr)
 		}
 	}
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("destroy: %w", err))
 	}
-	return s.destroyed(st)
+	return ds.destroyed(st)
 }
 
 // destroyed records a component as gone.
-func (s *session) destroyed(st *step) error {
+func (ds *destroyer) destroyed(st *step) error {
 	st.cr.Log = st.log.finish(nil)
-	s.set(st.cr, Destroyed, "")
-	return s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
+	ds.s.set(st.cr, Destroyed, "")
+	return ds.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDestroyed})
 }
 
 // destroyPreviewed says whether a branch's preview planned env's teardown:
 // then each auto-approved component is destroyed by applying a destroy
 // plan (not the tool's one-step destroy), so that the run has the plan
 // checksum the preview showed and the audit trail can link the two.
-func (s *session) destroyPreviewed() (bool, error) {
-	if s.kind != KindTeardown {
+func (td *teardown) destroyPreviewed() (bool, error) {
+	if td.s.kind != KindTeardown {
 		return false, nil
 	}
-	ps, err := s.e.Store.ListPreviews(s.db, store.PreviewFilter{Env: s.env.ID(), Limit: 100})
+	ps, err := td.s.e.Store.ListPreviews(td.s.db, store.PreviewFilter{Env: td.s.env.ID(), Limit: 100})
 	if err != nil {
-		return false, fmt.Errorf("read the previews of %s: %w", s.env.ID(), err)
+		return false, fmt.Errorf("read the previews of %s: %w", td.s.env.ID(), err)
 	}
 	for _, p := range ps {
 		if p.Change == store.PreviewDestroy && p.Status == store.PreviewPlanned && p.Checksum != "" {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/health"
@@ -41,25 +41,37 @@ func (e *VerificationError) Reason() Reason {
 	return ReasonVerificationFailed
 }
 
+// verification is the health follow-up of an apply: it collects the
+// check blocks its tools reported failed, runs the health checks once the
+// components are applied, and says what the outcome leads to (the
+// rollout) and what the revision keeps of it.
+type verification struct {
+	s  *session
+	mu sync.Mutex
+	// checkFailures are the tool's own checks (OpenTofu check blocks)
+	// that failed in this run's applies, by component: verify reports them.
+	checkFailures map[string][]runner.CheckFailure
+}
+
 // verify runs, after an apply that left every component applied, the
 // health checks of the components it applied and the environment's own:
 // the run succeeds only when each is Successful. Runs whose components
 // failed or wait for approval, and runs without checks, are not verified.
-func (s *session) verify(ctx context.Context) error {
-	if !s.applies() || ctx.Err() != nil || s.result.Failed() || s.result.Awaiting() {
+func (v *verification) verify(ctx context.Context) error {
+	if !v.s.applies() || ctx.Err() != nil || v.s.result.Failed() || v.s.result.Awaiting() {
 		return nil
 	}
-	targets := s.healthTargets()
+	targets := v.healthTargets()
 	if len(targets) == 0 {
 		return nil
 	}
-	s.handle.verifying.Store(true)
-	defer s.handle.verifying.Store(false)
-	s.publish(Event{Kind: Verifying, RunKind: s.kind})
-	rep := s.e.verifier().Verify(ctx, targets)
-	s.result.Verification = &rep
+	v.s.handle.verifying.Store(true)
+	defer v.s.handle.verifying.Store(false)
+	v.s.publish(Event{Kind: Verifying, RunKind: v.s.kind})
+	rep := v.s.e.verifier().Verify(ctx, targets)
+	v.s.result.Verification = &rep
 	if ctx.Err() == nil {
-		s.runFailed(s.e.RecordHealth(s.db, HealthView(rep, s.e.now(), s.run.ID), s.env.ID()))
+		v.s.runFailed(v.s.e.RecordHealth(v.s.db, HealthView(rep, v.s.e.now(), v.s.run.ID), v.s.env.ID()))
 	}
 	for _, r := range rep.Results {
 		ev := Event{Kind: HealthChecked, Component: r.Component, Code: string(r.Verdict) + ": " + r.Check, Reason: r.Message}
@@ -70,7 +82,7 @@ func (s *session) verify(ctx context.Context) error {
 			err := &VerificationError{Report: health.Report{Verdict: r.Verdict}}
 			ev.Cause = err.Reason().Cause()
 		}
-		s.publish(ev)
+		v.s.publish(ev)
 	}
 	if ctx.Err() != nil {
 		return nil // the run is interrupted, not failed
@@ -84,18 +96,18 @@ func (s *session) verify(ctx context.Context) error {
 // healthTargets are the checks to run after this run's apply: each
 // component's it applied or found up to date (in graph order), then the
 // environment's.
-func (s *session) healthTargets() []health.Target {
+func (v *verification) healthTargets() []health.Target {
 	var names []string
-	for _, cr := range s.result.Components {
+	for _, cr := range v.s.result.Components {
 		if cr.Status != Destroyed && !cr.Status.IsError() {
 			names = append(names, cr.Name)
 		}
 	}
-	s.mu.Lock()
-	states := maps.Clone(s.states)
-	failures := s.checkFailures
-	s.mu.Unlock()
-	targets := s.e.healthTargets(s.env, names, states)
+	states := v.s.snapshot()
+	v.mu.Lock()
+	failures := v.checkFailures
+	v.mu.Unlock()
+	targets := v.s.e.healthTargets(v.s.env, names, states)
 	// A check block that failed in an apply is a failed check of its
 	// component, decided by the tool: nothing to measure again.
 	for _, name := range names {
@@ -108,14 +120,14 @@ func (s *session) healthTargets() []health.Target {
 }
 
 // checkFailed records, for name, a check block that failed in its apply.
-func (s *session) checkFailed(name string) func(runner.CheckFailure) {
+func (v *verification) checkFailed(name string) func(runner.CheckFailure) {
 	return func(f runner.CheckFailure) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.checkFailures == nil {
-			s.checkFailures = map[string][]runner.CheckFailure{}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.checkFailures == nil {
+			v.checkFailures = map[string][]runner.CheckFailure{}
 		}
-		s.checkFailures[name] = append(s.checkFailures[name], f)
+		v.checkFailures[name] = append(v.checkFailures[name], f)
 	}
 }
 
