@@ -27,7 +27,7 @@ type backend interface {
 	Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error)
 	History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error)
 	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
-	Logs(ctx context.Context, ref, component string) (store.ComponentRun, error)
+	Logs(ctx context.Context, ref, component string) (view.ComponentRun, error)
 	DiffEnvironments(ctx context.Context, req knit.EnvDiffRequest) (knit.EnvDiff, error)
 	// ExtendTTL moves an ephemeral environment's expiry (audited as actor
 	// locally; as the token's name on a server).

@@ -148,10 +148,10 @@ func (r *remoteBackend) Audit(ctx context.Context, f knit.AuditFilter) (knit.Pag
 	return r.c.Audit(ctx, f)
 }
 
-func (r *remoteBackend) Logs(ctx context.Context, ref, component string) (store.ComponentRun, error) {
+func (r *remoteBackend) Logs(ctx context.Context, ref, component string) (view.ComponentRun, error) {
 	id, err := r.resolve(ctx, ref)
 	if err != nil {
-		return store.ComponentRun{}, err
+		return view.ComponentRun{}, err
 	}
 	return r.c.Logs(ctx, id, component)
 }
@@ -343,7 +343,7 @@ func (r *remoteBackend) result(ctx context.Context, rv knit.RunView, logs stream
 }
 
 // componentResult is one component run as the engine reports it.
-func componentResult(kind store.RunKind, cr store.ComponentRun) *engine.ComponentResult {
+func componentResult(kind store.RunKind, cr view.ComponentRun) *engine.ComponentResult {
 	c := &engine.ComponentResult{Name: cr.Component, Status: engine.Status(cr.Status), Code: cr.Code, Reason: cr.Reason,
 		Cause: cr.Cause, StartedAt: cr.StartedAt}
 	if !cr.FinishedAt.IsZero() {

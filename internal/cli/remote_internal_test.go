@@ -2,20 +2,20 @@ package cli
 
 import (
 	"fmt"
+	"knit.dev/knit/internal/view"
 	"strings"
 	"testing"
 	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/store"
 )
 
 // A server's component runs become the result a local run renders: plan
 // decoded, elapsed time from the record, drift findings, graph order.
 func TestRemoteRecordsBecomeALocalResult(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	crs := []store.ComponentRun{
+	crs := []view.ComponentRun{
 		// The upstream outputs come from the cause, not from the words.
 		{Component: "web", Status: "affected by upstream drift", Reason: "takes something drift changes",
 			Cause: engine.ReasonUpstreamDrifted.Cause("net.id", "net.ip"), StartedAt: t0, FinishedAt: t0.Add(time.Second)},

@@ -12,7 +12,6 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
 
@@ -108,7 +107,7 @@ func shortHash(h string) string {
 
 // revisions shows the applied revision, and the latest seen when it
 // differs (saying so when it is invalid).
-func revisions(e store.Environment, inv *knit.InvalidRevision) string {
+func revisions(e view.Environment, inv *knit.InvalidRevision) string {
 	if inv != nil {
 		return fmt.Sprintf("%d (%d invalid)", e.AppliedRevision, inv.Number)
 	}

@@ -85,10 +85,10 @@ func (c *Client) History(ctx context.Context, id, before string, n int) (view.Pa
 
 // Logs returns a component's newest component run with its tool output
 // (GET …/components/{name}/logs).
-func (c *Client) Logs(ctx context.Context, id, component string) (store.ComponentRun, error) {
+func (c *Client) Logs(ctx context.Context, id, component string) (view.ComponentRun, error) {
 	p, err := envPath(id)
 	if err != nil {
-		return store.ComponentRun{}, err
+		return view.ComponentRun{}, err
 	}
 	var body componentRunWire
 	err = c.do(ctx, "GET", p+"/components/"+url.PathEscape(component)+"/logs", nil, nil, &body)
@@ -265,11 +265,11 @@ func (c *Client) StartRun(ctx context.Context, id string, req RunRequest) (strin
 // the queue has status "queued", one the queue refused "refused".
 func (c *Client) Run(ctx context.Context, runID string) (view.RunView, error) {
 	var wire struct {
-		store.Run
+		view.Run
 		Components []componentRunWire `json:"components"`
 	}
 	err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, nil, &wire)
-	v := view.RunView{Run: wire.Run, Components: make([]store.ComponentRun, len(wire.Components))}
+	v := view.RunView{Run: wire.Run, Components: make([]view.ComponentRun, len(wire.Components))}
 	for i, cr := range wire.Components {
 		v.Components[i] = cr.componentRun()
 	}

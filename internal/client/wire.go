@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"knit.dev/knit/internal/view"
 
 	"knit.dev/knit/internal/store"
 )
@@ -21,12 +22,12 @@ func (a approvalWire) approval() store.Approval {
 }
 
 type componentRunWire struct {
-	store.ComponentRun
+	view.ComponentRun
 	PlanSummary json.RawMessage `json:"plan,omitempty"`
 	Log         string          `json:"log"`
 }
 
-func (c componentRunWire) componentRun() store.ComponentRun {
+func (c componentRunWire) componentRun() view.ComponentRun {
 	out := c.ComponentRun
 	out.PlanSummary, out.Log = []byte(c.PlanSummary), c.Log
 	return out

@@ -22,13 +22,13 @@ type EnvironmentList = view.EnvironmentList
 // page costs the same however many environments there are.
 func (k *Knit) EnvironmentList(ctx context.Context, f EnvironmentListFilter) (EnvironmentList, error) {
 	rows, total, err := k.store.EnvironmentRows(ctx, store.EnvironmentRowFilter{
-		Filter: storeEnvFilter(ctx, f.Filter, f.Filter.Limit), Order: f.Order, Offset: f.Offset})
+		Filter: storeEnvFilter(ctx, f.Filter, f.Filter.Limit), Order: store.EnvironmentOrder(f.Order), Offset: f.Offset})
 	if err != nil {
 		return EnvironmentList{}, err
 	}
 	list := EnvironmentList{Rows: make([]EnvironmentRow, len(rows)), Total: total}
 	for i, r := range rows {
-		row := EnvironmentRow{Environment: r.Environment, LastRun: r.LastRun, LockHolder: r.LockHolder,
+		row := EnvironmentRow{Environment: envRecord(r.Environment), LastRun: runPtr(r.LastRun), LockHolder: r.LockHolder,
 			Components: r.Components, AppliedCommit: r.AppliedCommit}
 		if r.LastDrift != nil {
 			row.Drift = driftOf(*r.LastDrift, r.DriftStatuses)

@@ -67,10 +67,11 @@ func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
 		return RunView{}, err // the store's error names the run
 	}
 	crs, err := k.store.ComponentRuns(ctx, id)
-	if crs == nil {
-		crs = []store.ComponentRun{}
+	v := RunView{Run: runRecord(r), Components: componentRunRecords(crs)}
+	if v.Components == nil {
+		v.Components = []view.ComponentRun{}
 	}
-	return RunView{Run: r, Components: crs}, err
+	return v, err
 }
 
 // Revisions lists an environment's revisions, newest first; the cursor is
@@ -127,14 +128,14 @@ func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent]
 }
 
 // Logs returns a component's newest component run, log included.
-func (k *Knit) Logs(ctx context.Context, ref, component string) (store.ComponentRun, error) {
+func (k *Knit) Logs(ctx context.Context, ref, component string) (view.ComponentRun, error) {
 	e, err := k.ResolveEnv(ctx, ref)
 	if err != nil {
-		return store.ComponentRun{}, err
+		return view.ComponentRun{}, err
 	}
 	cr, err := k.store.LastComponentRun(ctx, e.ID, component)
 	if err != nil {
-		return cr, err // the store's error names the component and the environment
+		return view.ComponentRun{}, err // the store's error names the component and the environment
 	}
-	return cr, nil
+	return componentRunRecord(cr), nil
 }

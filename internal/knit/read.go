@@ -90,7 +90,7 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 	}
 	out := make([]EnvironmentSummary, len(envs))
 	for i, e := range envs {
-		out[i].EnvironmentSummary = e
+		out[i] = summaryRecord(e)
 		if i < n || n <= 0 {
 			if out[i].Invalid, err = k.InvalidOf(ctx, e.Environment); err != nil {
 				return Page[EnvironmentSummary]{}, err
@@ -286,7 +286,7 @@ func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, er
 	} else if err != nil {
 		return EnvironmentView{}, err
 	}
-	v := EnvironmentView{Environment: d.Environment, Lock: d.Lock, LastRun: d.LastRun, Components: []ComponentView{}}
+	v := EnvironmentView{Environment: envRecord(d.Environment), Lock: lockPtr(d.Lock), LastRun: runPtr(d.LastRun), Components: []ComponentView{}}
 	if v.Status != engine.EnvApplied && v.Status != engine.EnvTornDown {
 		ok, err := k.store.Runs(ctx, id, store.RunFilter{Status: store.StatusSucceeded, Kind: engine.KindApply, Limit: 1})
 		if err != nil {

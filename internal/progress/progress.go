@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/words"
 )
 
@@ -92,20 +91,20 @@ type Event struct {
 	Env   string    `json:"env"`
 	RunID string    `json:"runId"`
 	// RunKind is the run's kind (plan, apply, drift, teardown).
-	RunKind   store.RunKind `json:"runKind,omitempty"`
+	RunKind   words.RunKind `json:"runKind,omitempty"`
 	Component string        `json:"component,omitempty"`
 	Status    Status        `json:"status,omitempty"`
 	// Code ("waiting: upstream db awaiting approval") and Reason say why
 	// for people; Cause says it for machines (a component event's).
 	Code   string `json:"code,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	store.Cause
+	words.Cause
 	Plan    *PlanCounts   `json:"plan,omitempty"`
 	Elapsed time.Duration `json:"elapsedNs,omitempty"`
 	// Line is a LogLine's text (masked).
 	Line string `json:"line,omitempty"`
 	// RunStatus and Error close the run (RunFinished).
-	RunStatus store.RunStatus `json:"runStatus,omitempty"`
+	RunStatus words.RunStatus `json:"runStatus,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	// Missed is how many events a Dropped marker stands for.
 	Missed int64 `json:"missed,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"knit.dev/knit/internal/view"
 	"net/http"
 	"strconv"
 	"time"
@@ -326,7 +327,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // runView is GET /runs/{id}: the run as recorded, or its place in the queue.
 type runView struct {
-	store.Run
+	view.Run
 	Components []componentRunJSON `json:"components"`
 }
 
@@ -346,7 +347,7 @@ func (s *Server) lookupRun(r *http.Request, id string) (runView, *runqueue.Job, 
 		return runView{}, nil, err
 	}
 	if q := f.Queued; q != nil && (q.Waiting() || q.Refused() != nil) {
-		v := runView{Run: store.Run{ID: id, Env: q.Env, Kind: q.Req.Kind, Status: store.StatusQueued, Actor: q.Req.Actor,
+		v := runView{Run: view.Run{ID: id, Env: q.Env, Kind: q.Req.Kind, Status: store.StatusQueued, Actor: q.Req.Actor,
 			Reason: q.Req.Reason, Source: q.Req.Source}, Components: []componentRunJSON{}}
 		if err := q.Refused(); err != nil {
 			v.Status, v.Reason, v.Error = store.StatusRefused, "", err.Error()

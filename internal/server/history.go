@@ -1,9 +1,8 @@
 package server
 
 import (
+	"knit.dev/knit/internal/view"
 	"net/http"
-
-	"knit.dev/knit/internal/store"
 )
 
 // listRuns is GET …/runs: an environment's runs, newest first; the cursor
@@ -47,5 +46,5 @@ func (s *Server) componentLogs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, componentLog{componentRunJSON: componentRunViews([]store.ComponentRun{cr})[0], Log: cr.Log})
+	writeJSON(w, http.StatusOK, componentLog{componentRunJSON: componentRunViews([]view.ComponentRun{cr})[0], Log: cr.Log})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"knit.dev/knit/internal/view"
 
 	"knit.dev/knit/internal/store"
 )
@@ -32,11 +33,11 @@ func approvalView(a store.Approval) approvalJSON {
 
 // componentRunJSON is a component run as the API shows it.
 type componentRunJSON struct {
-	store.ComponentRun
+	view.ComponentRun
 	PlanSummary json.RawMessage `json:"plan,omitempty"`
 }
 
-func componentRunViews(crs []store.ComponentRun) []componentRunJSON {
+func componentRunViews(crs []view.ComponentRun) []componentRunJSON {
 	out := make([]componentRunJSON, len(crs))
 	for i, cr := range crs {
 		out[i] = componentRunJSON{ComponentRun: cr, PlanSummary: planJSON(cr.PlanSummary)}

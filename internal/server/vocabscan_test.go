@@ -24,6 +24,7 @@ var wordSetExceptions = map[string]string{
 	"internal/health.Reason":          "why a check got its verdict, kept in a health record; the API shows the verdict and a message",
 	"internal/spec.SourceKind":        "how a module's source address is fetched, derived from the address",
 	"internal/store.EnvironmentOrder": "a store query's sort order; the dashboard maps its own URL words onto it",
+	"internal/view.EnvironmentOrder":  "the environments list's sort order (the store's, mapped by the library); the dashboard maps its own URL words onto it",
 	"internal/web.Tone":               "a dashboard badge's colour family (a CSS class)",
 	"internal/loadtest.clusterFailed": "an error type, no word set (listed in case it gains constants)",
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/plan"
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/words"
 )
 
 // Page is one page of a list. Next is the cursor for the page after this
@@ -29,17 +29,18 @@ type EnvironmentFilter struct {
 // EnvironmentSummary is one row of the environments list. Invalid is the
 // newest revision when its file does not validate.
 type EnvironmentSummary struct {
-	store.EnvironmentSummary
+	Environment
+	LastRun *Run             `json:"lastRun,omitempty"` // the newest run, nil when none
 	Invalid *InvalidRevision `json:"invalid,omitempty"`
 }
 
 // EnvironmentListFilter selects one page of the dashboard's environments
 // list: Filter's environments (Filter.After in ID order only) in Order
-// (store.ByID, ByStatus or ByUpdated), the first Offset skipped, at most
+// (ByID, ByStatus or ByUpdated), the first Offset skipped, at most
 // Filter.Limit (<= 0: all).
 type EnvironmentListFilter struct {
 	Filter EnvironmentFilter
-	Order  store.EnvironmentOrder
+	Order  EnvironmentOrder
 	Offset int
 }
 
@@ -47,8 +48,8 @@ type EnvironmentListFilter struct {
 // its newest run and drift check, lock holder, components counted by
 // status, applied revision's commit and invalid newest revision.
 type EnvironmentRow struct {
-	store.Environment
-	LastRun       *store.Run
+	Environment
+	LastRun       *Run
 	Drift         *DriftView // nil: never checked
 	LockHolder    string     // "": free
 	Components    map[string]int
@@ -75,7 +76,7 @@ type ComponentView struct {
 	// (reasonCode, upstream, approvalId).
 	Code   string `json:"code,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	store.Cause
+	words.Cause
 	DependsOn []string `json:"dependsOn,omitempty"`
 	// DestroyProtection: a teardown refuses the component (and keeps what
 	// it depends on).
@@ -101,10 +102,10 @@ type RunRef struct {
 // EnvironmentView is one environment with its components. Revision is the
 // latest revision seen, AppliedRevision the one ENV means.
 type EnvironmentView struct {
-	store.Environment
-	Lock       *store.Lock     `json:"lock,omitempty"`
+	Environment
+	Lock       *Lock           `json:"lock,omitempty"`
 	Components []ComponentView `json:"components"`
-	LastRun    *store.Run      `json:"lastRun,omitempty"`
+	LastRun    *Run            `json:"lastRun,omitempty"`
 	LastDrift  *DriftView      `json:"lastDrift,omitempty"`
 	// SucceededRevision, for an environment whose status is not applied
 	// (failed, awaiting-approval, …), is the revision of its last apply
@@ -147,7 +148,7 @@ type HealthCheck struct {
 type DriftView struct {
 	RunID     string          `json:"runId"`
 	CheckedAt time.Time       `json:"checkedAt"`
-	Status    store.RunStatus `json:"status"`
+	Status    words.RunStatus `json:"status"`
 	Drifted   []string        `json:"drifted"`
 	Affected  []string        `json:"affected,omitempty"`
 	Failed    []string        `json:"failed,omitempty"`
@@ -164,8 +165,8 @@ type OutputView struct {
 
 // RunView is one run with what it did to each component.
 type RunView struct {
-	store.Run
-	Components []store.ComponentRun `json:"components"`
+	Run
+	Components []ComponentRun `json:"components"`
 }
 
 // AuditFilter selects audit events: by environment (team/env or name),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"knit.dev/knit/internal/view"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
-	"knit.dev/knit/internal/store"
 )
 
 // input is one variable of a component: a literal, or valueFrom a producer.
@@ -29,7 +29,7 @@ type output struct {
 }
 
 type historyItem struct {
-	store.ComponentRun
+	view.ComponentRun
 	Tone    Tone
 	LogTail string
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"knit.dev/knit/internal/view"
 	"net/http"
 	"net/url"
 	"slices"
@@ -38,7 +39,7 @@ type envRow struct {
 	ID, Team, Name  string
 	State           string
 	Tone            Tone
-	LastRun         *store.Run
+	LastRun         *view.Run
 	LastRunTone     Tone
 	Drift           *knit.DriftView
 	Counts          []stateCount
@@ -113,7 +114,7 @@ func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPag
 
 // envOrders are the store's orders of the list's sorts (any other: by ID,
 // in numbered pages).
-var envOrders = map[string]store.EnvironmentOrder{"state": store.ByStatus, "updated": store.ByUpdated}
+var envOrders = map[string]view.EnvironmentOrder{"state": view.ByStatus, "updated": view.ByUpdated}
 
 // envPageByName reads one page in ID order straight from the store's index,
 // after a cursor: its cost does not grow with the number of environments.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"knit.dev/knit/internal/view"
 	"net/http"
 	"strconv"
 	"time"
@@ -27,7 +28,7 @@ type compSection struct {
 
 type runPage struct {
 	ID     string
-	Run    store.Run
+	Run    view.Run
 	Known  bool // recorded or live; false while queued
 	Live   bool // events stream in
 	Tone   Tone
@@ -60,9 +61,9 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 		rec = *f.Record
 		p.Run, p.Known = rec.Run, true
 	case isLive:
-		p.Run, p.Known = store.Run{ID: id, Env: f.Live.Env, Kind: f.Live.Kind, Status: store.StatusRunning}, true
+		p.Run, p.Known = view.Run{ID: id, Env: f.Live.Env, Kind: f.Live.Kind, Status: store.StatusRunning}, true
 	default:
-		p.Run = store.Run{ID: id, Env: f.Env, Status: store.StatusQueued}
+		p.Run = view.Run{ID: id, Env: f.Env, Status: store.StatusQueued}
 	}
 	p.Live = !p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning
 	if !p.Live {

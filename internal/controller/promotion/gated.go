@@ -15,7 +15,7 @@ import (
 // asks): the stage says AwaitingApproval, naming the change set a person
 // approves (its checksum), and keeps the run applying: the run that
 // carries the approval out replaces it (successor).
-func (c *Controller) awaiting(ctx context.Context, next store.StageState, run store.Run, envID string) error {
+func (c *Controller) awaiting(ctx context.Context, next store.StageState, run view.Run, envID string) error {
 	msg := fmt.Sprintf("run %s waits for a person's approval (knit approvals %s)", run.ID, envID)
 	sets, err := c.k.ChangeSets(ctx, envID, 0, store.ApprovalPending)
 	if err != nil {
@@ -41,7 +41,7 @@ func (c *Controller) awaiting(ctx context.Context, next store.StageState, run st
 // on: an apply of the same revision (the apply an approval started). A
 // run replaced by anything else (a rollback, another revision) did not
 // apply the stage's release: ok is false.
-func (c *Controller) successor(ctx context.Context, run store.Run) (by string, ok bool, err error) {
+func (c *Controller) successor(ctx context.Context, run view.Run) (by string, ok bool, err error) {
 	if run.SupersededBy == "" {
 		return "", false, nil
 	}

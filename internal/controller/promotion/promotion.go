@@ -380,7 +380,7 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 // succeeding. Whether its verification failed is the store's record of
 // the run's revision (Revision.Verification), not the run's error text;
 // a revision that verified before and failed to apply now is ApplyFailed.
-func (c *Controller) failed(ctx context.Context, next store.StageState, run store.Run) (store.StageState, error) {
+func (c *Controller) failed(ctx context.Context, next store.StageState, run view.Run) (store.StageState, error) {
 	var rev store.Revision
 	if run.Revision > 0 {
 		r, err := c.k.Revision(ctx, run.Env, run.Revision)

@@ -8,6 +8,7 @@ package queuetest
 import (
 	"context"
 	"errors"
+	"knit.dev/knit/internal/view"
 	"os"
 	"os/exec"
 	"sync/atomic"
@@ -111,9 +112,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // ended waits for run id's record to say it is over, and returns it.
-func ended(t *testing.T, h Harness, id string) store.Run {
+func ended(t *testing.T, h Harness, id string) view.Run {
 	t.Helper()
-	var r store.Run
+	var r view.Run
 	waitFor(t, "run "+id+" to end", func() bool {
 		rec, err := h.Knit.RunRecord(context.Background(), id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

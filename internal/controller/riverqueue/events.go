@@ -3,6 +3,7 @@ package riverqueue
 import (
 	"context"
 	"encoding/json"
+	"knit.dev/knit/internal/view"
 	"log/slog"
 	"strings"
 	"sync"
@@ -302,17 +303,17 @@ func (q *Queue) follow(ctx context.Context, id string, after int64, wake <-chan 
 
 // endedElsewhere reads run id's record: over is true once it says the
 // run is no longer running (and no job of it is going).
-func (q *Queue) endedElsewhere(ctx context.Context, id string) (store.Run, bool) {
+func (q *Queue) endedElsewhere(ctx context.Context, id string) (view.Run, bool) {
 	rec, err := q.k.RunRecord(ctx, id)
 	if err != nil || rec.Status == store.StatusRunning {
-		return store.Run{}, false
+		return view.Run{}, false
 	}
 	return rec.Run, true
 }
 
 // endOf is the run-finished event of run r, which ended without its own
 // (its replica died): its record's status, and the run that resumed it.
-func (q *Queue) endOf(ctx context.Context, r store.Run, seq int64) engine.Event {
+func (q *Queue) endOf(ctx context.Context, r view.Run, seq int64) engine.Event {
 	ev := engine.Event{Seq: seq, Kind: engine.RunFinished, Time: r.FinishedAt, Env: r.Env, RunID: r.ID,
 		RunKind: r.Kind, RunStatus: r.Status, Error: r.Error}
 	var by string
