@@ -324,6 +324,8 @@ func actionSymbol(a runner.Action) string {
 		return "-"
 	case runner.ActionReplace:
 		return "-/+"
+	case runner.ActionKeep:
+		return "="
 	}
 	return "<="
 }

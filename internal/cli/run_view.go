@@ -51,6 +51,7 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		}
 	}
 	fmt.Fprintln(stdout, summary(r))
+	printKept(stdout, r)
 	printVerdict(stdout, r.Policy)
 	if d := destroys(r); d > 0 && r.Kind != engine.KindTeardown {
 		fmt.Fprintf(stdout, "  !! %s would be DESTROYED: check the lines marked \"-\" above\n", plural(d, "resource"))
@@ -106,8 +107,11 @@ func printResources(w io.Writer, indent int, p *runner.Plan) {
 	pad := strings.Repeat(" ", indent+4)
 	for _, rc := range p.Resources {
 		mark := ""
-		if rc.Action == runner.ActionDelete || rc.Action == runner.ActionReplace {
+		switch rc.Action {
+		case runner.ActionDelete, runner.ActionReplace:
 			mark = "   <-- DESTROY"
+		case runner.ActionKeep:
+			mark = "   (kept: " + rc.Reason + ")"
 		}
 		attrs := ""
 		if len(rc.Attributes) > 0 && len(rc.Changes) == 0 {
@@ -154,6 +158,25 @@ func planCounts(p *runner.Plan) string {
 		return ""
 	}
 	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
+}
+
+// printKept says what the run's teardowns left in place and why (a
+// chart's resource-policy keep, the CRDs of its crds/ folder).
+func printKept(w io.Writer, r *engine.Result) {
+	var lines []string
+	for _, c := range r.Components {
+		if c.Plan == nil || c.Status != engine.Destroyed {
+			continue
+		}
+		for _, rc := range c.Plan.Resources {
+			if rc.Action == runner.ActionKeep {
+				lines = append(lines, fmt.Sprintf("    %s: %s: %s", c.Name, rc.Address, rc.Reason))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "  left in place (kept, not destroyed): %s\n%s\n", plural(len(lines), "resource"), strings.Join(lines, "\n"))
+	}
 }
 
 func summary(r *engine.Result) string {

@@ -154,8 +154,10 @@ func (c *Client) Namespaced(gvk schema.GroupVersionKind, crds []*unstructured.Un
 
 // Prepare sets namespace ns on the namespaced objects that name none and
 // clears it on cluster-scoped ones, then sorts the objects for applying.
-func (c *Client) Prepare(objs []*unstructured.Unstructured, ns string) {
-	crds := crdsOf(objs)
+// The scope of a kind not served yet is that of its CRD among objs or
+// defined (CRDs applied before them).
+func (c *Client) Prepare(objs []*unstructured.Unstructured, ns string, defined ...*unstructured.Unstructured) {
+	crds := append(crdsOf(objs), defined...)
 	for _, o := range objs {
 		if c.Namespaced(o.GroupVersionKind(), crds) {
 			if o.GetNamespace() == "" {

@@ -27,6 +27,7 @@ const (
 	ActionReplace = words.ActionReplace
 	ActionRead    = words.ActionRead
 	ActionForget  = words.ActionForget
+	ActionKeep    = words.ActionKeep
 )
 
 // ResourceChange is one resource a plan touches.
@@ -35,6 +36,9 @@ type ResourceChange struct {
 	Action  Action `json:"action"`
 	// Attributes names the attributes that differ, where the tool says.
 	Attributes []string `json:"attributes,omitempty"`
+	// Reason says, for a person, why the resource gets this action where
+	// the action alone does not (keep: why the teardown leaves it).
+	Reason string `json:"reason,omitempty"`
 	// Changes are the differing values, old → new, where the runner knows
 	// them (OpenTofu attributes, Kubernetes object fields), for a reviewer:
 	// sensitive ones are MaskedValue, ones known only after apply UnknownValue.

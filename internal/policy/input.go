@@ -187,7 +187,7 @@ func actions(a runner.Action) []string {
 	switch a {
 	case runner.ActionReplace:
 		return []string{"delete", "create"}
-	case "":
+	case "", runner.ActionKeep:
 		return []string{"no-op"}
 	}
 	return []string{string(a)}

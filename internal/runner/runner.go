@@ -81,6 +81,7 @@ const (
 	ActionReplace = plan.ActionReplace
 	ActionRead    = plan.ActionRead
 	ActionForget  = plan.ActionForget
+	ActionKeep    = plan.ActionKeep
 )
 
 // Placeholders of ValueChange values that cannot be shown.

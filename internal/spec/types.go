@@ -220,6 +220,9 @@ type Chart struct {
 	Test bool `json:"test,omitempty"`
 	// MaxHistory is how many release revisions Helm keeps (default 10).
 	MaxHistory int `json:"maxHistory,omitempty"`
+	// SkipCRDs leaves the chart's crds/ folder alone, as helm install
+	// --skip-crds: its CustomResourceDefinitions must exist already.
+	SkipCRDs bool `json:"skipCRDs,omitempty"`
 }
 
 // DefaultMaxHistory is the number of release revisions Helm keeps when a

@@ -14,9 +14,12 @@ const (
 	// ActionForget is a resource the plan removes from state without
 	// destroying it (OpenTofu's removed blocks).
 	ActionForget PlanAction = "forget"
+	// ActionKeep is a resource a teardown leaves in place, and why
+	// (helm.sh/resource-policy: keep, a CRD of a chart's crds/ folder).
+	ActionKeep PlanAction = "keep"
 )
 
 // PlanActions is the closed set, in the order the OpenAPI document lists it.
 func PlanActions() []PlanAction {
-	return []PlanAction{ActionCreate, ActionUpdate, ActionDelete, ActionReplace, ActionRead, ActionForget}
+	return []PlanAction{ActionCreate, ActionUpdate, ActionDelete, ActionReplace, ActionRead, ActionForget, ActionKeep}
 }

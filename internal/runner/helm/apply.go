@@ -52,11 +52,24 @@ func (r *Runner) Apply(ctx context.Context, c runner.Component, p *runner.Plan) 
 				return nil, fmt.Errorf("remove failed release %s: %w", rel.name, err)
 			}
 		}
+		// The chart's crds/ CRDs first, as Helm's install does, but server-side
+		// applied and waited for until Established, a bounded wait.
+		crds, err := r.installCRDs(c, ch)
+		if err != nil {
+			return nil, err
+		}
+		missing, err := missingCRDs(ctx, cl, crds)
+		if err != nil {
+			return nil, err
+		}
+		if err := rel.createCRDs(ctx, missing, c.Log); err != nil {
+			return nil, err
+		}
 		if err := rel.ensureNamespace(ctx); err != nil {
 			return nil, err
 		}
 		inst := action.NewInstall(rel.cfg)
-		inst.ReleaseName, inst.Namespace = rel.name, rel.ns
+		inst.ReleaseName, inst.Namespace, inst.SkipCRDs = rel.name, rel.ns, true
 		inst.Wait, inst.Timeout = c.Def.Chart.Wait, rel.timeout
 		out, err = inst.RunWithContext(ctx, ch, saved.Values)
 		if err != nil {
@@ -155,7 +168,9 @@ func (r *Runner) saveOutputs(ctx context.Context, c runner.Component, rel *helmR
 
 // Destroy uninstalls the release, deletes the hooks it left behind and the
 // namespace knit created for it, and waits until all of them are gone (at
-// most chart.timeout; the error names what is still terminating). A
+// most chart.timeout; the error names what is still terminating). What
+// Helm's uninstall keeps stays, and the log says what and why (see
+// teardownSplit); so does the namespace while kept objects live in it. A
 // release that does not exist is gone already.
 func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inputs) error {
 	rel, err := r.connect(ctx, c, in)
@@ -163,17 +178,33 @@ func (r *Runner) Destroy(ctx context.Context, c runner.Component, in runner.Inpu
 		return err
 	}
 	cl := rel.cl
+	cur, err := rel.current()
+	if err != nil {
+		return err
+	}
+	_, kept, err := rel.teardownSplit(ctx, cur)
+	if err != nil {
+		return err
+	}
+	keptNS, err := rel.keptNamespace(ctx, kept)
+	if err != nil {
+		return err
+	}
 	if err := rel.uninstall(ctx, cl); err != nil {
 		return fmt.Errorf("uninstall %s: %w", rel.name, err)
 	}
 	fmt.Fprintf(c.Log, "uninstalled %s from %s\n", rel.name, rel.ns)
-	removed, err := rel.removeNamespace(ctx)
-	if err != nil {
+	if keptNS != nil {
+		if err := rel.disown(ctx); err != nil {
+			return err
+		}
+		kept = append(kept, *keptNS)
+	} else if removed, err := rel.removeNamespace(ctx); err != nil {
 		return err
-	}
-	if removed {
+	} else if removed {
 		fmt.Fprintf(c.Log, "deleted namespace %s (knit created it for %s)\n", rel.ns, rel.owner)
 	}
+	logKept(kept, c.Log)
 	if err := os.Remove(filepath.Join(c.WorkDir, outputsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

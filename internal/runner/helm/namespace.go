@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,14 +92,14 @@ func (rel *helmRelease) ownedNamespace(ctx context.Context, cs kubernetes.Interf
 }
 
 // destroyChanges lists what a teardown deletes: the release's objects, the
-// hooks it left behind and the namespace knit created for it.
+// hooks it left behind and the namespace knit created for it; and what it
+// keeps, as Helm's uninstall does (see teardownSplit), with why, the
+// namespace too while kept objects live in it. A teardown that keeps
+// objects shows the deletion of the release itself.
 func (rel *helmRelease) destroyChanges(ctx context.Context, cl *kube.Client, cur *release.Release) ([]runner.ResourceChange, error) {
-	var previous []kube.Ref
-	if cur != nil {
-		var err error
-		if previous, _, err = objects(cur.Manifest, rel.ns, cl); err != nil {
-			return nil, err
-		}
+	previous, kept, err := rel.teardownSplit(ctx, cur)
+	if err != nil {
+		return nil, err
 	}
 	hooks, err := rel.leftoverHooks(ctx, cl)
 	if err != nil {
@@ -108,16 +109,61 @@ func (rel *helmRelease) destroyChanges(ctx context.Context, cl *kube.Client, cur
 	if err != nil {
 		return nil, err
 	}
-	cs, err := rel.clientset()
+	keptNS, err := rel.keptNamespace(ctx, kept)
 	if err != nil {
 		return nil, err
 	}
-	if ns, err := rel.ownedNamespace(ctx, cs); err != nil {
+	if keptNS != nil {
+		kept = append(kept, *keptNS)
+	} else if owned, err := rel.owned(ctx); err != nil {
 		return nil, err
-	} else if ns != nil {
+	} else if owned {
 		changes = append(changes, runner.ResourceChange{Address: "Namespace/" + rel.ns, Action: runner.ActionDelete})
 	}
-	return changes, nil
+	if len(kept) > 0 && cur != nil {
+		changes = append(changes, runner.ResourceChange{Address: "Release/" + rel.ns + "/" + rel.name, Action: runner.ActionDelete})
+	}
+	return append(changes, keptChanges(kept)...), nil
+}
+
+// owned reports whether the release's namespace is one knit created for
+// it and no other release lives in it (see ownedNamespace).
+func (rel *helmRelease) owned(ctx context.Context) (bool, error) {
+	cs, err := rel.clientset()
+	if err != nil {
+		return false, err
+	}
+	ns, err := rel.ownedNamespace(ctx, cs)
+	return ns != nil, err
+}
+
+// disown removes the mark of a namespace knit created for the release,
+// which a teardown keeps: the kept objects in it outlive the release, and
+// no later teardown may delete them with it.
+func (rel *helmRelease) disown(ctx context.Context) error {
+	cs, err := rel.clientset()
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + CreatedByAnnotation + `":null}}}`)
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, rel.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("keep namespace %s: %w", rel.ns, err)
+	}
+	return nil
+}
+
+// keptNamespace is the namespace knit created for the release, kept
+// because objects the teardown keeps live in it; or nil.
+func (rel *helmRelease) keptNamespace(ctx context.Context, kept []keptObject) (*keptObject, error) {
+	held := keptIn(kept, rel.ns)
+	if len(held) == 0 {
+		return nil, nil
+	}
+	owned, err := rel.owned(ctx)
+	if err != nil || !owned {
+		return nil, err
+	}
+	return &keptObject{kube.Ref{APIVersion: "v1", Kind: "Namespace", Name: rel.ns}, keptNamespaceOf + strings.Join(held, ", ")}, nil
 }
 
 // leftoverHooks are the hook objects of every recorded revision that still
@@ -138,7 +184,7 @@ func (rel *helmRelease) leftoverHooks(ctx context.Context, cl *kube.Client) ([]k
 		if err != nil {
 			return nil, fmt.Errorf("read hook %s: %w", r.Address(), err)
 		}
-		if live != nil && live.GetAnnotations()[keepAnnotation] != "keep" {
+		if live != nil && !keeps(live.GetAnnotations()) {
 			out = append(out, r)
 		}
 	}

@@ -3,7 +3,6 @@ package helm
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -17,12 +16,14 @@ import (
 	"knit.dev/knit/internal/runner"
 )
 
-func objects(manifest, ns string, cl *kube.Client) (refs []kube.Ref, objs []*unstructured.Unstructured, err error) {
+// objects decodes a release's manifest, namespaced as Helm applies it; the
+// kinds of defined (the CRDs a first install creates) are known too.
+func objects(manifest, ns string, cl *kube.Client, defined ...*unstructured.Unstructured) (refs []kube.Ref, objs []*unstructured.Unstructured, err error) {
 	decoded, err := kube.Decode([]byte(manifest), "release manifest")
 	if err != nil {
 		return nil, nil, err
 	}
-	cl.Prepare(decoded, ns)
+	cl.Prepare(decoded, ns, defined...)
 	for _, o := range decoded {
 		refs = append(refs, kube.RefOf(o))
 	}
@@ -31,11 +32,11 @@ func objects(manifest, ns string, cl *kube.Client) (refs []kube.Ref, objs []*uns
 
 // served checks, before the server's dry run (whose error for a kind it
 // does not serve names no alternative), that the cluster serves every kind
-// the chart renders, hooks included, at its version (or that its CRDs
-// define it): a removed API version
+// the chart renders, hooks included, at its version (or that one of crds,
+// the crds/ CRDs a first install creates, defines it): a removed API version
 // fails the plan naming the object and the version served instead. The
 // render is Helm's client-side one, so nothing reaches the cluster.
-func (rel *helmRelease) served(ctx context.Context, ch *chart.Chart, vals map[string]any) error {
+func (rel *helmRelease) served(ctx context.Context, ch *chart.Chart, vals map[string]any, crds []*unstructured.Unstructured) error {
 	// A client-only install swaps the configuration's client and release
 	// storage for stand-ins: give it a copy, not the release's own.
 	cfg := *rel.cfg
@@ -50,15 +51,12 @@ func (rel *helmRelease) served(ctx context.Context, ch *chart.Chart, vals map[st
 	for _, h := range out.Hooks {
 		manifest += "\n---\n" + h.Manifest
 	}
-	// The CRDs of its crds/ folder define kinds its templates may use.
-	for _, crd := range ch.CRDObjects() {
-		manifest += "\n---\n" + string(crd.File.Data)
-	}
 	objs, err := kube.Decode([]byte(manifest), "release manifest")
 	if err != nil {
 		return nil
 	}
-	return rel.cl.Served(objs)
+	// The CRDs of its crds/ folder define kinds its templates may use.
+	return rel.cl.Served(append(objs, crds...))
 }
 
 // Plan computes what applying would do. An upgrade is planned from Helm's
@@ -96,34 +94,21 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			return nil, err
 		}
 		saved.Chart = digest(ch)
-		if err := rel.served(ctx, ch, saved.Values); err != nil {
+		var crds []*unstructured.Unstructured // what a first install creates: an upgrade, nothing
+		if cur == nil {
+			if crds, err = r.installCRDs(c, ch); err != nil {
+				return nil, err
+			}
+		} else if _, err := chartCRDs(ch); err != nil {
+			return nil, err
+		}
+		if err := rel.served(ctx, ch, saved.Values, crds); err != nil {
 			return nil, err
 		}
 		if cur == nil {
-			next, err := rel.render(ctx, ch, saved.Values)
-			if err != nil {
+			if changes, p.Notes, err = rel.installChanges(ctx, ch, saved.Values, crds, sensitive); err != nil {
 				return nil, err
 			}
-			_, desired, err := objects(next.Manifest, rel.ns, cl)
-			if err != nil {
-				return nil, err
-			}
-			if changes, err = cl.Diff(ctx, desired, nil, sensitive...); err != nil {
-				return nil, err
-			}
-			crds, err := crdCreates(ctx, cl, ch)
-			if err != nil {
-				return nil, err
-			}
-			changes = append(crds, changes...)
-			ns, err := rel.namespaceChange(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if ns != nil {
-				changes = append([]runner.ResourceChange{*ns}, changes...)
-			}
-			p.Notes = hookNotes(next.Hooks, rel.ns, release.HookPreInstall, release.HookPostInstall)
 		} else {
 			next, err := rel.dryRunUpgrade(ctx, ch, saved.Values)
 			if err != nil {
@@ -162,6 +147,39 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		return nil, err
 	}
 	return p, nil
+}
+
+// installChanges are what a first install creates: the namespace when
+// missing, the missing CRDs of crds (the chart's crds/), then the objects
+// the chart renders, dry-run applied by the server but those of kinds the
+// missing CRDs define (see laterKinds); and the plan's notes.
+func (rel *helmRelease) installChanges(ctx context.Context, ch *chart.Chart, vals map[string]any, crds []*unstructured.Unstructured, sensitive []string) ([]runner.ResourceChange, []string, error) {
+	missing, err := missingCRDs(ctx, rel.cl, crds)
+	if err != nil {
+		return nil, nil, err
+	}
+	next, err := rel.render(ctx, ch, vals, missing)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, desired, err := objects(next.Manifest, rel.ns, rel.cl, missing...)
+	if err != nil {
+		return nil, nil, err
+	}
+	changes, err := rel.cl.Diff(ctx, desired, nil, sensitive...)
+	if err != nil {
+		return nil, nil, err
+	}
+	changes = append(crdCreates(missing), changes...)
+	ns, err := rel.namespaceChange(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ns != nil {
+		changes = append([]runner.ResourceChange{*ns}, changes...)
+	}
+	notes := append(laterKinds(desired, missing), hookNotes(next.Hooks, rel.ns, release.HookPreInstall, release.HookPostInstall)...)
+	return changes, notes, nil
 }
 
 // releaseChange is the change of the release itself when its chart or
@@ -219,27 +237,4 @@ func jsonRoundTrip(m map[string]any) map[string]any {
 		return m
 	}
 	return out
-}
-
-// crdCreates are the CRDs of the chart's crds/ folder that a first install
-// creates (Helm skips those that exist).
-func crdCreates(ctx context.Context, cl *kube.Client, ch *chart.Chart) ([]runner.ResourceChange, error) {
-	var out []runner.ResourceChange
-	for _, f := range ch.CRDObjects() {
-		objs, err := kube.Decode(f.File.Data, f.Filename)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			r := kube.RefOf(o)
-			live, err := cl.Get(ctx, r)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", r.Address(), err)
-			}
-			if live == nil {
-				out = append(out, runner.ResourceChange{Address: r.Address(), Action: runner.ActionCreate})
-			}
-		}
-	}
-	return out, nil
 }

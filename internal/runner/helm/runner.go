@@ -25,6 +25,7 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"knit.dev/knit/internal/gitsource"
@@ -245,9 +246,23 @@ func (rel *helmRelease) current() (*release.Release, error) {
 	return last, nil
 }
 
-// render renders the chart as an install would, without the cluster storing anything.
-func (rel *helmRelease) render(ctx context.Context, ch *chart.Chart, vals map[string]any) (*release.Release, error) {
-	inst := action.NewInstall(rel.cfg)
+// render renders the chart as an install would, without the cluster
+// storing anything. missing are the chart's crds/ CRDs the install creates
+// first: the chart sees their API versions (.Capabilities) as it will at
+// apply, and the server's checks skip the objects of their kinds, which it
+// cannot map yet.
+func (rel *helmRelease) render(ctx context.Context, ch *chart.Chart, vals map[string]any, missing []*unstructured.Unstructured) (*release.Release, error) {
+	cfg := rel.cfg
+	if len(missing) > 0 {
+		caps, err := rel.capabilities(missing)
+		if err != nil {
+			return nil, err
+		}
+		later := *rel.cfg
+		later.KubeClient, later.Capabilities = laterKindsClient{Interface: rel.cfg.KubeClient, missing: missing}, caps
+		cfg = &later
+	}
+	inst := action.NewInstall(cfg)
 	inst.ReleaseName, inst.Namespace = rel.name, rel.ns
 	// "server": lookups and the ownership check of existing objects run as at apply.
 	inst.DryRun, inst.DryRunOption, inst.Replace = true, "server", true

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+var (
+	crdsGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetsGVR = schema.GroupVersionResource{Group: "crds.knit.test", Version: "v1", Resource: "widgets"}
+)
+
+// widgetsEnv is an environment with the chart of
+// internal/runner/helm/testdata/crds (a CRD in crds/, a Widget of its kind
+// in templates/, a templated CRD marked helm.sh/resource-policy: keep),
+// gated (autoApprove false), released into ns.
+func widgetsEnv(ns, extra string) string {
+	return fmt.Sprintf(`apiVersion: knit.dev/v1
+kind: Environment
+metadata: {name: kcrds}
+spec:
+  teamName: qa
+  envName: kcrds
+  kubeconfig: {path: ./kubeconfig}
+%s  components:
+    - name: widgets
+      type: helm
+      chart: {path: ./charts/widgets, namespace: %s}
+`, extra, ns)
+}
+
+// A chart with crds/ and a custom resource of its kind installs on a
+// cluster without the CRD in one apply, its plan listing the CRD and the
+// custom resource known after apply; a second apply is up to date. Its
+// teardown plan shows the CRDs Helm keeps as kept, never DESTROY; the
+// teardown leaves them, and its summary says what it left and why.
+func TestHelmCRDsFolderInstallsAndTeardownKeeps(t *testing.T) {
+	k := newKubeWorld(t)
+	dyn := dynamic.NewForConfigOrDie(k.c.Config)
+	crds := []string{"widgets.crds.knit.test", "gadgets.crds.knit.test"}
+	removeCRDs := func() {
+		for _, n := range crds {
+			if err := dyn.Resource(crdsGVR).Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			_, err0 := dyn.Resource(crdsGVR).Get(context.Background(), crds[0], metav1.GetOptions{})
+			_, err1 := dyn.Resource(crdsGVR).Get(context.Background(), crds[1], metav1.GetOptions{})
+			if apierrors.IsNotFound(err0) && apierrors.IsNotFound(err1) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("gave up waiting for the CRDs to go")
+			}
+		}
+	}
+	removeCRDs()
+	t.Cleanup(removeCRDs)
+	if err := os.WriteFile(k.path("kubeconfig"), k.c.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(k.path("charts/widgets"), os.DirFS(filepath.Join(repo, "internal", "runner", "helm", "testdata", "crds", "widgets"))); err != nil {
+		t.Fatal(err)
+	}
+	ns := k.ns + "-w"
+	k.write(map[string]string{"env.yaml": widgetsEnv(ns, "")})
+
+	r := k.knit("plan", "-f", "env.yaml", "--detailed-exitcode")
+	if r.code != 2 {
+		t.Fatalf("plan: exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"+   CustomResourceDefinition/widgets.crds.knit.test", "+   Widget/" + ns + "/widgets", "known after apply"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("knit plan does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	k.ok("apply", "-f", "env.yaml", "--auto-approve")
+	if _, err := dyn.Resource(widgetsGVR).Namespace(ns).Get(context.Background(), "widgets", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the Widget after one apply: %v", err)
+	}
+	if out := k.ok("apply", "-f", "env.yaml", "--auto-approve").stdout; !strings.Contains(out, "up to date") {
+		t.Errorf("the second apply is not up to date:\n%s", out)
+	}
+
+	k.write(map[string]string{"env.yaml": widgetsEnv(ns, "  teardown: true\n")})
+	r = k.knit("apply", "-f", "env.yaml")
+	if r.code != 3 {
+		t.Fatalf("gated teardown: exit %d, want 3\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"=   CustomResourceDefinition/gadgets.crds.knit.test   (kept: helm.sh/resource-policy: keep",
+		"=   CustomResourceDefinition/widgets.crds.knit.test   (kept: a CRD of the chart's crds/ folder",
+		"-   Widget/" + ns + "/widgets   <-- DESTROY",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the teardown plan does not show %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "CustomResourceDefinition/gadgets.crds.knit.test   <-- DESTROY") {
+		t.Errorf("the teardown plan destroys a kept CRD:\n%s", r.stdout)
+	}
+	js := k.knit("apply", "-f", "env.yaml", "-o", "json").stdout
+	if !strings.Contains(js, `"action": "keep"`) || !strings.Contains(js, `"reason": "a CRD of the chart's crds/ folder`) {
+		t.Errorf("the JSON teardown plan lacks the kept CRDs and why:\n%s", js)
+	}
+	out := k.ok("approve", "qa/kcrds", "widgets", "--reason", "decommission").stdout
+	for _, want := range []string{"left in place (kept, not destroyed): 2 resources",
+		"widgets: CustomResourceDefinition/gadgets.crds.knit.test: helm.sh/resource-policy: keep"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the teardown's summary does not say %q:\n%s", want, out)
+		}
+	}
+	for _, n := range crds {
+		if _, err := dyn.Resource(crdsGVR).Get(context.Background(), n, metav1.GetOptions{}); err != nil {
+			t.Errorf("CRD %s after the teardown: %v", n, err)
+		}
+	}
+	if _, err := k.c.Client.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s (nothing kept in it) after the teardown: %v", ns, err)
+	}
+}
