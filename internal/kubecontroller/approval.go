@@ -111,7 +111,7 @@ func (r *reconciler) decide(ctx context.Context, obj envObject, envID string, a 
 		}
 	}
 	if teardown && e.DeletionTimestamp != nil {
-		return r.afterTeardown(ctx, obj, run.res, run.err)
+		return r.afterTeardown(ctx, obj, run.res, run.err, "")
 	}
 	fromResult(&st, e.Generation, run.res, run.err)
 	r.rollBack(ctx, e, run.res, &st)

@@ -26,18 +26,20 @@ func TestPolicyEnforces(t *testing.T) {
 		"another rule": {func(s *admissionv1.ValidatingAdmissionPolicySpec) { s.Validations[0].Expression = "true" }, "validation differs"},
 		"excludes": {func(s *admissionv1.ValidatingAdmissionPolicySpec) {
 			s.MatchConstraints.ExcludeResourceRules = s.MatchConstraints.ResourceRules
-		}, "every EnvironmentApproval"},
+		}, "match all"},
 		"creates only": {func(s *admissionv1.ValidatingAdmissionPolicySpec) {
 			s.MatchConstraints.ResourceRules[0].Operations = []admissionv1.OperationType{admissionv1.Create}
 		}, "creates and updates"},
 		"some namespaces": {func(s *admissionv1.ValidatingAdmissionPolicySpec) {
 			s.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
-		}, "every EnvironmentApproval"},
+		}, "match all"},
 	} {
-		pol, _ := ApproverPolicy()
-		tc.edit(&pol.Spec)
-		if got := policyEnforces(&pol); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		for _, rule := range []admissionRule{approverRule, skipTeardownRule} {
+			pol, _ := rule.objects()
+			tc.edit(&pol.Spec)
+			if got := rule.enforcedBy(&pol); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%s, %s: %q, want %q", rule.name, name, got, tc.want)
+			}
 		}
 	}
 }
@@ -58,11 +60,13 @@ func TestBindingCovers(t *testing.T) {
 			s.MatchResources = &admissionv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}
 		}, "beyond namespaces"},
 	} {
-		_, bind := ApproverPolicy()
-		tc.edit(&bind.Spec)
-		got, err := (&reconciler{}).bindingCovers(context.Background(), &bind, "ns")
-		if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: %q (%v), want %q", name, got, err, tc.want)
+		for _, rule := range []admissionRule{approverRule, skipTeardownRule} {
+			_, bind := rule.objects()
+			tc.edit(&bind.Spec)
+			got, err := (&reconciler{}).bindingCovers(context.Background(), rule, &bind, "ns")
+			if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%s, %s: %q (%v), want %q", rule.name, name, got, err, tc.want)
+			}
 		}
 	}
 }

@@ -24,13 +24,19 @@ import (
 // does, CRDs included, with the Helm SDK.
 func render(t *testing.T, ns string, values map[string]any) string {
 	t.Helper()
+	return renderAs(t, "knit", ns, values)
+}
+
+// renderAs is render with another release name.
+func renderAs(t *testing.T, release, ns string, values map[string]any) string {
+	t.Helper()
 	ch, err := loader.Load(filepath.Join(testtools.ModuleRoot(t), "deploy", "helm", "knit"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := action.NewInstall(&action.Configuration{})
 	in.DryRun, in.ClientOnly, in.IncludeCRDs = true, true, true
-	in.ReleaseName, in.Namespace = "knit", ns
+	in.ReleaseName, in.Namespace = release, ns
 	in.KubeVersion = &chartutil.KubeVersion{Version: "v1.31.14", Major: "1", Minor: "31"}
 	rel, err := in.Run(ch, values)
 	if err != nil {

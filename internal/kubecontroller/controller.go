@@ -132,7 +132,7 @@ func add(mgr ctrl.Manager, opts Options, gv schema.GroupVersion, newObj func() e
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("environment-"+strings.ReplaceAll(gv.Group, ".", "-")).
-		For(newObj(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting{}))).
+		For(newObj(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting{}, teardownAsked{}))).
 		Watches(&EnvironmentApproval{}, toEnv, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Names are checked process-wide (for metrics, which are off): tests
 		// run one controller after another in one process.
@@ -145,4 +145,17 @@ type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {
 	return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+}
+
+// teardownAsked passes the update that sets RetryTeardownAnnotation or
+// SkipTeardownAnnotation anew (an annotation changes no generation).
+type teardownAsked struct{ predicate.Funcs }
+
+func (teardownAsked) Update(e event.UpdateEvent) bool {
+	for _, k := range []string{RetryTeardownAnnotation, SkipTeardownAnnotation} {
+		if e.ObjectNew.GetAnnotations()[k] != e.ObjectOld.GetAnnotations()[k] {
+			return true
+		}
+	}
+	return false
 }

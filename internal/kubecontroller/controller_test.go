@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"knit.dev/knit/internal/adapters"
@@ -56,6 +57,8 @@ type harness struct {
 	files   string // where the environments' components write
 	dataDir string // knit's, which the CLI may use too
 	k       *knit.Knit
+	// ctlConfig is who the controller acts as (default the administrator).
+	ctlConfig *rest.Config
 }
 
 // start installs the CRDs with kubectl apply -f deploy/crds (as a person
@@ -96,7 +99,7 @@ func startWith(t *testing.T, opts func(h *harness, o *kubecontroller.Options)) *
 	ctx, cancel := context.WithCancel(context.Background())
 	k, err := adapters.Open(ctx, adapters.Config{
 		Config: knit.Config{DataDir: h.dataDir},
-		Tools: adapters.Tools{TFBinary: tofu.Path, Getenv: func(k string) string {
+		Tools: adapters.Tools{TFBinary: tofu.Path, KubeRunner: testtools.KnitKube(t), Getenv: func(k string) string {
 			if k == "TF_CLI_CONFIG_FILE" {
 				return tofu.CLIConfig
 			}
@@ -114,7 +117,11 @@ func startWith(t *testing.T, opts func(h *harness, o *kubecontroller.Options)) *
 		opts(h, &o)
 	}
 	done := make(chan error, 1)
-	go func() { done <- kubecontroller.Run(ctx, cluster.Config, o) }()
+	cfg := cluster.Config
+	if h.ctlConfig != nil {
+		cfg = h.ctlConfig
+	}
+	go func() { done <- kubecontroller.Run(ctx, cfg, o) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -30,20 +30,28 @@ func TestCRDFiles(t *testing.T) {
 	}
 }
 
-// TestAdmissionPolicyFiles: deploy/admission/knit-approvers.yaml and the
-// chart's copy are exactly the policy the controller checks for
-// (ApproverPolicy).
+// TestAdmissionPolicyFiles: deploy/admission's policies and the chart's
+// copies are exactly the policies the controller checks for
+// (ApproverPolicy, SkipTeardownPolicy).
 func TestAdmissionPolicyFiles(t *testing.T) {
 	root := testtools.ModuleRoot(t)
-	body, err := kubecontroller.ApproverPolicyYAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string][]byte{
-		filepath.Join(root, "deploy", "admission", "knit-approvers.yaml"):            body,
-		filepath.Join(root, "deploy", "helm", "knit", "templates", "approvers.yaml"): append(append([]byte("{{- if .Values.controller.enabled }}\n"), body...), "{{- end }}\n"...),
+	for _, p := range []struct {
+		name, chart string
+		yaml        func() ([]byte, error)
+	}{
+		{kubecontroller.ApproversPolicy, "approvers.yaml", kubecontroller.ApproverPolicyYAML},
+		{kubecontroller.SkipTeardownPolicy, "skip-teardown.yaml", kubecontroller.SkipTeardownPolicyYAML},
 	} {
-		generated(t, path, want, "kubecontroller.ApproverPolicy", "TestAdmissionPolicyFiles")
+		body, err := p.yaml()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string][]byte{
+			filepath.Join(root, "deploy", "admission", p.name+".yaml"):             body,
+			filepath.Join(root, "deploy", "helm", "knit", "templates", p.chart): append(append([]byte("{{- if .Values.controller.enabled }}\n"), body...), "{{- end }}\n"...),
+		} {
+			generated(t, path, want, "kubecontroller's "+p.name, "TestAdmissionPolicyFiles")
+		}
 	}
 }
 

@@ -132,7 +132,7 @@ func (r *reconciler) run(ctx context.Context, obj envObject, kind store.RunKind,
 		req.Reconcile = env.Spec.Drift.Policy != spec.DriftAlert
 	}
 	res, err := r.knit.Run(ctx, req)
-	r.log.Info("run", "object", e.Namespace+"/"+e.Name, "env", env.ID(), "kind", kind, "status", status(res), "error", err)
+	r.logRun(string(kind), e, env.ID(), res, err)
 	if ctx.Err() != nil {
 		return ctrl.Result{}, ctx.Err()
 	}
@@ -155,6 +155,30 @@ func status(res *engine.Result) string {
 		return ""
 	}
 	return string(res.Status)
+}
+
+// logRun logs a run the controller started: a failed one at error level
+// with why (the run's error, or its first failed component and reason).
+func (r *reconciler) logRun(what string, e *Environment, env string, res *engine.Result, err error) {
+	args := []any{"object", e.Namespace + "/" + e.Name, "env", env, "status", status(res)}
+	if res != nil {
+		args = append(args, "run", res.RunID)
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else if res != nil {
+		if bad := firstWith(res, func(c *engine.ComponentResult) bool { return c.Status.IsError() }); bad != nil {
+			why = fmt.Sprintf("component %s %s: %s", bad.Name, bad.Status, firstLine(bad.Reason))
+		} else if res.Status == store.StatusFailed {
+			why = "the run failed"
+		}
+	}
+	if why == "" {
+		r.log.Info(what, args...)
+		return
+	}
+	r.log.Error(what+" failed", append(args, "reason", why)...)
 }
 
 // saveStatus writes st as obj's status (a merge patch of the status
@@ -198,6 +222,13 @@ func (r *reconciler) finalize(ctx context.Context, obj envObject) (ctrl.Result, 
 	if st.Env == "" {
 		return ctrl.Result{}, r.release(ctx, obj)
 	}
+	skipped, skipWhy, err := r.skipTeardown(ctx, obj, st.Env)
+	if err != nil || skipped {
+		return ctrl.Result{}, err
+	}
+	if teardownSpent(e, &st) {
+		return r.gaveUp(ctx, obj, st, skipWhy)
+	}
 	if a := st.Approval; a != nil && a.Teardown && isTrue(st.Conditions, CondAwaitingApproval) {
 		return r.approvals(ctx, obj, st.Env)
 	}
@@ -215,23 +246,29 @@ func (r *reconciler) finalize(ctx context.Context, obj envObject) (ctrl.Result, 
 		req.Env, req.EnvRef = env, ""
 	}
 	res, err := r.knit.Run(ctx, req)
-	r.log.Info("teardown", "object", e.Namespace+"/"+e.Name, "env", st.Env, "status", status(res), "error", err)
+	r.logRun("teardown", e, st.Env, res, err)
 	if ctx.Err() != nil {
 		return ctrl.Result{}, ctx.Err()
 	}
-	return r.afterTeardown(ctx, obj, res, err)
+	return r.afterTeardown(ctx, obj, res, err, skipWhy)
 }
 
 // afterTeardown removes the finalizer after a teardown that succeeded,
-// and records why not otherwise.
-func (r *reconciler) afterTeardown(ctx context.Context, obj envObject, res *engine.Result, runErr error) (ctrl.Result, error) {
+// and records why not otherwise, counting the failures: once
+// MaxTeardownAttempts have failed the controller gives up.
+func (r *reconciler) afterTeardown(ctx context.Context, obj envObject, res *engine.Result, runErr error, skipWhy string) (ctrl.Result, error) {
 	e := obj.env()
 	if runErr == nil && succeeded(res) {
 		return ctrl.Result{}, r.release(ctx, obj)
 	}
 	st := *deepCopy(&e.Status)
 	fromResult(&st, e.Generation, res, runErr)
-	if !isTrue(st.Conditions, CondStalled) && st.Approval == nil {
+	if isTrue(st.Conditions, CondStalled) {
+		st.TeardownAttempts++
+		if st.TeardownAttempts >= MaxTeardownAttempts {
+			return r.gaveUp(ctx, obj, st, skipWhy)
+		}
+	} else if st.Approval == nil {
 		setCondition(&st.Conditions, e.Generation, CondReady, false, ReasonTearingDown, "the object is being deleted")
 	}
 	return ctrl.Result{RequeueAfter: r.interval}, r.saveStatus(ctx, obj, st)

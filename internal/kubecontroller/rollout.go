@@ -31,7 +31,7 @@ func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.R
 		target = fmt.Sprintf("revision %d", good.Number)
 	}
 	rb, err := r.knit.Run(ctx, *req)
-	r.log.Info("rollback", "object", e.Namespace+"/"+e.Name, "env", res.Env, "status", status(rb), "error", err)
+	r.logRun("rollback", e, res.Env, rb, err)
 	if rb == nil {
 		msg := fmt.Sprintf("generation %d: %s; not rolled back: %v", e.Generation, failed, err)
 		setCondition(&st.Conditions, e.Generation, CondStalled, true, string(engine.ReasonVerificationFailed), msg)

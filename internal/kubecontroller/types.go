@@ -72,6 +72,12 @@ type EnvironmentStatus struct {
 	Approval *PendingApproval `json:"approval,omitempty"`
 	// Components are the components as the last run left them.
 	Components []ComponentStatus `json:"components,omitempty"`
+	// TeardownAttempts counts the failed teardowns of a deleted object;
+	// at MaxTeardownAttempts the controller stops trying.
+	TeardownAttempts int `json:"teardownAttempts,omitempty"`
+	// TeardownRetry is the value of knit.dev/retry-teardown that last
+	// started the attempts over.
+	TeardownRetry string `json:"teardownRetry,omitempty"`
 }
 
 // PendingApproval is the change set a gated run stopped at: an

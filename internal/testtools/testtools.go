@@ -9,6 +9,8 @@ package testtools
 
 import (
 	"bytes"
+	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"os/exec"
@@ -210,4 +212,48 @@ func DownURL(t testing.TB) string {
 	}()
 	t.Cleanup(func() { ln.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+var knitKube struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// KnitKube builds cmd/knit-kube (the process helm and manifests
+// components run in) once per test process, into the module's .tools
+// cache, and returns its path for adapters.Tools.KubeRunner.
+func KnitKube(t testing.TB) string {
+	t.Helper()
+	root := ModuleRoot(t)
+	knitKube.once.Do(func() {
+		dir := filepath.Join(root, ".tools", "test-bin")
+		if knitKube.err = os.MkdirAll(dir, 0o755); knitKube.err != nil {
+			return
+		}
+		// Built beside, then renamed: test processes of other packages
+		// may build it at the same time.
+		tmp, err := os.CreateTemp(dir, "knit-kube-*")
+		if err != nil {
+			knitKube.err = err
+			return
+		}
+		tmp.Close()
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/knit-kube")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp.Name())
+			knitKube.err = fmt.Errorf("go build ./cmd/knit-kube: %v\n%s", err, out)
+			return
+		}
+		// One per checkout: .tools may be shared by worktrees.
+		h := fnv.New32a()
+		h.Write([]byte(root))
+		knitKube.path = filepath.Join(dir, fmt.Sprintf("knit-kube-%08x", h.Sum32()))
+		knitKube.err = os.Rename(tmp.Name(), knitKube.path)
+	})
+	if knitKube.err != nil {
+		t.Fatal(knitKube.err)
+	}
+	return knitKube.path
 }

@@ -148,7 +148,7 @@ func (rel *helmRelease) uninstall(ctx context.Context, cl *kube.Client) error {
 	un := action.NewUninstall(rel.cfg)
 	un.Timeout, un.Wait = rel.timeout, true
 	if _, err := un.Run(rel.name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return err
+		return rel.log.explain(err)
 	}
 	// Hooks of the uninstall itself (pre/post-delete) are leftovers too.
 	return rel.deleteAndWait(ctx, cl, hooks)

@@ -56,6 +56,12 @@ func (rel *helmRelease) ensureNamespace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Looked up first: an identity that may use a namespace need not be
+	// allowed to create namespaces (a create is refused before it could
+	// say AlreadyExists).
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, rel.ns, metav1.GetOptions{}); err == nil {
+		return nil
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rel.ns,
 		Labels:      map[string]string{"name": rel.ns},
 		Annotations: map[string]string{CreatedByAnnotation: rel.owner}}}

@@ -73,6 +73,7 @@ type savedPlan struct {
 type helmRelease struct {
 	name, ns   string
 	cfg        *action.Configuration
+	log        *helmLog
 	rest       *rest.Config
 	target     string // the cluster, for the plan's header
 	cl         *kube.Client
@@ -92,15 +93,15 @@ func (r *Runner) connect(ctx context.Context, c runner.Component, in runner.Inpu
 	}
 	rc = kube.Bounded(ctx, rc)
 	ns := c.Spec.Namespace(c.Def)
-	cfg := &action.Configuration{}
-	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", func(string, ...any) {}); err != nil {
+	cfg, hl := &action.Configuration{}, &helmLog{}
+	if err := cfg.Init(&getter{cfg: rc, ns: ns}, ns, "secret", hl.logf); err != nil {
 		return nil, err
 	}
 	cl, err := kube.NewClient(rc)
 	if err != nil {
 		return nil, err
 	}
-	rel := &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, rest: rc, target: kube.Target(rc, kctx), cl: cl,
+	rel := &helmRelease{name: c.Def.ReleaseName(), ns: ns, cfg: cfg, log: hl, rest: rc, target: kube.Target(rc, kctx), cl: cl,
 		maxHistory: c.Def.Chart.MaxHistory, timeout: 5 * time.Minute, owner: c.Env + "/" + c.Def.Name}
 	if rel.maxHistory == 0 {
 		rel.maxHistory = spec.DefaultMaxHistory
