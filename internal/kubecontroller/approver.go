@@ -78,4 +78,3 @@ func (r *reconciler) approverOf(ctx context.Context, a *EnvironmentApproval) (st
 	}
 	return user, "", nil
 }
-

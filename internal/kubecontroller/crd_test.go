@@ -47,7 +47,7 @@ func TestAdmissionPolicyFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		for path, want := range map[string][]byte{
-			filepath.Join(root, "deploy", "admission", p.name+".yaml"):             body,
+			filepath.Join(root, "deploy", "admission", p.name+".yaml"):          body,
 			filepath.Join(root, "deploy", "helm", "knit", "templates", p.chart): append(append([]byte("{{- if .Values.controller.enabled }}\n"), body...), "{{- end }}\n"...),
 		} {
 			generated(t, path, want, "kubecontroller's "+p.name, "TestAdmissionPolicyFiles")
