@@ -7,6 +7,7 @@
 package helm
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,7 +200,13 @@ func digest(ch *chart.Chart) string {
 			io.WriteString(h, f.Name+"\x00")
 			h.Write(f.Data)
 		}
-		for _, d := range c.Dependencies() {
+		// Helm's loader adds subcharts in map order, another at each load:
+		// by name, the same files hash the same.
+		deps := slices.Clone(c.Dependencies())
+		slices.SortFunc(deps, func(a, b *chart.Chart) int {
+			return cmp.Or(strings.Compare(a.Name(), b.Name()), strings.Compare(a.Metadata.Version, b.Metadata.Version))
+		})
+		for _, d := range deps {
 			walk(d)
 		}
 	}
