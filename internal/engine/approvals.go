@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,11 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"knit.dev/knit/internal/runner"
-	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
 
@@ -284,112 +281,6 @@ func (ar *approvals) heldPlan(name string) (heldPlan, bool) {
 	defer ar.mu.Unlock()
 	h, ok := ar.holds[name]
 	return h, ok
-}
-
-// Decide approves or rejects the plan awaiting approval for component, as
-// actor, recording who and why in the audit trail. Approving a plan made
-// for another revision than the one the environment is applied at fails
-// with ErrStale. Deciding changes no resource: starting the apply that
-// uses an approved plan is the caller's next step.
-func (e *Engine) Decide(ctx context.Context, env *spec.Environment, component string, approve bool, actor, reason string) (store.Approval, error) {
-	return e.DecidePlan(ctx, env, component, "", approve, actor, reason)
-}
-
-// ErrChecksumMismatch: the plan waiting for approval is not the one named.
-var ErrChecksumMismatch = errors.New("the plan waiting for approval is not the one named")
-
-// DecidePlan is Decide of the plan with checksum (any waiting plan when
-// checksum is empty). The check and the decision are one step: the
-// decision is fenced on that approval's ID, so a plan made in between is
-// never decided in the place of the one a person read.
-func (e *Engine) DecidePlan(ctx context.Context, env *spec.Environment, component, checksum string, approve bool, actor, reason string) (store.Approval, error) {
-	a, err := e.Store.OpenApproval(ctx, env.ID(), component)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Status != store.ApprovalPending) {
-		return a, e.nothingPending(ctx, env, component)
-	}
-	if err != nil {
-		return a, err
-	}
-	if checksum != "" && checksum != a.PlanChecksum {
-		return a, fmt.Errorf("%w: approval #%d of %s is for plan %s, not %s; look at the plan again (knit approvals %s)",
-			ErrChecksumMismatch, a.ID, component, shortSum(a.PlanChecksum), shortSum(checksum), env.ID())
-	}
-	to, action := store.ApprovalRejected, "reject"
-	if approve {
-		to, action = store.ApprovalApproved, "approve"
-		envRec, err := e.Store.Environment(ctx, env.ID())
-		if err != nil {
-			return a, fmt.Errorf("read %s: %w", env.ID(), err)
-		}
-		if envRec.AppliedRevision != a.Revision {
-			return a, fmt.Errorf("%w: approval #%d is for revision %d, and %s is now applied at revision %d: run knit apply for a fresh plan, then approve that",
-				ErrStale, a.ID, a.Revision, env.ID(), envRec.AppliedRevision)
-		}
-	}
-	now := e.now()
-	if err := e.Store.DecideApproval(ctx, a.ID, store.ApprovalPending, to, actor, reason, now); err != nil {
-		return a, err
-	}
-	a.Status, a.DecidedBy, a.Reason, a.DecidedAt = to, actor, reason, now
-	var p runner.Plan
-	if err := json.Unmarshal(a.Plan, &p); err != nil {
-		return a, fmt.Errorf("approval #%d: stored plan is unreadable: %w", a.ID, err)
-	}
-	what := fmt.Sprintf("approval #%d: +%d ~%d -%d", a.ID, p.Add, p.Change, p.Destroy)
-	if p.Destroying {
-		what += " (destroy)"
-	}
-	if err := e.Store.AppendAudit(ctx, store.AuditEvent{Env: env.ID(), Actor: actor, Action: action, Component: component,
-		Revision: a.Revision, RunID: a.RunID, Reason: reason, Time: now, Detail: what}); err != nil {
-		return a, fmt.Errorf("record the %s in the audit trail: %w", action, err)
-	}
-	if !approve {
-		if err := e.outdateChangesHolding(ctx, a, actor); err != nil {
-			return a, err
-		}
-		return a, e.settleRejected(ctx, env.ID(), component)
-	}
-	return a, nil
-}
-
-// outdateChangesHolding marks stale the waiting change sets that hold
-// approval a, now rejected: approving them whole is no longer possible.
-func (e *Engine) outdateChangesHolding(ctx context.Context, a store.Approval, actor string) error {
-	open, err := e.Store.ListChangeSets(ctx, store.ChangeSetFilter{Env: a.Env, Statuses: []string{store.ChangeSetPending}})
-	if err != nil {
-		return fmt.Errorf("read the waiting change sets of %s: %w", a.Env, err)
-	}
-	for _, cs := range open {
-		if !slices.ContainsFunc(cs.Components, func(c store.ChangeSetComponent) bool { return c.ApprovalID == a.ID }) {
-			continue
-		}
-		why := fmt.Sprintf("approval #%d of %s in it was rejected", a.ID, a.Component)
-		err := e.Store.DecideChangeSet(ctx, cs.ID, store.ChangeSetPending, store.ChangeSetStale, actor, why, e.now())
-		if err != nil && !errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("mark change set #%d stale: %w", cs.ID, err)
-		}
-	}
-	return nil
-}
-
-// nothingPending says why no plan of component awaits a decision: its
-// latest approval went stale (ErrStale, with the reason), or there is
-// none to decide (ErrNothingToApprove).
-func (e *Engine) nothingPending(ctx context.Context, env *spec.Environment, component string) error {
-	latest, err := e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: env.ID(), Component: component, Limit: 1, NewestFirst: true})
-	if err != nil {
-		return fmt.Errorf("read the approvals of %s: %w", component, err)
-	}
-	if len(latest) == 1 && latest[0].Status == store.ApprovalStale {
-		a := latest[0]
-		why := a.Reason
-		if why == "" {
-			why = "a newer plan replaced it"
-		}
-		return fmt.Errorf("%w: approval #%d of %s in %s: %s; nothing was applied: plan it again (knit apply %s), then approve that",
-			ErrStale, a.ID, component, env.ID(), why, env.ID())
-	}
-	return fmt.Errorf("%w: no plan of %s in %s is pending (knit approvals %s)", ErrNothingToApprove, component, env.ID(), env.ID())
 }
 
 func copyFile(src, dst string) error { return copyFileMode(src, dst, 0o600) }

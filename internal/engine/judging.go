@@ -192,62 +192,97 @@ func (j *judging) judgeResult(ctx context.Context) error {
 // kept in the result, published and audited; require_approval gates the
 // components it names; a deny (unless overridden) stops the run.
 func (j *judging) judge(ctx context.Context, comps []PlannedComponent) error {
-	v, err := j.s.opts.Judge.Judge(ctx, j.envPlan(comps))
+	v, err := j.verdict(ctx, comps)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return &PolicyError{Err: err}
 	}
-	if v.Denied() && j.s.opts.OverridePolicy != "" {
-		v.Overridden = j.s.opts.OverridePolicy
-	}
 	j.s.mu.Lock()
 	j.s.result.Policy = v
 	j.s.mu.Unlock()
-	for i := range v.Decisions {
-		d := v.Decisions[i]
-		j.s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
-		if err := j.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
-			return err
-		}
+	if err := j.announce(v.Decisions, v.Overridden); err != nil {
+		return err
 	}
-	if v.Overridden != "" {
-		if err := j.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
-			return err
-		}
-	}
-	for _, d := range v.Of(DecisionRequireApproval) {
-		for _, pc := range comps {
-			if d.Component == pc.Name || (d.Component == "" && pc.Plan.HasChanges()) {
-				j.gate.require(pc.Name, d.String())
-			}
-		}
+	for _, pc := range comps {
+		j.requireFor(v, pc.Name, pc.Plan)
 	}
 	if !v.Denied() {
 		return nil
 	}
 	denials := v.Of(DecisionDeny)
 	if j.s.applies() || j.s.kind == KindTeardown {
-		op := "apply"
-		if j.s.kind == KindTeardown {
-			op = "destroy"
-		}
-		for _, pc := range comps {
-			why := "not run: the run was denied by policy"
-			for _, d := range denials {
-				if d.Component == pc.Name {
-					why = "denied by policy: " + d.String()
-					break
-				}
-			}
-			cr := j.s.add(pc.Name, Skipped)
-			cr.Plan = pc.Plan
-			j.s.setCode(cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
-			_ = j.s.record(op, cr, nil, nil)
-		}
+		j.skipDenied(comps, denials)
 	}
 	return &PolicyDeniedError{Denials: denials}
+}
+
+// verdict is what the Judge decides about comps, a deny marked overridden
+// when the run overrides the policies.
+func (j *judging) verdict(ctx context.Context, comps []PlannedComponent) (*Verdict, error) {
+	v, err := j.s.opts.Judge.Judge(ctx, j.envPlan(comps))
+	if err != nil {
+		return nil, err
+	}
+	if v.Denied() && j.s.opts.OverridePolicy != "" {
+		v.Overridden = j.s.opts.OverridePolicy
+	}
+	return v, nil
+}
+
+// announce publishes and audits decisions, then the override of a
+// denial ("" : none).
+func (j *judging) announce(decisions []Decision, overridden string) error {
+	for i := range decisions {
+		d := decisions[i]
+		j.s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
+		if err := j.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
+			return err
+		}
+	}
+	if overridden == "" {
+		return nil
+	}
+	return j.auditDecision("policy-override", "", "denial overridden: "+overridden)
+}
+
+// requireFor passes to the gate the require_approval decisions of v that
+// are about name, whose plan is plan: those naming it, and those naming
+// no component when plan changes something.
+func (j *judging) requireFor(v *Verdict, name string, plan *runner.Plan) {
+	for _, d := range v.Of(DecisionRequireApproval) {
+		if d.Component == name || (d.Component == "" && plan.HasChanges()) {
+			j.gate.require(name, d.String())
+		}
+	}
+}
+
+// skipDenied records every component of a denied apply or teardown
+// skipped, saying which rule denied it, if one names it.
+func (j *judging) skipDenied(comps []PlannedComponent, denials []Decision) {
+	op := "apply"
+	if j.s.kind == KindTeardown {
+		op = "destroy"
+	}
+	for _, pc := range comps {
+		why := deniedWhy(denials, pc.Name)
+		cr := j.s.add(pc.Name, Skipped)
+		cr.Plan = pc.Plan
+		j.s.setCode(cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)
+		_ = j.s.record(op, cr, nil, nil)
+	}
+}
+
+// deniedWhy says why name is not run in a denied run: by the first
+// denial naming it, or by the run's.
+func deniedWhy(denials []Decision, name string) string {
+	for _, d := range denials {
+		if d.Component == name {
+			return "denied by policy: " + d.String()
+		}
+	}
+	return "not run: the run was denied by policy"
 }
 
 // envPlan is what the Judge judges of this run with comps.
@@ -292,17 +327,8 @@ func (j *judging) judgedPlan(name, fp string) (plan *runner.Plan, judged bool) {
 // (unless overridden) stops the run before it applies.
 func (j *judging) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) error {
 	name := st.c.Name
-	removed := j.s.removed.has(name)
-	pc := PlannedComponent{Name: name, Def: st.c, Removed: removed, Gated: !j.gate.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
-	j.mu.Lock()
-	list := slices.Clone(j.judged)
-	j.mu.Unlock()
-	if i := slices.IndexFunc(list, func(c PlannedComponent) bool { return c.Name == name }); i >= 0 {
-		list[i] = pc
-	} else {
-		list = append(list, pc)
-	}
-	v, err := j.s.opts.Judge.Judge(ctx, j.envPlan(list))
+	pc := PlannedComponent{Name: name, Def: st.c, Removed: j.s.removed.has(name), Gated: !j.gate.autoApproved(st.c), Plan: plan, Secrets: st.secrets}
+	v, err := j.verdict(ctx, j.withTurn(pc))
 	if err != nil {
 		if ctx.Err() == nil {
 			err = &PolicyError{Err: err}
@@ -310,11 +336,36 @@ func (j *judging) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 		}
 		return st.fail(ctx, err)
 	}
-	if v.Denied() && j.s.opts.OverridePolicy != "" {
-		v.Overridden = j.s.opts.OverridePolicy
+	fresh, overridden := j.keep(v)
+	j.requireFor(v, name, plan)
+	if err := j.announce(fresh, overridden); err != nil {
+		return st.fail(ctx, err)
 	}
-	var fresh []Decision
+	if !v.Denied() {
+		return nil
+	}
+	return j.deny(st, plan, &PolicyDeniedError{Denials: v.Of(DecisionDeny)})
+}
+
+// withTurn is the plan judged first with pc's part replaced by pc (or
+// added).
+func (j *judging) withTurn(pc PlannedComponent) []PlannedComponent {
+	j.mu.Lock()
+	list := slices.Clone(j.judged)
+	j.mu.Unlock()
+	if i := slices.IndexFunc(list, func(c PlannedComponent) bool { return c.Name == pc.Name }); i >= 0 {
+		list[i] = pc
+	} else {
+		list = append(list, pc)
+	}
+	return list
+}
+
+// keep adds to the run's verdict the decisions of v it does not hold
+// yet, returning those, and v's override if it is the first.
+func (j *judging) keep(v *Verdict) (fresh []Decision, overridden string) {
 	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
 	kept := j.s.result.Policy
 	if kept == nil {
 		kept = &Verdict{}
@@ -326,39 +377,15 @@ func (j *judging) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 			fresh = append(fresh, d)
 		}
 	}
-	override := v.Overridden != "" && kept.Overridden == ""
-	if override {
-		kept.Overridden = v.Overridden
+	if v.Overridden != "" && kept.Overridden == "" {
+		kept.Overridden, overridden = v.Overridden, v.Overridden
 	}
-	j.s.mu.Unlock()
-	for _, d := range v.Of(DecisionRequireApproval) {
-		if d.Component == name || (d.Component == "" && plan.HasChanges()) {
-			j.gate.require(name, d.String())
-		}
-	}
-	for i := range fresh {
-		d := fresh[i]
-		j.s.publish(Event{Kind: PolicyDecision, Component: d.Component, Decision: &d})
-		if err := j.auditDecision("policy-"+d.Kind, d.Component, d.String()); err != nil {
-			return st.fail(ctx, err)
-		}
-	}
-	if override {
-		if err := j.auditDecision("policy-override", "", "denial overridden: "+v.Overridden); err != nil {
-			return st.fail(ctx, err)
-		}
-	}
-	if !v.Denied() {
-		return nil
-	}
-	denied := &PolicyDeniedError{Denials: v.Of(DecisionDeny)}
-	why := "not run: the run was denied by policy"
-	for _, d := range denied.Denials {
-		if d.Component == name {
-			why = "denied by policy: " + d.String()
-			break
-		}
-	}
+	return fresh, overridden
+}
+
+// deny stops the run at st's turn, denied: the first denial fails the
+// run, and st's component is skipped with plan, saying why.
+func (j *judging) deny(st *step, plan *runner.Plan, denied *PolicyDeniedError) error {
 	j.mu.Lock()
 	first := j.denied == nil
 	if first {
@@ -368,6 +395,7 @@ func (j *judging) judgeAgain(ctx context.Context, st *step, plan *runner.Plan) e
 	if first {
 		j.s.runFailed(denied)
 	}
+	why := deniedWhy(denied.Denials, st.c.Name)
 	st.cr.Plan = plan
 	st.cr.Log = st.log.finish(nil)
 	j.s.setCode(st.cr, Skipped, ReasonPolicyDenied.Cause(), firstLine(why), why)

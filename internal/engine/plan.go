@@ -75,33 +75,12 @@ func (pl *planner) planOne(ctx context.Context, name string) error {
 		return st.fail(ctx, err)
 	}
 	destroying := st.c.Destroy || pl.s.env.Spec.Teardown
-	if pl.s.opts.Preview && !destroying {
-		// As an apply would: nothing changed since it was applied.
-		if prev := pl.s.state(name); prev.Status == stateApplied && prev.Fingerprint == p.fp {
-			pl.s.set(st.cr, UpToDate, "")
-			st.cr.Log = st.log.finish(nil)
-			return pl.s.record(st.op, st.cr, nil, nil)
-		}
+	if skipped, err := pl.notPreviewed(st, p, destroying); skipped {
+		return err
 	}
-	if pl.s.opts.Preview && !pl.s.opts.PreviewScripts && !destroying && st.c.Type == spec.TypeScript && st.c.Script != nil && st.c.Script.Plan != "" {
-		// A branch nobody reviewed runs no command of its own unless
-		// knit serve's git.previewScripts says so.
-		pl.s.setCode(st.cr, Deferred, store.Cause{}, "not planned: script plan commands of unreviewed branches do not run",
-			fmt.Sprintf("%s's plan command was not run: a preview runs the plan commands of script components only with knit serve --preview-scripts (git.previewScripts: true)", name))
-		st.cr.Log = st.log.finish(nil)
-		return pl.s.record(st.op, st.cr, nil, nil)
-	}
-	rc, in := p.rc, p.in
-	if pl.s.opts.Preview {
-		if rc.WorkDir, err = pl.previews.previewDir(name, rc.WorkDir); err != nil {
-			return st.fail(ctx, err)
-		}
-	}
-	if pl.s.opts.Preview && pl.s.opts.Sandbox != nil {
-		// Unreviewed code gets no secret: its sensitive inputs are
-		// placeholders, and its commands run confined.
-		rc.Sandbox = pl.s.opts.Sandbox
-		in, st.cr.Placeholders = withPlaceholders(in, rc.Sensitive)
+	rc, in, err := pl.where(st, p)
+	if err != nil {
+		return st.fail(ctx, err)
 	}
 	if p.fp != "" && !pl.s.opts.Preview {
 		fp := p.fp
@@ -118,6 +97,58 @@ func (pl *planner) planOne(ctx context.Context, name string) error {
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}
+	return pl.keep(st, p, plan, destroying)
+}
+
+// notPreviewed, in a preview, records a component the preview does not
+// plan: one up to date, as an apply would find it, or a script whose plan
+// command a branch nobody reviewed may not run. skipped says it did.
+func (pl *planner) notPreviewed(st *step, p *prepared, destroying bool) (skipped bool, err error) {
+	if !pl.s.opts.Preview || destroying {
+		return false, nil
+	}
+	if prev := pl.s.state(st.c.Name); prev.Status == stateApplied && prev.Fingerprint == p.fp {
+		// As an apply would: nothing changed since it was applied.
+		pl.s.set(st.cr, UpToDate, "")
+		st.cr.Log = st.log.finish(nil)
+		return true, pl.s.record(st.op, st.cr, nil, nil)
+	}
+	if !pl.s.opts.PreviewScripts && st.c.Type == spec.TypeScript && st.c.Script != nil && st.c.Script.Plan != "" {
+		// A branch nobody reviewed runs no command of its own unless
+		// knit serve's git.previewScripts says so.
+		pl.s.setCode(st.cr, Deferred, store.Cause{}, "not planned: script plan commands of unreviewed branches do not run",
+			fmt.Sprintf("%s's plan command was not run: a preview runs the plan commands of script components only with knit serve --preview-scripts (git.previewScripts: true)", st.c.Name))
+		st.cr.Log = st.log.finish(nil)
+		return true, pl.s.record(st.op, st.cr, nil, nil)
+	}
+	return false, nil
+}
+
+// where is the component and inputs the tool plans: in a preview, a
+// copy of the work dir, and in a sandboxed one, confined, with
+// placeholders for its sensitive inputs.
+func (pl *planner) where(st *step, p *prepared) (runner.Component, runner.Inputs, error) {
+	rc, in := p.rc, p.in
+	if !pl.s.opts.Preview {
+		return rc, in, nil
+	}
+	var err error
+	if rc.WorkDir, err = pl.previews.previewDir(st.c.Name, rc.WorkDir); err != nil {
+		return rc, in, err
+	}
+	if pl.s.opts.Sandbox != nil {
+		// Unreviewed code gets no secret: its sensitive inputs are
+		// placeholders, and its commands run confined.
+		rc.Sandbox = pl.s.opts.Sandbox
+		in, st.cr.Placeholders = withPlaceholders(in, rc.Sensitive)
+	}
+	return rc, in, nil
+}
+
+// keep records the component's plan: planned (a destroy, saying why),
+// or no changes; its known outputs feed its dependents' plans.
+func (pl *planner) keep(st *step, p *prepared, plan *runner.Plan, destroying bool) error {
+	name := st.c.Name
 	st.cr.Plan = plan
 	if pl.s.opts.Preview {
 		st.cr.Digest = PlanDigest(p.fp, plan)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/dag"
-	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 )
@@ -124,99 +123,6 @@ var bodies = map[store.RunKind]func(*session, context.Context) error{
 // applies reports whether the run converges the environment to its spec:
 // an apply, or a rollback (an apply of an earlier revision).
 func (s *session) applies() bool { return s.kind == KindApply || s.kind == KindRollback }
-
-// begin takes the lock, marks runs left by a crashed knit as interrupted,
-// records the revision an apply or teardown converges to, and creates the
-// run record. On any failure nothing is left held.
-func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.RunKind, opts Options) (_ *session, err error) {
-	now := e.now()
-	runID := opts.RunID
-	if runID == "" {
-		runID = NewRunID(now)
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	if kind == KindTeardown {
-		env = tornDown(env, opts.Components)
-	}
-	s := &session{e: e, env: env, kind: kind, opts: opts, db: context.WithoutCancel(ctx)}
-	s.wire()
-	s.handle = &Run{ID: runID, Env: env.ID(), Kind: kind, log: newEventLog(e.EventRetention), cancel: cancel, done: make(chan struct{})}
-	// Every tool the run starts is recorded while it runs (toolTracker).
-	s.handle.ctx = procexec.WithTracker(runCtx, toolTracker{e: e, db: s.db, run: runID, env: env.ID()})
-	release, err := e.lock(ctx, env.ID(), runID, opts.Actor, func(why error) { cancel(why) })
-	if err != nil {
-		cancel(err)
-		if errors.Is(err, ErrLocked) {
-			// The refusal is all a refused run records.
-			if aerr := e.Store.AppendAudit(s.db, store.AuditEvent{Env: env.ID(), Actor: opts.Actor, Action: "refused",
-				Reason: opts.Reason, Detail: err.Error(), Time: now}); aerr != nil {
-				err = joinErrs([]error{err, fmt.Errorf("record the refusal: %w", aerr)})
-			}
-		}
-		return nil, err
-	}
-	s.release = release
-	defer func() {
-		if err != nil {
-			cancel(err)
-			err = joinErrs([]error{err, release()})
-		}
-	}()
-	// Every run holds the lock, and now we do: a run of this environment
-	// still recorded as running belongs to a knit that died, and so does
-	// any tool still recorded. Those tools are ended before anything runs.
-	if err := e.EndLeftTools(ctx, env.ID(), func(string) (bool, error) { return true, nil }); err != nil {
-		return nil, fmt.Errorf("end the tools a crashed knit left running: %w", err)
-	}
-	dead := func(int) bool { return false }
-	if _, err := e.Store.InterruptRuns(ctx, env.ID(), dead, now); err != nil {
-		return nil, fmt.Errorf("recover crashed runs: %w", err)
-	}
-	rev, err := s.revisions.revision(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	if s.states, err = e.Store.ComponentStates(ctx, env.ID()); err != nil {
-		return nil, fmt.Errorf("read component states: %w", err)
-	}
-	open, err := e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: env.ID(), Statuses: []string{store.ApprovalPending, store.ApprovalApproved}})
-	if err != nil {
-		return nil, fmt.Errorf("read open approvals: %w", err)
-	}
-	s.approvals.opened(open)
-	if kind != KindDrift {
-		if err := s.removed.add(ctx); err != nil {
-			return nil, err
-		}
-	}
-	s.run = store.Run{ID: runID, Env: env.ID(), Kind: kind, Revision: rev, Status: store.StatusRunning,
-		Actor: opts.Actor, Reason: opts.Reason, Source: opts.Source, PID: e.PID, StartedAt: now}
-	if err := e.Store.CreateRun(ctx, s.run); err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
-	}
-	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
-		// This run decides every gate again: the runs that stopped at one
-		// end superseded by it.
-		if _, err := e.Store.SupersedeRuns(ctx, env.ID(), runID); err != nil {
-			return nil, err
-		}
-	}
-	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
-		if err := s.changes.openChange(ctx); err != nil {
-			return nil, fmt.Errorf("read the approved change set: %w", err)
-		}
-	}
-	s.result = &Result{RunID: runID, Env: env.ID(), Kind: kind, Revision: rev}
-	if kind == KindDrift {
-		before, err := e.Store.Environment(ctx, env.ID())
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("read environment: %w", err)
-		}
-		s.result.Before = before.Status
-	}
-	s.publish(Event{Kind: RunStarted, Time: now, RunKind: kind})
-	return s, nil
-}
 
 // execute runs the body and then, whatever happened (a panic included),
 // finishes the run: its record, audit event, environment status and lock.

@@ -235,19 +235,9 @@ func (ds *destroyer) destroyOne(ctx context.Context, name string) error {
 	}
 	var staleWhy string
 	if gated {
-		p.fp = destroyFingerprint(p.fp)
-		approved, why, err := ds.approvals.approvedPlan(name, p.fp)
-		if err != nil {
-			return st.fail(ctx, err)
-		}
-		staleWhy = why
-		if approved != nil {
-			err := ds.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return ds.approvals.closeApproval(approved, err) })
-			refused := (*errRefusedPlan)(nil)
-			if !errors.As(err, &refused) {
-				return err
-			}
-			staleWhy = refused.why // the tool refused it, changing nothing: plan the destroy again
+		var done bool
+		if staleWhy, done, err = ds.destroyApproved(ctx, st, p); done {
+			return err
 		}
 	}
 	if judgedPlan != nil {
@@ -269,6 +259,26 @@ func (ds *destroyer) destroyOne(ctx context.Context, name string) error {
 		}
 	}
 	return ds.gateAndDestroy(ctx, st, p, plan, staleWhy, nil)
+}
+
+// destroyApproved applies the component's approved destroy plan, if one
+// still matches (p's fingerprint becomes a destroy's); done says the turn
+// ended. Otherwise staleWhy says why an approved plan was not applied.
+func (ds *destroyer) destroyApproved(ctx context.Context, st *step, p *prepared) (staleWhy string, done bool, err error) {
+	p.fp = destroyFingerprint(p.fp)
+	approved, staleWhy, err := ds.approvals.approvedPlan(st.c.Name, p.fp)
+	if err != nil {
+		return "", true, st.fail(ctx, err)
+	}
+	if approved == nil {
+		return staleWhy, false, nil
+	}
+	err = ds.applyDestroy(ctx, st, p, approved.plan, func(err error) error { return ds.approvals.closeApproval(approved, err) })
+	refused := (*errRefusedPlan)(nil)
+	if !errors.As(err, &refused) {
+		return "", true, err
+	}
+	return refused.why, false, nil // the tool refused it, changing nothing: plan the destroy again
 }
 
 // gateAndDestroy applies a destroy plan unless it must wait for a person,
