@@ -127,7 +127,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 				p.Notes = append(p.Notes, "Helm installs the CRDs of the chart's crds/ folder at the first install only: an upgrade neither changes nor shows them")
 			}
 			if len(changes) > 0 {
-				p.Notes = append(p.Notes, hookNotes(next.Hooks, rel.ns, release.HookPreUpgrade, release.HookPostUpgrade)...)
+				p.Notes = append(p.Notes, hookNotes(next.Hooks, rel.ns, rel.namespaced, release.HookPreUpgrade, release.HookPostUpgrade)...)
 			}
 		}
 		if c.Def.Chart.Test && len(changes) > 0 {
@@ -178,7 +178,7 @@ func (rel *helmRelease) installChanges(ctx context.Context, ch *chart.Chart, val
 	if ns != nil {
 		changes = append([]runner.ResourceChange{*ns}, changes...)
 	}
-	notes := append(laterKinds(desired, missing), hookNotes(next.Hooks, rel.ns, release.HookPreInstall, release.HookPostInstall)...)
+	notes := append(laterKinds(desired, missing), hookNotes(next.Hooks, rel.ns, rel.namespaced, release.HookPreInstall, release.HookPostInstall)...)
 	return changes, notes, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,9 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/cli-runtime/pkg/resource"
+	"sigs.k8s.io/yaml"
 
 	"knit.dev/knit/internal/kube"
 	"knit.dev/knit/internal/runner"
@@ -208,15 +211,42 @@ func ref(info *resource.Info) kube.Ref {
 
 func address(info *resource.Info) string { return ref(info).Address() }
 
-// hookNotes says which hooks the apply runs: their effects are not in the plan.
-func hookNotes(hooks []*release.Hook, ns string, want ...release.HookEvent) []string {
+// hookRef is where hook h lives.
+func hookRef(h *release.Hook, ns string, namespaced func(schema.GroupVersionKind) bool) kube.Ref {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Metadata   struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(h.Manifest), &head); err != nil {
+		return kube.Ref{Kind: h.Kind, Namespace: ns, Name: h.Name} // Helm rendered it; unreadable, as before
+	}
+	gvk := schema.FromAPIVersionAndKind(head.APIVersion, h.Kind)
+	switch {
+	case !namespaced(gvk):
+		ns = ""
+	case head.Metadata.Namespace != "":
+		ns = head.Metadata.Namespace
+	}
+	return kube.Ref{Kind: h.Kind, Namespace: ns, Name: h.Name}
+}
+
+// namespaced reports whether objects of gvk live in a namespace, as the
+// release's cluster serves them.
+func (rel *helmRelease) namespaced(gvk schema.GroupVersionKind) bool {
+	return rel.cl.Namespaced(gvk, nil)
+}
+
+// hookNotes says which hooks the apply runs: their effects are not in the
+// plan. A hook is named where it lives: its own namespace, the release's,
+// or none for a cluster-scoped kind (namespaced says which).
+func hookNotes(hooks []*release.Hook, ns string, namespaced func(schema.GroupVersionKind) bool, want ...release.HookEvent) []string {
 	var out []string
 	for _, h := range hooks {
 		for _, e := range h.Events {
-			for _, w := range want {
-				if e == w {
-					out = append(out, fmt.Sprintf("%s hook %s runs at apply; what it does is not in this plan", e, kube.Ref{Kind: h.Kind, Namespace: ns, Name: h.Name}.Address()))
-				}
+			if slices.Contains(want, e) {
+				out = append(out, fmt.Sprintf("%s hook %s runs at apply; what it does is not in this plan", e, hookRef(h, ns, namespaced).Address()))
 			}
 		}
 	}
