@@ -190,7 +190,9 @@ func TestARunThatLosesItsLeaseStopsAndCannotOverwriteTheNewHolder(t *testing.T) 
 	h := newHarness(t)
 	clock := &storeClock{now: time.Now()}
 	h.st.(interface{ SetClock(func() time.Time) }).SetClock(clock.Now)
-	h.e.LockLease = 300 * time.Millisecond
+	// Long enough that A, renewing every third of it, keeps the lease by
+	// its own clock on a loaded machine: only the store's jump takes it.
+	h.e.LockLease = 3 * time.Second
 	started := make(chan struct{})
 	h.r.Hook = onlyFirst("b", started) // A's tool runs until A is stopped
 	env := parse(t, diamond)
@@ -198,7 +200,14 @@ func TestARunThatLosesItsLeaseStopsAndCannotOverwriteTheNewHolder(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	case <-a.Done():
+		res, err := a.Wait(context.Background())
+		t.Fatalf("run A ended (%+v, %v) before its tool for b started", res, err)
+	case <-time.After(time.Minute):
+		t.Fatal("run A's tool for b did not start within a minute")
+	}
 	clock.add(time.Hour) // A's lease is long over, as the store sees it
 	other := &engine.Engine{Store: h.st, Runners: h.e.Runners, DataDir: h.dir, Host: "other-host", PID: 1}
 	b, err := other.Apply(context.Background(), env, engine.Options{Actor: "b"})
