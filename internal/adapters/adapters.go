@@ -81,6 +81,12 @@ const ScriptKeyPurpose = "script work files"
 // on one PostgreSQL database needs the same knit.key. Errors never quote
 // dsn: it may hold a password.
 func OpenStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
+	return OpenStoreWith(ctx, dataDir, dsn, postgres.Options{})
+}
+
+// OpenStoreWith is OpenStore with a PostgreSQL store's pool sized by pg
+// (unused for SQLite).
+func OpenStoreWith(ctx context.Context, dataDir, dsn string, pg postgres.Options) (store.Store, error) {
 	if dsn == "" {
 		st, err := sqlite.Open(ctx, dataDir)
 		if err != nil {
@@ -92,7 +98,7 @@ func OpenStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return postgres.Open(ctx, dsn, key)
+	return postgres.OpenWith(ctx, dsn, key, pg)
 }
 
 // Runners are the real tools, one per component type. Each is located

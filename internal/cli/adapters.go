@@ -10,12 +10,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/terraform"
-	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/postgres"
 	"knit.dev/knit/internal/store/sqlite"
 )
@@ -24,50 +25,65 @@ import (
 // environment: the store they name (see storeDSN), the real runners (tools
 // may also see the variables toolEnv names). Close closes the store.
 func (d *deps) openKnit(ctx context.Context, dataDir string, toolEnv, policies []string) (*knit.Knit, error) {
+	k, _, err := d.openServeKnit(ctx, dataDir, toolEnv, policies, 0)
+	return k, err
+}
+
+// openServeKnit is openKnit for knit serve: on a PostgreSQL store it also
+// returns the store's connection pool, grown by queueConns connections,
+// which the run queue shares (riverqueue.Open); nil on SQLite.
+func (d *deps) openServeKnit(ctx context.Context, dataDir string, toolEnv, policies []string, queueConns int32) (*knit.Knit, *pgxpool.Pool, error) {
 	dsn, err := d.storeDSN()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	wd, err := d.watchdog.get()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st, err := openStore(ctx, dataDir, dsn)
+	st, err := adapters.OpenStoreWith(ctx, dataDir, dsn, postgres.Options{ExtraConns: queueConns})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return adapters.Open(ctx, adapters.Config{
+	var pool *pgxpool.Pool
+	if pg, ok := st.(*postgres.Store); ok {
+		pool = pg.Pool()
+	}
+	k, err := adapters.Open(ctx, adapters.Config{
 		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease, Watchdog: wd,
 			Host: d.getenv("KNIT_HOST")},
 		Tools: adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
 	})
-}
-
-// openStore opens the store knit keeps its records in: the PostgreSQL
-// database dsn names, or with no dsn the SQLite file in dataDir
-// (adapters.OpenStore).
-func openStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
-	return adapters.OpenStore(ctx, dataDir, dsn)
+	return k, pool, err
 }
 
 // migrateStore copies the SQLite store in dataDir into the new PostgreSQL
-// store dsn names, returning the rows copied by table.
-func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, error) {
+// store dsn names, returning the rows copied by table, and the tables it
+// leaves as the migrations made them with why (postgres.Skipped).
+func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, [][2]string, error) {
 	src, err := sqlite.Open(ctx, dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("open the SQLite store in %s: %w", dataDir, err)
+		return nil, nil, fmt.Errorf("open the SQLite store in %s: %w", dataDir, err)
 	}
 	defer src.Close()
 	key, err := keyfile.Load(dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dst, err := postgres.Open(ctx, dsn, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer dst.Close()
-	return dst.Import(ctx, src, sqlite.Tables)
+	counts, err := dst.Import(ctx, src, sqlite.Tables)
+	if err != nil {
+		return nil, nil, err
+	}
+	skipped := make([][2]string, 0, len(postgres.Skipped))
+	for _, t := range postgres.Skipped {
+		skipped = append(skipped, [2]string{t.Table, t.Why})
+	}
+	return counts, skipped, nil
 }
 
 // storeName says which PostgreSQL store dsn names, without its password.

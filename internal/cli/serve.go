@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
@@ -309,7 +310,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return err
 	}
 	d.global.lockLease = c.lockLease
-	k, err := d.openKnit(ctx, dir, c.ToolEnv, c.Policies)
+	k, pool, err := d.openServeKnit(ctx, dir, c.ToolEnv, c.Policies, riverqueue.Conns(c.MaxConcurrentRuns))
 	if err != nil {
 		return err
 	}
@@ -332,7 +333,7 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 		return err
 	}
 	if dsn != "" {
-		if err := c.replicas(ctx, dsn, k, &cfg, &ctl); err != nil {
+		if err := c.replicas(ctx, pool, k, &cfg, &ctl); err != nil {
 			return err
 		}
 	}
@@ -342,8 +343,9 @@ func (d *deps) serve(ctx context.Context, c serveConfig) error {
 // replicas sets knit serve up to share its PostgreSQL store with other
 // replicas: runs are River jobs in the database, their events go through
 // it, and one elected leader runs GitOps, the schedules and the resumes.
-func (c serveConfig) replicas(ctx context.Context, dsn string, k *knit.Knit, cfg *server.Config, ctl *controller.Config) error {
-	q, err := riverqueue.Open(ctx, dsn, k, riverqueue.Config{Max: c.MaxConcurrentRuns, Actor: "knit-serve",
+// pool is the store's, which the queue shares.
+func (c serveConfig) replicas(ctx context.Context, pool *pgxpool.Pool, k *knit.Knit, cfg *server.Config, ctl *controller.Config) error {
+	q, err := riverqueue.Open(ctx, pool, k, riverqueue.Config{Max: c.MaxConcurrentRuns, Actor: "knit-serve",
 		Logger: cfg.Logger, Lease: c.lockLease})
 	if err != nil {
 		return err

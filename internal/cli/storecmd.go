@@ -21,7 +21,10 @@ func newStoreCmd(d *deps) *cobra.Command {
 outputs, approvals, change sets, the audit trail, tokens and settings) into an
 empty PostgreSQL database, in one transaction, and checks that every table
 holds as many rows as the SQLite store's; on any difference nothing is
-copied. Sensitive outputs are sealed again with the data dir's knit.key: give
+copied. The tables it does not copy are listed with why: the run queue's
+(River's, knit_run_events, knit_river_clients: a SQLite store's queue lived
+in knit serve's memory), the locks (none is held with knit stopped) and the
+migrations' record. Sensitive outputs are sealed again with the data dir's knit.key: give
 every replica that key. Stop knit serve first. The target is --to, else
 --store-dsn-file, else KNIT_STORE_DSN (these keep a password out of argv).`,
 		Args: cobra.NoArgs,
@@ -40,7 +43,7 @@ every replica that key. Stop knit serve first. The target is --to, else
 			if err != nil {
 				return err
 			}
-			counts, err := migrateStore(cmd.Context(), dir, dsn)
+			counts, skipped, err := migrateStore(cmd.Context(), dir, dsn)
 			if err != nil {
 				return err
 			}
@@ -51,6 +54,9 @@ every replica that key. Stop knit serve first. The target is --to, else
 			sort.Strings(tables)
 			for _, t := range tables {
 				fmt.Fprintf(d.stdout, "%-20s %d\n", t, counts[t])
+			}
+			for _, t := range skipped {
+				fmt.Fprintf(d.stdout, "%-20s not copied: %s\n", t[0], t[1])
 			}
 			fmt.Fprintf(d.stderr, "copied the store in %s into %s; every table's count matches\n", dir, storeName(dsn))
 			return nil

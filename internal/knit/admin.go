@@ -93,7 +93,7 @@ const AuditRevealOutputs = "reveal-outputs"
 // caller's token (WithCaller) must be an admin's (ErrForbidden); actor is
 // the name audited (the token's, else the local user's).
 func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) (map[string]map[string]OutputView, error) {
-	if t, ok := caller(ctx); ok && store.RoleRank[t.Role] < store.RoleRank[store.RoleAdmin] {
+	if t, ok := caller(ctx); ok && !t.Role.AtLeast(store.RoleAdmin) {
 		return nil, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", ErrForbidden)
 	}
 	e, err := k.ResolveEnv(ctx, ref)

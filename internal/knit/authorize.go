@@ -81,10 +81,10 @@ func authorizeRun(ctx context.Context, id string, req RunRequest) error {
 		return fmt.Errorf("%w: token %s is limited to teams %s, and %q is an environment of another team",
 			ErrForbidden, t.Name, strings.Join(t.Teams, ", "), firstNonEmpty(req.EnvRef, id))
 	}
-	if store.RoleRank[t.Role] < store.RoleRank[store.RoleOperator] {
+	if !t.Role.AtLeast(store.RoleOperator) {
 		return fmt.Errorf("%w: a %s run needs an operator or admin token; token %s is %s", ErrForbidden, req.Kind, t.Name, t.Role)
 	}
-	if req.OverridePolicy != "" && t.Role != store.RoleAdmin {
+	if req.OverridePolicy != "" && !t.Role.AtLeast(store.RoleAdmin) {
 		return fmt.Errorf("%w: only an admin token may override a policy (--override-policy); token %s is %s", ErrForbidden, t.Name, t.Role)
 	}
 	return nil

@@ -224,7 +224,7 @@ func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason 
 		return view.Stage{}, fmt.Errorf("%w: release %s is not verified in %s, the stage before %s", store.ErrConflict, release, prev, stage)
 	}
 	if force {
-		if t, ok := caller(ctx); ok && t.Role != store.RoleAdmin {
+		if t, ok := caller(ctx); ok && !t.Role.AtLeast(store.RoleAdmin) {
 			return view.Stage{}, fmt.Errorf("%w: --force needs an admin token", ErrForbidden)
 		}
 	}

@@ -33,7 +33,7 @@ func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []strin
 	if len(name) > 63 || !tokenName.MatchString(name) {
 		return "", store.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
 	}
-	if store.RoleRank[role] == 0 {
+	if !store.Role(role).Valid() {
 		return "", store.Token{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
 	}
 	b := make([]byte, 32)
@@ -41,7 +41,7 @@ func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []strin
 		return "", store.Token{}, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-	t := store.Token{Name: name, Hash: HashToken(secret), Role: role, Teams: teams, CreatedBy: actor}
+	t := store.Token{Name: name, Hash: HashToken(secret), Role: store.Role(role), Teams: teams, CreatedBy: actor}
 	if err := k.store.CreateToken(ctx, t); err != nil {
 		return "", t, err
 	}

@@ -166,7 +166,7 @@ func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
 	var outs map[string]map[string]knit.OutputView
 	if r.URL.Query().Get("reveal") == "true" {
 		tok := principal(r.Context())
-		if store.RoleRank[tok.Role] < store.RoleRank[store.RoleAdmin] {
+		if !tok.Role.AtLeast(store.RoleAdmin) {
 			s.fail(w, r, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", errForbidden))
 			return
 		}

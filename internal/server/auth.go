@@ -20,7 +20,7 @@ func principal(ctx context.Context) store.Token {
 
 // authed wraps h: the request needs a live token (401 otherwise) of at
 // least role (403 otherwise).
-func (s *Server) authed(role string, h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) authed(role store.Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
@@ -34,7 +34,7 @@ func (s *Server) authed(role string, h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if store.RoleRank[t.Role] < store.RoleRank[role] {
+		if !t.Role.AtLeast(role) {
 			s.fail(w, r, fmt.Errorf("%w: token %s is a %s; this needs %s", errForbidden, t.Name, t.Role, role))
 			return
 		}

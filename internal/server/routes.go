@@ -11,7 +11,7 @@ import (
 // /healthz and /readyz answer without a token (probes); they say nothing
 // about environments.
 func (s *Server) routes() {
-	viewer, operator, admin := store.RoleViewer, store.RoleOperator, store.RoleAdmin
+	viewer, operator, admin := store.Role(store.RoleViewer), store.Role(store.RoleOperator), store.Role(store.RoleAdmin)
 	h := s.mux.HandleFunc
 	h("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	h("GET /readyz", s.readyz)

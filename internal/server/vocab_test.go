@@ -51,6 +51,7 @@ var wordSets = []wordSet{
 	{typ: "PreviewStatus", at: "Preview.status"},
 	{typ: "PreviewChange", at: "Preview.change"},
 	{typ: "NotifyKind", listed: words(wd.NotifyKinds()), doc: [2]string{"../../docs/server.md", "### Events"}},
+	{typ: "Role", listed: words(wd.Roles()), doc: [2]string{"../../docs/server.md", "## Token roles"}},
 }
 
 // TestEveryWordSetIsItsOpenAPIEnum: for every word set, the constants

@@ -3,23 +3,27 @@ package store
 import (
 	"context"
 	"time"
+
+	"knit.dev/knit/internal/words"
 )
 
-// Token roles, weakest first.
+// Role is a token's role (words.Role); Role.AtLeast orders them.
+type Role = words.Role
+
+// Token roles, weakest first: words.Roles' words, untyped so that they
+// name a role wherever a string does too (a flag, a test's table);
+// TestRolesAreTheWords keeps them the same.
 const (
 	RoleViewer   = "viewer"
 	RoleOperator = "operator"
 	RoleAdmin    = "admin"
 )
 
-// RoleRank orders roles: a token may do what its role and every weaker role may.
-var RoleRank = map[string]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
-
 // Token is an API token of knit serve. Only its SHA-256 Hash is stored.
 type Token struct {
 	Name string `json:"name"`
 	Hash string `json:"-"`
-	Role string `json:"role"`
+	Role Role   `json:"role"`
 	// Teams limits the token to these teams' environments; empty: every team.
 	Teams     []string  `json:"teams,omitempty"`
 	CreatedBy string    `json:"createdBy,omitempty"`

@@ -129,7 +129,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 // Register mounts the dashboard's routes on mux: pages at "/", static
 // files under /static/.
 func (w *Web) Register(mux *http.ServeMux) {
-	viewer, operator := store.RoleViewer, store.RoleOperator
+	viewer, operator := store.Role(store.RoleViewer), store.Role(store.RoleOperator)
 	h := func(pattern string, handler http.Handler) { mux.Handle(pattern, secured(handler)) }
 	h("GET /static/", http.StripPrefix("/static/", w.cacheable(http.FileServerFS(w.static))))
 	h("GET /login", http.HandlerFunc(w.loginPage))
@@ -201,7 +201,7 @@ type handler func(rw http.ResponseWriter, r *http.Request, s *session)
 // page authenticates a request from its cookie (a missing or dead one goes
 // to the login page), checks the role, and on POST checks the origin and
 // the form's CSRF token.
-func (w *Web) page(role string, h handler) http.Handler {
+func (w *Web) page(role store.Role, h handler) http.Handler {
 	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(cookieName)
 		var tok store.Token
@@ -216,7 +216,7 @@ func (w *Web) page(role string, h handler) http.Handler {
 			http.Error(rw, "sign in first: no valid token", http.StatusUnauthorized)
 			return
 		}
-		s := &session{Token: tok, CSRF: w.csrfFor(tok.Hash), CanAct: store.RoleRank[tok.Role] >= store.RoleRank[store.RoleOperator]}
+		s := &session{Token: tok, CSRF: w.csrfFor(tok.Hash), CanAct: tok.Role.AtLeast(store.RoleOperator)}
 		if r.Method == http.MethodPost {
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
@@ -224,7 +224,7 @@ func (w *Web) page(role string, h handler) http.Handler {
 				return
 			}
 		}
-		if store.RoleRank[tok.Role] < store.RoleRank[role] {
+		if !tok.Role.AtLeast(role) {
 			w.errorPage(rw, r, s, http.StatusForbidden, fmt.Errorf("token %s is a %s; this needs an %s", tok.Name, tok.Role, role))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 )
 
 // A replica says it is alive by renewing its row in knit_river_clients
+// (a table of the store's migrations)
 // every third of a lease, by the database's clock, and with the same
 // statement the jobs it works: their attempted_at moves on, so River's
 // rescuer (which rescues a job whose attempt is older than its timeout
@@ -14,13 +15,6 @@ import (
 // goes, and rescues the jobs of a replica that died. The leader's Reap
 // does not wait for the rescuer: it cancels the jobs of a replica that
 // stopped renewing (clientDeadAfter) before it resumes their runs.
-
-// clientsSchema is the replicas' liveness table (part of schema).
-const clientsSchema = `
-CREATE TABLE IF NOT EXISTS knit_river_clients (
-	id TEXT PRIMARY KEY,
-	seen TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp());
-`
 
 // beat renews this replica's row and its running jobs' attempts.
 func (q *Queue) beat(ctx context.Context) error {

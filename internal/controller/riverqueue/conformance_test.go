@@ -34,7 +34,7 @@ func harness(t *testing.T, pg *pgtest.Cluster, s queuetest.Setup) (queuetest.Har
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := postgres.Open(ctx, dsn, key)
+	st, err := postgres.OpenWith(ctx, dsn, key, postgres.Options{ExtraConns: riverqueue.Conns(s.Max)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func harness(t *testing.T, pg *pgtest.Cluster, s queuetest.Setup) (queuetest.Har
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	q, err := riverqueue.Open(ctx, dsn, k, riverqueue.Config{Max: s.Max, Actor: "knit-serve", Logger: quiet, Lease: lease,
+	q, err := riverqueue.Open(ctx, st.Pool(), k, riverqueue.Config{Max: s.Max, Actor: "knit-serve", Logger: quiet, Lease: lease,
 		LockRetry: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -3,61 +3,33 @@ package riverqueue
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 )
 
-// migrateLock is the advisory lock replicas take to migrate one at a time.
-const migrateLock = 0x6b6e69745f72 // "knit_r"
+// tables are those the queue works in, which the PostgreSQL store's
+// migrations create (internal/store/postgres/migrations/0024_run_queue.sql,
+// River's with River's migrator): the queue executes no DDL.
+var tables = []string{"river_job", "knit_run_events", "knit_river_clients"}
 
-// schema is the queue's own: the runs' events for catch-up (the stored
-// component logs stay the record; these go once the leader prunes them),
-// and indexes to find a run's job by run ID and environment.
-const schema = `
-CREATE TABLE IF NOT EXISTS knit_run_events (
-	run_id TEXT NOT NULL,
-	seq BIGINT NOT NULL,
-	event JSONB NOT NULL,
-	last BOOLEAN NOT NULL DEFAULT false,
-	at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
-	PRIMARY KEY (run_id, seq));
-CREATE INDEX IF NOT EXISTS knit_run_events_at ON knit_run_events (at) WHERE last;
-CREATE INDEX IF NOT EXISTS river_job_knit_run ON river_job ((args->>'run_id')) WHERE kind = 'knit_run';
-CREATE INDEX IF NOT EXISTS river_job_knit_env ON river_job ((args->>'env'), state) WHERE kind = 'knit_run';
-`
-
-// migrate brings River's tables and the queue's up to date under a
-// session advisory lock, so replicas starting together migrate once.
-// River's migrations go one transaction each (one adds an enum value a
-// later one uses, which Postgres refuses within one transaction).
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return fmt.Errorf("run queue: migrate: %w", err)
+// checkSchema fails, saying what to do, unless the store's migrations
+// have made the queue's tables in pool's database.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	var missing []string
+	for _, t := range tables {
+		var found bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&found); err != nil {
+			return fmt.Errorf("run queue: read the database's tables: %w", err)
+		}
+		if !found {
+			missing = append(missing, t)
+		}
 	}
-	lock, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("run queue: migrate: %w", err)
-	}
-	defer lock.Release()
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
-		return fmt.Errorf("run queue: migrate: %w", err)
-	}
-	defer func() {
-		_, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
-	}()
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("run queue: migrate the database: %w", err)
-	}
-	if _, err := pool.Exec(ctx, schema+clientsSchema); err != nil {
-		return fmt.Errorf("run queue: migrate the database: %w", err)
+	if len(missing) > 0 {
+		return fmt.Errorf("run queue: the database has no %s: the PostgreSQL store's migrations make them; open the queue on the pool of a store opened on this database (postgres.Store.Pool)", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -95,16 +67,6 @@ func (q *Queue) jobID(ctx context.Context, id string) (jobID int64, env string, 
 	err = q.pool.QueryRow(ctx, `SELECT id, args->>'env' FROM river_job WHERE kind = $1 AND args->>'run_id' = $2
 		ORDER BY id DESC LIMIT 1`, jobKind, id).Scan(&jobID, &env)
 	return jobID, env, err
-}
-
-// redact keeps a connection error from quoting the DSN (the store has
-// already opened the same one, so this is rare).
-func redact(err error) error {
-	var pe *pgconn.ParseConfigError
-	if errors.As(err, &pe) {
-		return errors.New("the store's DSN does not parse (not shown)")
-	}
-	return err
 }
 
 // levelAtLeast drops River's records below min: its info lines are

@@ -68,13 +68,29 @@ type Queue struct {
 	ended     []func(env string)
 }
 
-// Open connects to the database dsn names, brings River's tables and the
-// queue's own up to date (once, under an advisory lock, however many
-// replicas start at once), and builds the queue over k. Nothing is worked
-// before Run.
-func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, error) {
+// Conns is how many connections a queue of at most max runs at once
+// (Config.Max; 0: the default) holds from the pool it shares with the
+// store, at most: two stay LISTENing (River's notifier, the hub), each
+// worker publishes its run's events, and streams read them. The store's
+// pool is sized with them (postgres.Options.ExtraConns).
+func Conns(max int) int32 {
+	if max <= 0 {
+		max = defaultMax
+	}
+	return int32(2*max + 6)
+}
+
+// defaultMax is Config.Max's default.
+const defaultMax = 4
+
+// Open builds the queue over k on pool, the PostgreSQL store's connection
+// pool (postgres.Store.Pool, sized for it with Conns): the store's
+// migrations have made River's tables and the queue's own, and Open fails
+// if they have not. Nothing is worked before Run; the pool stays the
+// store's to close.
+func Open(ctx context.Context, pool *pgxpool.Pool, k *knit.Knit, cfg Config) (*Queue, error) {
 	if cfg.Max <= 0 {
-		cfg.Max = 4
+		cfg.Max = defaultMax
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,19 +101,7 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = 2 * time.Second
 	}
-	pc, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("run queue: %w", redact(err))
-	}
-	// Two connections stay LISTENing (River's notifier, the hub); each
-	// worker publishes its run's events, and streams read them.
-	pc.MaxConns = max(pc.MaxConns, int32(2*cfg.Max+6))
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("run queue: %w", redact(err))
-	}
-	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
+	if err := checkSchema(ctx, pool); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
@@ -109,7 +113,7 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{q: q})
 	quiet := slog.New(levelAtLeast{cfg.Logger.Handler(), slog.LevelWarn})
-	q.river, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		ID:                   q.id,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Max}},
 		Workers:              workers,
@@ -118,16 +122,15 @@ func Open(ctx context.Context, dsn string, k *knit.Knit, cfg Config) (*Queue, er
 		Logger:               quiet,
 	})
 	if err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("run queue: %w", err)
 	}
+	q.river = client
 	return q, nil
 }
 
 // Run works jobs until ctx ends, then interrupts the runs going (each is
 // queued again as a resume, for another replica) and waits for them.
 func (q *Queue) Run(ctx context.Context) error {
-	defer q.pool.Close()
 	hubDone := make(chan struct{})
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { defer close(hubDone); q.hub.run(hubCtx) }()

@@ -34,7 +34,8 @@ type Source interface {
 // satisfies the foreign keys), then each component's outputs, in one
 // transaction, and checks that every table holds as many rows as src's
 // (and outputs as many as src's states have): anything else rolls the copy
-// back. It refuses a store that already has environments, runs or tokens:
+// back; every other table is Skipped, knowingly. It refuses a store that
+// already has environments, runs or tokens:
 // the copy is of a whole store into a new one. It returns the rows copied
 // by table. src must not change meanwhile (stop knit first).
 func (s *Store) Import(ctx context.Context, src Source, tables []string) (map[string]int64, error) {
@@ -69,6 +70,9 @@ func (s *Store) Import(ctx context.Context, src Source, tables []string) (map[st
 			return err
 		}
 		if counts["saved_plans"], err = s.copySavedPlans(ctx, tx, src); err != nil {
+			return err
+		}
+		if err := accountFor(ctx, tx, counts); err != nil {
 			return err
 		}
 		return resetIdentities(ctx, tx)

@@ -54,10 +54,24 @@ var _ store.Store = (*Store)(nil)
 // database was written by a newer knit. Errors never quote dsn, which may
 // hold a password.
 func Open(ctx context.Context, dsn string, key []byte) (*Store, error) {
+	return OpenWith(ctx, dsn, key, Options{})
+}
+
+// Options are how OpenWith sizes the store's connection pool.
+type Options struct {
+	// ExtraConns raises the pool's bound (the DSN's pool_max_conns, else
+	// pgx's default) by as many connections: those of the run queue
+	// (internal/controller/riverqueue) that shares the pool (Pool).
+	ExtraConns int32
+}
+
+// OpenWith is Open with the pool sized by opts.
+func OpenWith(ctx context.Context, dsn string, key []byte, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: the connection string does not parse (%s)", Redact(dsn))
 	}
+	cfg.MaxConns += max(opts.ExtraConns, 0)
 	sl, err := keyfile.NewSealer(keyfile.Derive(key, OutputKeyPurpose))
 	if err != nil {
 		return nil, err
@@ -105,6 +119,13 @@ func (s *Store) now(ctx context.Context, q querier) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// Pool is the store's connection pool, handed to the run queue
+// (internal/controller/riverqueue), whose tables this store's migrations
+// create, so that one process keeps one pool on the database. The queue
+// reads and writes its own tables and River's through it; the store's
+// records stay behind store.Store.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the connection pool.
 func (s *Store) Close() error {

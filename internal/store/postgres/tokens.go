@@ -26,7 +26,7 @@ func scanToken(sc pgx.Row) (store.Token, error) {
 
 // CreateToken implements store.Store. A revoked token's name may be reused.
 func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	if t.Name == "" || t.Hash == "" || store.RoleRank[t.Role] == 0 {
+	if t.Name == "" || t.Hash == "" || !t.Role.Valid() {
 		return fmt.Errorf("create token: a name, a hash and a role (viewer, operator, admin) are required")
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {

@@ -25,7 +25,7 @@ func scanToken(sc rowScanner) (store.Token, error) {
 
 // CreateToken implements store.Store. A revoked token's name may be reused.
 func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	if t.Name == "" || t.Hash == "" || store.RoleRank[t.Role] == 0 {
+	if t.Name == "" || t.Hash == "" || !t.Role.Valid() {
 		return fmt.Errorf("create token: a name, a hash and a role (viewer, operator, admin) are required")
 	}
 	if t.CreatedAt.IsZero() {
