@@ -53,7 +53,7 @@ var rules = []rule{
 	{Pkg: mod + "server", Forbid: forbidAdapterOr(mod+"cli", mod+"controller", mod+"controller/gitops", mod+"controller/drift", mod+"controller/ttl", mod+"controller/health", mod+"controller/promotion"),
 		Why: "the API reaches the store and runners only through internal/knit, and the controllers only through interfaces (the run queue's Job and Outcome types at most)"},
 	{Pkg: mod + "web", Forbid: forbidAdapterOr(mod+"cli", mod+"server"), Why: "the dashboard reaches the store and runners only through internal/knit"},
-	{Pkg: mod + "cli", Forbid: forbidAdapterOr(), File: "adapters.go", Why: "the CLI names concrete adapters in one file only (itself or through internal/adapters)"},
+	{Pkg: mod + "cli", Forbid: forbidAdapterOr(mod + "adapters"), File: "adapters.go", Why: "the CLI names concrete adapters in one file only (itself or through internal/adapters)"},
 	{Pkg: mod + "client", Forbid: func(p string) bool {
 		return adapter(p) || strings.HasPrefix(p, "github.com/hashicorp/hcl")
 	}, Why: "the HTTP client must not link the store, HCL or the runners"},
@@ -68,6 +68,7 @@ var rules = []rule{
 	controllerRule(mod + "controller/promotion"),
 	controllerRule(mod + "controller/riverqueue"),
 	controllerRule(mod + "controller/leader"),
+	controllerRule(mod + "controller/queuetest"),
 	{Pkg: mod + "ocisource", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "fetching OCI module packages is a leaf: the terraform runner decides what to do with them"},
 	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
@@ -83,6 +84,12 @@ var rules = []rule{
 	{Pkg: mod + "engine", Forbid: func(p string) bool {
 		return strings.HasPrefix(p, "github.com/open-policy-agent/") || p == mod+"policy"
 	}, Why: "the engine judges plans through engine.Judge and links no policy language"},
+	{Pkg: mod + "dag", Forbid: leafOf(), Why: "the graph and its walker know nothing of environments: a leaf"},
+	{Pkg: mod + "spec", Forbid: func(p string) bool {
+		return strings.HasPrefix(p, mod) && !strings.HasPrefix(p, mod+"spec/") && !slices.Contains([]string{mod + "dag", mod + "diag", mod + "schedule"}, p)
+	}, Why: "the environment file knows its graph, diagnostics and schedules, nothing of runs, stores or runners"},
+	{Pkg: mod + "runner", Forbid: forbidAdapterOr(mod+"store", mod+"engine", mod+"knit", mod+"policy", mod+"server", mod+"web", mod+"cli", mod+"client", mod+"controller", mod+"adapters"),
+		Why: "the runner port drives one tool for one component: no store, no engine above it, no runner implementation"},
 	{Pkg: mod + "policy", Forbid: func(p string) bool {
 		return adapter(p) || slices.Contains([]string{mod + "server", mod + "web", mod + "cli", mod + "knit", mod + "client"}, p)
 	}, Why: "policies judge the engine's plans: the engine's, spec's and runner's types at most"},
