@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/keyfile"
@@ -67,13 +68,11 @@ type Tools struct {
 	Lease time.Duration
 }
 
-// StateKeyPurpose derives, from knit's key file, the key that encrypts
-// OpenTofu state and saved plans.
-const StateKeyPurpose = "opentofu state and plans"
-
-// ScriptKeyPurpose derives, from knit's key file, the key that seals script
-// components' saved plans and outputs in their work dirs.
-const ScriptKeyPurpose = "script work files"
+// StateKeyPurpose is the label that derives, from knit's key file, the
+// key that encrypts OpenTofu state and plans (keyfile.TofuState: the
+// purposes and their labels are keyfile's table), for tests that derive
+// it by hand.
+var StateKeyPurpose = keyfile.TofuState.Labels[0]
 
 // OpenStore opens (or creates) the store knit keeps its records in: the
 // PostgreSQL database dsn names, or with no dsn the SQLite file in dataDir.
@@ -108,11 +107,14 @@ func Runners(ctx context.Context, t Tools) map[string]runner.Runner {
 	if t.Getenv == nil {
 		t.Getenv = os.Getenv
 	}
+	// knit's key, read once for every runner that needs one, when the
+	// first does.
+	key := sync.OnceValues(func() ([]byte, error) { return keyfile.Load(t.DataDir) })
 	return map[string]runner.Runner{
 		// Locating the tool and asking its version waits for a run that
 		// has terraform components to plan.
-		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return t.terraform(ctx) }),
-		spec.TypeScript:    runner.Lazy(t.script),
+		spec.TypeTerraform: runner.Lazy(func() runner.Runner { return t.terraform(ctx, key) }),
+		spec.TypeScript:    runner.Lazy(func() runner.Runner { return t.script(key) }),
 		spec.TypeHelm:      t.kube(spec.TypeHelm),
 		spec.TypeManifests: t.kube(spec.TypeManifests),
 	}
@@ -186,7 +188,7 @@ func (t Tools) kube(typ string) runner.Runner {
 	})
 }
 
-func (t Tools) terraform(ctx context.Context) runner.Runner {
+func (t Tools) terraform(ctx context.Context, knitKey func() ([]byte, error)) runner.Runner {
 	bin, err := terraform.Locate(t.TFBinary, t.Getenv)
 	if err != nil {
 		return runner.Unavailable(err)
@@ -195,11 +197,11 @@ func (t Tools) terraform(ctx context.Context) runner.Runner {
 	if err != nil {
 		return runner.Unavailable(err)
 	}
-	master, err := keyfile.Load(t.DataDir)
+	master, err := knitKey()
 	if err != nil {
 		return runner.Unavailable(fmt.Errorf("state encryption key: %w", err))
 	}
-	key := keyfile.Derive(master, StateKeyPurpose)
+	key := keyfile.TofuState.Key(master)
 	opts := terraform.Options{DataDir: t.DataDir, ToolVersion: tv, ExtraEnv: t.ToolEnv,
 		GracePeriod: t.GracePeriod, EncryptionKey: key}
 	if t.States != nil {
@@ -218,14 +220,14 @@ func (t Tools) terraform(ctx context.Context) runner.Runner {
 }
 
 // script runs script components, sealing their work files with a key
-// derived from knit's key file.
-func (t Tools) script() runner.Runner {
-	master, err := keyfile.Load(t.DataDir)
+// derived from knit's key file (keyfile.ScriptRunner).
+func (t Tools) script(knitKey func() ([]byte, error)) runner.Runner {
+	master, err := knitKey()
 	if err != nil {
 		return runner.Unavailable(fmt.Errorf("work file key: %w", err))
 	}
 	return script.New(script.Options{ExtraEnv: t.ToolEnv, GracePeriod: t.GracePeriod,
-		Key: keyfile.Derive(master, ScriptKeyPurpose)})
+		Key: keyfile.ScriptRunner.Key(master)})
 }
 
 // versionCache is where the tool's version is remembered: the user's cache

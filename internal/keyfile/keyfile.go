@@ -1,7 +1,8 @@
 // Package keyfile keeps knit's secret key: 32 random bytes in the file
 // knit.key in the data directory, created on first use and readable by its
 // owner only. Everything knit encrypts or signs is keyed from it; each use
-// takes its own subkey from Derive, so a key for one purpose reveals
+// takes its own key from the one table of purposes (Purposes: a Derive
+// subkey each, with its label), so a key for one purpose reveals
 // nothing about another's.
 package keyfile
 

@@ -29,7 +29,7 @@ type Sealer struct {
 // NewSealer returns the sealer of the data dir at dataDir: one key for
 // every helm and manifests component.
 func NewSealer(dataDir string) *Sealer {
-	return &Sealer{KeyFile: filepath.Join(dataDir, "keys", "kube-plans.key")}
+	return &Sealer{KeyFile: filepath.Join(dataDir, filepath.FromSlash(keyfile.KubePlans.File))}
 }
 
 // WriteJSON seals v, as JSON, into path and returns the checksum (Write).
@@ -54,7 +54,7 @@ func (s *Sealer) init() {
 	s.once.Do(func() {
 		key, err := keyfile.LoadFile(s.KeyFile)
 		if err == nil {
-			s.sealer, err = keyfile.NewPrefixedSealer(key, nil)
+			s.sealer, err = keyfile.KubePlans.Sealer(keyfile.KubePlans.Key(key))
 		}
 		if err != nil {
 			s.err = fmt.Errorf("plan key %s: %w", s.KeyFile, err)

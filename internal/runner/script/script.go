@@ -55,8 +55,8 @@ type Options struct {
 	// interrupt (SIGINT) and SIGKILL to its process group. Zero means
 	// procexec.Grace.
 	GracePeriod time.Duration
-	// Key (keyfile.Size bytes, a keyfile.Derive subkey of knit's key)
-	// seals the saved plan and outputs in each work dir. Without it the
+	// Key (keyfile.Size bytes, keyfile.ScriptRunner's key) keys the
+	// saved plan and outputs in each work dir and the fingerprints. Without it the
 	// files are plain, and a component with sensitive inputs or outputs
 	// is refused.
 	Key []byte
@@ -69,10 +69,24 @@ func New(opts Options) *Runner {
 	}
 	r := &Runner{opts: opts}
 	if len(opts.Key) > 0 {
-		r.sealer, r.sealErr = keyfile.NewSealer(keyfile.Derive(opts.Key, "script work files"))
-		r.digestKey = keyfile.Derive(opts.Key, "script fingerprints")
+		r.sealer, r.digestKey, r.sealErr = keys(opts.Key)
 	}
 	return r
+}
+
+// keys are the sealer of the work files and the fingerprints' key, from
+// the runner's key (keyfile.ScriptWorkFiles, keyfile.ScriptFingerprints).
+func keys(runnerKey []byte) (*keyfile.Sealer, []byte, error) {
+	seal, err := keyfile.ScriptWorkFiles.Under(keyfile.ScriptRunner, runnerKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	digest, err := keyfile.ScriptFingerprints.Under(keyfile.ScriptRunner, runnerKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	sl, err := keyfile.ScriptWorkFiles.Sealer(seal)
+	return sl, digest, err
 }
 
 const (

@@ -31,10 +31,6 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// OutputKeyPurpose derives, from knit's key, the key that seals sensitive
-// outputs in the database.
-const OutputKeyPurpose = "knit/postgres-store-outputs/v1"
-
 // Store is a store.Store backed by PostgreSQL. It is safe for concurrent
 // use, also by several processes (replicas) sharing one database.
 type Store struct {
@@ -72,7 +68,7 @@ func OpenWith(ctx context.Context, dsn string, key []byte, opts Options) (*Store
 		return nil, fmt.Errorf("postgres store: the connection string does not parse (%s)", Redact(dsn))
 	}
 	cfg.MaxConns += max(opts.ExtraConns, 0)
-	sl, err := keyfile.NewSealer(keyfile.Derive(key, OutputKeyPurpose))
+	sl, err := keyfile.PostgresStore.Sealer(keyfile.PostgresStore.Key(key))
 	if err != nil {
 		return nil, err
 	}

@@ -2,15 +2,12 @@ package sqlite
 
 import "knit.dev/knit/internal/keyfile"
 
-// sealedV1 prefixes every sealed output value, so a later key scheme can
-// tell its values from these.
-var sealedV1 = []byte{1}
-
-// newSealer seals sensitive output values. Its key is knit.key itself, not
-// a keyfile.Derive subkey: values sealed before the key file had other uses
-// must still open.
+// newSealer seals sensitive output values: keyfile.SQLiteOutputs, whose
+// key is knit.key itself, not a keyfile.Derive subkey, and whose prefix is
+// the version byte 1 (values sealed before the key file had other uses
+// must still open).
 func newSealer(key []byte) (*keyfile.Sealer, error) {
-	return keyfile.NewPrefixedSealer(key, sealedV1)
+	return keyfile.SQLiteOutputs.Sealer(keyfile.SQLiteOutputs.Key(key))
 }
 
 // outputAD is the additional data that ties a sealed output to its row.
