@@ -97,12 +97,12 @@ func parseItems(t *testing.T, items []string) []arrow {
 				continue
 			}
 			a := arrow{from: names(lhs), subpackages: strings.Contains(lhs, "(and its subpackages)")}
-			rhs, _, _ = strings.Cut(rhs, ": ")
+			rhs, _, _ = strings.Cut(parenthesis.ReplaceAllString(rhs, ""), ": ")
 			if before, file, ok := strings.Cut(rhs, "except in `"); ok {
 				a.file, _, _ = strings.Cut(file, "`")
 				rhs = before
 			}
-			a.rhs = parenthesis.ReplaceAllString(rhs, "")
+			a.rhs = rhs
 			out = append(out, a)
 		}
 	}

@@ -70,7 +70,7 @@ func changeSetComponentRecord(c store.ChangeSetComponent) view.ChangeSetComponen
 // tokenRecord leaves out the token's Hash: nobody outside the store sees
 // even the hash of a secret.
 func tokenRecord(t store.Token) view.Token {
-	return view.Token{Name: t.Name, Role: t.Role, Teams: t.Teams, CreatedBy: t.CreatedBy,
+	return view.Token{Name: t.Name, Role: string(t.Role), Teams: t.Teams, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
 }
 
