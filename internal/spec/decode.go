@@ -398,6 +398,9 @@ func (d *decoder) value(n *yaml.Node, path string, depth int) any {
 		m := make(map[string]any, len(n.Content)/2)
 		for _, kv := range d.pairs(n, path, 0) {
 			k := kv.k.Value
+			// Where each key is, so that what checks a value (a chart's
+			// values schema) can point at it.
+			d.pos[join(path, k)] = d.at(kv.k)
 			m[k] = d.value(kv.v, join(path, k), depth+1)
 		}
 		return m

@@ -105,7 +105,7 @@ func TestSetMistakesAreReportedWhereWritten(t *testing.T) {
 		{"duplicate names", "    - list: {elements: [{name: a}, {name: a}]}\n", "", `11:36 spec.generators[0].list.elements[1]: two elements generate the envName "a" (the other is at envs/set.yaml:11:25)`},
 		{"invalid name", "    - list: {elements: [{name: Not_OK}]}\n", "", `11:25 spec.generators[0].list.elements[0]: the generated envName "Not_OK" is not a valid name`},
 		{"missing field", "    - list: {elements: [{nom: a}]}\n", "", `11:25 spec.generators[0].list.elements[0]: envName cannot be made for this element`},
-		{"unknown parameter", "    - list: {elements: [{name: a, parameters: {colour: red}}]}\n", "", `11:25 spec.parameters.colour: unknown parameter`},
+		{"unknown parameter", "    - list: {elements: [{name: a, parameters: {colour: red}}]}\n", "", `11:48 spec.parameters.colour: unknown parameter`},
 		{"matrix of one", "    - matrix: {generators: [{list: {elements: []}}]}\n", "", `11:15 spec.generators[0].matrix: matrix has 1 generators`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

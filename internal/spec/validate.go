@@ -307,6 +307,7 @@ func (v *validator) componentType(p string, c *Component) {
 		case ch.Git == "":
 			v.localPath(p+".chart.path", ch.Path)
 			v.chartDependencies(p+".chart.path", ch)
+			v.chartValues(p, c)
 		}
 	case c.Type == TypeManifests && c.Manifests != nil:
 		if c.Manifests.Path == "" {
