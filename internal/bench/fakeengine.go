@@ -29,8 +29,8 @@ func ApplyFake(ctx context.Context, file, dataDir string, parallelism int) error
 		return err
 	}
 	defer k.Close()
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Parallelism: parallelism,
-		AutoApprove: true, Actor: "bench", Source: "bench", OnEvent: func(engine.Event) {}})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Parallelism: parallelism,
+		AutoApprove: true, Actor: "bench", Source: "bench", OnEvent: func(engine.Event) {}}).Run(ctx)
 	if err != nil {
 		return err
 	}

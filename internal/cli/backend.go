@@ -87,7 +87,13 @@ func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment
 }
 
 func (l localBackend) Decide(ctx context.Context, req knit.DecideRequest, submit knit.Submitter) (knit.Decision, string, error) {
-	return l.Knit.ApproveAndApply(ctx, req, submit)
+	d, err := knit.NewDecide(l.Knit, req, submit).Run(ctx)
+	return d, d.RunID, err
+}
+
+// Run is the library's one door (knit.Run): it starts req here.
+func (l localBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.Result, error) {
+	return knit.NewRun(l.Knit, req).Run(ctx)
 }
 
 func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
@@ -97,6 +103,14 @@ func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...st
 func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error) {
 	x, err := l.Knit.ExtendTTL(ctx, ref, by, actor)
 	return view.Expiry{Env: x.Env, ExpiresAt: x.At}, err
+}
+
+func (l localBackend) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
+	return knit.NewPromote(l.Knit, knit.PromoteOptions{Pipeline: name, Release: release, Stage: stage, Actor: actor, Reason: reason, Force: force}).Run(ctx)
+}
+
+func (l localBackend) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
+	return knit.NewRollbackStage(l.Knit, knit.StageOptions{Pipeline: name, Stage: stage, Actor: actor, Reason: reason}).Run(ctx)
 }
 
 func (localBackend) Remote() bool { return false }

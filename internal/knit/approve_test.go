@@ -17,7 +17,7 @@ func sized(n int) string {
 	return strings.Replace(envDoc("pay", "prod"), "{name: size, value: 1}", fmt.Sprintf("{name: size, value: %d}", n), 1)
 }
 
-// submitted records what ApproveAndApply submits, and fails when told.
+// submitted records what the Decide action submits, and fails when told.
 type submitted struct {
 	reqs []knit.RunRequest
 	envs []string
@@ -49,16 +49,16 @@ func TestApproveAndApplySubmitsTheApply(t *testing.T) {
 	}
 
 	var sub submitted
-	if _, _, err := k.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob",
-		PlanChecksum: "not-the-plan"}, &sub); !errors.Is(err, knit.ErrChecksumMismatch) || len(sub.reqs) != 0 {
+	if _, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob",
+		PlanChecksum: "not-the-plan"}, &sub).Run(ctx); !errors.Is(err, knit.ErrChecksumMismatch) || len(sub.reqs) != 0 {
 		t.Fatalf("a refused decision: %v, submitted %+v", err, sub.reqs)
 	}
 
 	a := waiting()
-	d, runID, err := k.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob",
-		Reason: "ok", Source: "api", PlanChecksum: a.PlanChecksum}, &sub)
-	if err != nil || runID != "run-1" || d.Approval.Status != store.ApprovalApproved {
-		t.Fatalf("approve: %+v %q %v", d, runID, err)
+	d, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob",
+		Reason: "ok", Source: "api", PlanChecksum: a.PlanChecksum}, &sub).Run(ctx)
+	if err != nil || d.RunID != "run-1" || d.Approval.Status != store.ApprovalApproved {
+		t.Fatalf("approve: %+v %q %v", d, d.RunID, err)
 	}
 	want := knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "bob", Reason: "ok", Source: "api"}
 	if len(sub.reqs) != 1 || sub.envs[0] != "pay/prod" || sub.reqs[0].Kind != want.Kind || sub.reqs[0].EnvRef != want.EnvRef ||
@@ -66,7 +66,7 @@ func TestApproveAndApplySubmitsTheApply(t *testing.T) {
 		t.Fatalf("submitted %+v to %v, want %+v to pay/prod", sub.reqs, sub.envs, want)
 	}
 	// The approved plan applies as submitted.
-	if res, err := k.Run(ctx, sub.reqs[0]); err != nil || res.Component("app").Status != engine.Applied {
+	if res, err := knit.NewRun(k, sub.reqs[0]).Run(ctx); err != nil || res.Component("app").Status != engine.Applied {
 		t.Fatalf("the submitted apply: %+v %v", res, err)
 	}
 
@@ -74,23 +74,23 @@ func TestApproveAndApplySubmitsTheApply(t *testing.T) {
 	apply(t, k, parse(t, sized(2)), "alice", false)
 	sub = submitted{}
 	a = waiting()
-	if _, runID, err := k.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true,
-		Actor: "bob", PlanChecksum: a.PlanChecksum}, nil); err != nil || runID != "" {
-		t.Fatalf("record only: %q %v", runID, err)
+	if d, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true,
+		Actor: "bob", PlanChecksum: a.PlanChecksum}, nil).Run(ctx); err != nil || d.RunID != "" {
+		t.Fatalf("record only: %q %v", d.RunID, err)
 	}
 	apply(t, k, parse(t, sized(3)), "alice", false)
 	a = waiting()
-	if _, runID, err := k.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: false,
-		Actor: "bob", PlanChecksum: a.PlanChecksum}, &sub); err != nil || runID != "" || len(sub.reqs) != 0 {
-		t.Fatalf("reject: %q %v, submitted %+v", runID, err, sub.reqs)
+	if d, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: false,
+		Actor: "bob", PlanChecksum: a.PlanChecksum}, &sub).Run(ctx); err != nil || d.RunID != "" || len(sub.reqs) != 0 {
+		t.Fatalf("reject: %q %v, submitted %+v", d.RunID, err, sub.reqs)
 	}
 
 	// A queue that refuses: the error comes back, the approval stays.
 	apply(t, k, parse(t, sized(4)), "alice", false)
 	a = waiting()
 	sub = submitted{err: errors.New("the server is shutting down")}
-	d, _, err = k.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true,
-		Actor: "bob", PlanChecksum: a.PlanChecksum}, &sub)
+	d, err = knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true,
+		Actor: "bob", PlanChecksum: a.PlanChecksum}, &sub).Run(ctx)
 	if err == nil || d.Approval.Status != store.ApprovalApproved {
 		t.Fatalf("refused submit: %+v %v", d, err)
 	}

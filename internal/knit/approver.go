@@ -52,14 +52,14 @@ func unverifiedWhy(r store.Run) string {
 // since): the author may not approve it, and a change whose author is not
 // verified takes approvals of two distinct actors: the first is recorded
 // in the audit trail (ErrSecondApprover), the second decides.
-func (k *Knit) otherApprover(ctx context.Context, env string, r store.Run, component string, since time.Time, actor, what string) error {
+func (a *Decide) otherApprover(ctx context.Context, env string, r store.Run, component string, since time.Time, actor, what string) error {
 	if authorVerified(r) {
 		if r.Actor == actor {
 			return fmt.Errorf("%w: %s made the change that %s is for, and %s requires another approver", ErrSelfApproval, r.Actor, what, env)
 		}
 		return nil
 	}
-	voters, err := k.votes(ctx, env, r.ID, component, since)
+	voters, err := a.votes(ctx, env, r.ID, component, since)
 	if err != nil {
 		return fmt.Errorf("%s: read its approvals: %w", what, err)
 	}
@@ -67,8 +67,8 @@ func (k *Knit) otherApprover(ctx context.Context, env string, r store.Run, compo
 		return nil
 	}
 	if !slices.Contains(voters, actor) {
-		err := k.store.AppendAudit(ctx, store.AuditEvent{Env: env, Actor: actor, Action: AuditApproveVote, Component: component,
-			RunID: r.ID, Detail: what + ": first of two approvals", Time: k.now()})
+		err := a.k.store.AppendAudit(ctx, store.AuditEvent{Env: env, Actor: actor, Action: AuditApproveVote, Component: component,
+			RunID: r.ID, Detail: what + ": first of two approvals", Time: a.k.now()})
 		if err != nil {
 			return fmt.Errorf("%s: record the approval: %w", what, err)
 		}
@@ -79,8 +79,8 @@ func (k *Knit) otherApprover(ctx context.Context, env string, r store.Run, compo
 
 // votes are the actors whose approval of the change run runID planned (of
 // component) was recorded since.
-func (k *Knit) votes(ctx context.Context, env, runID, component string, since time.Time) ([]string, error) {
-	events, err := k.store.Audit(ctx, store.AuditFilter{Env: env, Since: since})
+func (a *Decide) votes(ctx context.Context, env, runID, component string, since time.Time) ([]string, error) {
+	events, err := a.k.store.Audit(ctx, store.AuditFilter{Env: env, Since: since})
 	if err != nil {
 		return nil, err
 	}

@@ -34,13 +34,13 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 		return pending[0]
 	}
 	approve := func(actor string, a store.Approval) error {
-		_, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: a.PlanChecksum})
+		_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: a.PlanChecksum}, nil).Run(ctx)
 		return err
 	}
 	run := func(source, actor string, size int) store.Approval {
 		t.Helper()
 		env := parse(t, strings.Replace(otherApprover(), "{name: size, value: 1}", "{name: size, value: "+string(rune('0'+size))+"}", 1))
-		if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: source}); err != nil {
+		if _, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: source}).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return waiting()
@@ -55,7 +55,7 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 		if err := approve("alice", a); err != nil {
 			t.Fatalf("%s: alice approving bob's change: %v", source, err)
 		}
-		if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "alice"}); err != nil {
+		if _, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "alice"}).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 func TestAResumedChangeTakesTwoApprovers(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
-	if _, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, otherApprover()), Actor: "knit-serve", Source: knit.SourceRecovery}); err != nil {
+	if _, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, otherApprover()), Actor: "knit-serve", Source: knit.SourceRecovery}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
@@ -93,7 +93,7 @@ func TestAResumedChangeTakesTwoApprovers(t *testing.T) {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
 	decide := func(actor string) error {
-		_, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: pending[0].PlanChecksum})
+		_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: pending[0].PlanChecksum}, nil).Run(ctx)
 		return err
 	}
 	if err := decide("bob"); !errors.Is(err, knit.ErrSecondApprover) || !strings.Contains(err.Error(), "resume") {

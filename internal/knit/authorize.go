@@ -30,13 +30,13 @@ func callerOfCtx(ctx context.Context) *Caller {
 	return nil
 }
 
-// withRunCaller is ctx carrying the live token req.Caller names, when it
+// withCaller is ctx carrying the live token req.Caller names, when it
 // names one: a token revoked since the request is refused.
-func (k *Knit) withRunCaller(ctx context.Context, req RunRequest) (context.Context, error) {
+func (a *Run) withCaller(ctx context.Context, req RunRequest) (context.Context, error) {
 	if req.Caller == nil {
 		return ctx, nil
 	}
-	ts, err := k.store.ListTokens(ctx)
+	ts, err := a.k.store.ListTokens(ctx)
 	if err != nil {
 		return ctx, fmt.Errorf("look up token %s: %w", req.Caller.Token, err)
 	}
@@ -50,7 +50,7 @@ func (k *Knit) withRunCaller(ctx context.Context, req RunRequest) (context.Conte
 
 // authorize checks that ctx's caller may run req, on the environment it
 // resolves to (authorizeRun), before anything of it is resolved further.
-func (k *Knit) authorize(ctx context.Context, req RunRequest) error {
+func (a *Run) authorize(ctx context.Context, req RunRequest) error {
 	if _, ok := caller(ctx); !ok {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (k *Knit) authorize(ctx context.Context, req RunRequest) error {
 	if req.Env != nil && id == "" {
 		id = req.Env.ID()
 	} else {
-		e, err := k.ResolveEnv(ctx, req.EnvRef)
+		e, err := a.k.ResolveEnv(ctx, req.EnvRef)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ spec:
       type: script
       script: {apply: "trap '' INT; sleep 300 & echo $$ > PIDFILE; wait"}
 `))
-	r, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"})
+	r, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestTheRepositoryPoliciesJudgeARunByName(t *testing.T) {
 	apply(t, k, parse(t, envDoc("pay", "dev")), "alice", true)
 	recordRepoPolicies(t, k, "pay/prod")
 
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/prod", AutoApprove: true, Actor: "bob", Source: "api"})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/prod", AutoApprove: true, Actor: "bob", Source: "api"}).Run(ctx)
 	if err != nil && res == nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestTheRepositoryPoliciesJudgeARunByName(t *testing.T) {
 			t.Errorf("%s: %s, want PolicyDenied", c.Name, c.ReasonCode)
 		}
 	}
-	res, err = k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/dev", AutoApprove: true, Actor: "bob"})
+	res, err = knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/dev", AutoApprove: true, Actor: "bob"}).Run(ctx)
 	if err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("teardown of pay/dev, which GitOps does not manage: %+v %v", res, err)
 	}
@@ -93,7 +93,7 @@ func TestAStoreFailureReadingThePoliciesFailsTheRunClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, envDoc("pay", "prod")), AutoApprove: true})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, envDoc("pay", "prod")), AutoApprove: true}).Run(ctx)
 	if res == nil || res.Status != store.StatusFailed || !strings.Contains(res.Error, "disk I/O error") {
 		t.Fatalf("apply with unreadable policies: %+v %v, want failed naming the store's error", res, err)
 	}
@@ -128,18 +128,18 @@ func TestTheDoorAuthorizesTheCallerARequestCarries(t *testing.T) {
 	}
 	for _, c := range []struct{ token, ref string }{{"ops-op", "pay/prod"}, {"ops-op", "ops"}, {"pay-viewer", "pay/prod"}, {"gone", "pay/prod"}} {
 		for _, kind := range []store.RunKind{engine.KindTeardown, engine.KindApply, engine.KindRollback} {
-			_, err := k.Start(ctx, knit.RunRequest{Kind: kind, EnvRef: c.ref, AutoApprove: true, Caller: &knit.Caller{Token: c.token}})
+			_, err := knit.NewRun(k, knit.RunRequest{Kind: kind, EnvRef: c.ref, AutoApprove: true, Caller: &knit.Caller{Token: c.token}}).Start(ctx)
 			if !errors.Is(err, knit.ErrForbidden) {
 				t.Errorf("%s run of %s by %s: %v, want forbidden", kind, c.ref, c.token, err)
 			}
 		}
 	}
-	_, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Caller: &knit.Caller{Token: "pay-op"},
-		OverridePolicy: "because"})
+	_, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Caller: &knit.Caller{Token: "pay-op"},
+		OverridePolicy: "because"}).Run(ctx)
 	if !errors.Is(err, knit.ErrForbidden) {
 		t.Errorf("an operator overriding a policy: %v, want forbidden", err)
 	}
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/prod", AutoApprove: true, Caller: &knit.Caller{Token: "pay-op"}})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "pay/prod", AutoApprove: true, Caller: &knit.Caller{Token: "pay-op"}}).Run(ctx)
 	if err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("the team's operator tearing down: %+v %v", res, err)
 	}
@@ -164,7 +164,7 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 		if denied {
 			dirs = []string{dir}
 		}
-		res, _ := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: size(string(rune('1' + i))), AutoApprove: true, PolicyDirs: dirs})
+		res, _ := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: size(string(rune('1' + i))), AutoApprove: true, PolicyDirs: dirs}).Run(ctx)
 		if res == nil || (res.Status == store.StatusFailed) != denied {
 			t.Fatalf("revision %d: %+v", i+1, res)
 		}
@@ -177,19 +177,19 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 		t.Fatalf("pay/prod: %+v %v", e, err)
 	}
 	for to, want := range map[int]string{5: "newer than its applied revision 4", 3: "never applied and verified", 4: "applied at revision 4 already"} {
-		_, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: to})
+		_, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: to}).Start(ctx)
 		if !errors.Is(err, knit.ErrNoGoodRevision) || !strings.Contains(err.Error(), want) {
 			t.Errorf("rollback to %d: %v, want %q", to, err, want)
 		}
 	}
-	back, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 2})
+	back, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 2}).Run(ctx)
 	if err != nil || back.Status != store.StatusSucceeded {
 		t.Fatalf("rollback to the good revision 2: %+v %v", back, err)
 	}
 	// A resume goes where the rollback it resumes went, nowhere else: not
 	// to a denied revision, not as the resume of an apply.
 	for _, resumes := range []string{back.RunID, firstApply} {
-		_, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 5, Resumes: resumes})
+		_, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindRollback, EnvRef: "pay/prod", To: 5, Resumes: resumes}).Start(ctx)
 		if !errors.Is(err, knit.ErrNoGoodRevision) || !strings.Contains(err.Error(), "a resume goes only where the rollback it resumes went") {
 			t.Errorf("a resume of %s as a rollback to the denied revision 5: %v, want refused", resumes, err)
 		}
@@ -216,8 +216,8 @@ func TestTheApplyAfterAnApprovalCarriesTheApprover(t *testing.T) {
 	}
 	bob := knit.WithCaller(ctx, store.Token{Name: "bob", Role: store.RoleOperator, Teams: []string{"pay"}})
 	var sub captured
-	if _, _, err := k.ApproveAndApply(bob, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob",
-		PlanChecksum: pending[0].PlanChecksum, Source: "api"}, &sub); err != nil {
+	if _, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob",
+		PlanChecksum: pending[0].PlanChecksum, Source: "api"}, &sub).Run(bob); err != nil {
 		t.Fatal(err)
 	}
 	if sub.req.Caller == nil || sub.req.Caller.Token != "bob" {

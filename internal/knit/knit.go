@@ -60,8 +60,14 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Knit is knit as a library. It is safe for concurrent use by any number of
-// goroutines: runs on different environments proceed in parallel.
+// Knit is knit as a library: the configuration every action is built
+// from, as Helm's action.Configuration (the store, the engine with its
+// runners and clock, the policy folders, the caches). A write is an
+// action built from it, a small type with its options and one Run (Run,
+// the one door of every run; Decide; …); Knit itself keeps construction
+// and what every action shares. It is safe for concurrent use by any
+// number of goroutines: runs on different environments proceed in
+// parallel.
 type Knit struct {
 	cfg      Config
 	store    store.Store

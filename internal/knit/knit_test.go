@@ -68,7 +68,7 @@ func open(t *testing.T) *knit.Knit {
 
 func apply(t *testing.T, k *knit.Knit, env *spec.Environment, actor string, auto bool) *engine.Result {
 	t.Helper()
-	res, err := k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, AutoApprove: auto})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, AutoApprove: auto}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].Component != "app" {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
-	if _, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob", Reason: "ok",
-		PlanChecksum: pending[0].PlanChecksum}); err != nil {
+	if _, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "prod", Component: "app", Approve: true, Actor: "bob", Reason: "ok",
+		PlanChecksum: pending[0].PlanChecksum}, nil).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "bob", Source: "api"})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, EnvRef: "pay/prod", Actor: "bob", Source: "api"}).Run(ctx)
 	if err != nil || res.Status != store.StatusSucceeded || res.Component("app").Status != engine.Applied {
 		t.Fatalf("apply after approval: %+v %v", res, err)
 	}
@@ -183,8 +183,8 @@ func TestTwelveEnvironmentsAppliedConcurrentlyThroughOneLibrary(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := k.Start(context.Background(), knit.RunRequest{Kind: engine.KindApply,
-				Env: parse(t, envDoc("load", fmt.Sprintf("e%02d", i))), AutoApprove: true, Actor: "ci"})
+			r, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply,
+				Env: parse(t, envDoc("load", fmt.Sprintf("e%02d", i))), AutoApprove: true, Actor: "ci"}).Start(context.Background())
 			if err != nil {
 				t.Error(err)
 				return
@@ -228,7 +228,7 @@ func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
 	ops := knit.WithCaller(bg, store.Token{Name: "ops-operator", Role: store.RoleOperator, Teams: []string{"ops"}})
 	for _, ref := range []string{"pay/prod", "ops"} {
 		for _, approve := range []bool{true, false} {
-			_, err := k.Decide(ops, knit.DecideRequest{EnvRef: ref, Component: "app", Approve: approve, Actor: "ops-operator", PlanChecksum: sum})
+			_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: ref, Component: "app", Approve: approve, Actor: "ops-operator", PlanChecksum: sum}, nil).Run(ops)
 			if !errors.Is(err, knit.ErrForbidden) {
 				t.Errorf("team ops deciding %s (approve %v): %v, want forbidden", ref, approve, err)
 			}
@@ -241,7 +241,7 @@ func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
 	if _, err := k.Environment(bg, "ops/nope"); err == nil || !strings.Contains(err.Error(), "pay/prod") {
 		t.Errorf("unknown environment locally (every team): %v", err)
 	}
-	_, err = k.Decide(bg, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob"})
+	_, err = knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob"}, nil).Run(bg)
 	if !errors.Is(err, knit.ErrChecksumRequired) {
 		t.Errorf("a decision without the checksum: %v", err)
 	}

@@ -194,69 +194,6 @@ func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release
 	return out, nil
 }
 
-// Promote asks for release to enter stage of pipeline name, as actor:
-// the same rules as the server's own promotions (soak, windows,
-// approvals). A stage that requires approvals takes actor's (refused,
-// ErrOwnRelease, from the release's verified author when the stage
-// requires another approver; see releaseApproval). With force (an admin's token, or the local CLI) the
-// gates are passed by, audited. A release that failed in stage starts
-// there again (retryStage). It returns the stage's status after: the
-// server's promotion controller applies a release that is Ready.
-func (k *Knit) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
-	f, err := k.Facts(ctx, name)
-	if err != nil {
-		return view.Stage{}, err
-	}
-	i := f.stageIndex(stage)
-	switch {
-	case i < 0:
-		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no stage %q (stages: %s)", store.ErrNotFound, name, stage, f.stageNames())
-	case i == 0:
-		return view.Stage{}, fmt.Errorf("%w: releases enter the first stage, %s, from commits: promote to a later stage", store.ErrConflict, stage)
-	case f.release(release) == nil:
-		return view.Stage{}, fmt.Errorf("%w: pipeline %s has no release %q (knit releases %s lists them)", store.ErrNotFound, name, release, name)
-	}
-	if err := f.inTeam(stage); err != nil {
-		return view.Stage{}, err
-	}
-	prev := f.Def.Spec.Stages[i-1].Name
-	if s := f.state(release, prev); s == nil || s.State != store.StageSucceeded {
-		return view.Stage{}, fmt.Errorf("%w: release %s is not verified in %s, the stage before %s", store.ErrConflict, release, prev, stage)
-	}
-	if force {
-		if t, ok := caller(ctx); ok && !t.Role.AtLeast(store.RoleAdmin) {
-			return view.Stage{}, fmt.Errorf("%w: --force needs an admin token", ErrForbidden)
-		}
-	}
-	if s := f.state(release, stage); s != nil {
-		if s.State == store.StageFailed {
-			return k.retryStage(ctx, f, i, *s, actor, reason, force)
-		}
-		return view.Stage{}, fmt.Errorf("%w: release %s is %s in %s already", store.ErrConflict, release, s.State, stage)
-	}
-	st := f.Def.Spec.Stages[i]
-	needs := st.Approval != nil && st.Approval.Required > 0
-	if force || needs {
-		if !force && approvalOf(st, f.release(release)).ownRelease(actor) {
-			return view.Stage{}, fmt.Errorf("%w: %s authored release %s", ErrOwnRelease, actor, release)
-		}
-		action, detail := AuditPromoteApprove, fmt.Sprintf("approved release %s into stage %s of pipeline %s", release, stage, name)
-		if force {
-			action, detail = AuditPromoteForce, fmt.Sprintf("forced release %s into stage %s of pipeline %s past its gates", release, stage, name)
-		}
-		err := k.store.ApprovePromotion(ctx, store.PromotionApproval{Pipeline: name, Release: release, Stage: stage, Actor: actor,
-			Reason: reason, Forced: force, ApprovedAt: k.now()},
-			&store.AuditEvent{Env: f.Envs[stage], Actor: actor, Action: action, Reason: reason, Detail: detail, Time: k.now()})
-		if err != nil && !(errors.Is(err, store.ErrConflict) && !force) {
-			return view.Stage{}, err
-		}
-		if f, err = k.Facts(ctx, name); err != nil {
-			return view.Stage{}, err
-		}
-	}
-	return f.Status(k.now()).Stages[i], nil
-}
-
 // inTeam refuses to act on a stage whose environment is not of the
 // pipeline's team (a definition recorded before PutPipeline checked it).
 func (f *PipelineFacts) inTeam(stage string) error {

@@ -46,7 +46,7 @@ func TestAnUnverifiedReleaseTakesTwoDistinctApprovers(t *testing.T) {
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "alice"})
 	for range 2 {
-		st, err := k.Promote(as("bob"), "web", "r-1", "prod", "bob", "looks fine", false)
+		st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "bob", Reason: "looks fine", Force: false}).Run(as("bob"))
 		if err != nil {
 			t.Fatalf("bob approving the release an unsigned commit says is alice's: %v", err)
 		}
@@ -56,7 +56,7 @@ func TestAnUnverifiedReleaseTakesTwoDistinctApprovers(t *testing.T) {
 			t.Fatalf("prod after bob's approval of the unverified release: %+v (%+v), want AwaitingApproval 1 of 2", w, w.Approval)
 		}
 	}
-	st, err := k.Promote(as("alice"), "web", "r-1", "prod", "alice", "reviewed", false)
+	st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "alice", Reason: "reviewed", Force: false}).Run(as("alice"))
 	if err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitReady {
 		t.Fatalf("prod after a second token's approval: %+v, %v; want Ready", st.Waiting, err)
 	}
@@ -72,11 +72,11 @@ func TestAnUnverifiedReleaseTakesTwoDistinctApprovers(t *testing.T) {
 func TestAnUnverifiedAuthorsOwnApprovalIsOneOfTwo(t *testing.T) {
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob"})
-	st, err := k.Promote(as("bob"), "web", "r-1", "prod", "bob", "mine", false)
+	st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "bob", Reason: "mine", Force: false}).Run(as("bob"))
 	if err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitAwaitingApproval {
 		t.Fatalf("bob approving the unverified release claiming him: %+v, %v; want AwaitingApproval", st.Waiting, err)
 	}
-	if st, err = k.Promote(as("carol"), "web", "r-1", "prod", "carol", "", false); err != nil || st.Waiting.Reason != view.WaitReady {
+	if st, err = knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); err != nil || st.Waiting.Reason != view.WaitReady {
 		t.Fatalf("after carol's approval: %+v, %v; want Ready", st.Waiting, err)
 	}
 }
@@ -87,10 +87,10 @@ func TestAnUnverifiedAuthorsOwnApprovalIsOneOfTwo(t *testing.T) {
 func TestAVerifiedAuthorCannotApproveTheirRelease(t *testing.T) {
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob", AuthorVerified: true})
-	if _, err := k.Promote(as("bob"), "web", "r-1", "prod", "bob", "mine", false); !errors.Is(err, knit.ErrOwnRelease) {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "bob", Reason: "mine", Force: false}).Run(as("bob")); !errors.Is(err, knit.ErrOwnRelease) {
 		t.Fatalf("bob approving his verified release: %v, want ErrOwnRelease", err)
 	}
-	st, err := k.Promote(as("alice"), "web", "r-1", "prod", "alice", "", false)
+	st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "alice", Reason: "", Force: false}).Run(as("alice"))
 	if err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitReady ||
 		st.Waiting.Approval == nil || *st.Waiting.Approval != (view.WaitApproval{Required: 1, Author: "bob", AuthorVerified: true}) {
 		t.Fatalf("prod after alice's approval alone: %+v, %v; want Ready", st.Waiting, err)

@@ -20,7 +20,7 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob", AuthorVerified: true})
-	if _, err := k.Promote(as("alice"), "web", "r-1", "prod", "alice", "", false); err != nil {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "alice", Reason: "", Force: false}).Run(as("alice")); err != nil {
 		t.Fatal(err)
 	}
 	failed := store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed,
@@ -28,14 +28,14 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 	if err := k.SetStage(ctx, failed, "", "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := k.Promote(as("carol"), "web", "r-1", "prod", "carol", "the endpoint is back", false)
+	st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "the endpoint is back", Force: false}).Run(as("carol"))
 	if err != nil {
 		t.Fatalf("promote the failed release again: %v", err)
 	}
 	if w := st.Waiting; w == nil || w.Release != "r-1" || w.Reason != view.WaitApplying || !strings.Contains(w.Message, "retry by carol (the endpoint is back) after: health: GET /healthz: 503") {
 		t.Fatalf("prod after the retry: %+v, want r-1 queued to apply again", st.Waiting)
 	}
-	if _, err := k.Promote(as("carol"), "web", "r-1", "prod", "carol", "", false); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "queued in prod already") {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "queued in prod already") {
 		t.Fatalf("a second retry while queued: %v, want a conflict", err)
 	}
 	audit, err := k.Audit(ctx, knit.AuditFilter{})
@@ -65,7 +65,7 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 	if err := k.SetStage(ctx, failed, "", "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Promote(as("carol"), "web", "r-1", "prod", "carol", "", false); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "newer release") {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "newer release") {
 		t.Fatalf("retry of r-1 after r-2 failed there too: %v, want a conflict naming the newer release", err)
 	}
 }
@@ -80,14 +80,14 @@ func TestARetryKeepsTheStagesGates(t *testing.T) {
 	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Promote(as("carol"), "web", "r-1", "prod", "carol", "", false); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "approval") {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "approval") {
 		t.Fatalf("retry without the stage's approval: %v, want a conflict naming the approval", err)
 	}
-	if _, err := k.Promote(as("carol"), "web", "r-1", "prod", "carol", "", true); !errors.Is(err, knit.ErrForbidden) {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: true}).Run(as("carol")); !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("an operator forcing a retry: %v, want forbidden", err)
 	}
 	admin := knit.WithCaller(ctx, store.Token{Name: "root", Role: store.RoleAdmin})
-	if st, err := k.Promote(admin, "web", "r-1", "prod", "root", "", true); err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitApplying {
+	if st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "root", Reason: "", Force: true}).Run(admin); err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitApplying {
 		t.Fatalf("an admin forcing the retry: %+v, %v; want queued", st.Waiting, err)
 	}
 }
@@ -102,7 +102,7 @@ func TestAnotherTeamCannotRetryARelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	pay := knit.WithCaller(ctx, store.Token{Name: "paul", Role: store.RoleOperator, Teams: []string{"pay"}})
-	if _, err := k.Promote(pay, "web", "r-1", "prod", "paul", "", false); !errors.Is(err, knit.ErrForbidden) {
+	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "paul", Reason: "", Force: false}).Run(pay); !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("pay's operator retrying shop's release: %v, want forbidden", err)
 	}
 	st, err := k.PipelineStatus(as("carol"), "web")

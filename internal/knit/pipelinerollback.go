@@ -27,11 +27,32 @@ func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease)
 	return best.Release
 }
 
-// RollbackStage asks for stage of pipeline name to run again the release
-// verified there before the current one (operators; audited as actor):
-// the server's promotion controller applies it, through the run queue,
-// as a new revision of the stage's environment.
-func (k *Knit) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
+// StageOptions name a stage of a pipeline and who acts on it, why.
+type StageOptions struct {
+	Pipeline, Stage string
+	Actor, Reason   string
+}
+
+// RollbackStage is the action that asks for a stage of a pipeline to run
+// again the release verified there before the current one (operators;
+// audited as Actor): the server's promotion controller applies it,
+// through the run queue and the one door (Run), as a new revision of the
+// stage's environment. A stage whose environment is not of the
+// pipeline's team is refused (ErrForbidden), as is a stage busy with
+// another release or paused in a rollout (ErrConflict).
+type RollbackStage struct {
+	k *Knit
+	StageOptions
+}
+
+// NewRollbackStage is the action that rolls back the stage opts name on k.
+func NewRollbackStage(k *Knit, opts StageOptions) *RollbackStage {
+	return &RollbackStage{k: k, StageOptions: opts}
+}
+
+// Run asks for the rollback and returns the stage's status after.
+func (a *RollbackStage) Run(ctx context.Context) (view.Stage, error) {
+	k, name, stage, actor, reason := a.k, a.Pipeline, a.Stage, a.Actor, a.Reason
 	f, err := k.Facts(ctx, name)
 	if err != nil {
 		return view.Stage{}, err

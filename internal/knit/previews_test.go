@@ -155,7 +155,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
-	res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/dev", Actor: "git", Source: "git", AutoApprove: true})
+	res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/dev", Actor: "git", Source: "git", AutoApprove: true}).Run(ctx)
 	if err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("teardown: %+v, %v", res, err)
 	}
@@ -183,7 +183,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	// A teardown nobody previewed destroys in one step, as before, and
 	// links nothing.
 	apply(t, k, parse(t, envDoc("shop", "qa")), "alice", true)
-	res, err = k.Run(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/qa", Actor: "git", Source: "git", AutoApprove: true})
+	res, err = knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/qa", Actor: "git", Source: "git", AutoApprove: true}).Run(ctx)
 	if err != nil || res.Status != store.StatusSucceeded || res.Preview != nil {
 		t.Fatalf("teardown of shop/qa: %+v, %v", res, err)
 	}

@@ -24,24 +24,24 @@ var ErrNotPaused = errors.New("the environment's rollout is not paused")
 // root and, when the applied spec's rollout says so, AutoApprove (the
 // destroys of components the failed revision added go on without asking).
 // With nothing to go back to, it is ErrNoGoodRevision and nothing runs.
-func (k *Knit) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environment, error) {
+func (a *Run) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environment, error) {
 	ref := req.EnvRef
 	if ref == "" && req.Env != nil {
 		ref = req.Env.ID()
 	}
-	e, err := k.ResolveEnv(ctx, ref)
+	e, err := a.k.ResolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	to, err := k.targetOf(ctx, e, *req)
+	to, err := a.targetOf(ctx, e, *req)
 	if err != nil {
 		return nil, err
 	}
-	env, err := k.revisionSpec(ctx, e.ID, to.Number)
+	env, err := a.k.revisionSpec(ctx, e.ID, to.Number)
 	if err != nil {
 		return nil, err
 	}
-	if applied, err := k.appliedSpec(ctx, e); err == nil && applied.Spec.Rollout != nil && applied.Spec.Rollout.AutoApprove {
+	if applied, err := a.k.appliedSpec(ctx, e); err == nil && applied.Spec.Rollout != nil && applied.Spec.Rollout.AutoApprove {
 		req.AutoApprove = true
 	}
 	if req.Reason == "" {
@@ -66,11 +66,11 @@ func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (store.Re
 // targetOf is the revision the rollback req goes to: for a resume, the
 // one the rollback it resumes recorded (resumedTarget), else
 // rollbackTarget's.
-func (k *Knit) targetOf(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
+func (a *Run) targetOf(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
 	if req.Resumes == "" {
-		return k.rollbackTarget(ctx, e, req.To)
+		return a.k.rollbackTarget(ctx, e, req.To)
 	}
-	return k.resumedTarget(ctx, e, req)
+	return a.resumedTarget(ctx, e, req)
 }
 
 // resumedTarget is revision req.To, which the interrupted rollback
@@ -79,8 +79,8 @@ func (k *Knit) targetOf(ctx context.Context, e store.Environment, req RunRequest
 // rules of rollbackTarget judged it when that rollback started; the
 // copy it recorded is newer than the bad revision and not verified).
 // Anything else (not a rollback of e, another revision) is refused.
-func (k *Knit) resumedTarget(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
-	r, err := k.store.Run(ctx, req.Resumes)
+func (a *Run) resumedTarget(ctx context.Context, e store.Environment, req RunRequest) (store.Revision, error) {
+	r, err := a.k.store.Run(ctx, req.Resumes)
 	if err != nil {
 		return store.Revision{}, fmt.Errorf("the rollback run %s resumes: %w", req.Resumes, err)
 	}
@@ -88,7 +88,7 @@ func (k *Knit) resumedTarget(ctx context.Context, e store.Environment, req RunRe
 		return store.Revision{}, fmt.Errorf("%w: run %s is a %s of %s that recorded revision %d, not a rollback of %s to revision %d: a resume goes only where the rollback it resumes went",
 			ErrNoGoodRevision, r.ID, r.Kind, r.Env, r.Revision, e.ID, req.To)
 	}
-	return k.revision(ctx, e.ID, req.To)
+	return a.k.revision(ctx, e.ID, req.To)
 }
 
 func (k *Knit) rollbackTarget(ctx context.Context, e store.Environment, to int) (store.Revision, error) {

@@ -17,7 +17,7 @@ import (
 
 // approvals carries out the first EnvironmentApproval of the Environment
 // not yet decided: the waiting change set is approved through the library
-// (knit.ApproveAndApply, as the API and the CLI approve) when the approval
+// (the knit.Decide action, as the API and the CLI approve) when the approval
 // names its checksum, and the apply that follows runs here; an approval
 // naming another checksum, or none waiting, is refused and says so in its
 // status. Each approval is decided once, for its generation.
@@ -85,9 +85,9 @@ func (r *reconciler) decide(ctx context.Context, obj envObject, envID string, a 
 	st := *deepCopy(&e.Status)
 	teardown := st.Approval != nil && st.Approval.Teardown
 	run := &inPlace{k: r.knit, ctx: ctx}
-	_, runID, err := r.knit.ApproveAndApply(ctx, knit.DecideRequest{EnvRef: envID, Approve: true,
-		ChangeChecksum: a.Spec.Checksum, Actor: actor, Reason: reason, Source: source}, run)
-	r.log.Info("approval", "object", e.Namespace+"/"+e.Name, "approval", a.Name, "run", runID, "error", err)
+	d, err := knit.NewDecide(r.knit, knit.DecideRequest{EnvRef: envID, Approve: true,
+		ChangeChecksum: a.Spec.Checksum, Actor: actor, Reason: reason, Source: source}, run).Run(ctx)
+	r.log.Info("approval", "object", e.Namespace+"/"+e.Name, "approval", a.Name, "run", d.RunID, "error", err)
 	if run.res == nil {
 		// Refused before anything ran: say why on the approval; the
 		// Environment still waits for the right one.
@@ -106,7 +106,7 @@ func (r *reconciler) decide(ctx context.Context, obj envObject, envID string, a 
 		return ctrl.Result{RequeueAfter: r.interval}, r.approvalStatus(ctx, a, false, why, msg, "")
 	}
 	for _, x := range append(others, a) {
-		if err := r.approvalStatus(ctx, x, true, ReasonApproved, fmt.Sprintf("plan %s approved: run %s carried it out (%s)", a.Spec.Checksum, runID, run.res.Status), runID); err != nil {
+		if err := r.approvalStatus(ctx, x, true, ReasonApproved, fmt.Sprintf("plan %s approved: run %s carried it out (%s)", a.Spec.Checksum, d.RunID, run.res.Status), d.RunID); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -150,7 +150,7 @@ func (s *inPlace) Enqueue(req knit.RunRequest, _ string) (string, error) {
 	// Run here, in the reconcile: ctx carries the object's caller (its
 	// namespace's team); no stored token names it for a queue to look up.
 	req.Caller = nil
-	s.res, s.err = s.k.Run(s.ctx, req)
+	s.res, s.err = knit.NewRun(s.k, req).Run(s.ctx)
 	if s.res == nil {
 		if s.err == nil {
 			s.err = errors.New("the run left no result")

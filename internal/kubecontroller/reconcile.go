@@ -131,7 +131,7 @@ func (r *reconciler) run(ctx context.Context, obj envObject, kind store.RunKind,
 	if kind == engine.KindDrift && env.Spec.Drift != nil && env.Spec.Drift.Policy != "" {
 		req.Reconcile = env.Spec.Drift.Policy != spec.DriftAlert
 	}
-	res, err := r.knit.Run(ctx, req)
+	res, err := knit.NewRun(r.knit, req).Run(ctx)
 	r.logRun(string(kind), e, env.ID(), res, err)
 	if ctx.Err() != nil {
 		return ctrl.Result{}, ctx.Err()
@@ -245,7 +245,7 @@ func (r *reconciler) finalize(ctx context.Context, obj envObject) (ctrl.Result, 
 	if env, err := load(ctx, r.reader, r.dir, r.gv, e); err == nil && env.ID() == st.Env {
 		req.Env, req.EnvRef = env, ""
 	}
-	res, err := r.knit.Run(ctx, req)
+	res, err := knit.NewRun(r.knit, req).Run(ctx)
 	r.logRun("teardown", e, st.Env, res, err)
 	if ctx.Err() != nil {
 		return ctrl.Result{}, ctx.Err()

@@ -30,7 +30,7 @@ func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.R
 	if good, err := r.knit.RollbackTarget(ctx, res.Env, 0); err == nil {
 		target = fmt.Sprintf("revision %d", good.Number)
 	}
-	rb, err := r.knit.Run(ctx, *req)
+	rb, err := knit.NewRun(r.knit, *req).Run(ctx)
 	r.logRun("rollback", e, res.Env, rb, err)
 	if rb == nil {
 		msg := fmt.Sprintf("generation %d: %s; not rolled back: %v", e.Generation, failed, err)

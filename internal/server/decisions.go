@@ -36,13 +36,13 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
-			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"}, s.queue)
+		d, err := knit.NewDecide(s.k, knit.DecideRequest{EnvRef: id, Component: r.PathValue("name"), Approve: approve,
+			Actor: tok.Name, Reason: body.Reason, PlanChecksum: body.PlanChecksum, Source: "api"}, s.queue).Run(r.Context())
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		decided(w, map[string]any{"approval": approvalView(d.Approval)}, runID)
+		decided(w, map[string]any{"approval": approvalView(d.Approval)}, d.RunID)
 	}
 }
 
@@ -80,13 +80,13 @@ func (s *Server) decideChange(approve bool) http.HandlerFunc {
 			return
 		}
 		tok := principal(r.Context())
-		d, runID, err := s.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
-			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"}, s.queue)
+		d, err := knit.NewDecide(s.k, knit.DecideRequest{EnvRef: id, Approve: approve, Actor: tok.Name,
+			Reason: body.Reason, ChangeChecksum: body.Checksum, Source: "api"}, s.queue).Run(r.Context())
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		decided(w, map[string]any{"changeSet": d.ChangeSet}, runID)
+		decided(w, map[string]any{"changeSet": d.ChangeSet}, d.RunID)
 	}
 }
 

@@ -42,7 +42,7 @@ func (h *harness) seedStage(name, replicas, secret string) {
 	if diags.HasErrors() {
 		h.t.Fatal(diags)
 	}
-	res, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"})
+	res, err := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}).Run(context.Background())
 	if err != nil || res.Status != store.StatusSucceeded {
 		h.t.Fatalf("seed %s: %v %v", name, res, err)
 	}

@@ -221,7 +221,7 @@ func (h *harness) seedNamed(team, name, metadata string, o envOpts) {
 	if diags.HasErrors() {
 		h.t.Fatal(diags)
 	}
-	if _, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}); err != nil {
+	if _, err := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}).Run(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
 }

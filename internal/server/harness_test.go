@@ -299,7 +299,7 @@ func (h *harness) seed(team, name string, o envOpts, actor string) *engine.Resul
 	if diags.HasErrors() {
 		h.t.Fatal(diags)
 	}
-	res, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: "cli"})
+	res, err := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: "cli"}).Run(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}

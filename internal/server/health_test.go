@@ -46,7 +46,7 @@ spec:
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "alice", Source: "cli"})
+	res, err := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "alice", Source: "cli"}).Run(context.Background())
 	if err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %v %+v", err, res)
 	}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+
+	"knit.dev/knit/internal/knit"
 )
 
 // getPipeline answers a pipeline's status: each stage's release and, for
@@ -43,7 +45,7 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("release and stage are required"))
 		return
 	}
-	st, err := s.k.Promote(r.Context(), r.PathValue("name"), body.Release, body.Stage, principal(r.Context()).Name, body.Reason, body.Force)
+	st, err := knit.NewPromote(s.k, knit.PromoteOptions{Pipeline: r.PathValue("name"), Release: body.Release, Stage: body.Stage, Actor: principal(r.Context()).Name, Reason: body.Reason, Force: body.Force}).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -66,7 +68,7 @@ func (s *Server) rollbackStage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("stage is required"))
 		return
 	}
-	st, err := s.k.RollbackStage(r.Context(), r.PathValue("name"), body.Stage, principal(r.Context()).Name, body.Reason)
+	st, err := knit.NewRollbackStage(s.k, knit.StageOptions{Pipeline: r.PathValue("name"), Stage: body.Stage, Actor: principal(r.Context()).Name, Reason: body.Reason}).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -46,7 +46,7 @@ func TestWaitingOnAnUpstreamApprovalIsAReason(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if _, err := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}); err != nil {
+	if _, err := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "seed", Source: "cli"}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	a := h.waiting("pay/gate", op)

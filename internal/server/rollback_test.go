@@ -52,7 +52,7 @@ spec:
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		res, _ := h.k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "alice", Source: "cli"})
+		res, _ := knit.NewRun(h.k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "alice", Source: "cli"}).Run(context.Background())
 		return res
 	}
 	operator := h.token("olga", "operator", "shop")

@@ -201,9 +201,9 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	ref, comp := r.PostFormValue("env"), r.PostFormValue("component")
 	approve := r.PostFormValue("decision") == "approve"
 	reason := r.PostFormValue("reason")
-	d, runID, err := w.k.ApproveAndApply(r.Context(), knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
+	d, err := knit.NewDecide(w.k, knit.DecideRequest{EnvRef: ref, Component: comp, Approve: approve,
 		Actor: s.Token.Name, Reason: reason, PlanChecksum: r.PostFormValue("checksum"),
-		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"}, w.submitter())
+		ChangeChecksum: r.PostFormValue("change"), Source: "dashboard"}, w.submitter()).Run(r.Context())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -223,7 +223,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 	if back == "/" {
 		back = "/env/" + env
 	}
-	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+what+"; applying in run "+runID), http.StatusSeeOther)
+	http.Redirect(rw, r, back+"?flash="+url.QueryEscape("approved "+what+"; applying in run "+d.RunID), http.StatusSeeOther)
 }
 
 type auditPage struct {

@@ -308,8 +308,8 @@ func TestDashboardRunsShowTheirCommit(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		if _, err := w.k.Run(ctx, knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "git", Root: dir,
-			Origin: c.repo + "@" + c.sha + ":env.yaml", Commit: c.sha, Author: "ann", Message: "site: first page\n\nlonger body"}); err != nil {
+		if _, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "git", Root: dir,
+			Origin: c.repo + "@" + c.sha + ":env.yaml", Commit: c.sha, Author: "ann", Message: "site: first page\n\nlonger body"}).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

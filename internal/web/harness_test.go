@@ -89,8 +89,8 @@ func (w *world) apply(name string, files map[string]string) {
 	if diags.HasErrors() {
 		w.t.Fatalf("%s: %v", name, diags)
 	}
-	if _, err := w.k.Run(context.Background(), knit.RunRequest{Kind: "apply", Env: env, Actor: "test", Source: "test",
-		Origin: filepath.Join(dir, "env.yaml")}); err != nil && !strings.Contains(err.Error(), "failed") {
+	if _, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: env, Actor: "test", Source: "test",
+		Origin: filepath.Join(dir, "env.yaml")}).Run(context.Background()); err != nil && !strings.Contains(err.Error(), "failed") {
 		w.t.Logf("apply %s: %v", name, err)
 	}
 }

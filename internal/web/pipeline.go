@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/view"
 )
 
@@ -35,7 +36,7 @@ func (w *Web) pipeline(rw http.ResponseWriter, r *http.Request, s *session) {
 // another approver), then shows the pipeline again.
 func (w *Web) promote(rw http.ResponseWriter, r *http.Request, s *session) {
 	name, release, stage := r.PathValue("name"), r.PostFormValue("release"), r.PostFormValue("stage")
-	st, err := w.k.Promote(r.Context(), name, release, stage, s.Token.Name, r.PostFormValue("reason"), false)
+	st, err := knit.NewPromote(w.k, knit.PromoteOptions{Pipeline: name, Release: release, Stage: stage, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Force: false}).Run(r.Context())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -64,7 +65,7 @@ func canPromote(w *view.Waiting) bool {
 // its current one, then shows the pipeline again.
 func (w *Web) rollback(rw http.ResponseWriter, r *http.Request, s *session) {
 	name, stage := r.PathValue("name"), r.PostFormValue("stage")
-	st, err := w.k.RollbackStage(r.Context(), name, stage, s.Token.Name, r.PostFormValue("reason"))
+	st, err := knit.NewRollbackStage(w.k, knit.StageOptions{Pipeline: name, Stage: stage, Actor: s.Token.Name, Reason: r.PostFormValue("reason")}).Run(r.Context())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return

@@ -81,7 +81,7 @@ func TestDashboardShowsPolicyDecisions(t *testing.T) {
 
 	// Live: site's apply waits for GO, so the run is still going while
 	// the page shows the decisions the policy made before it.
-	r, err := w.k.Start(context.Background(), knit.RunRequest{Kind: "apply", Env: load(), Actor: "ann", Source: "cli", Origin: filepath.Join(dir, "env.yaml")})
+	r, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: load(), Actor: "ann", Source: "cli", Origin: filepath.Join(dir, "env.yaml")}).Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDashboardShowsPolicyDecisions(t *testing.T) {
 
 	// Deny: a commit removes cache from prod.
 	testtools.WriteFiles(t, dir, map[string]string{"env.yaml": yaml[:strings.Index(yaml, "    - name: cache")]})
-	res, err := w.k.Run(context.Background(), knit.RunRequest{Kind: "apply", Env: load(), Actor: "ann", Source: "cli", Origin: filepath.Join(dir, "env.yaml")})
+	res, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: load(), Actor: "ann", Source: "cli", Origin: filepath.Join(dir, "env.yaml")}).Run(context.Background())
 	if err == nil || res == nil || res.Status != store.StatusFailed || res.Policy == nil || !res.Policy.Denied() {
 		t.Fatalf("removing cache from prod: %v %+v", err, res)
 	}

@@ -26,7 +26,7 @@ func TestRunPageShowsPolicyDecisions(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := w.k.Run(context.Background(), knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "cli"})
+	res, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "cli"}).Run(context.Background())
 	if err != nil || res.Status != "succeeded" {
 		t.Fatalf("apply: %v %+v", err, res)
 	}

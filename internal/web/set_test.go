@@ -64,7 +64,7 @@ spec:
 	}
 	ctx := context.Background()
 	for _, env := range envs {
-		res, err := w.k.Run(ctx, knit.RunRequest{Kind: "apply", Env: env, Actor: "test", Source: "test", Origin: file})
+		res, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: env, Actor: "test", Source: "test", Origin: file}).Run(ctx)
 		if err != nil {
 			t.Fatalf("apply %s: %v", env.ID(), err)
 		}

@@ -58,8 +58,8 @@ func TestDashboardStoreErrorIsNotNoCommit(t *testing.T) {
 		t.Fatal(diags)
 	}
 	sha := "0123456789abcdef0123456789abcdef01234567"
-	if _, err := w.k.Run(context.Background(), knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "git", Root: dir,
-		Origin: "file:///srv/git/infra@" + sha + ":env.yaml", Commit: sha, Author: "ann", Message: "first"}); err != nil {
+	if _, err := knit.NewRun(w.k, knit.RunRequest{Kind: "apply", Env: env, Actor: "ann", Source: "git", Root: dir,
+		Origin: "file:///srv/git/infra@" + sha + ":env.yaml", Commit: sha, Author: "ann", Message: "first"}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	viewer := w.client("viewer")

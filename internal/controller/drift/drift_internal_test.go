@@ -85,7 +85,7 @@ func applied(t *testing.T) *knit.Knit {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(ctx); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %v %v", res, err)
 	}
 	return k

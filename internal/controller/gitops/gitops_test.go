@@ -163,7 +163,7 @@ func TestALeaderKilledAfterItsRunStartedDoesNotApplyTheCommitTwice(t *testing.T)
 	}
 	q1, stop1 := leader()
 	first := q1.next(t)
-	if _, err := k.Run(ctx, first.req); err != nil { // it runs; its onStart is never heard
+	if _, err := knit.NewRun(k, first.req).Run(ctx); err != nil { // it runs; its onStart is never heard
 		t.Fatal(err)
 	}
 	stop1()

@@ -65,7 +65,7 @@ spec:
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: e, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+		if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: e, Actor: "t"}).Run(ctx); err != nil || res.Status != store.StatusSucceeded {
 			t.Fatalf("apply %s: %+v %v", env.name, res, err)
 		}
 	}

@@ -61,8 +61,8 @@ func TestAStageGateTrustsOnlyAVerifiedReleaseAuthor(t *testing.T) {
 		t.Fatalf("dev's run: %+v, %v; want alice's, source git (unverified)", run.Run, err)
 	}
 	decide := func(actor string) error {
-		_, err := k.Decide(ctx, knit.DecideRequest{EnvRef: "shop/dev", Component: pending[0].Component, Approve: true,
-			Actor: actor, PlanChecksum: pending[0].PlanChecksum})
+		_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "shop/dev", Component: pending[0].Component, Approve: true,
+			Actor: actor, PlanChecksum: pending[0].PlanChecksum}, nil).Run(ctx)
 		return err
 	}
 	if err := decide("bob"); !errors.Is(err, knit.ErrSecondApprover) {

@@ -43,7 +43,7 @@ func (q *runQueue) EnqueueWith(req knit.RunRequest, env string, _ func(error)) (
 	q.mu.Unlock()
 	// As with the real queue, a run that fails is told by its record,
 	// not by the enqueue.
-	_, _ = q.k.Run(context.Background(), req)
+	_, _ = knit.NewRun(q.k, req).Run(context.Background())
 	return req.RunID, nil
 }
 
@@ -225,7 +225,7 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 		e, _ := k.EnvironmentRecord(ctx, "shop/dev")
 		t.Fatalf("dev while its rollout is paused: current %+v, waiting %+v\n%+v\n%+v", st.Current, st.Waiting, f.States, e)
 	}
-	if _, err := k.RollbackStage(ctx, "web", "dev", "bob", ""); err == nil || !strings.Contains(err.Error(), "paused") {
+	if _, err := knit.NewRollbackStage(k, knit.StageOptions{Pipeline: "web", Stage: "dev", Actor: "bob", Reason: ""}).Run(ctx); err == nil || !strings.Contains(err.Error(), "paused") {
 		t.Fatalf("a pipeline rollback of a paused stage: %v", err)
 	}
 	if _, err := k.Accept(ctx, "shop/dev", "bob", "looks fine"); err != nil {

@@ -92,7 +92,7 @@ func applied(t *testing.T, h Harness, team, name string) string {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := h.Knit.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"})
+	res, err := knit.NewRun(h.Knit, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(context.Background())
 	if err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply %s: %+v %v", env.ID(), res, err)
 	}

@@ -81,7 +81,7 @@ func reapply(t *testing.T, h Harness, team, name string) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := h.Knit.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"})
+	res, err := knit.NewRun(h.Knit, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(context.Background())
 	if err != nil || res.Status != store.StatusSucceeded || res.Revision != 2 {
 		t.Fatalf("apply revision 2 of %s: %+v %v", env.ID(), res, err)
 	}

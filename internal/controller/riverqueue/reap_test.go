@@ -109,7 +109,7 @@ spec:
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if res, err := k.Run(context.Background(), knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(context.Background()); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
 	return env.ID()

@@ -10,6 +10,7 @@ import (
 
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
@@ -64,7 +65,7 @@ func (w *worker) Work(jobCtx context.Context, job *river.Job[runArgs]) error {
 	q.active.Add(1)
 	defer q.active.Add(-1)
 	start := time.Now()
-	run, err := q.k.Start(ctx, req)
+	run, err := knit.NewRun(q.k, req).Start(ctx)
 	if errors.Is(err, engine.ErrLocked) && !q.stopping.Load() {
 		d := lockBackoff(q.cfg.LockRetry, job.Metadata)
 		q.log.Info("run queue: the environment is locked; trying again", "run", a.RunID, "env", a.Env, "in", d, "err", err)

@@ -257,7 +257,7 @@ func (q *Queue) execute(ctx context.Context, j *Job) {
 		q.dispatch()
 	}()
 	start := q.clock.Now()
-	r, err := q.k.Start(ctx, j.Req)
+	r, err := knit.NewRun(q.k, j.Req).Start(ctx)
 	j.run, j.err = r, err
 	close(j.started)
 	if j.onStart != nil {

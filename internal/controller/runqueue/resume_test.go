@@ -40,7 +40,7 @@ func TestARollbackAShutdownInterruptedResumesToItsTarget(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Revision != i+1 {
+		if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(ctx); err != nil || res.Revision != i+1 {
 			t.Fatalf("apply revision %d: %+v %v", i+1, res, err)
 		}
 	}

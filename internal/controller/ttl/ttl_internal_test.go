@@ -109,7 +109,7 @@ func applied(t *testing.T, fc *clock.Fake) *knit.Knit {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(ctx); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %v %v", res, err)
 	}
 	return k
@@ -214,7 +214,7 @@ func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 	k := applied(t, fc)
 	fc.Advance(3 * time.Hour)
 	// As the server's queue runs it (Start, not Run): RunEnded follows.
-	r, err := k.Start(ctx, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/pr-1", AutoApprove: true, Actor: "t"})
+	r, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindTeardown, EnvRef: "shop/pr-1", AutoApprove: true, Actor: "t"}).Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 		t.Fatal("extended a torn-down environment")
 	}
 	env, _ := spec.Parse("pr-1.yaml", t.TempDir(), []byte(ephemeral))
-	if res, err := k.Run(ctx, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}); err != nil || res.Status != store.StatusSucceeded {
+	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(ctx); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %v %v", res, err)
 	}
 	if x, err := k.Expiry(ctx, "shop/pr-1"); err != nil || !x.At.Equal(t0.Add(5*time.Hour)) {
