@@ -220,7 +220,7 @@ func (ar *approvals) outdateApproval(name, fp string) error {
 // whose fingerprint is fp: an approval of a destroy never matches an apply.
 func destroyFingerprint(fp string) string { return "destroy:" + fp }
 
-// hasOpen reports whether name may have an open approval (session.open).
+// hasOpen reports whether name may have an open approval (approvals.open).
 func (ar *approvals) hasOpen(name string) bool {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
