@@ -73,7 +73,7 @@ func (w *Web) environment(rw http.ResponseWriter, r *http.Request, s *session) {
 
 func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	ctx := r.Context()
-	mark := w.envMark(ctx, id)
+	mark := w.live.envMark(ctx, id)
 	v, err := w.k.Environment(ctx, id)
 	if err != nil {
 		return envPage{}, err

@@ -83,7 +83,7 @@ func (w *Web) environments(rw http.ResponseWriter, r *http.Request, s *session) 
 
 func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPage, error) {
 	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts,
-		Live: "/live?since=" + w.allMark(ctx)}
+		Live: "/live?since=" + w.live.allMark(ctx)}
 	if p.Sort == "" {
 		p.Sort = "name"
 	}

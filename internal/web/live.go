@@ -9,20 +9,30 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/sse"
 	"knit.dev/knit/internal/store"
 )
 
-// openStream starts a live view's event stream.
-func (w *Web) openStream(rw http.ResponseWriter) (*sse.Stream, error) {
-	return sse.Open(rw, w.opts.WriteTimeout)
+// live is the dashboard's live views: event streams that tell a page to
+// refresh when what it shows changes.
+type live struct {
+	k            *knit.Knit
+	poll         time.Duration // how often to look for a new run
+	writeTimeout time.Duration // bounds each write of a stream (0: none)
+	envRef       func(*http.Request, *session) (string, error)
 }
 
-// liveEnv tells an environment's page to refresh ("changed") whenever one
+// openStream starts a live view's event stream.
+func (w *live) openStream(rw http.ResponseWriter) (*sse.Stream, error) {
+	return sse.Open(rw, w.writeTimeout)
+}
+
+// env tells an environment's page to refresh ("changed") whenever one
 // of its runs moves a component, starts or ends: it follows the event
 // stream of the run holding the environment's lock, and between runs
 // looks for a new one every PollInterval.
-func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
+func (w *live) env(rw http.ResponseWriter, r *http.Request, s *session) {
 	id, err := w.envRef(r, s)
 	if err != nil {
 		http.Error(rw, err.Error(), statusOf(err))
@@ -42,8 +52,8 @@ func (w *Web) liveEnv(rw http.ResponseWriter, r *http.Request, s *session) {
 	})
 }
 
-// liveAll tells the environments list to refresh when any run starts or ends.
-func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
+// all tells the environments list to refresh when any run starts or ends.
+func (w *live) all(rw http.ResponseWriter, r *http.Request, _ *session) {
 	st, err := w.openStream(rw)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
@@ -59,8 +69,8 @@ func (w *Web) liveAll(rw http.ResponseWriter, r *http.Request, _ *session) {
 // and this stream's start counts too), and while look names a live run, on
 // each of that run's component and run events (at most one "changed" per
 // quarter second).
-func (w *Web) watch(ctx context.Context, st *sse.Stream, since string, look func(ctx context.Context) (runID, mark string)) {
-	tick := time.NewTicker(w.opts.PollInterval)
+func (w *live) watch(ctx context.Context, st *sse.Stream, since string, look func(ctx context.Context) (runID, mark string)) {
+	tick := time.NewTicker(w.poll)
 	defer tick.Stop()
 	idle := time.NewTicker(sse.KeepAlive)
 	defer idle.Stop()
@@ -94,7 +104,7 @@ func (w *Web) watch(ctx context.Context, st *sse.Stream, since string, look func
 }
 
 // follow calls changed for a run's events (coalesced) until it finishes.
-func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
+func (w *live) follow(ctx context.Context, run *engine.Run, changed func()) {
 	events := run.Subscribe(0).Channel(ctx)
 	flush := time.NewTicker(250 * time.Millisecond)
 	defer flush.Stop()
@@ -120,7 +130,7 @@ func (w *Web) follow(ctx context.Context, run *engine.Run, changed func()) {
 }
 
 // envMark changes whenever the environment's record, version, lock or newest run does.
-func (w *Web) envMark(ctx context.Context, id string) string {
+func (w *live) envMark(ctx context.Context, id string) string {
 	e, err := w.k.EnvironmentRecord(ctx, id)
 	if err != nil {
 		return "?"
@@ -156,7 +166,7 @@ func digest(s string) string {
 }
 
 // allMark changes whenever any run starts or ends.
-func (w *Web) allMark(ctx context.Context) string {
+func (w *live) allMark(ctx context.Context) string {
 	last, err := w.k.LastRun(ctx, "")
 	if err != nil {
 		return "?"

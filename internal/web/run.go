@@ -104,7 +104,7 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(rw, err.Error(), statusOf(err))
 		return
 	}
-	st, err := w.openStream(rw)
+	st, err := w.live.openStream(rw)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
@@ -248,15 +248,6 @@ func (w *Web) eventHTML(ev engine.Event, seen map[string]bool, resumed bool) str
 		b.WriteString(w.fragment("runstatusoob", runStatus(ev.RunStatus, ev.Error)))
 	case engine.Dropped:
 		b.WriteString(w.fragment("runstatusoob", statusFrag{Text: "the live view fell behind: reload for the full record", Tone: ToneWait}))
-	}
-	return b.String()
-}
-
-// fragment renders one of the run page's fragments.
-func (w *Web) fragment(name string, data any) string {
-	var b bytes.Buffer
-	if err := w.pages["run"].ExecuteTemplate(&b, name, data); err != nil {
-		w.log.Error("render fragment", "name", name, "err", err)
 	}
 	return b.String()
 }

@@ -2,13 +2,8 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -61,14 +56,13 @@ type RemoteRuns interface {
 
 // Web is the dashboard. It is safe for concurrent use.
 type Web struct {
-	k       *knit.Knit
-	opts    Options
-	log     *slog.Logger
-	pages   map[string]*template.Template
-	static  fs.FS
-	csrfKey []byte
-	// cop refuses cross-origin POSTs (Origin and Sec-Fetch-Site checks).
-	cop *http.CrossOriginProtection
+	*pages // renders pages, error pages and fragments
+	k      *knit.Knit
+	opts   Options
+	log    *slog.Logger
+	static fs.FS
+	signIn *signIn // the login page and who may reach a page
+	live   *live   // the live views' event streams
 
 	teamsMu    sync.Mutex
 	teamsCache []string
@@ -97,11 +91,12 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
-	w := &Web{k: k, opts: opts, log: opts.Logger, pages: map[string]*template.Template{}, cop: http.NewCrossOriginProtection()}
-	w.csrfKey = make([]byte, 32)
-	if _, err := rand.Read(w.csrfKey); err != nil {
+	w := &Web{k: k, opts: opts, log: opts.Logger, pages: &pages{byName: map[string]*template.Template{}, log: opts.Logger, now: opts.Now}}
+	w.signIn = &signIn{k: k, pages: w.pages, csrfKey: make([]byte, 32), cop: http.NewCrossOriginProtection()}
+	if _, err := rand.Read(w.signIn.csrfKey); err != nil {
 		return nil, err
 	}
+	w.live = &live{k: k, poll: opts.PollInterval, writeTimeout: opts.WriteTimeout, envRef: w.envRef}
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, err
@@ -121,7 +116,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", base, err)
 		}
-		w.pages[base] = t
+		w.byName[base] = t
 	}
 	return w, nil
 }
@@ -132,28 +127,29 @@ func (w *Web) Register(mux *http.ServeMux) {
 	viewer, operator := store.Role(store.RoleViewer), store.Role(store.RoleOperator)
 	h := func(pattern string, handler http.Handler) { mux.Handle(pattern, secured(handler)) }
 	h("GET /static/", http.StripPrefix("/static/", w.cacheable(http.FileServerFS(w.static))))
-	h("GET /login", http.HandlerFunc(w.loginPage))
-	h("POST /login", w.cop.Handler(http.HandlerFunc(w.login)))
-	h("POST /logout", w.page(viewer, w.logout))
-	h("GET /{$}", w.page(viewer, w.environments))
-	h("GET /live", w.page(viewer, w.liveAll))
-	h("GET /env/{team}/{env}", w.page(viewer, w.environment))
-	h("GET /env/{team}/{env}/live", w.page(viewer, w.liveEnv))
-	h("GET /env/{team}/{env}/diff", w.page(viewer, w.diff))
-	h("GET /env/{team}/{env}/teardown", w.page(operator, w.teardownConfirm))
-	h("POST /env/{team}/{env}/run", w.page(operator, w.startRun))
-	h("GET /env/{team}/{env}/c/{name}", w.page(viewer, w.component))
-	h("GET /runs/{id}", w.page(viewer, w.run))
-	h("GET /runs/{id}/events", w.page(viewer, w.runEvents))
-	h("GET /approvals", w.page(viewer, w.approvals))
-	h("POST /approvals/decide", w.page(operator, w.decide))
-	h("GET /audit", w.page(viewer, w.audit))
-	h("GET /compare", w.page(viewer, w.compare))
-	h("GET /previews", w.page(viewer, w.previews))
-	h("GET /pipelines", w.page(viewer, w.pipelines))
-	h("GET /pipelines/{name}", w.page(viewer, w.pipeline))
-	h("POST /pipelines/{name}/promote", w.page(operator, w.promote))
-	h("POST /pipelines/{name}/rollback", w.page(operator, w.rollback))
+	page := w.signIn.page
+	h("GET /login", http.HandlerFunc(w.signIn.loginPage))
+	h("POST /login", w.signIn.cop.Handler(http.HandlerFunc(w.signIn.login)))
+	h("POST /logout", page(viewer, w.signIn.logout))
+	h("GET /{$}", page(viewer, w.environments))
+	h("GET /live", page(viewer, w.live.all))
+	h("GET /env/{team}/{env}", page(viewer, w.environment))
+	h("GET /env/{team}/{env}/live", page(viewer, w.live.env))
+	h("GET /env/{team}/{env}/diff", page(viewer, w.diff))
+	h("GET /env/{team}/{env}/teardown", page(operator, w.teardownConfirm))
+	h("POST /env/{team}/{env}/run", page(operator, w.startRun))
+	h("GET /env/{team}/{env}/c/{name}", page(viewer, w.component))
+	h("GET /runs/{id}", page(viewer, w.run))
+	h("GET /runs/{id}/events", page(viewer, w.runEvents))
+	h("GET /approvals", page(viewer, w.approvals))
+	h("POST /approvals/decide", page(operator, w.decide))
+	h("GET /audit", page(viewer, w.audit))
+	h("GET /compare", page(viewer, w.compare))
+	h("GET /previews", page(viewer, w.previews))
+	h("GET /pipelines", page(viewer, w.pipelines))
+	h("GET /pipelines/{name}", page(viewer, w.pipeline))
+	h("POST /pipelines/{name}/promote", page(operator, w.promote))
+	h("POST /pipelines/{name}/rollback", page(operator, w.rollback))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {
@@ -188,51 +184,7 @@ type session struct {
 	CanAct bool
 }
 
-// csrfFor derives a session's CSRF token from its token's hash: stable for
-// the session, unguessable without the server's key, never the token itself.
-func (w *Web) csrfFor(tokenHash string) string {
-	m := hmac.New(sha256.New, w.csrfKey)
-	m.Write([]byte(tokenHash))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
 type handler func(rw http.ResponseWriter, r *http.Request, s *session)
-
-// page authenticates a request from its cookie (a missing or dead one goes
-// to the login page), checks the role, and on POST checks the origin and
-// the form's CSRF token.
-func (w *Web) page(role store.Role, h handler) http.Handler {
-	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(cookieName)
-		var tok store.Token
-		if err == nil {
-			tok, err = w.k.Authenticate(r.Context(), c.Value)
-		}
-		if err != nil {
-			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
-				http.Redirect(rw, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-				return
-			}
-			http.Error(rw, "sign in first: no valid token", http.StatusUnauthorized)
-			return
-		}
-		s := &session{Token: tok, CSRF: w.csrfFor(tok.Hash), CanAct: tok.Role.AtLeast(store.RoleOperator)}
-		if r.Method == http.MethodPost {
-			got := r.PostFormValue("csrf")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
-				w.errorPage(rw, r, s, http.StatusForbidden, errors.New("this form is missing its CSRF token or it is out of date: reload the page and try again"))
-				return
-			}
-		}
-		if !tok.Role.AtLeast(role) {
-			w.errorPage(rw, r, s, http.StatusForbidden, fmt.Errorf("token %s is a %s; this needs an %s", tok.Name, tok.Role, role))
-			return
-		}
-		// The library resolves environments as this token sees them.
-		h(rw, r.WithContext(knit.WithCaller(r.Context(), tok)), s)
-	})
-	return w.cop.Handler(inner)
-}
 
 // canSee checks the session's token may look at team's environments.
 func canSee(s *session, team string) error {
@@ -251,59 +203,10 @@ type layoutData struct {
 	Page    any
 }
 
-func (w *Web) render(rw http.ResponseWriter, r *http.Request, s *session, code int, name, title, nav string, data any) {
-	t, ok := w.pages[name]
-	if !ok {
-		http.Error(rw, "no page "+name, http.StatusInternalServerError)
-		return
-	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.Header().Set("Cache-Control", "no-store")
-	rw.WriteHeader(code)
-	if err := t.ExecuteTemplate(rw, "layout", layoutData{Title: title, Nav: nav, Session: s, Flash: r.URL.Query().Get("flash"), Page: data}); err != nil {
-		w.log.Error("render", "page", name, "err", err)
-	}
-}
-
-func (w *Web) errorPage(rw http.ResponseWriter, r *http.Request, s *session, code int, err error) {
-	if code == 0 {
-		code = statusOf(err)
-	}
-	if code >= 500 {
-		w.log.Error("dashboard request failed", "path", r.URL.Path, "err", err)
-	}
-	w.render(rw, r, s, code, "error", http.StatusText(code), "", map[string]any{"Code": code, "Message": err.Error()})
-}
-
 // statusOf is err's HTTP status, as the API answers it (httperr).
 func statusOf(err error) int {
 	code, _ := httperr.Status(err)
 	return code
-}
-
-func (w *Web) loginPage(rw http.ResponseWriter, r *http.Request) {
-	w.render(rw, r, nil, http.StatusOK, "login", "Sign in", "", map[string]string{"Next": safeNext(r.URL.Query().Get("next")), "Error": ""})
-}
-
-// login checks a pasted token and keeps it in an HttpOnly, SameSite=Strict
-// cookie (Secure under TLS).
-func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
-	secret := strings.TrimSpace(r.PostFormValue("token"))
-	next := safeNext(r.PostFormValue("next"))
-	if _, err := w.k.Authenticate(r.Context(), secret); err != nil {
-		w.render(rw, r, nil, http.StatusUnauthorized, "login", "Sign in", "", map[string]string{"Next": next,
-			"Error": "That token is not valid (unknown or revoked). Create one with: knit token create NAME --role viewer"})
-		return
-	}
-	http.SetCookie(rw, &http.Cookie{Name: cookieName, Value: secret, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
-		SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
-	http.Redirect(rw, r, next, http.StatusSeeOther)
-}
-
-func (w *Web) logout(rw http.ResponseWriter, r *http.Request, _ *session) {
-	http.SetCookie(rw, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
-		SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	http.Redirect(rw, r, "/login", http.StatusSeeOther)
 }
 
 // safeNext keeps a redirect on this site: only a path is taken, with no
@@ -320,38 +223,6 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
-}
-
-// ago says how long before now t was, in words.
-func (w *Web) ago(t time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	d := w.opts.Now().Sub(t)
-	switch {
-	case d < 0:
-		return "just now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-}
-
-// when is a time for a title attribute.
-// until says how far off t is: "in 3h12m", or "now" once past.
-func (w *Web) until(t time.Time) string {
-	d := t.Sub(w.opts.Now())
-	if d <= 0 {
-		return "now"
-	}
-	if d >= time.Minute {
-		d = d.Truncate(time.Minute)
-	}
-	return "in " + strings.TrimSuffix(d.Truncate(time.Second).String(), "0s")
 }
 
 func when(t time.Time) string {

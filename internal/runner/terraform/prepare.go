@@ -55,26 +55,26 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 	if c.Sandbox != nil {
 		return p, r.prepareSandboxed(ctx, c, p)
 	}
-	encrypted, err := r.encrypts(wd, l)
+	encrypted, err := r.crypt.encrypts(wd, l)
 	if err != nil {
 		return nil, err
 	}
-	shared, err := r.shares(wd, l)
+	shared, err := r.state.shares(wd, l)
 	if err != nil {
 		return nil, err
 	}
 	if shared {
-		if err := r.importLocalState(ctx, c, wd, p.dir); err != nil {
+		if err := r.state.importLocal(ctx, c, wd, p.dir); err != nil {
 			return nil, err
 		}
 	}
-	extra, err := r.toolEnv(wd, encrypted, l.secret)
+	extra, err := r.crypt.toolEnv(wd, encrypted, l.secret)
 	if err != nil {
 		return nil, err
 	}
-	write := r.stateEnv(c, shared, extra)
+	write := r.state.env(c, shared, extra)
 	p.s = r.session(p.dir, c.Log, extra, write)
-	r.warnUnencrypted(c.Log, wd, c)
+	r.crypt.warnUnencrypted(c.Log, wd, c)
 	if err := r.initIfNeeded(ctx, p, false); err != nil {
 		return p, err
 	}
@@ -89,7 +89,7 @@ func (r *Runner) prepareLayout(ctx context.Context, c runner.Component, l *layou
 // arguments, outputs, variables files and overlays that are not
 // configuration do not count.
 func (r *Runner) initKey(p *prepared) (string, error) {
-	tool := fmt.Sprintf("%s|%s|%s|%s", r.bin.Path, r.bin.CLIConfig, r.opts.ToolVersion, r.pluginCache())
+	tool := fmt.Sprintf("%s|%s|%s|%s", r.bin.Path, r.bin.CLIConfig, r.opts.ToolVersion, r.plugins.path)
 	locks, err := r.layoutHash(p.layout, tool, func(rel string) bool { return path.Base(rel) == lockFile })
 	if err != nil {
 		return "", err
@@ -135,10 +135,10 @@ func (r *Runner) initIfNeeded(ctx context.Context, p *prepared, force bool) erro
 	if err := os.Remove(stamp); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.MkdirAll(r.pluginCache(), 0o755); err != nil {
+	if err := os.MkdirAll(r.plugins.path, 0o755); err != nil {
 		return err
 	}
-	unlock, err := r.initLock(ctx)
+	unlock, err := r.plugins.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("init: plugin cache lock: %w", err)
 	}

@@ -67,9 +67,9 @@ type Runner struct {
 	configs  configCache
 	layouts  layoutMemo
 	versions toolVersions
-	// cacheLocking is whether the tool locks the plugin cache itself while
-	// installing into it (OpenTofu 1.10 and later); see initLock.
-	cacheLocking bool
+	plugins  pluginCache
+	state    sharedState
+	crypt    encrypter
 	// inits counts init runs, commands every tool process, and collected
 	// every layout collected (the whole module read), for tests.
 	inits, commands, collected atomic.Int64
@@ -83,18 +83,28 @@ func New(bin Binary, opts Options) *Runner {
 		opts.GracePeriod = DefaultGracePeriod
 	}
 	r := &Runner{
-		bin:  bin,
-		opts: opts,
-		git:  gitsource.InDataDir(opts.DataDir),
-		oci:  ocisource.InDataDir(opts.DataDir),
+		bin:     bin,
+		opts:    opts,
+		git:     gitsource.InDataDir(opts.DataDir),
+		oci:     ocisource.InDataDir(opts.DataDir),
+		plugins: pluginCache{path: filepath.Join(opts.DataDir, "plugin-cache")},
+		state:   sharedState{backend: opts.States},
+		crypt:   encrypter{key: opts.EncryptionKey, tool: opts.ToolVersion},
 	}
-	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.isOpenTofu() {
-		r.cacheLocking = !v.LessThan(openTofuCacheLocking)
+	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.crypt.openTofu() {
+		r.plugins.locking = !v.LessThan(openTofuCacheLocking)
 	}
 	return r
 }
 
-func (r *Runner) pluginCache() string { return filepath.Join(r.opts.DataDir, "plugin-cache") }
+// pluginCache is the provider plugin cache every component shares
+// (DataDir/plugin-cache), and the lock its inits take.
+type pluginCache struct {
+	path string
+	// locking is whether the tool locks the cache itself while
+	// installing into it (OpenTofu 1.10 and later); see lock.
+	locking bool
+}
 
 // workDir returns the component's work dir as an absolute path.
 func workDir(c runner.Component) (string, error) {
@@ -120,7 +130,7 @@ func exists(p string) bool {
 // cache while installing into it, so that concurrent inits are safe.
 var openTofuCacheLocking = version.Must(version.NewVersion("1.10.0"))
 
-// initLock guards the shared plugin cache around one init, across every
+// lock guards the shared plugin cache around one init, across every
 // knit process sharing the data dir (a flock on DataDir/plugin-cache.lock;
 // an in-process mutex would not see another process). A tool that locks
 // the cache itself takes the lock shared: its inits run at once, and only a
@@ -128,9 +138,9 @@ var openTofuCacheLocking = version.Must(version.NewVersion("1.10.0"))
 // exclusively, waits for them or makes them wait. Other tool runs need no
 // lock: init only ever adds missing providers to the cache (see env), never
 // rewrites one a running tool may be executing.
-func (r *Runner) initLock(ctx context.Context) (func(), error) {
-	p := r.pluginCache() + ".lock"
-	if r.cacheLocking {
+func (c pluginCache) lock(ctx context.Context) (func(), error) {
+	p := c.path + ".lock"
+	if c.locking {
 		return filelock.LockShared(ctx, p)
 	}
 	return filelock.Lock(ctx, p)

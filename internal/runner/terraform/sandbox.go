@@ -54,7 +54,7 @@ func (r *Runner) prepareSandboxed(ctx context.Context, c runner.Component, p *pr
 	if err := os.RemoveAll(filepath.Join(p.dir, ".terraform")); err != nil {
 		return err
 	}
-	extra, err := r.toolEnv(p.wd, false, p.layout.secret)
+	extra, err := r.crypt.toolEnv(p.wd, false, p.layout.secret)
 	if err != nil {
 		return err
 	}

@@ -97,16 +97,24 @@ func isZip(p string) bool {
 	return n == 4 && string(head) == "PK\x03\x04"
 }
 
-// isOpenTofu reports whether the tool can encrypt state and plans.
-func (r *Runner) isOpenTofu() bool { return strings.HasPrefix(r.opts.ToolVersion, "OpenTofu") }
+// encrypter decides and configures what the tool's state and plans are
+// kept as: encrypted by knit (OpenTofu's TF_ENCRYPTION under key), and the
+// secret inputs it passes through the environment.
+type encrypter struct {
+	key  []byte // Options.EncryptionKey
+	tool string // Options.ToolVersion
+}
+
+// openTofu reports whether the tool can encrypt state and plans.
+func (r encrypter) openTofu() bool { return strings.HasPrefix(r.tool, "OpenTofu") }
 
 // encrypts decides, for a laid-out component, whether knit encrypts its
 // state and plans (OpenTofu, state in a local file, no encryption block of
 // the module's: a module with a remote backend or encryption of its own
 // keeps it to itself) and records the decision in the work dir.
-func (r *Runner) encrypts(wd string, l *layout) (bool, error) {
+func (r encrypter) encrypts(wd string, l *layout) (bool, error) {
 	local := l.backend == "" || l.backend == "local"
-	on := r.isOpenTofu() && len(r.opts.EncryptionKey) > 0 && local && !l.ownEncryption
+	on := r.openTofu() && len(r.key) > 0 && local && !l.ownEncryption
 	marker := filepath.Join(wd, encryptedMarker)
 	if !on {
 		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
@@ -142,11 +150,11 @@ func setMarker(p string, on bool, text string) error {
 // toolEnv is what one command of a component adds to the tool's
 // environment: the encryption settings, and each sensitive input as
 // TF_VAR_<name>, so that no secret input is ever written to a file.
-func (r *Runner) toolEnv(wd string, encrypted bool, secret runner.Inputs) (map[string]string, error) {
+func (r encrypter) toolEnv(wd string, encrypted bool, secret runner.Inputs) (map[string]string, error) {
 	m := map[string]string{}
 	if encrypted {
 		m["TF_ENCRYPTION"] = encryption(plaintextLeft(wd))
-		m[keyVar] = base64.StdEncoding.EncodeToString(r.opts.EncryptionKey)
+		m[keyVar] = base64.StdEncoding.EncodeToString(r.key)
 	}
 	for name, v := range secret {
 		s, ok := v.(string)
@@ -264,8 +272,8 @@ func splitSecret(in runner.Inputs, sensitive map[string]bool) (plain, secret run
 
 // warnUnencrypted tells, once per command, that Terraform keeps this
 // component's secrets in clear in its state and plan files.
-func (r *Runner) warnUnencrypted(log io.Writer, wd string, c runner.Component) {
-	if r.isOpenTofu() {
+func (r encrypter) warnUnencrypted(log io.Writer, wd string, c runner.Component) {
+	if r.openTofu() {
 		return
 	}
 	secret := len(c.Sensitive) > 0
@@ -281,7 +289,7 @@ func (r *Runner) warnUnencrypted(log io.Writer, wd string, c runner.Component) {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(log, "knit: warning: %s cannot encrypt state or plans: %s and %s hold %s's secrets (%s) in clear; use OpenTofu, or a backend that encrypts\n",
-		r.opts.ToolVersion, filepath.Join(wd, stateFile), filepath.Join(wd, planFile), compName(c), strings.Join(append(names, "sensitive outputs"), ", "))
+		r.tool, filepath.Join(wd, stateFile), filepath.Join(wd, planFile), compName(c), strings.Join(append(names, "sensitive outputs"), ", "))
 }
 
 // markedSession is a session for a command that runs without the layout
@@ -292,11 +300,11 @@ func (r *Runner) markedSession(c runner.Component, dir string, secret runner.Inp
 	if err != nil {
 		return nil, err
 	}
-	extra, err := r.toolEnv(wd, exists(filepath.Join(wd, encryptedMarker)), secret)
+	extra, err := r.crypt.toolEnv(wd, exists(filepath.Join(wd, encryptedMarker)), secret)
 	if err != nil {
 		return nil, err
 	}
-	write := r.stateEnv(c, exists(filepath.Join(wd, sharedMarker)), extra)
+	write := r.state.env(c, exists(filepath.Join(wd, sharedMarker)), extra)
 	return r.session(dir, c.Log, extra, write), nil
 }
 

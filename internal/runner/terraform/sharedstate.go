@@ -51,35 +51,42 @@ const httpBackend = "# Written by knit: state lives in knit's store, served over
 // stateKey is the component's key in the shared backend.
 func stateKey(c runner.Component) string { return c.Env + "/" + c.Def.Name }
 
+// sharedState is where the runner keeps components' state in the shared
+// backend (Options.States): whether a component does, the grants its
+// commands take, and the move of a work dir's local state into it.
+type sharedState struct {
+	backend StateBackend // nil: state stays in the work dirs
+}
+
 // shares reports whether the laid-out component keeps its state in the
 // shared backend, and records it in the work dir.
-func (r *Runner) shares(wd string, l *layout) (bool, error) {
-	on := r.opts.States != nil && !l.ownBackend
+func (r sharedState) shares(wd string, l *layout) (bool, error) {
+	on := r.backend != nil && !l.ownBackend
 	return on, setMarker(filepath.Join(wd, sharedMarker), on, "this component's state lives in knit's store (HTTP backend)\n")
 }
 
-// stateEnv is what a command of a component that shares its state adds to
+// env is what a command of a component that shares its state adds to
 // the tool's environment: a grant that only reads, in m, and the one that
 // writes, returned (nil: the state is not shared). A session starts with
 // the first; only the commands that change state take the second
 // (session.writing).
-func (r *Runner) stateEnv(c runner.Component, shared bool, m map[string]string) (write map[string]string) {
+func (r sharedState) env(c runner.Component, shared bool, m map[string]string) (write map[string]string) {
 	if !shared {
 		return nil
 	}
-	for k, v := range r.opts.States.Grant(stateKey(c), c.Run, false) {
+	for k, v := range r.backend.Grant(stateKey(c), c.Run, false) {
 		m[k] = v
 	}
-	return r.opts.States.Grant(stateKey(c), c.Run, true)
+	return r.backend.Grant(stateKey(c), c.Run, true)
 }
 
-// importLocalState moves the state a work dir kept before knit shared it
+// importLocal moves the state a work dir kept before knit shared it
 // (terraform.tfstate beside the module copy) into the store, once: the
 // store's state wins when it has one already (another replica, or an
 // earlier import). The file is kept as terraform.tfstate.imported, and the
 // run folder's record of the local backend removed so that init takes the
 // shared one without asking to migrate.
-func (r *Runner) importLocalState(ctx context.Context, c runner.Component, wd, dir string) error {
+func (r sharedState) importLocal(ctx context.Context, c runner.Component, wd, dir string) error {
 	local := filepath.Join(wd, stateFile)
 	data, err := os.ReadFile(local)
 	if os.IsNotExist(err) {
@@ -88,7 +95,7 @@ func (r *Runner) importLocalState(ctx context.Context, c runner.Component, wd, d
 	if err != nil {
 		return err
 	}
-	done, err := r.opts.States.Import(ctx, stateKey(c), data)
+	done, err := r.backend.Import(ctx, stateKey(c), data)
 	if err != nil {
 		return fmt.Errorf("import %s into knit's store: %w", local, err)
 	}

@@ -152,7 +152,7 @@ func (r *Runner) env(extra map[string]string) []string {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
-	m["TF_PLUGIN_CACHE_DIR"] = r.pluginCache()
+	m["TF_PLUGIN_CACHE_DIR"] = r.plugins.path
 	// Link a provider the cache already holds instead of re-installing it
 	// over the cached copy, which another component's plan or apply may be
 	// running at that moment: init then writes to the cache only what is

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/store"
+)
+
+// signIn is who may look at the dashboard: the login page, the cookie it
+// sets, and page, which lets a request reach its handler only signed in,
+// with the role it needs and, for a form, its CSRF token.
+type signIn struct {
+	k       *knit.Knit
+	pages   *pages
+	csrfKey []byte
+	// cop refuses cross-origin POSTs (Origin and Sec-Fetch-Site checks).
+	cop *http.CrossOriginProtection
+}
+
+// csrfFor derives a session's CSRF token from its token's hash: stable for
+// the session, unguessable without the server's key, never the token itself.
+func (w *signIn) csrfFor(tokenHash string) string {
+	m := hmac.New(sha256.New, w.csrfKey)
+	m.Write([]byte(tokenHash))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// page authenticates a request from its cookie (a missing or dead one goes
+// to the login page), checks the role, and on POST checks the origin and
+// the form's CSRF token.
+func (w *signIn) page(role store.Role, h handler) http.Handler {
+	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(cookieName)
+		var tok store.Token
+		if err == nil {
+			tok, err = w.k.Authenticate(r.Context(), c.Value)
+		}
+		if err != nil {
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+				http.Redirect(rw, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(rw, "sign in first: no valid token", http.StatusUnauthorized)
+			return
+		}
+		s := &session{Token: tok, CSRF: w.csrfFor(tok.Hash), CanAct: tok.Role.AtLeast(store.RoleOperator)}
+		if r.Method == http.MethodPost {
+			got := r.PostFormValue("csrf")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
+				w.pages.errorPage(rw, r, s, http.StatusForbidden, errors.New("this form is missing its CSRF token or it is out of date: reload the page and try again"))
+				return
+			}
+		}
+		if !tok.Role.AtLeast(role) {
+			w.pages.errorPage(rw, r, s, http.StatusForbidden, fmt.Errorf("token %s is a %s; this needs an %s", tok.Name, tok.Role, role))
+			return
+		}
+		// The library resolves environments as this token sees them.
+		h(rw, r.WithContext(knit.WithCaller(r.Context(), tok)), s)
+	})
+	return w.cop.Handler(inner)
+}
+
+func (w *signIn) loginPage(rw http.ResponseWriter, r *http.Request) {
+	w.pages.render(rw, r, nil, http.StatusOK, "login", "Sign in", "", map[string]string{"Next": safeNext(r.URL.Query().Get("next")), "Error": ""})
+}
+
+// login checks a pasted token and keeps it in an HttpOnly, SameSite=Strict
+// cookie (Secure under TLS).
+func (w *signIn) login(rw http.ResponseWriter, r *http.Request) {
+	secret := strings.TrimSpace(r.PostFormValue("token"))
+	next := safeNext(r.PostFormValue("next"))
+	if _, err := w.k.Authenticate(r.Context(), secret); err != nil {
+		w.pages.render(rw, r, nil, http.StatusUnauthorized, "login", "Sign in", "", map[string]string{"Next": next,
+			"Error": "That token is not valid (unknown or revoked). Create one with: knit token create NAME --role viewer"})
+		return
+	}
+	http.SetCookie(rw, &http.Cookie{Name: cookieName, Value: secret, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+	http.Redirect(rw, r, next, http.StatusSeeOther)
+}
+
+func (w *signIn) logout(rw http.ResponseWriter, r *http.Request, _ *session) {
+	http.SetCookie(rw, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(rw, r, "/login", http.StatusSeeOther)
+}
