@@ -56,14 +56,14 @@ func ChartDependencyProblem(chart string, missing []ChartDependency) (msg, hint 
 	msg = fmt.Sprintf("chart %q: dependency %s found in Chart.yaml, but missing in its charts/ directory",
 		chart, strings.Join(names, ", "))
 	hint = "vendor each dependency into the chart's charts/ folder and commit it with Chart.lock " +
-		"(helm dependency build, where there is network); knit does not fetch dependencies"
+		"(helm dependency build, where there is network), or set chart.dependencies: build to have knit fetch them at each plan"
 	return msg, hint
 }
 
 // chartDependencies reports the dependencies a local chart declares and
 // its charts/ folder lacks (ChartDependencyProblem).
 func (v *validator) chartDependencies(p string, ch *Chart) {
-	if ch.Repo != "" || ch.Path == "" {
+	if ch.Repo != "" || ch.Path == "" || ch.Dependencies == DependenciesBuild {
 		return
 	}
 	full, err := v.env.LocalPath(ch.Path)
@@ -78,12 +78,39 @@ func (v *validator) chartDependencies(p string, ch *Chart) {
 		msg, hint := ChartDependencyProblem(name, missing)
 		v.err(p, "", msg, hint)
 	}
+	for _, bad := range lockMismatches(full) {
+		v.err(p, "", fmt.Sprintf("chart %q: %s", name, bad),
+			"vendor the versions Chart.lock pins (helm dependency build, where there is network) and commit charts/ with it")
+	}
+}
+
+// lockMismatches says which charts of charts/ differ from the versions
+// the chart's Chart.lock pins (none without a lock).
+func lockMismatches(dir string) []string {
+	var lock struct {
+		Dependencies []ChartDependency `yaml:"dependencies"`
+	}
+	if !readYAML(filepath.Join(dir, "Chart.lock"), &lock) {
+		return nil
+	}
+	have := map[string][]string{}
+	for _, c := range vendoredCharts(dir) {
+		have[c.Name] = append(have[c.Name], c.Version)
+	}
+	var out []string
+	for _, d := range lock.Dependencies {
+		if got, ok := have[d.Name]; ok && !contains(got, d.Version) {
+			out = append(out, fmt.Sprintf("charts/ holds %s %s, but Chart.lock pins %s", d.Name, strings.Join(got, ", "), d.Version))
+		}
+	}
+	return out
 }
 
 // chartMeta is what Chart.yaml (or requirements.yaml) says of dependencies.
 type chartMeta struct {
 	APIVersion   string            `yaml:"apiVersion"`
 	Name         string            `yaml:"name"`
+	Version      string            `yaml:"version"`
 	Dependencies []ChartDependency `yaml:"dependencies"`
 }
 
@@ -101,20 +128,33 @@ func LocalChartDependencies(dir string) (name string, declared []ChartDependency
 			m.Dependencies = req.Dependencies
 		}
 	}
+	for _, c := range vendoredCharts(dir) {
+		vendored = append(vendored, c.Name)
+	}
+	return m.Name, m.Dependencies, vendored, true
+}
+
+// vendoredCharts are the charts in dir's charts/ folder, folders and
+// archives: each one's name and version.
+func vendoredCharts(dir string) []ChartDependency {
+	var out []ChartDependency
 	entries, _ := os.ReadDir(filepath.Join(dir, "charts"))
 	for _, e := range entries {
 		p := filepath.Join(dir, "charts", e.Name())
 		var sub chartMeta
 		switch {
 		case e.IsDir() && readYAML(filepath.Join(p, "Chart.yaml"), &sub):
-			vendored = append(vendored, sub.Name)
 		case !e.IsDir() && strings.HasSuffix(e.Name(), ".tgz"):
-			if n, ok := archivedChartName(p); ok {
-				vendored = append(vendored, n)
+			var ok bool
+			if sub, ok = archivedChart(p); !ok {
+				continue
 			}
+		default:
+			continue
 		}
+		out = append(out, ChartDependency{Name: sub.Name, Version: sub.Version})
 	}
-	return m.Name, m.Dependencies, vendored, true
+	return out
 }
 
 // readYAML decodes file into v; false when it cannot be read or parsed.
@@ -123,31 +163,30 @@ func readYAML(file string, v any) bool {
 	return err == nil && yaml.Unmarshal(b, v) == nil
 }
 
-// archivedChartName is the name in the Chart.yaml of a chart archive's
-// top folder.
-func archivedChartName(file string) (string, bool) {
+// archivedChart is the Chart.yaml of a chart archive's top folder.
+func archivedChart(file string) (chartMeta, bool) {
+	var m chartMeta
 	f, err := os.Open(file)
 	if err != nil {
-		return "", false
+		return m, false
 	}
 	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
-		return "", false
+		return m, false
 	}
 	tr := tar.NewReader(gz)
 	for {
 		h, err := tr.Next()
 		if err != nil {
-			return "", false
+			return m, false
 		}
 		if parts := strings.Split(strings.TrimPrefix(h.Name, "./"), "/"); len(parts) == 2 && parts[1] == "Chart.yaml" {
-			var m chartMeta
 			b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
 			if err != nil || yaml.Unmarshal(b, &m) != nil {
-				return "", false
+				return m, false
 			}
-			return m.Name, true
+			return m, true
 		}
 	}
 }

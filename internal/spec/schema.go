@@ -194,7 +194,7 @@ func (d *decoder) chart(dst **Chart) field {
 			"valuesFiles": d.strList(&c.ValuesFiles),
 			"wait":        d.boolean(&c.Wait), "timeout": d.str(&c.Timeout),
 			"test": d.boolean(&c.Test), "maxHistory": d.integer(&c.MaxHistory),
-			"skipCRDs": d.boolean(&c.SkipCRDs),
+			"skipCRDs": d.boolean(&c.SkipCRDs), "dependencies": d.str(&c.Dependencies),
 			"values": func(v *yaml.Node, p string) {
 				if m, ok := d.value(v, p, 0).(map[string]any); ok {
 					c.Values = m

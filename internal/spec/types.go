@@ -223,7 +223,18 @@ type Chart struct {
 	// SkipCRDs leaves the chart's crds/ folder alone, as helm install
 	// --skip-crds: its CustomResourceDefinitions must exist already.
 	SkipCRDs bool `json:"skipCRDs,omitempty"`
+	// Dependencies says where the chart's dependencies come from:
+	// DependenciesVendor (the default), its charts/ folder; or
+	// DependenciesBuild, fetched at each load by Helm's dependency build
+	// (Chart.lock's versions) from the repositories Chart.yaml names.
+	Dependencies string `json:"dependencies,omitempty"`
 }
+
+// Where a chart's dependencies come from (Chart.Dependencies).
+const (
+	DependenciesVendor = "vendor"
+	DependenciesBuild  = "build"
+)
 
 // DefaultMaxHistory is the number of release revisions Helm keeps when a
 // chart sets no maxHistory.

@@ -309,6 +309,14 @@ func (v *validator) componentType(p string, c *Component) {
 			v.chartDependencies(p+".chart.path", ch)
 			v.chartValues(p, c)
 		}
+		switch ch := c.Chart; {
+		case ch.Dependencies != "" && ch.Dependencies != DependenciesVendor && ch.Dependencies != DependenciesBuild:
+			v.err(p+".chart.dependencies", "", fmt.Sprintf("dependencies %q is neither %q nor %q", ch.Dependencies, DependenciesVendor, DependenciesBuild),
+				"vendor: the chart's charts/ folder holds them (the default); build: Helm's dependency build fetches them at each plan")
+		case ch.Dependencies == DependenciesBuild && (ch.Path == "" || ch.Repo != ""):
+			v.err(p+".chart.dependencies", "", "dependencies: build is for a local or git chart (chart.path)",
+				"a chart from a repository comes with its dependencies packaged")
+		}
 	case c.Type == TypeManifests && c.Manifests != nil:
 		if c.Manifests.Path == "" {
 			v.missing(p+".manifests", "path", "")

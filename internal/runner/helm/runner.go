@@ -125,12 +125,9 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		if err != nil {
 			return nil, err
 		}
-		return load(filepath.Join(dir, filepath.FromSlash(ch.Path)))
+		return r.loadLocal(ctx, c, filepath.Join(dir, filepath.FromSlash(ch.Path)))
 	case ch.Repo != "":
-		settings := cli.New()
-		settings.RepositoryCache = filepath.Join(r.dataDir, "helm", "repository")
-		settings.RepositoryConfig = filepath.Join(r.dataDir, "helm", "repositories.yaml")
-		settings.RegistryConfig = filepath.Join(r.dataDir, "helm", "registry.json")
+		settings := r.settings()
 		opts := action.ChartPathOptions{Version: ch.Version}
 		name := ch.Name
 		if strings.HasPrefix(ch.Repo, "oci://") {
@@ -163,8 +160,18 @@ func (r *Runner) loadChart(ctx context.Context, c runner.Component) (*chart.Char
 		if err := spec.ContainTree(c.Spec.RootDir(), p); err != nil {
 			return nil, fmt.Errorf("chart: %w", err)
 		}
-		return load(p)
+		return r.loadLocal(ctx, c, p)
 	}
+}
+
+// settings are Helm's places for repository indexes and registry
+// credentials, in knit's data folder.
+func (r *Runner) settings() *cli.EnvSettings {
+	settings := cli.New()
+	settings.RepositoryCache = filepath.Join(r.dataDir, "helm", "repository")
+	settings.RepositoryConfig = filepath.Join(r.dataDir, "helm", "repositories.yaml")
+	settings.RegistryConfig = filepath.Join(r.dataDir, "helm", "registry.json")
+	return settings
 }
 
 // load loads the chart at p (a folder or an archive) and refuses it, as
