@@ -216,20 +216,8 @@ func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[store
 	return p, err
 }
 
-// RunRequest is the body of POST …/runs.
-type RunRequest struct {
-	Kind       store.RunKind `json:"kind"`
-	Components []string      `json:"components,omitempty"`
-	Reason     string        `json:"reason,omitempty"`
-	// Reconcile, for a drift run, brings drifted components back.
-	Reconcile bool `json:"reconcile,omitempty"`
-	// AutoApprove, for a teardown, destroys gated components without
-	// waiting for approval.
-	AutoApprove bool `json:"autoApprove,omitempty"`
-	// To, for a rollback, is the revision to go back to (0: the last one
-	// whose verification succeeded).
-	To int `json:"to,omitempty"`
-}
+// RunRequest is the body of POST …/runs (view.RunRequest).
+type RunRequest = view.RunRequest
 
 // AcceptRollout accepts environment id's paused rollout: its applied
 // revision becomes good and the environment applied. It answers the

@@ -132,6 +132,12 @@ func (k *Knit) ensureDir(ctx context.Context, dir string) error {
 	return (*fn)(ctx, dir)
 }
 
+// Lookup finds a running or recently finished run of this process by ID.
+func (k *Knit) Lookup(id string) (*engine.Run, bool) { return k.engine.Lookup(id) }
+
+// Cancel interrupts a run of this process by ID.
+func (k *Knit) Cancel(id string) error { return k.engine.Cancel(id) }
+
 // DataDir is the absolute data dir.
 func (k *Knit) DataDir() string { return k.cfg.DataDir }
 

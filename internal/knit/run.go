@@ -60,12 +60,7 @@ func (a *Run) Start(ctx context.Context) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.k.engine.Start(ctx, req.Kind, env, engine.Options{Judge: judge, OverridePolicy: req.OverridePolicy,
-		Components: req.Components, Parallelism: par, AutoApprove: req.AutoApprove,
-		Confirm: req.Confirm, Refresh: req.Refresh, Reconcile: req.Reconcile, Policies: req.Policies,
-		Actor: req.Actor, Reason: req.Reason, Source: req.Source, OnEvent: req.OnEvent, RunID: req.RunID,
-		Origin: req.Origin, Root: req.Root, Commit: req.Commit, Author: req.Author, Message: req.Message,
-	})
+	return a.k.engine.Start(ctx, req.Kind, env, req.options(judge, par))
 }
 
 // Run starts the run (Start) and waits for its end.

@@ -243,23 +243,6 @@ func revisionViews(revs []store.Revision) []revisionView {
 	return out
 }
 
-// runRequest is the body of POST …/runs.
-type runRequest struct {
-	Kind       store.RunKind `json:"kind"`
-	Components []string      `json:"components"`
-	Reason     string        `json:"reason"`
-	// Reconcile, for a drift run, brings drifted components back (as
-	// their autoApprove says, like knit drift --reconcile).
-	Reconcile bool `json:"reconcile,omitempty"`
-	// AutoApprove, for a teardown, destroys gated components without
-	// waiting (knit teardown --auto-approve, or its "yes"). Starting a run
-	// and approving need the same role, so it asks for no other.
-	AutoApprove bool `json:"autoApprove,omitempty"`
-	// To, for a rollback, is the revision to go back to (0: the last one
-	// whose verification succeeded).
-	To int `json:"to,omitempty"`
-}
-
 func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
@@ -275,7 +258,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var body runRequest
+	var body view.RunRequest
 	if err := decode(r, &body); err != nil {
 		s.fail(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"knit.dev/knit/internal/controller/queuetest"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
@@ -84,4 +85,16 @@ func roundTrip(t *testing.T, req knit.RunRequest, env string) knit.RunRequest {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestRunRequestCrossesTheQueue: every field of knit.RunRequest a job can
+// carry (all but the environment, carried as its revision JSON, and the
+// callbacks) survives the trip through the job's JSON unchanged,
+// including a field added to RunRequest later: FullRequest sets every
+// field there is.
+func TestRunRequestCrossesTheQueue(t *testing.T) {
+	req := queuetest.FullRequest(t)
+	if got := roundTrip(t, req, "shop/app"); !reflect.DeepEqual(got, req) {
+		t.Errorf("request after the trip through a River job:\n%+v\nwant\n%+v", got, req)
+	}
 }

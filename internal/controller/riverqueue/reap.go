@@ -77,7 +77,7 @@ func (q *Queue) requeue(ctx context.Context, a runArgs) {
 	}
 	if a.Resumes != "" {
 		// The resume's own kind and target resume it again.
-		q.resume(store.Run{ID: a.Resumes, Env: a.Env, Kind: a.RunKind, Revision: a.To}, a.Reason)
+		q.resume(store.Run{ID: a.Resumes, Env: a.Env, Kind: a.RunRequest.Kind, Revision: a.To}, a.Reason)
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -83,7 +83,7 @@ func (w *worker) Work(jobCtx context.Context, job *river.Job[runArgs]) error {
 		q.log.Warn("run failed", "run", a.RunID, "env", a.Env, "err", err)
 	}
 	if q.stopping.Load() && res != nil && res.Status == store.StatusInterrupted {
-		q.resume(store.Run{ID: a.RunID, Env: a.Env, Kind: a.RunKind, Revision: res.Revision}, "resume after the replica running it shut down")
+		q.resume(store.Run{ID: a.RunID, Env: a.Env, Kind: a.RunRequest.Kind, Revision: res.Revision}, "resume after the replica running it shut down")
 	}
 	q.tell(runqueue.Outcome{Job: w.job(a, req, run, nil), Result: res, Took: time.Since(start)})
 	return nil
@@ -98,7 +98,7 @@ func (w *worker) job(a runArgs, req knitRequest, run *engine.Run, err error) *ru
 
 // refused tells whoever queued the run that it could not start.
 func (q *Queue) refused(ctx context.Context, a runArgs, err error) {
-	q.log.Warn("run could not start", "run", a.RunID, "env", a.Env, "kind", a.RunKind, "err", err)
+	q.log.Warn("run could not start", "run", a.RunID, "env", a.Env, "kind", a.RunRequest.Kind, "err", err)
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if nerr := q.hub.notify(nctx, note{Run: a.RunID, Env: a.Env, Refused: err.Error()}); nerr != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/controller/clock"
+	"knit.dev/knit/internal/controller/queuetest"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
@@ -211,5 +213,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRunRequestCrossesTheQueue: the in-process queue hands the door the
+// request it was given, every field of it (FullRequest sets every field
+// of knit.RunRequest there is, one added later too), with the run ID it
+// gave the job.
+func TestRunRequestCrossesTheQueue(t *testing.T) {
+	q := runqueue.New(openKnit(t), runqueue.Config{Logger: quiet})
+	req := queuetest.FullRequest(t)
+	id, err := q.Enqueue(req, "shop/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, ok := q.Job(id)
+	if !ok {
+		t.Fatalf("job %s is not queued", id)
+	}
+	want := req
+	want.RunID = id
+	if !reflect.DeepEqual(j.Req, want) {
+		t.Errorf("request in the queue:\n%+v\nwant\n%+v", j.Req, want)
 	}
 }
