@@ -158,7 +158,7 @@ func (ch *changes) planAhead(ctx context.Context, name string, vr dag.VertexResu
 		e.PlanError = firstLine(redact(err.Error(), st.secrets))
 		return e
 	}
-	opts := runner.PlanOptions{Attributes: true, KnownOutputs: ch.s.hasDependents(name)}
+	opts := runner.PlanOptions{Attributes: true, KnownOutputs: ch.s.hasDependents(name), Coming: ch.planned.coming(ch.s.env.Graph(), name)}
 	if ch.s.kind == KindTeardown {
 		opts = runner.PlanOptions{Destroy: true}
 	}

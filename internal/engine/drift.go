@@ -189,8 +189,7 @@ func (dr *drifter) checkAll(ctx context.Context, checks map[string]*check) {
 		// Drift names the attributes that differ (driftSummary); an
 		// in-sync component costs one tool run all the same. Only a
 		// reconcile applies (or holds for approval) the plan it makes.
-		opts := runner.PlanOptions{Attributes: true, Unsaved: !dr.s.opts.Reconcile, Values: dr.s.opts.Reconcile && dr.s.opts.Judge != nil}
-		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
+		if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, dr.checkOptions()); c.err != nil {
 			c.err = fmt.Errorf("plan: %w", c.err)
 		}
 		return nil
@@ -225,6 +224,9 @@ func (dr *drifter) driftOne(ctx context.Context, name string, c *check) error {
 		dr.s.setCode(st.cr, Affected, ReasonUpstreamDrifted.Cause(ups...), string(Affected), "takes "+strings.Join(ups, ", ")+", which drift changes")
 		return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
 	}
+	if c.err != nil && c.p != nil {
+		dr.recheck(ctx, name, c)
+	}
 	if c.err != nil {
 		return st.fail(ctx, c.err)
 	}
@@ -251,6 +253,38 @@ func (dr *drifter) driftOne(ctx context.Context, name string, c *check) error {
 		return st.fail(ctx, err)
 	}
 	return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateDrifted, Fingerprint: prev.Fingerprint, Outputs: prev.Outputs})
+}
+
+// checkOptions are a drift check's plan options.
+func (dr *drifter) checkOptions() runner.PlanOptions {
+	return runner.PlanOptions{Attributes: true, Unsaved: !dr.s.opts.Reconcile, Values: dr.s.opts.Reconcile && dr.s.opts.Judge != nil}
+}
+
+// recheck checks name again when its check failed and upstream checks,
+// judged (and reconciled) before it, define kinds the cluster does not
+// serve (their CRDs were deleted: runner.Plan.Defines): its custom
+// resources of those kinds could not be planned, and now are, as known
+// after apply (or against the CRDs a reconcile just restored).
+func (dr *drifter) recheck(ctx context.Context, name string, c *check) {
+	var coming []runner.Kind
+	dr.s.mu.Lock()
+	for _, up := range dr.s.env.Graph().Ancestors(name) {
+		if cr := dr.s.result.Component(up); cr != nil && cr.Plan != nil {
+			for _, k := range cr.Plan.Defines {
+				k.By = up
+				coming = append(coming, k)
+			}
+		}
+	}
+	dr.s.mu.Unlock()
+	if len(coming) == 0 {
+		return
+	}
+	opts := dr.checkOptions()
+	opts.Coming = coming
+	if c.plan, c.err = c.p.r.Plan(ctx, c.p.rc, c.p.in, opts); c.err != nil {
+		c.err = fmt.Errorf("plan: %w", c.err)
+	}
 }
 
 // affectedBy lists the upstream outputs this component takes that drift in

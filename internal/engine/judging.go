@@ -140,7 +140,8 @@ func (j *judging) planForJudge(ctx context.Context, name string) (PlannedCompone
 		pc.Plan = &runner.Plan{} // up to date: the run leaves it alone
 		return pc, nil
 	}
-	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && j.s.hasDependents(name)}
+	opts := runner.PlanOptions{Destroy: destroying, Values: true, KnownOutputs: !destroying && j.s.hasDependents(name),
+		Coming: j.planned.coming(j.s.env.Graph(), name)}
 	var plan *runner.Plan
 	if len(p.unknown) > 0 && !destroying {
 		// The plan that applies is made in its turn and judged then.

@@ -93,7 +93,8 @@ func (pl *planner) planOne(ctx context.Context, name string) error {
 	}
 	// A plan is read by a person (attribute names) and feeds the plans of
 	// dependents (known output values).
-	plan, err := p.r.Plan(ctx, rc, in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: pl.s.opts.Judge != nil})
+	plan, err := p.r.Plan(ctx, rc, in, runner.PlanOptions{Destroy: destroying, Attributes: true, KnownOutputs: !destroying, Values: pl.s.opts.Judge != nil,
+		Coming: pl.planned.coming(pl.s.env.Graph(), name)})
 	if err != nil {
 		return st.fail(ctx, fmt.Errorf("plan: %w", err))
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 
+	"knit.dev/knit/internal/dag"
 	"knit.dev/knit/internal/runner"
 )
 
@@ -45,4 +46,23 @@ func (p *planned) get(name string) (*runner.Plan, bool) {
 	defer p.mu.Unlock()
 	plan, ok := p.plans[name]
 	return plan, ok
+}
+
+// coming are the kinds the plans of name's upstream components (in g)
+// define, in a phase (runner.Plan.Defines), each marked with the upstream
+// that creates it: name's plan counts them as served, its objects of
+// those kinds known after apply.
+func (p *planned) coming(g *dag.Graph, name string) []runner.Kind {
+	var out []runner.Kind
+	for _, up := range g.Ancestors(name) {
+		plan, ok := p.get(up)
+		if !ok {
+			continue
+		}
+		for _, k := range plan.Defines {
+			k.By = up
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"knit.dev/knit/internal/runner"
 )
 
 // crdResource is where the API serves CustomResourceDefinitions.
@@ -119,4 +122,90 @@ func crdConditions(crd *unstructured.Unstructured) (established bool, why string
 		says = []string{"no conditions yet"}
 	}
 	return established, strings.Join(says, "; "), accepted
+}
+
+// KindsOf are the kinds crds define.
+func KindsOf(crds []*unstructured.Unstructured) []runner.Kind {
+	var out []runner.Kind
+	for _, crd := range crds {
+		k := runner.Kind{CRD: crd.GetName()}
+		k.Group, _, _ = unstructured.NestedString(crd.Object, "spec", "group")
+		k.Kind, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+		k.Namespaced = scope != "Cluster"
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			if m, ok := v.(map[string]any); ok {
+				k.Versions = append(k.Versions, fmt.Sprint(m["name"]))
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// DefinitionsOf are stand-in CustomResourceDefinitions of kinds, enough
+// for Served, Prepare and Defines to know them.
+func DefinitionsOf(kinds []runner.Kind) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(kinds))
+	for _, k := range kinds {
+		versions := make([]any, len(k.Versions))
+		for i, v := range k.Versions {
+			versions[i] = map[string]any{"name": v, "served": true}
+		}
+		scope := "Namespaced"
+		if !k.Namespaced {
+			scope = "Cluster"
+		}
+		out = append(out, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": k.CRD},
+			"spec":     map[string]any{"group": k.Group, "scope": scope, "names": map[string]any{"kind": k.Kind}, "versions": versions},
+		}})
+	}
+	return out
+}
+
+// NewKinds are the kinds the CustomResourceDefinitions among objs define
+// that the cluster does not serve yet (Plan.Defines).
+func (c *Client) NewKinds(objs []*unstructured.Unstructured) []runner.Kind {
+	var out []runner.Kind
+	for _, k := range KindsOf(crdsOf(objs)) {
+		for _, v := range k.Versions {
+			if _, err := c.Mapping(schema.GroupVersionKind{Group: k.Group, Version: v, Kind: k.Kind}); meta.IsNoMatchError(err) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ComingNotes are a plan's notes on the objects of kinds upstream
+// components define in this run (PlanOptions.Coming), one per upstream:
+// the server can check them only once that upstream's apply has created
+// their CRDs, so what it makes of them is known after apply.
+func ComingNotes(objs []*unstructured.Unstructured, coming []runner.Kind) []string {
+	by := map[string][]string{}
+	var order []string
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		for _, k := range coming {
+			if k.Group == gvk.Group && k.Kind == gvk.Kind {
+				key := k.By + "\x00" + k.CRD
+				if by[key] == nil {
+					order = append(order, key)
+				}
+				by[key] = append(by[key], RefOf(o).Address())
+				break
+			}
+		}
+	}
+	var out []string
+	for _, key := range order {
+		up, crd, _ := strings.Cut(key, "\x00")
+		out = append(out, fmt.Sprintf("%s: known after apply: upstream %s creates CustomResourceDefinition/%s, which defines its kind, in this run; the server checks it only then",
+			strings.Join(by[key], ", "), up, crd))
+	}
+	return out
 }

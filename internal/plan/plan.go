@@ -101,6 +101,25 @@ type Plan struct {
 	// computed only from known values); outputs known only after apply are
 	// absent. Never serialised: values may be sensitive.
 	PlannedOutputs Outputs `json:"-"`
+	// Defines are the kinds of the CustomResourceDefinitions the plan
+	// creates that the cluster does not serve yet: components downstream
+	// plan their custom resources as known after apply. Kept in memory for
+	// them, never serialised.
+	Defines []Kind `json:"-"`
+}
+
+// Kind is an API kind a CustomResourceDefinition defines.
+type Kind struct {
+	Group    string   `json:"group"`
+	Kind     string   `json:"kind"`
+	Versions []string `json:"versions"`
+	// Namespaced is the kind's scope.
+	Namespaced bool `json:"namespaced,omitempty"`
+	// CRD is the name of the CustomResourceDefinition.
+	CRD string `json:"crd"`
+	// By is the component whose plan creates it, as a downstream
+	// component's PlanOptions say.
+	By string `json:"by,omitempty"`
 }
 
 // HasChanges reports whether applying the plan would change any resource or output.

@@ -71,6 +71,7 @@ type (
 	ResourceChange = plan.ResourceChange
 	ValueChange    = plan.ValueChange
 	Plan           = plan.Plan
+	Kind           = plan.Kind
 )
 
 // Resource actions.
@@ -112,6 +113,10 @@ type PlanOptions struct {
 	// Values asks for ResourceChange.Before, After and AfterUnknown, for a
 	// plan a policy judges. A runner may need another tool run for them.
 	Values bool
+	// Coming are the kinds that upstream components' plans of the same run
+	// define (Plan.Defines), not served yet: a Kubernetes runner plans the
+	// objects of those kinds as creates known after apply, not as errors.
+	Coming []Kind
 }
 
 // Runner drives one tool. Implementations must be safe for concurrent use on

@@ -75,24 +75,26 @@ type Response struct {
 }
 
 // wirePlan is a Plan with the values its JSON form leaves out: the planned
-// outputs travel on the pipe between the two processes, never to disk.
+// outputs and the kinds it defines travel on the pipe between the two
+// processes, never to disk.
 type wirePlan struct {
 	*runner.Plan
 	PlannedOutputs runner.Outputs `json:"plannedOutputs,omitempty"`
+	Defines        []runner.Kind  `json:"defines,omitempty"`
 }
 
 func toWire(p *runner.Plan) *wirePlan {
 	if p == nil {
 		return nil
 	}
-	return &wirePlan{Plan: p, PlannedOutputs: p.PlannedOutputs}
+	return &wirePlan{Plan: p, PlannedOutputs: p.PlannedOutputs, Defines: p.Defines}
 }
 
 func (w *wirePlan) plan() *runner.Plan {
 	if w == nil || w.Plan == nil {
 		return nil
 	}
-	w.Plan.PlannedOutputs = w.PlannedOutputs
+	w.Plan.PlannedOutputs, w.Plan.Defines = w.PlannedOutputs, w.Defines
 	return w.Plan
 }
 

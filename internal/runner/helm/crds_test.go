@@ -116,6 +116,11 @@ func TestCRDsFolderInstallsInOneApply(t *testing.T) {
 	if crdExists(t, f.cl, widgetsCRD) != nil {
 		t.Fatal("the plan created the CRD")
 	}
+	var defines []string
+	for _, k := range p.Defines {
+		defines = append(defines, k.CRD+" "+k.Kind)
+	}
+	kubetest.Want(t, "kinds the plan defines", defines, []string{widgetsCRD + " Widget", gadgetsCRD + " Gadget"})
 	if _, err := f.r.Apply(t.Context(), f.c, p); err != nil {
 		t.Fatalf("apply: %v\n%s", err, f.log)
 	}

@@ -102,11 +102,13 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		} else if _, err := chartCRDs(ch); err != nil {
 			return nil, err
 		}
-		if err := rel.served(ctx, ch, saved.Values, crds); err != nil {
+		// Kinds that upstream components define in this run count as served.
+		coming := kube.DefinitionsOf(opts.Coming)
+		if err := rel.served(ctx, ch, saved.Values, append(crds, coming...)); err != nil {
 			return nil, err
 		}
 		if cur == nil {
-			if changes, p.Notes, err = rel.installChanges(ctx, ch, saved.Values, crds, sensitive); err != nil {
+			if changes, p.Notes, p.Defines, err = rel.installChanges(ctx, ch, saved.Values, crds, opts.Coming, sensitive); err != nil {
 				return nil, err
 			}
 		} else {
@@ -116,6 +118,9 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 			}
 			if changes, p.Notes, err = rel.upgradeChanges(ctx, cur, next, sensitive); err != nil {
 				return nil, err
+			}
+			if _, objs, err := objects(next.Manifest, rel.ns, cl); err == nil {
+				p.Defines = cl.NewKinds(objs)
 			}
 			if rc := releaseChange(rel, cur, next, sensitive, c.Sensitive); rc != nil {
 				changes = append([]runner.ResourceChange{*rc}, changes...)
@@ -152,34 +157,38 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 // installChanges are what a first install creates: the namespace when
 // missing, the missing CRDs of crds (the chart's crds/), then the objects
 // the chart renders, dry-run applied by the server but those of kinds the
-// missing CRDs define (see laterKinds); and the plan's notes.
-func (rel *helmRelease) installChanges(ctx context.Context, ch *chart.Chart, vals map[string]any, crds []*unstructured.Unstructured, sensitive []string) ([]runner.ResourceChange, []string, error) {
+// missing CRDs or upstream components (coming) define (see laterKinds);
+// the plan's notes; and the kinds its CRDs define that the cluster does
+// not serve yet.
+func (rel *helmRelease) installChanges(ctx context.Context, ch *chart.Chart, vals map[string]any, crds []*unstructured.Unstructured, coming []runner.Kind, sensitive []string) ([]runner.ResourceChange, []string, []runner.Kind, error) {
 	missing, err := missingCRDs(ctx, rel.cl, crds)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	next, err := rel.render(ctx, ch, vals, missing)
+	later := append(append([]*unstructured.Unstructured(nil), missing...), kube.DefinitionsOf(coming)...)
+	next, err := rel.render(ctx, ch, vals, later)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	_, desired, err := objects(next.Manifest, rel.ns, rel.cl, missing...)
+	_, desired, err := objects(next.Manifest, rel.ns, rel.cl, later...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	changes, err := rel.cl.Diff(ctx, desired, nil, sensitive...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	changes = append(crdCreates(missing), changes...)
 	ns, err := rel.namespaceChange(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ns != nil {
 		changes = append([]runner.ResourceChange{*ns}, changes...)
 	}
-	notes := append(laterKinds(desired, missing), hookNotes(next.Hooks, rel.ns, rel.namespaced, release.HookPreInstall, release.HookPostInstall)...)
-	return changes, notes, nil
+	notes := append(laterKinds(desired, missing), kube.ComingNotes(desired, coming)...)
+	notes = append(notes, hookNotes(next.Hooks, rel.ns, rel.namespaced, release.HookPreInstall, release.HookPostInstall)...)
+	return changes, notes, rel.cl.NewKinds(append(missing, desired...)), nil
 }
 
 // releaseChange is the change of the release itself when its chart or

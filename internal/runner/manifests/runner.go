@@ -113,19 +113,21 @@ func (r *Runner) connect(ctx context.Context, c runner.Component, in runner.Inpu
 
 // desired renders the objects and completes them: namespaces set, and the
 // component's namespace added when it does not exist yet (or knit created
-// it before), so that knit owns exactly the namespaces it created.
-func (r *Runner) desired(ctx context.Context, c runner.Component, cl *kube.Client, in runner.Inputs, inv kube.Inventory) ([]*unstructured.Unstructured, error) {
+// it before), so that knit owns exactly the namespaces it created. The
+// kinds coming from upstream components count as served.
+func (r *Runner) desired(ctx context.Context, c runner.Component, cl *kube.Client, in runner.Inputs, inv kube.Inventory, coming []runner.Kind) ([]*unstructured.Unstructured, error) {
 	objs, err := r.render(c, in)
 	if err != nil {
 		return nil, err
 	}
 	// A kind the cluster does not serve (a removed API version, a CRD
 	// not applied) fails the plan here, before a namespace is guessed.
-	if err := cl.Served(objs); err != nil {
+	defined := kube.DefinitionsOf(coming)
+	if err := cl.Served(append(append([]*unstructured.Unstructured(nil), objs...), defined...)); err != nil {
 		return nil, err
 	}
 	ns := c.Spec.Namespace(c.Def)
-	cl.Prepare(objs, ns)
+	cl.Prepare(objs, ns, defined...)
 	uses, declared := false, false
 	for _, o := range objs {
 		uses = uses || o.GetNamespace() == ns
@@ -168,9 +170,10 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 		changes, err = cl.Diff(ctx, nil, inv.Objects)
 	} else {
 		var objs []*unstructured.Unstructured
-		if objs, err = r.desired(ctx, c, cl, in, inv); err != nil {
+		if objs, err = r.desired(ctx, c, cl, in, inv, opts.Coming); err != nil {
 			return nil, err
 		}
+		p.Notes, p.Defines = kube.ComingNotes(objs, opts.Coming), cl.NewKinds(objs)
 		for _, o := range objs {
 			saved.Objects = append(saved.Objects, o.Object)
 		}
