@@ -234,13 +234,15 @@ func (dr *drifter) driftOne(ctx context.Context, name string, c *check) error {
 	st.cr.Plan = plan
 	st.cr.Log = st.log.finish(nil)
 	if !plan.HasChanges() {
-		st.cr.Drift = InSync
-		dr.s.set(st.cr, InSync, "")
 		if plan.Unchecked {
 			// Nothing to compare with reality: its dependents are
-			// checked against theirs as usual.
+			// checked against theirs as usual. One status, never
+			// "in sync" first.
 			st.cr.Drift = Unknown
 			dr.s.setCode(st.cr, Unknown, ReasonUnchecked.Cause(), string(Unknown), "its tool cannot check reality (a script without a plan command); its commands and inputs are unchanged")
+		} else {
+			st.cr.Drift = InSync
+			dr.s.set(st.cr, InSync, "")
 		}
 		return dr.s.record(st.op, st.cr, st.storeRun, &store.ComponentState{Status: stateApplied, Fingerprint: p.fp, Outputs: prev.Outputs})
 	}
