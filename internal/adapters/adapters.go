@@ -62,6 +62,10 @@ type Tools struct {
 	// Host names this machine in the locks tools take (knit.Config.Host;
 	// empty: its host name).
 	Host string
+	// Key is knit's key (keyfile.Load of DataDir), when the caller read
+	// it already: a process reads it once. Nil: read when a runner first
+	// needs it.
+	Key []byte
 	// Lease is the runs' lock lease (knit.Config.LockLease; zero: the
 	// default): the state server's retries of a failing store, and the
 	// tools' retries of the state server, are sized to it.
@@ -80,22 +84,24 @@ var StateKeyPurpose = keyfile.TofuState.Labels[0]
 // on one PostgreSQL database needs the same knit.key. Errors never quote
 // dsn: it may hold a password.
 func OpenStore(ctx context.Context, dataDir, dsn string) (store.Store, error) {
-	return OpenStoreWith(ctx, dataDir, dsn, postgres.Options{})
+	return OpenStoreWith(ctx, dataDir, dsn, nil, postgres.Options{})
 }
 
-// OpenStoreWith is OpenStore with a PostgreSQL store's pool sized by pg
-// (unused for SQLite).
-func OpenStoreWith(ctx context.Context, dataDir, dsn string, pg postgres.Options) (store.Store, error) {
+// OpenStoreWith is OpenStore with knit's key already read (nil: read from
+// dataDir), and a PostgreSQL store's pool sized by pg (unused for SQLite).
+func OpenStoreWith(ctx context.Context, dataDir, dsn string, key []byte, pg postgres.Options) (store.Store, error) {
 	if dsn == "" {
-		st, err := sqlite.Open(ctx, dataDir)
+		st, err := sqlite.OpenKey(ctx, dataDir, key)
 		if err != nil {
 			return nil, fmt.Errorf("open store in %s: %w", dataDir, err)
 		}
 		return st, nil
 	}
-	key, err := keyfile.Load(dataDir)
-	if err != nil {
-		return nil, err
+	if key == nil {
+		var err error
+		if key, err = keyfile.Load(dataDir); err != nil {
+			return nil, err
+		}
 	}
 	return postgres.OpenWith(ctx, dsn, key, pg)
 }
@@ -108,8 +114,13 @@ func Runners(ctx context.Context, t Tools) map[string]runner.Runner {
 		t.Getenv = os.Getenv
 	}
 	// knit's key, read once for every runner that needs one, when the
-	// first does.
-	key := sync.OnceValues(func() ([]byte, error) { return keyfile.Load(t.DataDir) })
+	// first does (unless the caller read it: Tools.Key).
+	key := sync.OnceValues(func() ([]byte, error) {
+		if t.Key != nil {
+			return t.Key, nil
+		}
+		return keyfile.Load(t.DataDir)
+	})
 	return map[string]runner.Runner{
 		// Locating the tool and asking its version waits for a run that
 		// has terraform components to plan.
@@ -155,7 +166,12 @@ func Open(ctx context.Context, cfg Config) (k *knit.Knit, err error) {
 		cfg.Tools.Host = cfg.Config.Host
 	}
 	if cfg.Store == nil {
-		if cfg.Store, err = OpenStore(ctx, dir, ""); err != nil {
+		if cfg.Tools.Key == nil {
+			if cfg.Tools.Key, err = keyfile.Load(dir); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.Store, err = OpenStoreWith(ctx, dir, "", cfg.Tools.Key, postgres.Options{}); err != nil {
 			return nil, err
 		}
 		cfg.CloseStore = true

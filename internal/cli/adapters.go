@@ -41,7 +41,11 @@ func (d *deps) openServeKnit(ctx context.Context, dataDir string, toolEnv, polic
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := adapters.OpenStoreWith(ctx, dataDir, dsn, postgres.Options{ExtraConns: queueConns})
+	key, err := keyfile.Load(dataDir) // once: the store and the runners take it
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := adapters.OpenStoreWith(ctx, dataDir, dsn, key, postgres.Options{ExtraConns: queueConns})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,7 +56,7 @@ func (d *deps) openServeKnit(ctx context.Context, dataDir string, toolEnv, polic
 	k, err := adapters.Open(ctx, adapters.Config{
 		Config: knit.Config{DataDir: dataDir, Store: st, CloseStore: true, Policies: policies, LockLease: d.global.lockLease, Watchdog: wd,
 			Host: d.getenv("KNIT_HOST")},
-		Tools: adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv},
+		Tools: adapters.Tools{TFBinary: d.global.tfBinary, Getenv: d.getenv, ToolEnv: toolEnv, Key: key},
 	})
 	return k, pool, err
 }
@@ -61,15 +65,15 @@ func (d *deps) openServeKnit(ctx context.Context, dataDir string, toolEnv, polic
 // store dsn names, returning the rows copied by table, and the tables it
 // leaves as the migrations made them with why (postgres.Skipped).
 func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, [][2]string, error) {
-	src, err := sqlite.Open(ctx, dataDir)
+	key, err := keyfile.Load(dataDir) // once: both stores take it
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := sqlite.OpenKey(ctx, dataDir, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the SQLite store in %s: %w", dataDir, err)
 	}
 	defer src.Close()
-	key, err := keyfile.Load(dataDir)
-	if err != nil {
-		return nil, nil, err
-	}
 	dst, err := postgres.Open(ctx, dsn, key)
 	if err != nil {
 		return nil, nil, err

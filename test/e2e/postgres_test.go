@@ -204,3 +204,28 @@ spec:
 		t.Error("the copied sensitive output is in clear in the database")
 	}
 }
+
+// TestStoreMigrateSaysWhichTablesItDoesNotCopy is issue 36: knit store
+// migrate names the tables it leaves as the store's migrations made them,
+// the River run queue's among them, each with why.
+func TestStoreMigrateSaysWhichTablesItDoesNotCopy(t *testing.T) {
+	w := newWorld(t)
+	w.env = without(w.env, "KNIT_STORE_DSN=") // the source is SQLite
+	w.ok("token", "create", "root", "--role", "admin")
+	dsnFile := w.path("store.dsn")
+	if err := os.WriteFile(dsnFile, []byte(pgtest.Start(t).DB(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := w.ok("store", "migrate", "--store-dsn-file", dsnFile)
+	for _, table := range []string{"knit_run_events", "knit_river_clients", "river_*", "locks", "schema_migrations"} {
+		found := false
+		for line := range strings.Lines(r.stdout) {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == table && f[1] == "not" && f[2] == "copied:" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("knit store migrate does not say it leaves %s uncopied, and why:\n%s", table, r.stdout)
+		}
+	}
+}

@@ -72,6 +72,12 @@ var _ store.Store = (*Store)(nil)
 // 0600; the encryption key knit.key is read, or created on first use. Open
 // fails with ErrSchemaNewer when the database was written by a newer knit.
 func Open(ctx context.Context, dataDir string) (*Store, error) {
+	return OpenKey(ctx, dataDir, nil)
+}
+
+// OpenKey is Open with knit's key already read (keyfile.Load of dataDir),
+// so that a process reads it once; nil: Open reads it.
+func OpenKey(ctx context.Context, dataDir string, key []byte) (*Store, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -83,9 +89,11 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	f.Close()
-	key, err := keyfile.Load(dataDir)
-	if err != nil {
-		return nil, err
+	if key == nil {
+		var err error
+		if key, err = keyfile.Load(dataDir); err != nil {
+			return nil, err
+		}
 	}
 	sl, err := newSealer(key)
 	if err != nil {
