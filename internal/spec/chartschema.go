@@ -73,19 +73,19 @@ func (v *validator) componentValues(c *Component) (vals map[string]any, unknown 
 		if !ok {
 			return nil, nil, false
 		}
-		mergeValues(vals, m)
+		MergeValues(vals, m)
 	}
 	if c.Chart.Values != nil {
-		mergeValues(vals, copyValues(c.Chart.Values).(map[string]any))
+		MergeValues(vals, CopyValues(c.Chart.Values).(map[string]any))
 	}
 	for _, vr := range c.Variables {
 		path := strings.Split(vr.Name, ".")
 		if vr.ValueFrom != "" {
 			unknown = append(unknown, path)
-			setValue(vals, path, nil)
+			SetValue(vals, path, nil)
 			continue
 		}
-		setValue(vals, path, copyValues(vr.Value))
+		SetValue(vals, path, CopyValues(vr.Value))
 	}
 	return vals, unknown, true
 }
@@ -105,7 +105,7 @@ func chartSchemaViolations(dir string, user map[string]any, unknown [][]string, 
 	if !ok {
 		vals = map[string]any{}
 	}
-	mergeValues(vals, user)
+	MergeValues(vals, user)
 	var out []schemaViolation
 	if schema, err := readLimited(filepath.Join(dir, "values.schema.json")); err == nil {
 		for _, bad := range schemaCheck(schema, vals, unknown) {
@@ -258,53 +258,6 @@ func readLimited(file string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, maxSchemaFile))
-}
-
-// mergeValues sets src over dst, maps merged key by key, as Helm
-// coalesces values.
-func mergeValues(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				mergeValues(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
-}
-
-// setValue sets the value at path, making the maps on the way.
-func setValue(m map[string]any, path []string, v any) {
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = v
-}
-
-// copyValues copies maps and lists deeply: merging must not change the
-// component's own values.
-func copyValues(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyValues(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyValues(e)
-		}
-		return out
-	}
-	return v
 }
 
 // jsonValues is vals as JSON.

@@ -29,59 +29,17 @@ func values(env *spec.Environment, def *spec.Component, in runner.Inputs) (map[s
 		if err := yaml.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("values file %s: %w", f, err)
 		}
-		merge(out, m)
+		spec.MergeValues(out, m)
 	}
 	if def.Chart.Values != nil {
-		merge(out, deepCopy(def.Chart.Values).(map[string]any))
+		spec.MergeValues(out, spec.CopyValues(def.Chart.Values).(map[string]any))
 	}
 	for _, v := range def.Variables {
 		val, ok := in[v.Name]
 		if !ok {
 			return nil, fmt.Errorf("variable %s has no value", v.Name)
 		}
-		set(out, strings.Split(v.Name, "."), deepCopy(val))
+		spec.SetValue(out, strings.Split(v.Name, "."), spec.CopyValues(val))
 	}
 	return out, nil
-}
-
-func merge(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				merge(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
-}
-
-func set(m map[string]any, path []string, v any) {
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = v
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
 }
