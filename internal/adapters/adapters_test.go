@@ -93,3 +93,27 @@ func TestOpenStoreOnPostgres(t *testing.T) {
 		t.Fatalf("tokens in the Postgres store: %+v, %v", toks, err)
 	}
 }
+
+// TestOpenTakesTheKeyItIsHanded: a caller that read knit.key once hands
+// it over (Tools.Key) and Open reads no key file: the data dir's, made
+// unreadable to knit (group-readable, which a read refuses), stands
+// unread, while without the key Open reads it and refuses.
+func TestOpenTakesTheKeyItIsHanded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	key, err := keyfile.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(keyfile.Path(dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir}}); err == nil {
+		t.Fatal("Open read a group-readable knit.key")
+	}
+	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: dir}, Tools: adapters.Tools{Key: key}})
+	if err != nil {
+		t.Fatalf("Open with the key handed over: %v", err)
+	}
+	k.Close()
+}
