@@ -14,6 +14,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 func newApprovalsCmd(d *deps) *cobra.Command {
@@ -66,7 +67,7 @@ func orEmpty[T any](list []T) []T {
 
 // printChangeSets lists change sets, each with its components' plans and
 // the command that approves it whole.
-func printChangeSets(w io.Writer, sets []store.ChangeSet) {
+func printChangeSets(w io.Writer, sets []view.ChangeSet) {
 	for _, cs := range sets {
 		fmt.Fprintf(w, "CHANGE SET #%d  %s  %s  checksum %s  %s\n", cs.ID, cs.Env, cs.Status, shortChecksum(cs.Checksum), ago(cs.CreatedAt))
 		for _, c := range cs.Components {
@@ -98,11 +99,11 @@ func printChangeSets(w io.Writer, sets []store.ChangeSet) {
 }
 
 type approvalView struct {
-	store.Approval
+	view.Approval
 	Plan runner.Plan `json:"plan"`
 }
 
-func newApprovalView(a store.Approval) approvalView {
+func newApprovalView(a view.Approval) approvalView {
 	v := approvalView{Approval: a}
 	_ = json.Unmarshal(a.Plan, &v.Plan)
 	v.Approval.Plan = nil
@@ -281,7 +282,7 @@ func waitingChecksum(ctx context.Context, b backend, ref, component string) (str
 	if err != nil {
 		return "", err
 	}
-	var latest *store.Approval
+	var latest *view.Approval
 	for i, a := range all {
 		if a.Component == component && (latest == nil || a.ID > latest.ID) {
 			latest = &all[i]
@@ -350,7 +351,7 @@ func newAuditCmd(d *deps) *cobra.Command {
 	return cmd
 }
 
-func printAudit(w io.Writer, events []store.AuditEvent) {
+func printAudit(w io.Writer, events []view.AuditEvent) {
 	t := newTable(w)
 	defer t.Flush()
 	fmt.Fprintln(t, "TIME\tENVIRONMENT\tACTOR\tACTION\tCOMPONENT\tREV\tREASON / DETAIL")

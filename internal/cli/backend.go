@@ -10,7 +10,6 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
-	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
 
@@ -24,9 +23,9 @@ type backend interface {
 	Health(ctx context.Context, ref string) (view.Health, error)
 	Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error)
 	// Approvals lists approvals of ref ("" = all); no statuses means any.
-	Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error)
-	History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error)
-	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error)
+	Approvals(ctx context.Context, ref string, statuses ...string) ([]view.Approval, error)
+	History(ctx context.Context, ref, before string, n int) (knit.Page[view.Run], error)
+	Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[view.AuditEvent], error)
 	Logs(ctx context.Context, ref, component string) (view.ComponentRun, error)
 	DiffEnvironments(ctx context.Context, req knit.EnvDiffRequest) (knit.EnvDiff, error)
 	// ExtendTTL moves an ephemeral environment's expiry (audited as actor
@@ -46,14 +45,14 @@ type backend interface {
 	Target(ctx context.Context, ref string) (*spec.Environment, string, error)
 	// ChangeSets lists change sets of ref ("" = all), newest first; no
 	// statuses means any, else pending ones.
-	ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error)
+	ChangeSets(ctx context.Context, ref string, statuses ...string) ([]view.ChangeSet, error)
 	// Decide records a decision on a waiting plan or change set and, for
 	// an approval, carries it out: here by handing the apply to submit
 	// (nil: record only), on a server by the server's queue (runID).
 	Decide(ctx context.Context, req knit.DecideRequest, submit knit.Submitter) (d knit.Decision, runID string, err error)
 	// Accept accepts ref's paused rollout as actor (on a server: the
 	// token), returning the environment as it now is.
-	Accept(ctx context.Context, ref, actor, reason string) (store.Environment, error)
+	Accept(ctx context.Context, ref, actor, reason string) (view.Environment, error)
 	// Run starts req (or, with req.RunID, follows that run already
 	// started on a server), hands every event to req.OnEvent and returns
 	// the result once the run ends. A nil result means it never started.
@@ -96,7 +95,7 @@ func (l localBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.Res
 	return knit.NewRun(l.Knit, req).Run(ctx)
 }
 
-func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
+func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]view.ChangeSet, error) {
 	return l.Knit.ChangeSets(ctx, ref, 0, statuses...)
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 func newHistoryCmd(d *deps) *cobra.Command {
@@ -38,7 +38,7 @@ func newHistoryCmd(d *deps) *cobra.Command {
 	return cmd
 }
 
-func printHistory(w io.Writer, runs []store.Run) {
+func printHistory(w io.Writer, runs []view.Run) {
 	t := newTable(w)
 	defer t.Flush()
 	fmt.Fprintln(t, "RUN\tKIND\tSTATUS\tREV\tACTOR\tSTARTED\tTOOK\tREASON")

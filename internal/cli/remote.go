@@ -101,7 +101,7 @@ func (r *remoteBackend) Outputs(ctx context.Context, ref, component string, reve
 	return r.c.Outputs(ctx, id, component, reveal)
 }
 
-func (r *remoteBackend) Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error) {
+func (r *remoteBackend) Approvals(ctx context.Context, ref string, statuses ...string) ([]view.Approval, error) {
 	id := ""
 	if ref != "" {
 		var err error
@@ -112,24 +112,24 @@ func (r *remoteBackend) Approvals(ctx context.Context, ref string, statuses ...s
 	return r.c.Approvals(ctx, id, len(statuses) == 0)
 }
 
-func (r *remoteBackend) History(ctx context.Context, ref, before string, n int) (knit.Page[store.Run], error) {
+func (r *remoteBackend) History(ctx context.Context, ref, before string, n int) (knit.Page[view.Run], error) {
 	id, err := r.resolve(ctx, ref)
 	if err != nil {
-		return knit.Page[store.Run]{}, err
+		return knit.Page[view.Run]{}, err
 	}
 	return r.c.History(ctx, id, before, n)
 }
 
-func (r *remoteBackend) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[store.AuditEvent], error) {
+func (r *remoteBackend) Audit(ctx context.Context, f knit.AuditFilter) (knit.Page[view.AuditEvent], error) {
 	if f.Env != "" {
 		var err error
 		if f.Env, err = r.resolve(ctx, f.Env); err != nil {
-			return knit.Page[store.AuditEvent]{}, err
+			return knit.Page[view.AuditEvent]{}, err
 		}
 	}
 	if f.Limit == 0 { // the whole trail, as locally: page through it
 		f.Limit = 1000
-		var all knit.Page[store.AuditEvent]
+		var all knit.Page[view.AuditEvent]
 		for {
 			p, err := r.c.Audit(ctx, f)
 			if err != nil {
@@ -138,7 +138,7 @@ func (r *remoteBackend) Audit(ctx context.Context, f knit.AuditFilter) (knit.Pag
 			all.Items = append(all.Items, p.Items...)
 			if p.Next == "" {
 				if all.Items == nil {
-					all.Items = []store.AuditEvent{}
+					all.Items = []view.AuditEvent{}
 				}
 				return all, nil
 			}
@@ -178,7 +178,7 @@ func (r *remoteBackend) Decide(ctx context.Context, req knit.DecideRequest, _ kn
 }
 
 // ChangeSets lists change sets of ref ("" = all the token sees).
-func (r *remoteBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]store.ChangeSet, error) {
+func (r *remoteBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]view.ChangeSet, error) {
 	id := ""
 	if ref != "" {
 		var err error
@@ -252,7 +252,19 @@ func (r *remoteBackend) attachChange(ctx context.Context, res *engine.Result) {
 	if err != nil || len(sets) == 0 || (res.Kind == engine.KindApply && res.Status != store.StatusAwaiting) {
 		return
 	}
-	res.ChangeSet = &sets[0]
+	res.ChangeSet = engineChangeSet(sets[0])
+}
+
+// engineChangeSet is c as an engine result carries it: decoded from the
+// JSON the server sent, as it was before the client had read models of its
+// own (the JSON of both is the same: knit's TestRecordsMapEveryStoreField).
+func engineChangeSet(c view.ChangeSet) *store.ChangeSet {
+	b, err := json.Marshal(c)
+	var s store.ChangeSet
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	return &s
 }
 
 // waitRun reads a run's record until it has ended.
@@ -399,10 +411,10 @@ func sortByGraph(res *engine.Result, comps []knit.ComponentView) {
 }
 
 // Accept accepts the paused rollout on the server, as the token.
-func (r *remoteBackend) Accept(ctx context.Context, ref, _, reason string) (store.Environment, error) {
+func (r *remoteBackend) Accept(ctx context.Context, ref, _, reason string) (view.Environment, error) {
 	id, err := r.resolve(ctx, ref)
 	if err != nil {
-		return store.Environment{}, err
+		return view.Environment{}, err
 	}
 	return r.c.AcceptRollout(ctx, id, reason)
 }

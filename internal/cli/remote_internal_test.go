@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"knit.dev/knit/internal/view"
 	"strings"
 	"testing"
 	"time"
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/view"
 )
 
 // A server's component runs become the result a local run renders: plan

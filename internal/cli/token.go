@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 func newTokenCmd(d *deps) *cobra.Command {
@@ -78,7 +78,7 @@ printed once, on the last line of knit token create's output.`,
 	return cmd
 }
 
-func printTokens(w io.Writer, ts []store.Token) {
+func printTokens(w io.Writer, ts []view.Token) {
 	fmt.Fprintf(w, "%-24s %-9s %-24s %-8s %s\n", "NAME", "ROLE", "TEAMS", "STATE", "CREATED")
 	for _, t := range ts {
 		teams, state := "*", "live"

@@ -68,8 +68,8 @@ func (c *Client) Outputs(ctx context.Context, id, component string, reveal bool)
 
 // History lists an environment's runs, newest first, older than the run
 // before ("" = from the newest), at most n (GET …/runs).
-func (c *Client) History(ctx context.Context, id, before string, n int) (view.Page[store.Run], error) {
-	var page view.Page[store.Run]
+func (c *Client) History(ctx context.Context, id, before string, n int) (view.Page[view.Run], error) {
+	var page view.Page[view.Run]
 	p, err := envPath(id)
 	if err != nil {
 		return page, err
@@ -97,14 +97,14 @@ func (c *Client) Logs(ctx context.Context, id, component string) (view.Component
 
 // Approvals lists approvals of an environment ("" = all the token sees),
 // pending ones unless all.
-func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Approval, error) {
+func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]view.Approval, error) {
 	q := url.Values{}
 	set(q, "env", id)
 	if all {
 		q.Set("status", "all")
 	}
 	q.Set("limit", "1000")
-	out := []store.Approval{}
+	out := []view.Approval{}
 	for { // every page
 		var p view.Page[approvalWire]
 		if err := c.do(ctx, "GET", "/approvals", q, nil, &p); err != nil {
@@ -122,7 +122,7 @@ func (c *Client) Approvals(ctx context.Context, id string, all bool) ([]store.Ap
 
 // ChangeSets lists change sets of an environment ("" = all the token
 // sees), newest first, pending ones unless all.
-func (c *Client) ChangeSets(ctx context.Context, id string, all bool) ([]store.ChangeSet, error) {
+func (c *Client) ChangeSets(ctx context.Context, id string, all bool) ([]view.ChangeSet, error) {
 	q := url.Values{}
 	set(q, "env", id)
 	if all {
@@ -130,7 +130,7 @@ func (c *Client) ChangeSets(ctx context.Context, id string, all bool) ([]store.C
 	}
 	q.Set("limit", "1000")
 	var p struct {
-		Items []store.ChangeSet `json:"items"`
+		Items []view.ChangeSet `json:"items"`
 	}
 	err := c.do(ctx, "GET", "/change-sets", q, nil, &p)
 	return p.Items, err
@@ -139,8 +139,8 @@ func (c *Client) ChangeSets(ctx context.Context, id string, all bool) ([]store.C
 // ChangeDecision is the server's answer to a change set's approval or
 // rejection: the change set and, for an approval, the apply run it started.
 type ChangeDecision struct {
-	ChangeSet store.ChangeSet `json:"changeSet"`
-	RunID     string          `json:"runId,omitempty"`
+	ChangeSet view.ChangeSet `json:"changeSet"`
+	RunID     string         `json:"runId,omitempty"`
 }
 
 // DecideChange approves or rejects the change set waiting in environment
@@ -166,8 +166,8 @@ func (c *Client) DecideChange(ctx context.Context, id string, approve bool, chec
 // Decision is the server's answer to an approval or a rejection: the
 // decided approval and, for an approval, the apply run it started.
 type Decision struct {
-	Approval store.Approval `json:"approval"`
-	RunID    string         `json:"runId,omitempty"`
+	Approval view.Approval `json:"approval"`
+	RunID    string        `json:"runId,omitempty"`
 }
 
 // Decide approves or rejects the plan a component waits with. checksum is
@@ -197,7 +197,7 @@ func (c *Client) Decide(ctx context.Context, id, component string, approve bool,
 }
 
 // Audit lists the audit trail, oldest first, one page.
-func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[store.AuditEvent], error) {
+func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[view.AuditEvent], error) {
 	q := url.Values{}
 	set(q, "env", f.Env)
 	set(q, "actor", f.Actor)
@@ -211,7 +211,7 @@ func (c *Client) Audit(ctx context.Context, f view.AuditFilter) (view.Page[store
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(min(f.Limit, 1000)))
 	}
-	var p view.Page[store.AuditEvent]
+	var p view.Page[view.AuditEvent]
 	err := c.do(ctx, "GET", "/audit", q, nil, &p)
 	return p, err
 }
@@ -222,7 +222,7 @@ type RunRequest = view.RunRequest
 // AcceptRollout accepts environment id's paused rollout: its applied
 // revision becomes good and the environment applied. It answers the
 // environment's ID, revision and new status.
-func (c *Client) AcceptRollout(ctx context.Context, id, reason string) (store.Environment, error) {
+func (c *Client) AcceptRollout(ctx context.Context, id, reason string) (view.Environment, error) {
 	var out struct {
 		Env      string          `json:"env"`
 		Revision int             `json:"revision"`
@@ -230,10 +230,10 @@ func (c *Client) AcceptRollout(ctx context.Context, id, reason string) (store.En
 	}
 	p, err := envPath(id)
 	if err != nil {
-		return store.Environment{}, err
+		return view.Environment{}, err
 	}
 	err = c.do(ctx, "POST", p+"/rollout/accept", nil, map[string]string{"reason": reason}, &out)
-	return store.Environment{ID: out.Env, AppliedRevision: out.Revision, Status: out.Status}, err
+	return view.Environment{ID: out.Env, AppliedRevision: out.Revision, Status: out.Status}, err
 }
 
 // StartRun queues a run of an environment and returns its ID.

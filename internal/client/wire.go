@@ -2,20 +2,19 @@ package client
 
 import (
 	"encoding/json"
-	"knit.dev/knit/internal/view"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // The API shows stored plans as JSON objects, where the store's types hold
 // them as bytes: these wire types read them and hand back store types.
 
 type approvalWire struct {
-	store.Approval
+	view.Approval
 	Plan json.RawMessage `json:"plan"`
 }
 
-func (a approvalWire) approval() store.Approval {
+func (a approvalWire) approval() view.Approval {
 	out := a.Approval
 	out.Plan = []byte(a.Plan)
 	return out

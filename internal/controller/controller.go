@@ -121,7 +121,7 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger, Outbox: outbox{k.Outbox()}})
+	d, err := notify.New(cfg.Notify, notify.Options{Logger: cfg.Logger, Outbox: k.Outbox()})
 	if err != nil {
 		return nil, err
 	}

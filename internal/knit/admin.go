@@ -8,6 +8,7 @@ import (
 
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Recover marks the runs a crashed knit left running as interrupted (their
@@ -56,31 +57,31 @@ func (k *Knit) runOver(ctx context.Context, id string) (bool, error) {
 
 // Unlock frees an environment's lock whoever holds it (a stuck run): a run
 // of this process is cancelled first. It is audited with who and why.
-func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (store.Lock, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (view.Lock, error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return store.Lock{}, err
+		return view.Lock{}, err
 	}
 	l, err := k.store.Lock(ctx, e.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return l, fmt.Errorf("%w: %s is not locked", ErrNotFound, e.ID)
+		return lockRecord(l), fmt.Errorf("%w: %s is not locked", ErrNotFound, e.ID)
 	}
 	if err != nil {
-		return l, err
+		return lockRecord(l), err
 	}
 	if r, ok := k.engine.Lookup(l.RunID); ok {
 		r.Cancel()
 		<-r.Done()
 	}
 	if err := k.store.ReleaseLock(ctx, e.ID, l.RunID); err != nil {
-		return l, err
+		return lockRecord(l), err
 	}
 	if _, err := k.store.InterruptRuns(ctx, e.ID, func(int) bool { return false }, k.now()); err != nil {
-		return l, err
+		return lockRecord(l), err
 	}
 	err = k.store.AppendAudit(ctx, store.AuditEvent{Env: e.ID, Actor: actor, Action: "unlock", RunID: l.RunID, Reason: reason,
 		Detail: fmt.Sprintf("lock of run %s (%s, pid %d on %s) released", l.RunID, l.Owner, l.PID, l.Host), Time: k.now()})
-	return l, err
+	return lockRecord(l), err
 }
 
 // AuditRevealOutputs is the audit action of a reveal of sensitive outputs.
@@ -96,7 +97,7 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 	if t, ok := caller(ctx); ok && !t.Role.AtLeast(store.RoleAdmin) {
 		return nil, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", ErrForbidden)
 	}
-	e, err := k.ResolveEnv(ctx, ref)
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +110,6 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 	}
 	return outs, nil
 }
-
-// Outbox is where the server's notifications wait until delivered, so
-// that a restart sends what a shutdown cut off.
-func (k *Knit) Outbox() store.Outbox { return k.store }
 
 // RecordInvalid records a file that does not validate as a revision of env
 // (the environment is created if new) with its errors, and audits it. It

@@ -10,6 +10,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // sized is pay/prod with app's size variable at n: a new plan of app.
@@ -39,7 +40,7 @@ func TestApproveAndApplySubmitsTheApply(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
 	apply(t, k, parse(t, envDoc("pay", "prod")), "alice", false)
-	waiting := func() store.Approval {
+	waiting := func() view.Approval {
 		t.Helper()
 		pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
 		if err != nil || len(pending) != 1 {

@@ -9,6 +9,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // otherApprover is pay/prod requiring another approver than the change's author.
@@ -25,7 +26,7 @@ func otherApprover() string {
 func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
-	waiting := func() store.Approval {
+	waiting := func() view.Approval {
 		t.Helper()
 		pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
 		if err != nil || len(pending) != 1 {
@@ -33,11 +34,11 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 		}
 		return pending[0]
 	}
-	approve := func(actor string, a store.Approval) error {
+	approve := func(actor string, a view.Approval) error {
 		_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: actor, PlanChecksum: a.PlanChecksum}, nil).Run(ctx)
 		return err
 	}
-	run := func(source, actor string, size int) store.Approval {
+	run := func(source, actor string, size int) view.Approval {
 		t.Helper()
 		env := parse(t, strings.Replace(otherApprover(), "{name: size, value: 1}", "{name: size, value: "+string(rune('0'+size))+"}", 1))
 		if _, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: actor, Source: source}).Run(ctx); err != nil {

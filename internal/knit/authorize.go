@@ -7,6 +7,7 @@ import (
 
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Caller is who asked for a run, as a plain value a queue carries across
@@ -20,7 +21,7 @@ type Caller struct {
 }
 
 // CallerOf is the Caller of a request authenticated with t.
-func CallerOf(t store.Token) *Caller { return &Caller{Token: t.Name} }
+func CallerOf(t view.Token) *Caller { return &Caller{Token: t.Name} }
 
 // callerOfCtx is ctx's caller as a Caller (nil: none).
 func callerOfCtx(ctx context.Context) *Caller {
@@ -42,7 +43,7 @@ func (a *Run) withCaller(ctx context.Context, req RunRequest) (context.Context, 
 	}
 	for _, t := range ts {
 		if t.Name == req.Caller.Token && t.RevokedAt.IsZero() {
-			return WithCaller(ctx, t), nil
+			return WithCaller(ctx, tokenRecord(t)), nil
 		}
 	}
 	return ctx, fmt.Errorf("%w: token %s, which asked for the run, is revoked (knit token list)", ErrForbidden, req.Caller.Token)
@@ -58,7 +59,7 @@ func (a *Run) authorize(ctx context.Context, req RunRequest) error {
 	if req.Env != nil && id == "" {
 		id = req.Env.ID()
 	} else {
-		e, err := a.k.ResolveEnv(ctx, req.EnvRef)
+		e, err := a.k.resolveEnv(ctx, req.EnvRef)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // ErrForbidden means the caller's token may not act on what it named: an
@@ -22,13 +23,13 @@ type callerKey struct{}
 // environment of another team however it names it (ID or metadata name),
 // and error hints list only environments it may see. A context without a
 // caller is the local CLI's, which sees everything.
-func WithCaller(ctx context.Context, t store.Token) context.Context {
+func WithCaller(ctx context.Context, t view.Token) context.Context {
 	return context.WithValue(ctx, callerKey{}, t)
 }
 
 // caller is the token ctx carries, and whether it carries one.
-func caller(ctx context.Context) (store.Token, bool) {
-	t, ok := ctx.Value(callerKey{}).(store.Token)
+func caller(ctx context.Context) (view.Token, bool) {
+	t, ok := ctx.Value(callerKey{}).(view.Token)
 	return t, ok
 }
 

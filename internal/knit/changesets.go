@@ -4,19 +4,21 @@ import (
 	"context"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // ChangeSets lists an environment's change sets ("" = every environment
 // the caller sees), newest first, with a status among statuses (none:
 // any), at most n (<= 0: all).
-func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]store.ChangeSet, error) {
+func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]view.ChangeSet, error) {
 	f := store.ChangeSetFilter{Statuses: statuses, Teams: callerTeams(ctx), Limit: n}
 	if ref != "" {
-		e, err := k.ResolveEnv(ctx, ref)
+		e, err := k.resolveEnv(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
 		f.Env = e.ID
 	}
-	return k.store.ListChangeSets(ctx, f)
+	sets, err := k.store.ListChangeSets(ctx, f)
+	return mapAll(sets, changeSetRecord), err
 }

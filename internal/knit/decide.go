@@ -9,6 +9,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // DecideRequest approves or rejects a waiting plan: a component's (by
@@ -37,8 +38,8 @@ type DecideRequest struct {
 // Decision is a recorded decision: the component's approval or the change
 // set decided.
 type Decision struct {
-	Approval  store.Approval
-	ChangeSet *store.ChangeSet
+	Approval  view.Approval
+	ChangeSet *view.ChangeSet
 	// RunID is the apply Decide.Submit was handed for an approval ("":
 	// none submitted).
 	RunID string
@@ -96,7 +97,11 @@ func NewDecide(k *Knit, req DecideRequest, submit Submitter) *Decide {
 // which stays recorded.
 func (a *Decide) Run(ctx context.Context) (Decision, error) {
 	req := a.Request
-	env, rec, err := a.k.AppliedSpec(ctx, req.EnvRef)
+	rec, err := a.k.resolveEnv(ctx, req.EnvRef)
+	if err != nil {
+		return Decision{}, err
+	}
+	env, err := a.k.appliedSpec(ctx, rec)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -123,11 +128,11 @@ func (d *Decide) decidePlan(ctx context.Context, env *spec.Environment, rec stor
 	a, err := d.k.store.OpenApproval(ctx, rec.ID, req.Component)
 	if err == nil && a.Status == store.ApprovalPending && req.Approve {
 		if err := d.checkApprover(ctx, env, rec, a.RunID, a.Component, a.CreatedAt, req.Actor, fmt.Sprintf("approval #%d", a.ID)); err != nil {
-			return Decision{Approval: a}, err
+			return Decision{Approval: approvalRecord(a)}, err
 		}
 	}
 	a, err = d.k.engine.DecidePlan(ctx, env, req.Component, req.PlanChecksum, req.Approve, req.Actor, req.Reason)
-	return Decision{Approval: a}, err
+	return Decision{Approval: approvalRecord(a)}, err
 }
 
 // decideChange decides the environment's waiting change set.
@@ -151,7 +156,8 @@ func (a *Decide) decideChange(ctx context.Context, env *spec.Environment, rec st
 		}
 	}
 	cs, err := a.k.engine.DecideChange(ctx, rec.ID, req.ChangeChecksum, req.Approve, req.Actor, req.Reason)
-	return Decision{ChangeSet: &cs}, err
+	v := changeSetRecord(cs)
+	return Decision{ChangeSet: &v}, err
 }
 
 // checkApprover refuses the author of the change (the actor of the run

@@ -51,7 +51,7 @@ const diffContext = 3
 
 // Diff compares revisions a and b of environment ref.
 func (k *Knit) Diff(ctx context.Context, ref string, a, b int) (RevisionDiff, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return RevisionDiff{}, err
 	}

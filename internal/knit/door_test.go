@@ -16,6 +16,7 @@ import (
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/view"
 )
 
 const noTeardown = "package knit\n\ndeny contains \"no teardown of prod\" if input.run.kind == \"teardown\"\n"
@@ -214,7 +215,7 @@ func TestTheApplyAfterAnApprovalCarriesTheApprover(t *testing.T) {
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
-	bob := knit.WithCaller(ctx, store.Token{Name: "bob", Role: store.RoleOperator, Teams: []string{"pay"}})
+	bob := knit.WithCaller(ctx, view.Token{Name: "bob", Role: store.RoleOperator, Teams: []string{"pay"}})
 	var sub captured
 	if _, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob",
 		PlanChecksum: pending[0].PlanChecksum, Source: "api"}, &sub).Run(bob); err != nil {

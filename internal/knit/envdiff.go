@@ -69,11 +69,11 @@ func ParseDiffID(s string) (string, int, error) {
 // an environment of a team the caller is not limited to is refused
 // (ErrForbidden) whether it exists or not.
 func (k *Knit) DiffEnvironments(ctx context.Context, req EnvDiffRequest) (EnvDiff, error) {
-	ea, err := k.ResolveEnv(ctx, req.A)
+	ea, err := k.resolveEnv(ctx, req.A)
 	if err != nil {
 		return EnvDiff{}, err
 	}
-	eb, err := k.ResolveEnv(ctx, req.B)
+	eb, err := k.resolveEnv(ctx, req.B)
 	if err != nil {
 		return EnvDiff{}, err
 	}

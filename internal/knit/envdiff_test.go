@@ -229,7 +229,7 @@ func TestDiffOfAnUnknownOrForeignEnvironmentIsRefusedAlike(t *testing.T) {
 	}
 	// A token of team pay: shop's environments are refused, existing or
 	// not, in words that do not tell which.
-	pay := knit.WithCaller(ctx, store.Token{Name: "pay-ci", Role: store.RoleViewer, Teams: []string{"pay"}})
+	pay := knit.WithCaller(ctx, view.Token{Name: "pay-ci", Role: store.RoleViewer, Teams: []string{"pay"}})
 	_, errExists := k.DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
 	_, errMissing := k.DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/ghost", B: "shop/prod"})
 	if !errors.Is(errExists, knit.ErrForbidden) || !errors.Is(errMissing, knit.ErrForbidden) ||
@@ -314,7 +314,7 @@ func TestDiffOfAnInvalidRevisionSaysSoAndTheAppliedOneStillServes(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.RecordInvalid(ctx, rec, store.Revision{Source: "env.yaml", Hash: "bad", Spec: []byte("spec: [\n"),
+	if _, err := k.RecordInvalid(ctx, store.Environment(rec), store.Revision{Source: "env.yaml", Hash: "bad", Spec: []byte("spec: [\n"),
 		Errors: "env.yaml:3:1: spec: not a mapping\nenv.yaml:4:1: more"}, "git"); err != nil {
 		t.Fatal(err)
 	}

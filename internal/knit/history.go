@@ -11,19 +11,19 @@ import (
 
 // Approvals lists an environment's approvals ("" = every environment)
 // whose status is one of statuses (none = any), oldest first.
-func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([]store.Approval, error) {
+func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([]view.Approval, error) {
 	p, err := k.ApprovalsPage(ctx, ref, statuses, 0, -1)
 	return p.Items, err
 }
 
 // ApprovalsPage is a page of Approvals: those with an ID above after, at
 // most n (0: the default page; < 0: all); the cursor is an approval ID.
-func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string, after int64, n int) (Page[store.Approval], error) {
+func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string, after int64, n int) (Page[view.Approval], error) {
 	f := store.ApprovalFilter{Statuses: statuses, Teams: callerTeams(ctx), After: after}
 	if ref != "" {
-		e, err := k.ResolveEnv(ctx, ref)
+		e, err := k.resolveEnv(ctx, ref)
 		if err != nil {
-			return Page[store.Approval]{}, err
+			return Page[view.Approval]{}, err
 		}
 		f.Env = e.ID
 	}
@@ -33,28 +33,28 @@ func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string,
 	}
 	out, err := k.store.ListApprovals(ctx, f)
 	if err != nil {
-		return Page[store.Approval]{}, err
+		return Page[view.Approval]{}, err
 	}
-	return pageOf(out, n, func(a store.Approval) string { return strconv.FormatInt(a.ID, 10) }), nil
+	return pageOf(mapAll(out, approvalRecord), n, func(a view.Approval) string { return strconv.FormatInt(a.ID, 10) }), nil
 }
 
 // History lists an environment's runs ("" = all), newest first; the
 // cursor is a run ID.
-func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[store.Run], error) {
+func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[view.Run], error) {
 	id := ""
 	if ref != "" {
-		e, err := k.ResolveEnv(ctx, ref)
+		e, err := k.resolveEnv(ctx, ref)
 		if err != nil {
-			return Page[store.Run]{}, err
+			return Page[view.Run]{}, err
 		}
 		id = e.ID
 	}
 	n = limit(n)
 	runs, err := k.store.Runs(ctx, id, store.RunFilter{Before: before, Limit: n + 1, Teams: callerTeams(ctx)})
 	if err != nil {
-		return Page[store.Run]{}, err
+		return Page[view.Run]{}, err
 	}
-	return pageOf(runs, n, func(r store.Run) string { return r.ID }), nil
+	return pageOf(mapAll(runs, runRecord), n, func(r view.Run) string { return r.ID }), nil
 }
 
 // RunView is view.RunView: the HTTP client decodes it without linking the library.
@@ -76,23 +76,23 @@ func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
 
 // Revisions lists an environment's revisions, newest first; the cursor is
 // a revision number.
-func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[store.Revision], error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[view.Revision], error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return Page[store.Revision]{}, err
+		return Page[view.Revision]{}, err
 	}
 	b := 0
 	if before != "" {
 		if b, err = strconv.Atoi(before); err != nil {
-			return Page[store.Revision]{}, fmt.Errorf("bad cursor %q: a revision number", before)
+			return Page[view.Revision]{}, fmt.Errorf("bad cursor %q: a revision number", before)
 		}
 	}
 	n = limit(n)
 	revs, err := k.store.Revisions(ctx, e.ID, store.RevisionFilter{Before: b, Limit: n + 1})
 	if err != nil {
-		return Page[store.Revision]{}, err
+		return Page[view.Revision]{}, err
 	}
-	return pageOf(revs, n, func(r store.Revision) string { return strconv.Itoa(r.Number) }), nil
+	return pageOf(mapAll(revs, revisionRecord), n, func(r view.Revision) string { return strconv.Itoa(r.Number) }), nil
 }
 
 // AuditFilter is view.AuditFilter: the HTTP client decodes it without linking the library.
@@ -100,19 +100,19 @@ type AuditFilter = view.AuditFilter
 
 // Audit lists the audit trail, oldest first: of a team-limited caller,
 // only its teams' environments' events.
-func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent], error) {
+func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[view.AuditEvent], error) {
 	q := store.AuditFilter{Actor: f.Actor, Since: f.Since, Until: f.Until, Teams: callerTeams(ctx)}
 	if f.Env != "" {
-		e, err := k.ResolveEnv(ctx, f.Env)
+		e, err := k.resolveEnv(ctx, f.Env)
 		if err != nil {
-			return Page[store.AuditEvent]{}, err
+			return Page[view.AuditEvent]{}, err
 		}
 		q.Env = e.ID
 	}
 	if f.After != "" {
 		after, err := strconv.ParseInt(f.After, 10, 64)
 		if err != nil {
-			return Page[store.AuditEvent]{}, fmt.Errorf("bad cursor %q: an event ID", f.After)
+			return Page[view.AuditEvent]{}, fmt.Errorf("bad cursor %q: an event ID", f.After)
 		}
 		q.After = after
 	}
@@ -122,14 +122,14 @@ func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[store.AuditEvent]
 	}
 	events, err := k.store.Audit(ctx, q)
 	if err != nil {
-		return Page[store.AuditEvent]{}, err
+		return Page[view.AuditEvent]{}, err
 	}
-	return pageOf(events, n, func(e store.AuditEvent) string { return strconv.FormatInt(e.ID, 10) }), nil
+	return pageOf(mapAll(events, auditRecord), n, func(e view.AuditEvent) string { return strconv.FormatInt(e.ID, 10) }), nil
 }
 
 // Logs returns a component's newest component run, log included.
 func (k *Knit) Logs(ctx context.Context, ref, component string) (view.ComponentRun, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return view.ComponentRun{}, err
 	}

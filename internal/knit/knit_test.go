@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/runner/fake"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 const doc = `
@@ -225,7 +226,7 @@ func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
 	sum := pending[0].PlanChecksum
-	ops := knit.WithCaller(bg, store.Token{Name: "ops-operator", Role: store.RoleOperator, Teams: []string{"ops"}})
+	ops := knit.WithCaller(bg, view.Token{Name: "ops-operator", Role: store.RoleOperator, Teams: []string{"ops"}})
 	for _, ref := range []string{"pay/prod", "ops"} {
 		for _, approve := range []bool{true, false} {
 			_, err := knit.NewDecide(k, knit.DecideRequest{EnvRef: ref, Component: "app", Approve: approve, Actor: "ops-operator", PlanChecksum: sum}, nil).Run(ops)

@@ -27,10 +27,10 @@ var ErrOwnRelease = fmt.Errorf("%w: the stage requires another approver than the
 // PipelineFacts is everything the promotion rules read of one pipeline.
 type PipelineFacts struct {
 	Def       spec.Pipeline
-	Record    store.Pipeline
-	Releases  []store.Release // newest first
-	States    []store.StageState
-	Approvals []store.PromotionApproval
+	Record    view.PipelineRecord
+	Releases  []view.ReleaseRecord // newest first
+	States    []view.StageState
+	Approvals []view.PromotionApproval
 	// Envs are the stage environments' IDs, by stage (as the controller
 	// last resolved them; empty until it did).
 	Envs map[string]string
@@ -62,19 +62,20 @@ func (k *Knit) PutPipeline(ctx context.Context, p *spec.Pipeline, commit string,
 // adds is that token's: its name is the author, verified; else the
 // author is as r says (the promotion controller's: a commit's signer,
 // verified, or the name an unsigned commit claims, not verified).
-func (k *Knit) AddRelease(ctx context.Context, r store.Release) (store.Release, bool, error) {
+func (k *Knit) AddRelease(ctx context.Context, r store.Release) (view.ReleaseRecord, bool, error) {
 	if t, ok := caller(ctx); ok {
 		r.Author, r.AuthorVerified = t.Name, true
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = k.now()
 	}
-	return k.store.AddRelease(ctx, r)
+	rec, created, err := k.store.AddRelease(ctx, r)
+	return releaseRecord(rec), created, err
 }
 
 // SetStage records a release's state in a stage, from the state the
 // caller saw (store.ErrConflict when it changed), audited on env.
-func (k *Knit) SetStage(ctx context.Context, s store.StageState, from, env string) error {
+func (k *Knit) SetStage(ctx context.Context, s view.StageState, from, env string) error {
 	if s.ChangedAt.IsZero() {
 		s.ChangedAt = k.now()
 	}
@@ -82,7 +83,7 @@ func (k *Knit) SetStage(ctx context.Context, s store.StageState, from, env strin
 	if s.Reason != "" {
 		detail += " (" + s.Reason + ")"
 	}
-	return k.store.SetStage(ctx, s, from, &store.AuditEvent{Env: env, Actor: s.Actor, Action: AuditPromote, RunID: s.RunID,
+	return k.store.SetStage(ctx, store.StageState(s), from, &store.AuditEvent{Env: env, Actor: s.Actor, Action: AuditPromote, RunID: s.RunID,
 		Reason: s.Reason, Detail: detail, Time: s.ChangedAt})
 }
 
@@ -111,7 +112,7 @@ func (k *Knit) Facts(ctx context.Context, name string) (*PipelineFacts, error) {
 	if !visibleTo(ctx, rec.Team) {
 		return nil, fmt.Errorf("%w: pipeline %s belongs to another team", ErrForbidden, name)
 	}
-	f := &PipelineFacts{Record: rec}
+	f := &PipelineFacts{Record: pipelineRecord(rec)}
 	var def struct {
 		Def  spec.Pipeline     `json:"def"`
 		Envs map[string]string `json:"envs"`
@@ -120,15 +121,20 @@ func (k *Knit) Facts(ctx context.Context, name string) (*PipelineFacts, error) {
 		return nil, fmt.Errorf("pipeline %s: %w", name, err)
 	}
 	f.Def, f.Envs = def.Def, def.Envs
-	if f.Releases, err = k.store.Releases(ctx, name); err != nil {
+	rs, err := k.store.Releases(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	if f.States, err = k.store.StageStates(ctx, name); err != nil {
+	f.Releases = mapAll(rs, releaseRecord)
+	states, err := k.store.StageStates(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	if f.Approvals, err = k.store.PromotionApprovals(ctx, name); err != nil {
+	approvals, err := k.store.PromotionApprovals(ctx, name)
+	if err != nil {
 		return nil, err
 	}
+	f.States, f.Approvals = mapAll(states, stageStateRecord), mapAll(approvals, promotionApprovalRecord)
 	return f, nil
 }
 
@@ -220,7 +226,7 @@ func (f *PipelineFacts) stageNames() string {
 	return fmt.Sprint(names)
 }
 
-func (f *PipelineFacts) release(id string) *store.Release {
+func (f *PipelineFacts) release(id string) *view.ReleaseRecord {
 	for i := range f.Releases {
 		if f.Releases[i].ID == id {
 			return &f.Releases[i]
@@ -229,7 +235,7 @@ func (f *PipelineFacts) release(id string) *store.Release {
 	return nil
 }
 
-func (f *PipelineFacts) state(release, stage string) *store.StageState {
+func (f *PipelineFacts) state(release, stage string) *view.StageState {
 	for i := range f.States {
 		if f.States[i].Release == release && f.States[i].Stage == stage {
 			return &f.States[i]
@@ -245,7 +251,7 @@ func (f *PipelineFacts) seq(release string) int64 {
 	return 0
 }
 
-func stageRelease(s store.StageState) view.StageRelease {
+func stageRelease(s view.StageState) view.StageRelease {
 	return view.StageRelease{Release: s.Release, State: s.State, Reason: s.Reason, Message: s.Message, RunID: s.RunID,
 		ChangedAt: s.ChangedAt, VerifiedAt: s.VerifiedAt}
 }
@@ -311,7 +317,7 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 // nothing holds it back); nil when there is none.
 func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Waiting {
 	prev, st := f.Def.Spec.Stages[i-1], f.Def.Spec.Stages[i]
-	var c *store.StageState
+	var c *view.StageState
 	for j := range f.States {
 		s := &f.States[j]
 		if s.Stage == prev.Name && s.State == store.StageSucceeded && f.seq(s.Release) > newest &&
@@ -358,4 +364,4 @@ func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Wait
 func (f *PipelineFacts) StageIndex(name string) int { return f.stageIndex(name) }
 
 // ReleaseByID is the release of that ID (nil: none).
-func (f *PipelineFacts) ReleaseByID(id string) *store.Release { return f.release(id) }
+func (f *PipelineFacts) ReleaseByID(id string) *view.ReleaseRecord { return f.release(id) }

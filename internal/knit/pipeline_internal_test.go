@@ -22,8 +22,8 @@ func webFacts() *PipelineFacts {
 				Deny:  []spec.Window{{Schedule: "0 12 * * *", Duration: "1h"}}},
 				Approval: &spec.StageApproval{Required: 1, RequireOtherApprover: true}},
 		}}},
-		Releases: []store.Release{{ID: "r-1", Seq: 1, Author: "alice", AuthorVerified: true}},
-		States:   []store.StageState{{Release: "r-1", Stage: "dev", State: store.StageSucceeded, VerifiedAt: clockAt("08:00")}},
+		Releases: []view.ReleaseRecord{{ID: "r-1", Seq: 1, Author: "alice", AuthorVerified: true}},
+		States:   []view.StageState{{Release: "r-1", Stage: "dev", State: store.StageSucceeded, VerifiedAt: clockAt("08:00")}},
 	}
 }
 
@@ -56,18 +56,18 @@ func TestPromotionRules(t *testing.T) {
 	if w := waiting(t, f, "08:30"); !w.Until.Equal(clockAt("09:00")) {
 		t.Errorf("the window opens at %s, want 09:00", w.Until)
 	}
-	f.Approvals = []store.PromotionApproval{{Release: "r-1", Stage: "prod", Actor: "alice"}}
+	f.Approvals = []view.PromotionApproval{{Release: "r-1", Stage: "prod", Actor: "alice"}}
 	if w := waiting(t, f, "10:00"); w.Reason != view.WaitAwaitingApproval {
 		t.Errorf("the author's own approval counted: %+v", w)
 	}
-	f.Approvals = append(f.Approvals, store.PromotionApproval{Release: "r-1", Stage: "prod", Actor: "bob"})
+	f.Approvals = append(f.Approvals, view.PromotionApproval{Release: "r-1", Stage: "prod", Actor: "bob"})
 	if w := waiting(t, f, "10:00"); w.Reason != view.WaitReady {
 		t.Errorf("after bob's approval: %+v, want Ready", w)
 	}
 	if w := waiting(t, f, "12:30"); w.Reason != view.WaitWindowClosed {
 		t.Errorf("approved but in the deny window: %+v, want WindowClosed", w)
 	}
-	f.Approvals = []store.PromotionApproval{{Release: "r-1", Stage: "prod", Actor: "root", Forced: true}}
+	f.Approvals = []view.PromotionApproval{{Release: "r-1", Stage: "prod", Actor: "root", Forced: true}}
 	if w := waiting(t, f, "08:01"); w.Reason != view.WaitReady || !w.Forced {
 		t.Errorf("forced: %+v, want Ready past soak and window", w)
 	}
@@ -79,19 +79,19 @@ func TestPromotionRules(t *testing.T) {
 func TestAFailedReleaseNeverMovesOnButANewerOneReplacesIt(t *testing.T) {
 	f := webFacts()
 	f.Def.Spec.Stages[1].Windows, f.Def.Spec.Stages[1].Approval = nil, nil
-	f.States = append(f.States, store.StageState{Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitVerificationFailed})
+	f.States = append(f.States, view.StageState{Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitVerificationFailed})
 	if w := waiting(t, f, "10:00"); w == nil || w.Release != "r-1" || w.Reason != view.WaitVerificationFailed {
 		t.Fatalf("prod: %+v, want r-1 VerificationFailed", w)
 	}
-	f.Releases = append([]store.Release{{ID: "r-2", Seq: 2, Author: "alice"}}, f.Releases...)
-	f.States = append(f.States, store.StageState{Release: "r-2", Stage: "dev", State: store.StageSucceeded, VerifiedAt: clockAt("09:00")})
+	f.Releases = append([]view.ReleaseRecord{{ID: "r-2", Seq: 2, Author: "alice"}}, f.Releases...)
+	f.States = append(f.States, view.StageState{Release: "r-2", Stage: "dev", State: store.StageSucceeded, VerifiedAt: clockAt("09:00")})
 	if w := waiting(t, f, "10:00"); w == nil || w.Release != "r-2" || w.Reason != view.WaitReady {
 		t.Fatalf("prod: %+v, want r-2 Ready", w)
 	}
 	if dev := f.Status(clockAt("10:00")).Stages[0]; dev.Current == nil || dev.Current.Release != "r-2" {
 		t.Fatalf("dev holds %+v, want r-2", dev.Current)
 	}
-	f.States = append(f.States, store.StageState{Release: "r-2", Stage: "prod", State: store.StageApplying, RunID: "run-9"})
+	f.States = append(f.States, view.StageState{Release: "r-2", Stage: "prod", State: store.StageApplying, RunID: "run-9"})
 	if w := waiting(t, f, "10:00"); w.Release != "r-2" || w.Reason != view.WaitApplying {
 		t.Fatalf("prod: %+v, want r-2 Applying", w)
 	}
@@ -124,7 +124,7 @@ func TestAnUnverifiedReleaseTakesOneApproverMore(t *testing.T) {
 		f.Def.Spec.Stages[1].Approval = &spec.StageApproval{Required: c.required, RequireOtherApprover: c.other}
 		f.Releases[0].AuthorVerified = c.verified
 		for _, a := range c.approvers {
-			f.Approvals = append(f.Approvals, store.PromotionApproval{Release: "r-1", Stage: "prod", Actor: a})
+			f.Approvals = append(f.Approvals, view.PromotionApproval{Release: "r-1", Stage: "prod", Actor: a})
 		}
 		if w := waiting(t, f, "10:00"); w.Reason != c.reason {
 			t.Errorf("required %d, other %v, alice's release verified %v, approved by %v: %s (%s), want %s",

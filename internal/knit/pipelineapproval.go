@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"knit.dev/knit/internal/spec"
-	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
 
@@ -25,7 +24,7 @@ type releaseApproval struct {
 }
 
 // approvalOf is st's approval rule for r.
-func approvalOf(st spec.Stage, r *store.Release) releaseApproval {
+func approvalOf(st spec.Stage, r *view.ReleaseRecord) releaseApproval {
 	a := releaseApproval{stage: st.Name, author: r.Author, verified: r.AuthorVerified}
 	if st.Approval == nil || st.Approval.Required <= 0 {
 		return a

@@ -27,13 +27,13 @@ func releaseInDev(t *testing.T, k *knit.Knit, r store.Release) {
 	if _, _, err := k.AddRelease(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: r.ID, Stage: "dev", State: store.StageSucceeded}, "", "shop/dev"); err != nil {
+	if err := k.SetStage(ctx, view.StageState{Pipeline: "web", Release: r.ID, Stage: "dev", State: store.StageSucceeded}, "", "shop/dev"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func as(name string) context.Context {
-	return knit.WithCaller(context.Background(), store.Token{Name: name, Role: store.RoleOperator, Teams: []string{"shop"}})
+	return knit.WithCaller(context.Background(), view.Token{Name: name, Role: store.RoleOperator, Teams: []string{"shop"}})
 }
 
 // TestAnUnverifiedReleaseTakesTwoDistinctApprovers: bob commits without

@@ -23,7 +23,7 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "alice", Reason: "", Force: false}).Run(as("alice")); err != nil {
 		t.Fatal(err)
 	}
-	failed := store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed,
+	failed := view.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed,
 		Reason: view.WaitVerificationFailed, Message: "health: GET /healthz: 503", RunID: "run-1"}
 	if err := k.SetStage(ctx, failed, "", "shop/prod"); err != nil {
 		t.Fatal(err)
@@ -56,10 +56,10 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed.State, failed.Release = store.StageFailed, "r-2"
-	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, store.StageQueued, "shop/prod"); err != nil {
+	if err := k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, store.StageQueued, "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-2", Stage: "dev", State: store.StageSucceeded}, "", "shop/dev"); err != nil {
+	if err := k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-2", Stage: "dev", State: store.StageSucceeded}, "", "shop/dev"); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.SetStage(ctx, failed, "", "shop/prod"); err != nil {
@@ -77,7 +77,7 @@ func TestARetryKeepsTheStagesGates(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob", AuthorVerified: true})
-	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
+	if err := k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "approval") {
@@ -86,7 +86,7 @@ func TestARetryKeepsTheStagesGates(t *testing.T) {
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: true}).Run(as("carol")); !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("an operator forcing a retry: %v, want forbidden", err)
 	}
-	admin := knit.WithCaller(ctx, store.Token{Name: "root", Role: store.RoleAdmin})
+	admin := knit.WithCaller(ctx, view.Token{Name: "root", Role: store.RoleAdmin})
 	if st, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "root", Reason: "", Force: true}).Run(admin); err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitApplying {
 		t.Fatalf("an admin forcing the retry: %+v, %v; want queued", st.Waiting, err)
 	}
@@ -98,10 +98,10 @@ func TestAnotherTeamCannotRetryARelease(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
 	releaseInDev(t, k, store.Release{ID: "r-1", Commit: "c1", Author: "bob", AuthorVerified: true})
-	if err := k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
+	if err := k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-1", Stage: "prod", State: store.StageFailed, Reason: view.WaitApplyFailed}, "", "shop/prod"); err != nil {
 		t.Fatal(err)
 	}
-	pay := knit.WithCaller(ctx, store.Token{Name: "paul", Role: store.RoleOperator, Teams: []string{"pay"}})
+	pay := knit.WithCaller(ctx, view.Token{Name: "paul", Role: store.RoleOperator, Teams: []string{"pay"}})
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "paul", Reason: "", Force: false}).Run(pay); !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("pay's operator retrying shop's release: %v, want forbidden", err)
 	}

@@ -11,7 +11,7 @@ import (
 // rollbackTarget is the release verified in stage most recently before
 // current ("" when none): what a rollback of the stage applies again.
 func (f *PipelineFacts) rollbackTarget(stage string, current *view.StageRelease) string {
-	var best *store.StageState
+	var best *view.StageState
 	for i := range f.States {
 		s := &f.States[i]
 		if s.Stage != stage || s.State != store.StageSucceeded || current != nil && s.Release == current.Release {
@@ -92,7 +92,7 @@ func (a *RollbackStage) Run(ctx context.Context) (view.Stage, error) {
 
 // busyIn is the state of the release a run applies in stage now (or
 // that is queued to), nil when none: one release applies at a time.
-func (f *PipelineFacts) busyIn(stage string) *store.StageState {
+func (f *PipelineFacts) busyIn(stage string) *view.StageState {
 	for i := range f.States {
 		s := &f.States[i]
 		if s.Stage == stage && (s.State == store.StageApplying || s.State == store.StageQueued) {

@@ -74,7 +74,18 @@ func (p PreviewPolicy) refusal() string {
 // applies nothing and records no revision; the environment's lock is held
 // only while the plan runs. A lock another run holds is engine.ErrLocked,
 // and nothing is recorded: try again later.
-func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (store.Preview, error) {
+func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (view.Preview, error) {
+	p, err := recordPreview(ctx, k, req)
+	v, verr := previewView(p)
+	if err != nil {
+		return v, err // what was recorded, if anything, with why it failed
+	}
+	return v, verr
+}
+
+// recordPreview is Preview's record of the plan (a function, not one more
+// method of Knit: the Preview action takes it).
+func recordPreview(ctx context.Context, k *Knit, req PreviewRequest) (store.Preview, error) {
 	env, base, err := k.previewEnv(ctx, req)
 	if err != nil {
 		// Recorded, not returned: it fails the same way at every poll.
@@ -211,20 +222,30 @@ func (k *Knit) Previews(ctx context.Context, branch, commit string) ([]view.Prev
 	}
 	out := make([]view.Preview, 0, len(ps))
 	for _, p := range ps {
-		v := view.Preview{Branch: p.Branch, Commit: p.Commit, Env: p.Env, Team: p.Team, Change: p.Change, Status: p.Status,
-			Checksum: p.Checksum, BaseRevision: p.BaseRevision, RunID: p.RunID, Error: p.Error, CreatedAt: p.CreatedAt,
-			Components: []view.PreviewComponent{}, Decisions: []progress.Decision{}}
-		if len(p.Components) > 0 {
-			if err := json.Unmarshal(p.Components, &v.Components); err != nil {
-				return nil, fmt.Errorf("preview of %s at %s: components: %w", p.Env, p.Commit, err)
-			}
-		}
-		if len(p.Policy) > 0 {
-			if err := json.Unmarshal(p.Policy, &v.Decisions); err != nil {
-				return nil, fmt.Errorf("preview of %s at %s: policy: %w", p.Env, p.Commit, err)
-			}
+		v, err := previewView(p)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// previewView is p as the API shows it: its components and policy
+// decisions decoded.
+func previewView(p store.Preview) (view.Preview, error) {
+	v := view.Preview{Branch: p.Branch, Commit: p.Commit, Env: p.Env, Team: p.Team, Change: p.Change, Status: p.Status,
+		Checksum: p.Checksum, BaseRevision: p.BaseRevision, RunID: p.RunID, Error: p.Error, CreatedAt: p.CreatedAt,
+		Components: []view.PreviewComponent{}, Decisions: []progress.Decision{}}
+	if len(p.Components) > 0 {
+		if err := json.Unmarshal(p.Components, &v.Components); err != nil {
+			return view.Preview{}, fmt.Errorf("preview of %s at %s: components: %w", p.Env, p.Commit, err)
+		}
+	}
+	if len(p.Policy) > 0 {
+		if err := json.Unmarshal(p.Policy, &v.Decisions); err != nil {
+			return view.Preview{}, fmt.Errorf("preview of %s at %s: policy: %w", p.Env, p.Commit, err)
+		}
+	}
+	return v, nil
 }

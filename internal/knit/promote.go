@@ -102,7 +102,7 @@ func (a *Promote) Run(ctx context.Context) (view.Stage, error) {
 // another release applying or tried in the stage since refuses it. The
 // server's promotion controller applies it, as it applies a rollback a
 // person asked for (StageQueued); the audit names the retry.
-func (a *Promote) retry(ctx context.Context, f *PipelineFacts, i int, failed store.StageState) (view.Stage, error) {
+func (a *Promote) retry(ctx context.Context, f *PipelineFacts, i int, failed view.StageState) (view.Stage, error) {
 	k, actor, reason, force := a.k, a.Actor, a.Reason, a.Force
 	st := f.Def.Spec.Stages[i]
 	now := k.now()

@@ -103,13 +103,13 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 // EnvironmentVersions pages through the versions of the environments f
 // selects, as Environments would page through them: a view of one read at
 // its version is still right while the version is unchanged.
-func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[store.EnvironmentVersion], error) {
+func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[view.EnvironmentVersion], error) {
 	n := limit(f.Limit)
 	vs, err := k.store.EnvironmentVersions(ctx, storeEnvFilter(ctx, f, n+1))
 	if err != nil {
-		return Page[store.EnvironmentVersion]{}, err
+		return Page[view.EnvironmentVersion]{}, err
 	}
-	return pageOf(vs, n, func(v store.EnvironmentVersion) string { return v.ID }), nil
+	return pageOf(mapAll(vs, versionRecord), n, func(v view.EnvironmentVersion) string { return v.ID }), nil
 }
 
 // EnvironmentVersion is the version of the environment team/env (see
@@ -122,7 +122,13 @@ func (k *Knit) EnvironmentVersion(ctx context.Context, id string) (int64, error)
 // ctx's caller (WithCaller) sees it: a metadata name that several
 // environments share means the one the caller may see, and an environment
 // of a team the caller is not limited to is ErrForbidden.
-func (k *Knit) ResolveEnv(ctx context.Context, ref string) (store.Environment, error) {
+func (k *Knit) ResolveEnv(ctx context.Context, ref string) (view.Environment, error) {
+	e, err := k.resolveEnv(ctx, ref)
+	return envRecord(e), err
+}
+
+// resolveEnv is ResolveEnv's store record.
+func (k *Knit) resolveEnv(ctx context.Context, ref string) (store.Environment, error) {
 	e, err := k.lookupEnv(ctx, ref)
 	if err == nil {
 		err = mayAct(ctx, ref, e)
@@ -211,13 +217,13 @@ func (k *Knit) visibleIDs(ctx context.Context, n int) ([]string, error) {
 
 // AppliedSpec returns the spec an environment is applied at: the revision
 // ENV means. A plan of an edited file never moves it.
-func (k *Knit) AppliedSpec(ctx context.Context, ref string) (*spec.Environment, store.Environment, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) AppliedSpec(ctx context.Context, ref string) (*spec.Environment, view.Environment, error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return nil, e, err
+		return nil, view.Environment{}, err
 	}
 	env, err := k.appliedSpec(ctx, e)
-	return env, e, err
+	return env, envRecord(e), err
 }
 
 // appliedSpec loads the spec e is applied at. Specs are immutable per
@@ -274,7 +280,7 @@ type EnvironmentView = view.EnvironmentView
 func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, error) {
 	id := ref
 	if !strings.Contains(ref, "/") { // a metadata name
-		e, err := k.ResolveEnv(ctx, ref)
+		e, err := k.resolveEnv(ctx, ref)
 		if err != nil {
 			return EnvironmentView{}, err
 		}

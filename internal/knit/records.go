@@ -7,6 +7,7 @@ import (
 
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // The small reads the dashboard's pages and live views are made of. Each
@@ -19,17 +20,10 @@ func mayRead(ctx context.Context, id string) error {
 	return mayAct(ctx, id, store.Environment{ID: id, Team: spec.TeamOf(id)})
 }
 
-// EnvironmentRecords lists the environments f selects that ctx's caller
-// (WithCaller) may see, in ID order, after f.After: at most f.Limit of
-// them (<= 0: every one). The store filters by the caller's teams before
-// it cuts the list, so a full answer holds f.Limit environments it may see.
-func (k *Knit) EnvironmentRecords(ctx context.Context, f EnvironmentFilter) ([]store.Environment, error) {
-	return k.store.Environments(ctx, storeEnvFilter(ctx, f, f.Limit))
-}
-
-// Teams lists the teams that have environments ctx's caller may see, sorted.
+// Teams lists the teams that have environments ctx's caller may see,
+// sorted (the store filters by the caller's teams).
 func (k *Knit) Teams(ctx context.Context) ([]string, error) {
-	envs, err := k.EnvironmentRecords(ctx, EnvironmentFilter{})
+	envs, err := k.store.Environments(ctx, storeEnvFilter(ctx, EnvironmentFilter{}, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -63,16 +57,17 @@ func (k *Knit) CountRuns(ctx context.Context, status store.RunStatus) (int, erro
 
 // Revision is revision n of environment id; store.ErrNotFound when it has
 // none such.
-func (k *Knit) Revision(ctx context.Context, id string, n int) (store.Revision, error) {
+func (k *Knit) Revision(ctx context.Context, id string, n int) (view.Revision, error) {
 	if err := mayRead(ctx, id); err != nil {
-		return store.Revision{}, err
+		return view.Revision{}, err
 	}
-	return k.store.Revision(ctx, id, n)
+	r, err := k.store.Revision(ctx, id, n)
+	return revisionRecord(r), err
 }
 
 // LastRun is the newest run of environment id ("": of any ctx's caller
 // may see), nil when none.
-func (k *Knit) LastRun(ctx context.Context, id string) (*store.Run, error) {
+func (k *Knit) LastRun(ctx context.Context, id string) (*view.Run, error) {
 	if id != "" {
 		if err := mayRead(ctx, id); err != nil {
 			return nil, err
@@ -82,13 +77,14 @@ func (k *Knit) LastRun(ctx context.Context, id string) (*store.Run, error) {
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
-	return &runs[0], nil
+	return runPtr(&runs[0]), nil
 }
 
 // EnvironmentRecord is environment id as the store records it.
-func (k *Knit) EnvironmentRecord(ctx context.Context, id string) (store.Environment, error) {
+func (k *Knit) EnvironmentRecord(ctx context.Context, id string) (view.Environment, error) {
 	if err := mayRead(ctx, id); err != nil {
-		return store.Environment{}, err
+		return view.Environment{}, err
 	}
-	return k.store.Environment(ctx, id)
+	e, err := k.store.Environment(ctx, id)
+	return envRecord(e), err
 }

@@ -42,10 +42,10 @@ func lockPtr(l *store.Lock) *view.Lock {
 	return &v
 }
 
-// revisionRecord leaves out the revision's spec and file as written
-// (Spec, File: never in the API's JSON).
+// revisionRecord leaves out the revision's file as written (File: never
+// in the API's JSON; knit diff reads it through the library).
 func revisionRecord(r store.Revision) view.Revision {
-	return view.Revision{Env: r.Env, Number: r.Number, Hash: r.Hash, Source: r.Source, Root: r.Root,
+	return view.Revision{Env: r.Env, Number: r.Number, Hash: r.Hash, Source: r.Source, Spec: r.Spec, Root: r.Root,
 		Commit: r.Commit, Author: r.Author, Message: r.Message, Errors: r.Errors, CreatedAt: r.CreatedAt,
 		Verification: r.Verification}
 }
@@ -70,7 +70,7 @@ func changeSetComponentRecord(c store.ChangeSetComponent) view.ChangeSetComponen
 // tokenRecord leaves out the token's Hash: nobody outside the store sees
 // even the hash of a secret.
 func tokenRecord(t store.Token) view.Token {
-	return view.Token{Name: t.Name, Role: string(t.Role), Teams: t.Teams, CreatedBy: t.CreatedBy,
+	return view.Token{Name: t.Name, Role: t.Role, Teams: t.Teams, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
 }
 
@@ -99,4 +99,12 @@ func mapAll[S, V any](xs []S, f func(S) V) []V {
 		out[i] = f(x)
 	}
 	return out
+}
+
+func pipelineRecord(p store.Pipeline) view.PipelineRecord { return view.PipelineRecord(p) }
+
+func stageStateRecord(s store.StageState) view.StageState { return view.StageState(s) }
+
+func promotionApprovalRecord(a store.PromotionApproval) view.PromotionApproval {
+	return view.PromotionApproval(a)
 }

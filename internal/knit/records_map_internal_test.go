@@ -30,7 +30,7 @@ var recordMappings = []recordMapping{
 	mapping(runRecord),
 	mapping(componentRunRecord),
 	mapping(lockRecord),
-	mapping(revisionRecord, "Spec", "File"), // the spec and the file as written: read through the library
+	mapping(revisionRecord, "File"), // the file as written: knit diff reads it through the library
 	mapping(auditRecord),
 	mapping(approvalRecord),
 	mapping(changeSetRecord),
@@ -39,6 +39,9 @@ var recordMappings = []recordMapping{
 	mapping(versionRecord),
 	mapping(releaseRecord),
 	mapping(summaryRecord),
+	mapping(pipelineRecord),
+	mapping(stageStateRecord),
+	mapping(promotionApprovalRecord),
 }
 
 // TestRecordsMapEveryStoreField fills every field of each store row with

@@ -3,6 +3,7 @@ package knit
 import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // SourceRecovery is the source of the runs that resume interrupted ones.
@@ -23,7 +24,7 @@ const SourceRecovery = "recovery"
 //     only) resumes as an apply of the applied revision;
 //   - a plan is not resumed: it changed nothing, and the next run of its
 //     environment closes its record.
-func ResumeKind(r store.Run) (store.RunKind, bool) {
+func ResumeKind(r view.Run) (store.RunKind, bool) {
 	switch r.Kind {
 	case engine.KindApply, engine.KindTeardown, engine.KindDrift:
 		return r.Kind, true
@@ -39,7 +40,7 @@ func ResumeKind(r store.Run) (store.RunKind, bool) {
 // ResumeRequest is the run that resumes the interrupted run r, started
 // by actor for reason; false when ResumeKind says r is not resumed. A
 // rollback's resume goes to r's revision (To) and names r (Resumes).
-func ResumeRequest(r store.Run, actor, reason string) (RunRequest, bool) {
+func ResumeRequest(r view.Run, actor, reason string) (RunRequest, bool) {
 	as, ok := ResumeKind(r)
 	if !ok {
 		return RunRequest{}, false

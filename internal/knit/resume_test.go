@@ -6,6 +6,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // TestResumeKind is the one rule both queues follow (queuetest runs it
@@ -19,7 +20,7 @@ func TestResumeKind(t *testing.T) {
 		engine.KindPlan:     "",
 	}
 	for _, k := range store.RunKinds() {
-		as, ok := knit.ResumeKind(store.Run{Kind: k, Revision: 3})
+		as, ok := knit.ResumeKind(view.Run{Kind: k, Revision: 3})
 		if w, listed := want[k]; !listed {
 			t.Errorf("run kind %s: the resume rule does not say what resumes it (add it here)", k)
 		} else if as != w || ok != (w != "") {
@@ -28,14 +29,14 @@ func TestResumeKind(t *testing.T) {
 	}
 	// A rollback resumes as a rollback to the revision it recorded, not as
 	// an apply of the applied (maybe still the bad) one.
-	req, ok := knit.ResumeRequest(store.Run{ID: "r1", Env: "ops/web", Kind: engine.KindRollback, Revision: 3}, "knit-serve", "why")
+	req, ok := knit.ResumeRequest(view.Run{ID: "r1", Env: "ops/web", Kind: engine.KindRollback, Revision: 3}, "knit-serve", "why")
 	if !ok || req.Kind != engine.KindRollback || req.To != 3 || req.Resumes != "r1" || req.EnvRef != "ops/web" ||
 		req.Source != knit.SourceRecovery || req.Actor != "knit-serve" {
 		t.Errorf("ResumeRequest of a rollback: %+v %v", req, ok)
 	}
 	// Known only by its kind (no record names its revision): an apply of
 	// the applied revision.
-	if as, ok := knit.ResumeKind(store.Run{Kind: engine.KindRollback}); !ok || as != engine.KindApply {
+	if as, ok := knit.ResumeKind(view.Run{Kind: engine.KindRollback}); !ok || as != engine.KindApply {
 		t.Errorf("ResumeKind(rollback without a revision) = %q %v, want apply", as, ok)
 	}
 }

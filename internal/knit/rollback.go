@@ -8,6 +8,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // ErrNoGoodRevision: a rollback was asked for, and no earlier revision of
@@ -29,7 +30,7 @@ func (a *Run) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environm
 	if ref == "" && req.Env != nil {
 		ref = req.Env.ID()
 	}
-	e, err := a.k.ResolveEnv(ctx, ref)
+	e, err := a.k.resolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +56,13 @@ func (a *Run) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environm
 // RollbackTarget is the revision a rollback of ref goes back to: to
 // (> 0), or else the newest good revision below the applied one. Nothing
 // to go back to is ErrNoGoodRevision.
-func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (store.Revision, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (view.Revision, error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return store.Revision{}, err
+		return view.Revision{}, err
 	}
-	return k.rollbackTarget(ctx, e, to)
+	r, err := k.rollbackTarget(ctx, e, to)
+	return revisionRecord(r), err
 }
 
 // targetOf is the revision the rollback req goes to: for a resume, the
@@ -140,24 +142,25 @@ func goodTarget(e store.Environment, r store.Revision) error {
 // applied revision becomes good, as if its verification had succeeded, and
 // the environment applied; audited as rollout-accepted. An environment
 // that is not paused is ErrNotPaused, and nothing changes.
-func (k *Knit) Accept(ctx context.Context, ref, actor, reason string) (store.Environment, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) Accept(ctx context.Context, ref, actor, reason string) (view.Environment, error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return e, err
+		return envRecord(e), err
 	}
 	if e.Status != store.EnvPaused {
-		return e, fmt.Errorf("%w: %s is %s (knit approvals %s lists what waits)", ErrNotPaused, e.ID, engine.EnvLabel(e.Status), e.ID)
+		return envRecord(e), fmt.Errorf("%w: %s is %s (knit approvals %s lists what waits)", ErrNotPaused, e.ID, engine.EnvLabel(e.Status), e.ID)
 	}
 	rev, err := k.store.Revision(ctx, e.ID, e.AppliedRevision)
 	if err != nil {
-		return e, err
+		return envRecord(e), err
 	}
 	err = k.store.RecordVerification(ctx, store.VerificationDecision{Env: e.ID, Revision: rev.Number,
 		Verification: store.VerificationAccepted, From: rev.Verification, EnvStatus: store.EnvApplied,
 		Audit: &store.AuditEvent{Env: e.ID, Actor: actor, Action: "rollout-accepted", Revision: rev.Number, Reason: reason,
 			Detail: fmt.Sprintf("revision %d accepted after its verification was %s", rev.Number, rev.Verification)}})
 	if err != nil {
-		return e, err
+		return envRecord(e), err
 	}
-	return k.store.Environment(ctx, e.ID)
+	e, err = k.store.Environment(ctx, e.ID)
+	return envRecord(e), err
 }

@@ -94,7 +94,7 @@ func (a *Run) resolve(ctx context.Context, req *RunRequest) (*spec.Environment, 
 	if req.EnvRef == "" {
 		return nil, fmt.Errorf("no environment: pass a file or name a known environment")
 	}
-	e, err := a.k.ResolveEnv(ctx, req.EnvRef)
+	e, err := a.k.resolveEnv(ctx, req.EnvRef)
 	if err != nil {
 		return nil, err
 	}

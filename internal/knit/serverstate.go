@@ -7,6 +7,7 @@ import (
 
 	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // What `knit serve` keeps between restarts goes through these methods, not
@@ -60,12 +61,12 @@ func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
 
 // InterruptedRun is env's last interrupted run (false when it has none);
 // ResumeKind says what resumes it.
-func (k *Knit) InterruptedRun(ctx context.Context, env string) (store.Run, bool, error) {
+func (k *Knit) InterruptedRun(ctx context.Context, env string) (view.Run, bool, error) {
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
 	if err != nil || len(runs) == 0 {
-		return store.Run{}, false, err
+		return view.Run{}, false, err
 	}
-	return runs[0], true, nil
+	return runRecord(runs[0]), true, nil
 }
 
 // CountComponents counts the components in status, over every environment.
@@ -79,12 +80,12 @@ func (k *Knit) CountComponents(ctx context.Context, status string) (int, error) 
 // more than grace ago by this process's clock (grace covers clocks that
 // disagree; a run taking the lock over is judged by the store's clock).
 // A server sharing its store with others resumes them (internal/jobs).
-func (k *Knit) StrandedRuns(ctx context.Context, grace time.Duration) ([]store.Run, error) {
+func (k *Knit) StrandedRuns(ctx context.Context, grace time.Duration) ([]view.Run, error) {
 	running, err := k.store.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning})
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Run
+	var out []view.Run
 	for _, r := range running {
 		l, err := k.store.Lock(ctx, r.Env)
 		switch {
@@ -97,7 +98,7 @@ func (k *Knit) StrandedRuns(ctx context.Context, grace time.Duration) ([]store.R
 		default:
 			continue // carried by a live run
 		}
-		out = append(out, r)
+		out = append(out, runRecord(r))
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // tokenPrefix marks knit tokens, so a leaked one is recognisable (and
@@ -29,30 +30,30 @@ var ErrUnauthenticated = errors.New("no valid token")
 // CreateToken makes a token with a role, limited to teams (none: every
 // team), and returns its secret. Only the secret's hash is stored: the
 // secret cannot be shown again.
-func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []string, actor string) (string, store.Token, error) {
+func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []string, actor string) (string, view.Token, error) {
 	if len(name) > 63 || !tokenName.MatchString(name) {
-		return "", store.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
+		return "", view.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
 	}
 	if !store.Role(role).Valid() {
-		return "", store.Token{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
+		return "", view.Token{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", store.Token{}, err
+		return "", view.Token{}, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 	t := store.Token{Name: name, Hash: HashToken(secret), Role: store.Role(role), Teams: teams, CreatedBy: actor}
 	if err := k.store.CreateToken(ctx, t); err != nil {
-		return "", t, err
+		return "", tokenRecord(t), err
 	}
 	detail := fmt.Sprintf("token %s (%s", name, role)
 	if len(teams) > 0 {
 		detail += ", teams " + strings.Join(teams, ",")
 	}
 	if err := k.store.AppendAudit(ctx, store.AuditEvent{Actor: actor, Action: "token-create", Detail: detail + ")"}); err != nil {
-		return "", t, fmt.Errorf("record the token in the audit trail: %w", err)
+		return "", tokenRecord(t), fmt.Errorf("record the token in the audit trail: %w", err)
 	}
-	return secret, t, nil
+	return secret, tokenRecord(t), nil
 }
 
 // HashToken is how a token is stored and looked up.
@@ -64,32 +65,32 @@ func HashToken(secret string) string {
 // Authenticate returns the live token whose secret this is. A token
 // revoked through this Knit is refused at once; one revoked by another
 // process sharing the data directory within tokenTTL.
-func (k *Knit) Authenticate(ctx context.Context, secret string) (store.Token, error) {
+func (k *Knit) Authenticate(ctx context.Context, secret string) (view.Token, error) {
 	if !strings.HasPrefix(secret, tokenPrefix) {
-		return store.Token{}, ErrUnauthenticated
+		return view.Token{}, ErrUnauthenticated
 	}
 	hash, now := HashToken(secret), k.now()
 	t, ok, gen := k.tokens.get(hash, now)
 	if ok {
-		return t, nil
+		return tokenRecord(t), nil
 	}
 	t, err := k.store.TokenByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return t, ErrUnauthenticated
+		return view.Token{}, ErrUnauthenticated
 	}
 	if err == nil {
 		k.tokens.put(hash, t, now, gen)
 	}
-	return t, err
+	return tokenRecord(t), err
 }
 
 // Tokens lists every token (never their secrets).
-func (k *Knit) Tokens(ctx context.Context) ([]store.Token, error) {
+func (k *Knit) Tokens(ctx context.Context) ([]view.Token, error) {
 	ts, err := k.store.ListTokens(ctx)
 	if ts == nil {
-		ts = []store.Token{}
+		return []view.Token{}, err
 	}
-	return ts, err
+	return mapAll(ts, tokenRecord), err
 }
 
 // RevokeToken revokes a token at once, and audits it.
@@ -109,7 +110,7 @@ func (k *Knit) RevokeToken(ctx context.Context, name, actor string) error {
 }
 
 // CanSee reports whether a token may read or act on an environment of team.
-func CanSee(t store.Token, team string) bool {
+func CanSee(t view.Token, team string) bool {
 	if len(t.Teams) == 0 {
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Audit actions of ephemeral environments.
@@ -23,16 +24,20 @@ var ErrNoTTL = fmt.Errorf("%w: the environment has no ttl", store.ErrConflict)
 
 // Expiry is when ref's environment expires (ErrNotFound: it has no
 // expiry: no spec.ttl, not applied yet, or torn down).
-func (k *Knit) Expiry(ctx context.Context, ref string) (store.Expiry, error) {
-	e, err := k.ResolveEnv(ctx, ref)
+func (k *Knit) Expiry(ctx context.Context, ref string) (view.TTL, error) {
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return store.Expiry{}, err
+		return view.TTL{}, err
 	}
-	return k.store.Expiry(ctx, e.ID)
+	x, err := k.store.Expiry(ctx, e.ID)
+	return ttlRecord(x), err
 }
 
 // Expiries lists every environment's expiry (knit serve's ttl controller).
-func (k *Knit) Expiries(ctx context.Context) ([]store.Expiry, error) { return k.store.Expiries(ctx) }
+func (k *Knit) Expiries(ctx context.Context) ([]view.TTL, error) {
+	xs, err := k.store.Expiries(ctx)
+	return mapAll(xs, ttlRecord), err
+}
 
 // MarkExpiryWarned records that ttl.expiring went out for env's expiry at.
 func (k *Knit) MarkExpiryWarned(ctx context.Context, env string, at time.Time) error {
@@ -77,19 +82,19 @@ func (k *Knit) SyncExpiry(ctx context.Context, env string) error {
 
 // ExtendTTL moves ref's expiry by `by` (a positive duration within
 // spec.MaxTTL), audited with actor and the new expiry.
-func (k *Knit) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (store.Expiry, error) {
+func (k *Knit) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.TTL, error) {
 	if by < spec.MinTTL || by > spec.MaxTTL {
-		return store.Expiry{}, fmt.Errorf("extend by %s: out of bounds (%s to %s)", by, spec.MinTTL, spec.MaxTTL)
+		return view.TTL{}, fmt.Errorf("extend by %s: out of bounds (%s to %s)", by, spec.MinTTL, spec.MaxTTL)
 	}
-	e, err := k.ResolveEnv(ctx, ref)
+	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
-		return store.Expiry{}, err
+		return view.TTL{}, err
 	}
 	cur, err := k.store.Expiry(ctx, e.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Expiry{}, fmt.Errorf("%s: %w (set spec.ttl and apply it)", e.ID, ErrNoTTL)
+		return view.TTL{}, fmt.Errorf("%s: %w (set spec.ttl and apply it)", e.ID, ErrNoTTL)
 	} else if err != nil {
-		return store.Expiry{}, err
+		return view.TTL{}, err
 	}
 	// An expiry already past extends from now: the environment gets `by`.
 	base := cur.At
@@ -100,10 +105,10 @@ func (k *Knit) ExtendTTL(ctx context.Context, ref string, by time.Duration, acto
 	err = k.store.SetExpiry(ctx, e.ID, at, &store.AuditEvent{Env: e.ID, Actor: actor, Action: AuditTTLExtend,
 		Detail: fmt.Sprintf("extended by %s: expires at %s (was %s)", by, at.Format(time.RFC3339), cur.At.UTC().Format(time.RFC3339)), Time: k.now()})
 	if err != nil {
-		return store.Expiry{}, err
+		return view.TTL{}, err
 	}
 	cur.At = at
-	return cur, nil
+	return ttlRecord(cur), nil
 }
 
 // ExpiredReason is why an expired environment is torn down, as its

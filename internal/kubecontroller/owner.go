@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // The controller owns only what it created. An environment of knit's
@@ -58,31 +59,31 @@ func (r *reconciler) owns(ctx context.Context, id string, e *Environment) (bool,
 // ownerRevision is the revision that says who owns environment id: the
 // applied one, else the newest (a first apply that failed or waits).
 // found is false for an environment unknown or torn down: nobody's.
-func (r *reconciler) ownerRevision(ctx context.Context, id string) (store.Revision, bool, error) {
+func (r *reconciler) ownerRevision(ctx context.Context, id string) (view.Revision, bool, error) {
 	rec, err := r.knit.ResolveEnv(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Revision{}, false, nil
+		return view.Revision{}, false, nil
 	}
 	if err != nil {
-		return store.Revision{}, false, err
+		return view.Revision{}, false, err
 	}
 	n := rec.AppliedRevision
 	if n == 0 {
 		n = rec.Revision
 	}
 	if rec.Status == store.EnvTornDown || n == 0 {
-		return store.Revision{}, false, nil
+		return view.Revision{}, false, nil
 	}
 	rev, err := r.knit.Revision(ctx, rec.ID, n)
 	if err != nil {
-		return store.Revision{}, false, fmt.Errorf("%s revision %d: %w", rec.ID, n, err)
+		return view.Revision{}, false, fmt.Errorf("%s revision %d: %w", rec.ID, n, err)
 	}
 	return rev, true, nil
 }
 
 // objectOf names the Environment object (group/namespace/name) whose
 // folder revision rev was read from, if it was an object's.
-func (r *reconciler) objectOf(rev store.Revision) (string, bool) {
+func (r *reconciler) objectOf(rev view.Revision) (string, bool) {
 	if !filepath.IsAbs(rev.Source) {
 		return "", false // a git URL@commit:path, or not a file
 	}
@@ -94,7 +95,7 @@ func (r *reconciler) objectOf(rev store.Revision) (string, bool) {
 }
 
 // provenance says where revision rev came from, for a person.
-func provenance(rev store.Revision) string {
+func provenance(rev view.Revision) string {
 	s := fmt.Sprintf("at revision %d from %s", rev.Number, rev.Source)
 	if rev.Commit != "" {
 		s += " (commit " + rev.Commit + ")"

@@ -6,6 +6,7 @@ import (
 
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Tenancy says which team each namespace's Environment objects act for,
@@ -72,8 +73,8 @@ func (t Tenancy) mayAdopt(ns string, ann map[string]string) bool {
 // an operator limited to that team, so every environment the library
 // resolves for it (by name, in an approval, a teardown) is checked at the
 // library's door too.
-func caller(actor, team string) store.Token {
-	return store.Token{Name: actor, Role: store.RoleOperator, Teams: []string{team}}
+func caller(actor, team string) view.Token {
+	return view.Token{Name: actor, Role: store.RoleOperator, Teams: []string{team}}
 }
 
 // refusal is why an object may not act: a Stalled condition's reason and

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"knit.dev/knit/internal/view"
 	"net/http"
 	"strconv"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
@@ -86,7 +86,7 @@ func (s *Server) environmentsPage(ctx context.Context, f knit.EnvironmentFilter)
 
 // readEnvironmentsPage reads and encodes a page of environments, caching
 // each under the version read before it.
-func (s *Server) readEnvironmentsPage(ctx context.Context, f knit.EnvironmentFilter, versions []store.EnvironmentVersion) ([][]byte, string, error) {
+func (s *Server) readEnvironmentsPage(ctx context.Context, f knit.EnvironmentFilter, versions []view.EnvironmentVersion) ([][]byte, string, error) {
 	p, err := s.k.Environments(ctx, f)
 	if err != nil {
 		return nil, "", err
@@ -230,12 +230,12 @@ func (s *Server) diffRevisions(w http.ResponseWriter, r *http.Request) {
 // without the checkout it resolves against (the data dir is the server's
 // business; Source names the commit).
 type revisionView struct {
-	store.Revision
+	view.Revision
 	Root string `json:"root,omitempty"` // never set
 	Spec string `json:"spec"`
 }
 
-func revisionViews(revs []store.Revision) []revisionView {
+func revisionViews(revs []view.Revision) []revisionView {
 	out := make([]revisionView, len(revs))
 	for i, r := range revs {
 		out[i] = revisionView{Revision: r, Spec: string(r.Spec)}

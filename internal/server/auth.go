@@ -8,13 +8,14 @@ import (
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 type tokenKey struct{}
 
 // principal is the token a request was authenticated with.
-func principal(ctx context.Context) store.Token {
-	t, _ := ctx.Value(tokenKey{}).(store.Token)
+func principal(ctx context.Context) view.Token {
+	t, _ := ctx.Value(tokenKey{}).(view.Token)
 	return t
 }
 

@@ -8,6 +8,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // decideRequest is the body of …/approve and …/reject.
@@ -107,7 +108,7 @@ func (s *Server) listChangeSets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sets == nil {
-		sets = []store.ChangeSet{}
+		sets = []view.ChangeSet{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": sets})
 }

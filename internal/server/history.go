@@ -1,8 +1,9 @@
 package server
 
 import (
-	"knit.dev/knit/internal/view"
 	"net/http"
+
+	"knit.dev/knit/internal/view"
 )
 
 // listRuns is GET …/runs: an environment's runs, newest first; the cursor

@@ -7,6 +7,7 @@ import (
 
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // seedPipeline records pipeline web (team shop: dev, then prod, which
@@ -42,8 +43,8 @@ spec:
 		Commit: "c0ffee", Author: "alice", AuthorVerified: verified, Message: "v1"})
 	must(err)
 	hour := time.Now().Add(-time.Hour)
-	must(h.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "dev", State: store.StageApplying, RunID: "run-1", ChangedAt: hour}, "", "shop/dev"))
-	must(h.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-1", Stage: "dev", State: store.StageSucceeded, RunID: "run-1", ChangedAt: hour, VerifiedAt: hour}, store.StageApplying, "shop/dev"))
+	must(h.k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-1", Stage: "dev", State: store.StageApplying, RunID: "run-1", ChangedAt: hour}, "", "shop/dev"))
+	must(h.k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-1", Stage: "dev", State: store.StageSucceeded, RunID: "run-1", ChangedAt: hour, VerifiedAt: hour}, store.StageApplying, "shop/dev"))
 }
 
 // TestPipelines: the status says prod awaits an approval; the author's
@@ -164,7 +165,7 @@ func TestPipelineRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := h.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: "r-2", Stage: "dev", State: store.StageSucceeded, ChangedAt: now, VerifiedAt: now}, "", "shop/dev"); err != nil {
+	if err := h.k.SetStage(ctx, view.StageState{Pipeline: "web", Release: "r-2", Stage: "dev", State: store.StageSucceeded, ChangedAt: now, VerifiedAt: now}, "", "shop/dev"); err != nil {
 		t.Fatal(err)
 	}
 	viewer, op := h.token("viewer", "viewer", "shop"), h.token("op", "operator", "shop")

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // viewCache keeps environments' views as encoded JSON, each with the
-// environment's version when it was read (store.EnvironmentVersion). The
+// environment's version when it was read (view.EnvironmentVersion). The
 // version grows with every write to what the view shows, whichever process
 // makes it, so a request that reads an unchanged version sends the bytes
 // without reading the view's rows or encoding them again. The version is
@@ -83,7 +83,7 @@ func (c *viewCache) get(kind viewKind, id string, version int64) ([]byte, bool) 
 
 // getPage returns the summaries cached for every one of vs, in order, or
 // false if any is missing or older.
-func (c *viewCache) getPage(vs []store.EnvironmentVersion) ([][]byte, bool) {
+func (c *viewCache) getPage(vs []view.EnvironmentVersion) ([][]byte, bool) {
 	if c.max <= 0 {
 		return nil, false
 	}

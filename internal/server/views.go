@@ -2,9 +2,8 @@ package server
 
 import (
 	"encoding/json"
-	"knit.dev/knit/internal/view"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // planJSON is a stored plan as the API shows it: a JSON object (not the
@@ -21,13 +20,13 @@ func planJSON(stored []byte) json.RawMessage {
 
 // approvalJSON is an approval as the API shows it.
 type approvalJSON struct {
-	store.Approval
+	view.Approval
 	PlanFile string          `json:"planFile,omitempty"` // never set: the data dir is the server's business
 	Plan     json.RawMessage `json:"plan"`
 }
 
 // approvalView is an approval without where its plan file lies.
-func approvalView(a store.Approval) approvalJSON {
+func approvalView(a view.Approval) approvalJSON {
 	return approvalJSON{Approval: a, Plan: planJSON(a.Plan)}
 }
 

@@ -80,14 +80,17 @@ type Lock struct {
 	Expires  time.Time `json:"expires"`
 }
 
-// Revision is one version of an environment's file as knit saw it. Its
-// spec and the file as written are not part of the record (knit diff and
-// the dashboard's commit page read them through the library).
+// Revision is one version of an environment's file as knit saw it. The
+// file as written is not part of the record (knit diff reads it through
+// the library).
 type Revision struct {
 	Env    string `json:"env"`
 	Number int    `json:"number"`
-	Hash   string `json:"hash"`   // sha256 of the spec
+	Hash   string `json:"hash"`   // sha256 of Spec
 	Source string `json:"source"` // file path or git URL@commit
+	// Spec is the environment as JSON (an invalid file: as written); the
+	// API shows it as text of its own.
+	Spec []byte `json:"-"`
 	// Root, when set, is the folder the spec's relative paths resolve
 	// against.
 	Root string `json:"root,omitempty"`
@@ -189,8 +192,8 @@ type ChangeSetResource struct {
 // Token is an API token of knit serve as a person may see it: never its
 // secret nor the secret's hash.
 type Token struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
+	Name string     `json:"name"`
+	Role words.Role `json:"role"`
 	// Teams limits the token to these teams' environments; empty: every team.
 	Teams     []string  `json:"teams,omitempty"`
 	CreatedBy string    `json:"createdBy,omitempty"`
@@ -242,3 +245,41 @@ const (
 	ByStatus  EnvironmentOrder = "status"  // status, then ID
 	ByUpdated EnvironmentOrder = "updated" // newest change first, then ID
 )
+
+// PipelineRecord is a promotion pipeline as the server last read it from
+// git: its definition (JSON) and the commit it came from.
+type PipelineRecord struct {
+	Name       string    `json:"name"`
+	Team       string    `json:"team"`
+	Definition []byte    `json:"definition"`
+	Commit     string    `json:"commit"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// StageState is where a release stands in one stage (queued, applying,
+// succeeded, failed), with the run that applied it and, once verified,
+// when (soak counts from VerifiedAt).
+type StageState struct {
+	Pipeline   string    `json:"pipeline"`
+	Release    string    `json:"release"`
+	Stage      string    `json:"stage"`
+	State      string    `json:"state"`
+	RunID      string    `json:"runId,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Actor      string    `json:"actor,omitempty"`
+	ChangedAt  time.Time `json:"changedAt"`
+	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+}
+
+// PromotionApproval is a person's approval of a release entering a stage;
+// Forced is an admin's promotion past every gate.
+type PromotionApproval struct {
+	Pipeline   string    `json:"pipeline"`
+	Release    string    `json:"release"`
+	Stage      string    `json:"stage"`
+	Actor      string    `json:"actor"`
+	Reason     string    `json:"reason,omitempty"`
+	Forced     bool      `json:"forced,omitempty"`
+	ApprovedAt time.Time `json:"approvedAt"`
+}

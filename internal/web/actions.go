@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // errNoQueue: the dashboard was built without a way to start runs.
@@ -115,7 +116,7 @@ func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *sessio
 // approvalItem is one approval with its plan decoded, and what its decide
 // form needs: the session (CSRF token, may it act) and where to return.
 type approvalItem struct {
-	store.Approval
+	view.Approval
 	Plan    runner.Plan
 	Tone    Tone
 	Stale   string
@@ -131,7 +132,7 @@ func (a approvalItem) PrevRevision() int { return a.Revision - 1 }
 // Short is the checksum as the CLI shows it (knit approvals).
 func (a approvalItem) Short() string { return a.PlanChecksum[:min(12, len(a.PlanChecksum))] }
 
-func newApprovalItem(a store.Approval, s *session, back string) approvalItem {
+func newApprovalItem(a view.Approval, s *session, back string) approvalItem {
 	it := approvalItem{Approval: a, Tone: toneOf(a.Status), Pending: a.Status == store.ApprovalPending, Session: s, Back: back}
 	if it.Pending {
 		it.Tone = ToneAct
@@ -163,7 +164,7 @@ func (w *Web) decisions(ctx context.Context, s *session, env, component, back st
 
 type approvalsPage struct {
 	// ChangeSets are the whole changes waiting, each approved at once.
-	ChangeSets []store.ChangeSet
+	ChangeSets []view.ChangeSet
 	Waiting    []approvalItem
 	Recent     []approvalItem
 }
@@ -228,7 +229,7 @@ func (w *Web) decide(rw http.ResponseWriter, r *http.Request, s *session) {
 
 type auditPage struct {
 	Env, Actor, Action string
-	Events             []store.AuditEvent
+	Events             []view.AuditEvent
 	Next               string
 }
 

@@ -4,19 +4,20 @@ import (
 	"context"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // changeForm is what the "changeset" partial shows: a waiting change set
 // and, for who may act, the form that decides it whole.
 type changeForm struct {
-	Set    *store.ChangeSet
+	Set    *view.ChangeSet
 	CanAct bool
 	CSRF   string
 	Back   string // where the decision returns to
 }
 
 // newChangeForm is the template function that builds a changeForm.
-func newChangeForm(s *session, cs *store.ChangeSet, back string) changeForm {
+func newChangeForm(s *session, cs *view.ChangeSet, back string) changeForm {
 	return changeForm{Set: cs, CanAct: s != nil && s.CanAct, CSRF: sessionCSRF(s), Back: back}
 }
 
@@ -29,6 +30,6 @@ func sessionCSRF(s *session) string {
 
 // waitingChanges lists the waiting change sets of env ("" = every
 // environment ctx's caller sees; the library filters), newest first.
-func (w *Web) waitingChanges(ctx context.Context, env string) ([]store.ChangeSet, error) {
+func (w *Web) waitingChanges(ctx context.Context, env string) ([]view.ChangeSet, error) {
 	return w.k.ChangeSets(ctx, env, 0, store.ChangeSetPending)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // commit is the git commit a run applied, as the dashboard shows it.
@@ -18,7 +19,7 @@ type commit struct {
 }
 
 // newCommit describes rev's commit; nil for a revision not from git.
-func newCommit(rev store.Revision) *commit {
+func newCommit(rev view.Revision) *commit {
 	if rev.Commit == "" {
 		return nil
 	}
@@ -30,7 +31,7 @@ func newCommit(rev store.Revision) *commit {
 // commitOf is the commit of revision n of env, looked up in revs (the
 // revisions a page already read) before the store; nil when unknown. A
 // store that fails is an error, not an unknown commit.
-func (w *Web) commitOf(ctx context.Context, env string, revs []store.Revision, n int) (*commit, error) {
+func (w *Web) commitOf(ctx context.Context, env string, revs []view.Revision, n int) (*commit, error) {
 	if n <= 0 {
 		return nil, nil
 	}

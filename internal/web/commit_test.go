@@ -3,7 +3,7 @@ package web
 import (
 	"testing"
 
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // TestCommitURL: a commit links to its page on a web host, with no
@@ -38,16 +38,16 @@ func TestCommitURL(t *testing.T) {
 // and link, taken from the source the server records (URL@COMMIT:PATH).
 func TestNewCommit(t *testing.T) {
 	const sha = "89abcdef0123456789abcdef0123456789abcdef"
-	c := newCommit(store.Revision{Commit: sha, Message: "db: grow to 20 GB\n\nThe orders table outgrew it.\n",
+	c := newCommit(view.Revision{Commit: sha, Message: "db: grow to 20 GB\n\nThe orders table outgrew it.\n",
 		Source: "https://github.com/acme/infra.git@" + sha + ":envs/shop/dev.yaml"})
 	if c == nil || c.Short != "89abcdef" || c.Subject != "db: grow to 20 GB" || c.URL != "https://github.com/acme/infra/commit/"+sha {
 		t.Errorf("newCommit = %+v", c)
 	}
-	c = newCommit(store.Revision{Commit: sha, Message: "x", Source: "file:///srv/git/infra@" + sha + ":dev.yaml"})
+	c = newCommit(view.Revision{Commit: sha, Message: "x", Source: "file:///srv/git/infra@" + sha + ":dev.yaml"})
 	if c == nil || c.URL != "" || c.Short != "89abcdef" {
 		t.Errorf("a file:// repository's commit: %+v", c)
 	}
-	if c := newCommit(store.Revision{Source: "/home/me/env.yaml"}); c != nil {
+	if c := newCommit(view.Revision{Source: "/home/me/env.yaml"}); c != nil {
 		t.Errorf("a revision from a file has commit %+v", c)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"knit.dev/knit/internal/view"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/runner"
 	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/view"
 )
 
 // input is one variable of a component: a literal, or valueFrom a producer.

@@ -9,6 +9,7 @@ import (
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // node is one component as the graph draws it.
@@ -38,14 +39,14 @@ type envPage struct {
 	Nodes          []node
 	Graph          template.JS // the nodes as JSON, for the layout script
 	Health         *graphHealth
-	Revisions      []store.Revision
+	Revisions      []view.Revision
 	Runs           []runItem
 	// Decisions are the plans waiting for a person, with their forms.
 	Decisions    []approvalItem
 	DiffA, DiffB int
 	Live         string
 	// ChangeSet is the change waiting to be approved at once, if any.
-	ChangeSet *store.ChangeSet
+	ChangeSet *view.ChangeSet
 }
 
 func (w *Web) envRef(r *http.Request, s *session) (string, error) {
@@ -138,7 +139,7 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 
 // runItem is a run in a list, with its colour and the commit it applied.
 type runItem struct {
-	store.Run
+	view.Run
 	Tone   Tone
 	Commit *commit
 }
@@ -167,7 +168,7 @@ func nodes(v knit.EnvironmentView) []node {
 type diffPage struct {
 	ID        string
 	A, B      int
-	Revisions []store.Revision
+	Revisions []view.Revision
 	Diff      knit.RevisionDiff
 }
 

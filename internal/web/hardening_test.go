@@ -16,6 +16,7 @@ import (
 
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // payProd is pay/prod under the metadata name "ops" (the name of another
@@ -69,7 +70,7 @@ func teamWorld(t *testing.T) (w *world, mark string) {
 }
 
 // pending is the one approval waiting in pay/prod.
-func (w *world) pending(t *testing.T) store.Approval {
+func (w *world) pending(t *testing.T) view.Approval {
 	t.Helper()
 	list, err := w.k.Approvals(context.Background(), "pay/prod", store.ApprovalPending)
 	if err != nil || len(list) != 1 || list[0].Component != "app" {

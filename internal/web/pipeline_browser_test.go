@@ -12,6 +12,7 @@ import (
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // seedPipeline records pipeline web: dev (soak 1h) → staging → prod (one
@@ -50,8 +51,8 @@ spec:
 	}
 	set := func(release, stage, state, reason string, at time.Time) {
 		w.t.Helper()
-		must(w.k.SetStage(ctx, store.StageState{Pipeline: "web", Release: release, Stage: stage, State: store.StageApplying, RunID: "run-" + release + stage, ChangedAt: at}, "", "shop/"+stage))
-		st := store.StageState{Pipeline: "web", Release: release, Stage: stage, State: state, Reason: reason, RunID: "run-" + release + stage, ChangedAt: at}
+		must(w.k.SetStage(ctx, view.StageState{Pipeline: "web", Release: release, Stage: stage, State: store.StageApplying, RunID: "run-" + release + stage, ChangedAt: at}, "", "shop/"+stage))
+		st := view.StageState{Pipeline: "web", Release: release, Stage: stage, State: state, Reason: reason, RunID: "run-" + release + stage, ChangedAt: at}
 		if state == store.StageSucceeded {
 			st.VerifiedAt = at
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"knit.dev/knit/internal/view"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/sse"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // compSection is one component's part of a run page.

@@ -14,6 +14,7 @@ import (
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // signIn is who may look at the dashboard: the login page, the cookie it
@@ -27,7 +28,8 @@ type signIn struct {
 	cop *http.CrossOriginProtection
 }
 
-// csrfFor derives a session's CSRF token from its token's hash: stable for
+// csrfFor derives a session's CSRF token from its token's hash
+// (knit.HashToken of the cookie's secret): stable for
 // the session, unguessable without the server's key, never the token itself.
 func (w *signIn) csrfFor(tokenHash string) string {
 	m := hmac.New(sha256.New, w.csrfKey)
@@ -41,7 +43,7 @@ func (w *signIn) csrfFor(tokenHash string) string {
 func (w *signIn) page(role store.Role, h handler) http.Handler {
 	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(cookieName)
-		var tok store.Token
+		var tok view.Token
 		if err == nil {
 			tok, err = w.k.Authenticate(r.Context(), c.Value)
 		}
@@ -53,7 +55,7 @@ func (w *signIn) page(role store.Role, h handler) http.Handler {
 			http.Error(rw, "sign in first: no valid token", http.StatusUnauthorized)
 			return
 		}
-		s := &session{Token: tok, CSRF: w.csrfFor(tok.Hash), CanAct: tok.Role.AtLeast(store.RoleOperator)}
+		s := &session{Token: tok, CSRF: w.csrfFor(knit.HashToken(c.Value)), CanAct: tok.Role.AtLeast(store.RoleOperator)}
 		if r.Method == http.MethodPost {
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {

@@ -19,6 +19,7 @@ import (
 	"knit.dev/knit/internal/httperr"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Runs is what the dashboard needs from the server: runs it starts go
@@ -178,7 +179,7 @@ func secured(h http.Handler) http.Handler {
 
 // session is who is looking: their token and the CSRF token of their forms.
 type session struct {
-	Token store.Token
+	Token view.Token
 	CSRF  string
 	// CanAct is true for operators and admins: they see action buttons.
 	CanAct bool

@@ -3,7 +3,7 @@ package promotion
 import (
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
-	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // authorOf is who made a release from commit c: the signer when its
@@ -25,7 +25,7 @@ const SourcePipeline = "pipeline"
 // its release's, so a stage environment requiring another approver
 // judges approvals of its plans by the release's author, trusted as far
 // as it is verified (an unverified one takes two distinct approvers).
-func runAuthor(r store.Release) (actor, source string) {
+func runAuthor(r view.ReleaseRecord) (actor, source string) {
 	if r.AuthorVerified {
 		return r.Author, SourcePipeline
 	}

@@ -10,6 +10,7 @@ import (
 	"knit.dev/knit/internal/gitwatch"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // TestAReleasesAuthorIsVerifiedOnlyByItsSignature: a commit whose
@@ -28,7 +29,7 @@ func TestAReleasesAuthorIsVerifiedOnlyByItsSignature(t *testing.T) {
 		if author, verified := authorOf(c.commit); author != c.author || verified != c.verified {
 			t.Errorf("commit %+v: author %q verified %v, want %q %v", c.commit, author, verified, c.author, c.verified)
 		}
-		actor, source := runAuthor(store.Release{Author: c.author, AuthorVerified: c.verified})
+		actor, source := runAuthor(view.ReleaseRecord{Author: c.author, AuthorVerified: c.verified})
 		if want := map[bool]string{true: SourcePipeline, false: knit.SourceGit}[c.verified]; actor != c.author || source != want {
 			t.Errorf("the run applying %s's release (verified %v): actor %q source %q, want %q %q", c.author, c.verified, actor, source, c.author, want)
 		}

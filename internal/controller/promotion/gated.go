@@ -15,7 +15,7 @@ import (
 // asks): the stage says AwaitingApproval, naming the change set a person
 // approves (its checksum), and keeps the run applying: the run that
 // carries the approval out replaces it (successor).
-func (c *Controller) awaiting(ctx context.Context, next store.StageState, run view.Run, envID string) error {
+func (c *Controller) awaiting(ctx context.Context, next view.StageState, run view.Run, envID string) error {
 	msg := fmt.Sprintf("run %s waits for a person's approval (knit approvals %s)", run.ID, envID)
 	sets, err := c.k.ChangeSets(ctx, envID, 0, store.ApprovalPending)
 	if err != nil {

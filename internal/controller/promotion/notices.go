@@ -60,7 +60,7 @@ func (c *Controller) tellWaiting(p view.Pipeline) {
 
 // tellEnded tells of a release's run ending in a stage: verified there,
 // or failed (it never moves on).
-func (c *Controller) tellEnded(s store.StageState, env string) {
+func (c *Controller) tellEnded(s view.StageState, env string) {
 	ev := notify.Event{Env: env, RunID: s.RunID, Pipeline: s.Pipeline, Release: s.Release, Stage: s.Stage}
 	switch s.State {
 	case store.StageSucceeded:

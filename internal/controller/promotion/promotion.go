@@ -239,12 +239,12 @@ func (c *Controller) load(dir, file string, st spec.Stage, promote map[string]an
 // apply queues the apply of release r to stage st: the stage's file at
 // r's commit with r's promote parameters. The stage records the run at
 // once, so a restart follows it rather than starting another.
-func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID string) error {
+func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, file string, r view.ReleaseRecord, envID string) error {
 	return c.applyFrom(ctx, pipeline, st, file, r, envID, "")
 }
 
 // applyFrom is apply for a release whose state in the stage is from.
-func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r store.Release, envID, from string) error {
+func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r view.ReleaseRecord, envID, from string) error {
 	dir, err := c.w.Checkout(ctx, r.Commit)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(r.Commit), envID)
 	}
 	if err != nil {
-		failed := store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
+		failed := view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
 			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}
 		if err := c.k.SetStage(ctx, failed, from, envID); err != nil {
 			return err
@@ -278,7 +278,7 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		return err
 	}
 	c.log.Info("pipelines: applying", "pipeline", pipeline, "release", r.ID, "stage", st.Name, "run", id)
-	return c.k.SetStage(ctx, store.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
+	return c.k.SetStage(ctx, view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
 		RunID: id, Actor: c.cfg.Actor}, from, envID)
 }
 
@@ -314,7 +314,7 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 		if i == 0 || st.Waiting == nil || st.Waiting.Reason != view.WaitReady {
 			continue
 		}
-		var r store.Release
+		var r view.ReleaseRecord
 		for _, x := range f.Releases {
 			if x.ID == st.Waiting.Release {
 				r = x
@@ -333,7 +333,7 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 // rollout that paused (onFailure: pause, or Inconclusive) keeps the
 // release in the stage, Paused, until a person decides: accepted, it is
 // verified; rolled back, it failed.
-func (c *Controller) follow(ctx context.Context, s store.StageState, envID string) error {
+func (c *Controller) follow(ctx context.Context, s view.StageState, envID string) error {
 	run, err := c.k.RunRecord(ctx, s.RunID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // queued, not started yet
@@ -380,8 +380,8 @@ func (c *Controller) follow(ctx context.Context, s store.StageState, envID strin
 // succeeding. Whether its verification failed is the store's record of
 // the run's revision (Revision.Verification), not the run's error text;
 // a revision that verified before and failed to apply now is ApplyFailed.
-func (c *Controller) failed(ctx context.Context, next store.StageState, run view.Run) (store.StageState, error) {
-	var rev store.Revision
+func (c *Controller) failed(ctx context.Context, next view.StageState, run view.Run) (view.StageState, error) {
+	var rev view.Revision
 	if run.Revision > 0 {
 		r, err := c.k.Revision(ctx, run.Env, run.Revision)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -414,7 +414,7 @@ func (c *Controller) failed(ctx context.Context, next store.StageState, run view
 // env, of the release that commit brought (nil: none). A stage applies a
 // release from its own commit, and a rollback keeps the commit of the
 // revision it goes back to.
-func appliedAs(f *knit.PipelineFacts, env, skip, commit string) *store.StageState {
+func appliedAs(f *knit.PipelineFacts, env, skip, commit string) *view.StageState {
 	for i := range f.States {
 		s := &f.States[i]
 		if f.Envs[s.Stage] != env || s.RunID == skip || s.State == store.StageApplying || s.State == store.StageQueued {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // RolledBack records, on the stage whose run failed ended, that the
@@ -26,7 +27,7 @@ func (c *Controller) RolledBack(ctx context.Context, failed, rollback string) er
 			} else if err != nil {
 				return err
 			}
-			var s *store.StageState
+			var s *view.StageState
 			for i := range f.States {
 				if f.States[i].RunID == failed {
 					s = &f.States[i]

@@ -8,7 +8,6 @@ package queuetest
 import (
 	"context"
 	"errors"
-	"knit.dev/knit/internal/view"
 	"os"
 	"os/exec"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // hangGuard bounds every wait: never a timing assertion, only what turns

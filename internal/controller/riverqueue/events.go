@@ -3,7 +3,6 @@ package riverqueue
 import (
 	"context"
 	"encoding/json"
-	"knit.dev/knit/internal/view"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // channel is the NOTIFY channel of runs' events.

@@ -8,6 +8,7 @@ import (
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // knitRequest is the request type jobs carry once decoded.
@@ -77,7 +78,7 @@ func (q *Queue) requeue(ctx context.Context, a runArgs) {
 	}
 	if a.Resumes != "" {
 		// The resume's own kind and target resume it again.
-		q.resume(store.Run{ID: a.Resumes, Env: a.Env, Kind: a.RunRequest.Kind, Revision: a.To}, a.Reason)
+		q.resume(view.Run{ID: a.Resumes, Env: a.Env, Kind: a.RunRequest.Kind, Revision: a.To}, a.Reason)
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -95,7 +96,7 @@ func (q *Queue) requeue(ctx context.Context, a runArgs) {
 // without finishing it (its replica died before it recorded anything)
 // moves the attempt on, so the new one is not a duplicate of the dead
 // one; two leaders asking at once ask for the same ID, queued once.
-func (q *Queue) resume(r store.Run, reason string) {
+func (q *Queue) resume(r view.Run, reason string) {
 	id, env, kind := r.ID, r.Env, r.Kind
 	req, ok := knit.ResumeRequest(r, q.cfg.Actor, reason)
 	if !ok {

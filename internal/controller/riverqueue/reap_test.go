@@ -16,6 +16,7 @@ import (
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools/pgtest"
+	"knit.dev/knit/internal/view"
 )
 
 // TestAResumeWhoseReplicaDiedIsResumedAgain is issue 35 item 4: a run's
@@ -60,7 +61,7 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 			}
 			// The first resume, taken by a replica that died before it
 			// recorded its run.
-			q.QueueResume(store.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision})
+			q.QueueResume(view.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision})
 			if tag, err := q.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
 				attempted_by = ARRAY['ghost-replica'] WHERE args->>'run_id' = $1`, riverqueue.ResumedID(first, 0)); err != nil || tag.RowsAffected() != 1 {
 				t.Fatalf("play the dead replica's job: %v %v", tag, err)

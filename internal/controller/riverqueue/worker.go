@@ -12,6 +12,7 @@ import (
 	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // worker executes run jobs: at most Config.Max at once per replica
@@ -83,7 +84,7 @@ func (w *worker) Work(jobCtx context.Context, job *river.Job[runArgs]) error {
 		q.log.Warn("run failed", "run", a.RunID, "env", a.Env, "err", err)
 	}
 	if q.stopping.Load() && res != nil && res.Status == store.StatusInterrupted {
-		q.resume(store.Run{ID: a.RunID, Env: a.Env, Kind: a.RunRequest.Kind, Revision: res.Revision}, "resume after the replica running it shut down")
+		q.resume(view.Run{ID: a.RunID, Env: a.Env, Kind: a.RunRequest.Kind, Revision: res.Revision}, "resume after the replica running it shut down")
 	}
 	q.tell(runqueue.Outcome{Job: w.job(a, req, run, nil), Result: res, Took: time.Since(start)})
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // SettingResume prefixes the setting that remembers, by environment ID,
@@ -18,7 +19,7 @@ const SettingResume = "resume:"
 // interrupted, after a graceful stop as after kill -9, as knit.ResumeKind
 // says. Call it before Run, once, at start.
 func (q *Queue) Resume(ctx context.Context) error {
-	runs := map[string]store.Run{}
+	runs := map[string]view.Run{}
 	crashed, err := q.k.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted runs: %w", err)
@@ -62,18 +63,18 @@ func (q *Queue) Resume(ctx context.Context) error {
 // stoppedRun is the run of kind in env a shutdown interrupted: env's last
 // interrupted run when it is of that kind (its record says where a
 // rollback went), else only its kind.
-func (q *Queue) stoppedRun(ctx context.Context, env string, kind store.RunKind) (store.Run, error) {
+func (q *Queue) stoppedRun(ctx context.Context, env string, kind store.RunKind) (view.Run, error) {
 	r, ok, err := q.k.InterruptedRun(ctx, env)
 	if err != nil || (ok && r.Kind == kind) {
 		return r, err
 	}
-	return store.Run{Env: env, Kind: kind}, nil
+	return view.Run{Env: env, Kind: kind}, nil
 }
 
 // interruptedByShutdown remembers a run the queue's shutdown interrupted,
 // for the next start to resume (as knit.ResumeKind says).
 func (q *Queue) interruptedByShutdown(j *Job) {
-	if _, ok := knit.ResumeKind(store.Run{Kind: j.Req.Kind}); !ok {
+	if _, ok := knit.ResumeKind(view.Run{Kind: j.Req.Kind}); !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -17,6 +17,7 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/store"
+	"knit.dev/knit/internal/view"
 )
 
 // Config is how a Controller runs.
@@ -121,7 +122,7 @@ func (c *Controller) Check(ctx context.Context) {
 // warn sends ttl.expiring once per expiry: it is marked sent first, so a
 // restart never sends it again (a crash in between loses it rather than
 // doubling it).
-func (c *Controller) warn(ctx context.Context, x store.Expiry, now time.Time) {
+func (c *Controller) warn(ctx context.Context, x view.TTL, now time.Time) {
 	err := c.k.MarkExpiryWarned(ctx, x.Env, x.At)
 	if errors.Is(err, store.ErrConflict) {
 		return // extended or torn down meanwhile: the next tick sees the new expiry
@@ -136,7 +137,7 @@ func (c *Controller) warn(ctx context.Context, x store.Expiry, now time.Time) {
 
 // expire queues the teardown of an expired environment, once per expiry,
 // unless a run of it waits already or its last run is the teardown.
-func (c *Controller) expire(ctx context.Context, x store.Expiry) {
+func (c *Controller) expire(ctx context.Context, x view.TTL) {
 	c.mu.Lock()
 	done := c.torn[x.Env].Equal(x.At)
 	c.mu.Unlock()
@@ -163,7 +164,7 @@ func (c *Controller) expire(ctx context.Context, x store.Expiry) {
 	}
 }
 
-func (c *Controller) remember(x store.Expiry) {
+func (c *Controller) remember(x view.TTL) {
 	c.mu.Lock()
 	c.torn[x.Env] = x.At
 	c.mu.Unlock()

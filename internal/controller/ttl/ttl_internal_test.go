@@ -17,6 +17,7 @@ import (
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
+	"knit.dev/knit/internal/view"
 )
 
 const hangGuard = 15 * time.Second
@@ -188,7 +189,7 @@ func TestExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ext, exp *store.AuditEvent
+	var ext, exp *view.AuditEvent
 	for i, e := range page.Items {
 		switch e.Action {
 		case knit.AuditTTLExtend:

@@ -1,4 +1,4 @@
-package controller
+package knit
 
 import (
 	"context"
@@ -8,6 +8,13 @@ import (
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/store"
 )
+
+// Outbox is where the server's notifications wait until delivered, so
+// that a restart sends what a shutdown cut off: the notification
+// dispatcher's outbox, kept in the store (each event as its JSON). It is
+// the only part of the store a caller is handed, and only as notify's
+// port.
+func (k *Knit) Outbox() notify.Outbox { return outbox{k.store} }
 
 // outbox keeps the dispatcher's undelivered events in the store, each as
 // the event's JSON.
