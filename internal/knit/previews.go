@@ -117,7 +117,7 @@ func recordPreview(ctx context.Context, k *Knit, req PreviewRequest) (store.Prev
 		return store.Preview{}, err
 	}
 	res, err := k.engine.Do(ctx, engine.KindPlan, env, engine.Options{Preview: true, PreviewScripts: req.Policy.Scripts, Sandbox: req.Policy.Sandbox, Judge: judge,
-		Parallelism: k.cfg.Parallelism, Actor: req.Actor, Source: "preview", Root: req.Root, Origin: req.Origin,
+		Parallelism: k.cfg.Parallelism, Actor: req.Actor, Source: store.SourcePreview, Root: req.Root, Origin: req.Origin,
 		Reason: fmt.Sprintf("preview of branch %s at commit %s", req.Branch, shortHash(req.Commit))})
 	if errors.Is(err, engine.ErrLocked) {
 		return store.Preview{}, err

@@ -98,6 +98,11 @@ func (r Revision) Good() bool {
 	return r.Verification == VerificationSuccessful || r.Verification == VerificationAccepted
 }
 
+// SourcePreview is the Source of a branch's preview: a run of the branch,
+// planned against the environment, never the environment's last run (nor
+// its components' last component runs) in its detail, summary and row.
+const SourcePreview = "preview"
+
 // Run is one execution against an environment.
 type Run struct {
 	ID         string    `json:"id"`

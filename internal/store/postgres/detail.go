@@ -21,17 +21,21 @@ var detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applie
 	LEFT JOIN LATERAL (SELECT * FROM runs WHERE env = e.id AND kind = 'drift'` + newestFirst + ` LIMIT 1) d ON TRUE
 	WHERE e.id = $1`
 
+// previewRuns are the runs of branches' previews planned against env $1:
+// runs of the branch, never the environment's last run (store.SourcePreview).
+const previewRuns = `SELECT id FROM runs WHERE env = $1 AND source = 'preview'`
+
 // detailComponentsQuery reads each component known from a state or a
 // component run: its state, how many outputs it has and its newest
 // component run.
-const detailComponentsQuery = `SELECT c.component, COALESCE(s.component, ''), COALESCE(s.status, ''), COALESCE(s.fingerprint, ''),
+var detailComponentsQuery = `SELECT c.component, COALESCE(s.component, ''), COALESCE(s.status, ''), COALESCE(s.fingerprint, ''),
 	COALESCE(s.revision, 0), s.updated_at,
 	(SELECT COUNT(*) FROM outputs o WHERE o.env = $1 AND o.component = c.component),
 	COALESCE(r.id, 0), COALESCE(r.run_id, ''), COALESCE(r.operation, ''), COALESCE(r.status, ''), COALESCE(r.code, ''),
 	COALESCE(r.reason, ''), r.cause, r.plan_summary, r.started_at, r.finished_at
-	FROM (SELECT component FROM component_states WHERE env = $1 UNION SELECT component FROM component_runs WHERE env = $1) c
+	FROM (SELECT component FROM component_states WHERE env = $1 UNION SELECT component FROM component_runs WHERE env = $1 AND run_id NOT IN (` + previewRuns + `)) c
 	LEFT JOIN component_states s ON s.env = $1 AND s.component = c.component
-	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = $1 AND component = c.component)
+	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = $1 AND component = c.component AND run_id NOT IN (` + previewRuns + `))
 	ORDER BY c.component`
 
 // EnvironmentDetail implements store.Store in two queries.

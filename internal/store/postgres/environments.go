@@ -135,7 +135,7 @@ func (s *Store) Environments(ctx context.Context, f store.EnvironmentFilter) ([]
 
 // lastRunJoin joins each environment e with its newest run r (columns
 // NULL when it has none).
-const lastRunJoin = `LEFT JOIN LATERAL (SELECT * FROM runs WHERE env = e.id ORDER BY started_at DESC NULLS LAST, seq DESC LIMIT 1) r ON TRUE`
+const lastRunJoin = `LEFT JOIN LATERAL (SELECT * FROM runs WHERE env = e.id AND source <> 'preview' ORDER BY started_at DESC NULLS LAST, seq DESC LIMIT 1) r ON TRUE`
 
 // runJoinColumns are the run columns (runColumns) of a LEFT JOIN, NULL as
 // zero.

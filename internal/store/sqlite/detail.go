@@ -14,19 +14,23 @@ var detailQuery = `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applie
 	` + joinedRun("r") + `, ` + joinedRun("d") + `
 	FROM environments e
 	LEFT JOIN locks l ON l.env = e.id
-	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)
+	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id AND source <> 'preview' ORDER BY started_at DESC, rowid DESC LIMIT 1)
 	LEFT JOIN runs d ON d.rowid = (SELECT rowid FROM runs WHERE env = e.id AND kind = 'drift' ORDER BY started_at DESC, rowid DESC LIMIT 1)
 	WHERE e.id = ?`
+
+// previewRuns are the runs of branches' previews planned against env ?1:
+// runs of the branch, never the environment's last run (store.SourcePreview).
+const previewRuns = `SELECT id FROM runs WHERE env = ?1 AND source = 'preview'`
 
 // detailComponentsQuery reads each component known from a state or a
 // component run: its state, how many outputs it has and its newest
 // component run (on the covering index (env, component, id)).
-const detailComponentsQuery = `SELECT c.component, s.component, s.status, s.fingerprint, s.revision, s.updated_at,
+var detailComponentsQuery = `SELECT c.component, s.component, s.status, s.fingerprint, s.revision, s.updated_at,
 	(SELECT COUNT(*) FROM outputs o WHERE o.env = ?1 AND o.component = c.component),
 	r.id, r.run_id, r.operation, r.status, r.code, r.reason, r.cause, r.plan_summary, r.started_at, r.finished_at
-	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1) c
+	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1 AND run_id NOT IN (` + previewRuns + `)) c
 	LEFT JOIN component_states s ON s.env = ?1 AND s.component = c.component
-	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = ?1 AND component = c.component)
+	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = ?1 AND component = c.component AND run_id NOT IN (` + previewRuns + `))
 	ORDER BY c.component`
 
 // EnvironmentDetail implements store.Store in two queries.

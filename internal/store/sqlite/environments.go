@@ -168,7 +168,7 @@ func environmentSummariesQuery(f store.EnvironmentFilter) (string, []any) {
 	return `SELECT e.id, e.team, e.name, e.metadata, e.revision, e.applied_revision, e.status, e.created_at, e.updated_at,
 		` + joinedRun("r") + `
 		FROM environments e
-		LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)` +
+		LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id AND source <> 'preview' ORDER BY started_at DESC, rowid DESC LIMIT 1)` +
 		where + ` ORDER BY e.id` + limitClause(f.Limit), args
 }
 

@@ -35,7 +35,7 @@ var environmentRowsQuery = `WITH page AS (%s)
 	LEFT JOIN page p ON 1
 	LEFT JOIN environments e ON e.id = p.id
 	LEFT JOIN locks l ON l.env = e.id
-	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id ORDER BY started_at DESC, rowid DESC LIMIT 1)
+	LEFT JOIN runs r ON r.rowid = (SELECT rowid FROM runs WHERE env = e.id AND source <> 'preview' ORDER BY started_at DESC, rowid DESC LIMIT 1)
 	LEFT JOIN runs d ON d.rowid = (SELECT rowid FROM runs WHERE env = e.id AND kind = 'drift' ORDER BY started_at DESC, rowid DESC LIMIT 1)
 	LEFT JOIN revisions a ON a.env = e.id AND a.number = e.applied_revision
 	LEFT JOIN revisions v ON v.env = e.id AND v.number = e.revision AND e.revision <> e.applied_revision

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"LatestComponentRuns", plain(testLatestComponentRuns)},
 		{"LastRuns", plain(testLastRuns)},
 		{"EnvironmentDetail", plain(testEnvironmentDetail)},
+		{"PreviewIsNotTheLastRun", plain(testPreviewIsNotTheLastRun)},
 		{"EnvironmentSummaries", plain(testEnvironmentSummaries)},
 		{"EnvironmentRows", testEnvironmentRows},
 		{"EnvironmentVersions", plain(testEnvironmentVersions)},
