@@ -24,13 +24,16 @@ const previewRuns = `SELECT id FROM runs WHERE env = ?1 AND source = 'preview'`
 
 // detailComponentsQuery reads each component known from a state or a
 // component run: its state, how many outputs it has and its newest
-// component run (on the covering index (env, component, id)).
+// component run outside previews, walking the index (env, component, id)
+// down from the newest (a component only a preview ran is left out).
 var detailComponentsQuery = `SELECT c.component, s.component, s.status, s.fingerprint, s.revision, s.updated_at,
 	(SELECT COUNT(*) FROM outputs o WHERE o.env = ?1 AND o.component = c.component),
 	r.id, r.run_id, r.operation, r.status, r.code, r.reason, r.cause, r.plan_summary, r.started_at, r.finished_at
-	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1 AND run_id NOT IN (` + previewRuns + `)) c
+	FROM (SELECT component FROM component_states WHERE env = ?1 UNION SELECT component FROM component_runs WHERE env = ?1) c
 	LEFT JOIN component_states s ON s.env = ?1 AND s.component = c.component
-	LEFT JOIN component_runs r ON r.id = (SELECT MAX(id) FROM component_runs WHERE env = ?1 AND component = c.component AND run_id NOT IN (` + previewRuns + `))
+	LEFT JOIN component_runs r ON r.id = (SELECT id FROM component_runs WHERE env = ?1 AND component = c.component
+		AND run_id NOT IN (` + previewRuns + `) ORDER BY id DESC LIMIT 1)
+	WHERE s.component IS NOT NULL OR r.id IS NOT NULL
 	ORDER BY c.component`
 
 // EnvironmentDetail implements store.Store in two queries.
