@@ -261,7 +261,7 @@ func stageRelease(s view.StageState) view.StageRelease {
 func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 	p := view.Pipeline{Name: f.Record.Name, Team: f.Record.Team, Commit: f.Record.Commit, Stages: []view.Stage{}}
 	for i, st := range f.Def.Spec.Stages {
-		v := view.Stage{Name: st.Name, Env: f.Envs[st.Name], Soak: st.Soak}
+		v := view.Stage{Name: st.Name, Env: f.Envs[st.Name], Soak: st.Soak, Windows: st.Windows.Words()}
 		if st.Approval != nil {
 			v.Approvals, v.RequireOtherApprover = st.Approval.Required, st.Approval.RequireOtherApprover
 		}

@@ -239,6 +239,24 @@ func (ws *Windows) Open(t time.Time) bool {
 	return false
 }
 
+// Words say ws for people, one a window: `open "0 9 * * 1-5" for 8h UTC`,
+// `closed "0 12 * * *" for 1h UTC`; nil when ws is nil (always open).
+func (ws *Windows) Words() []string {
+	if ws == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range []struct {
+		what string
+		ws   []Window
+	}{{"open", ws.Allow}, {"closed", ws.Deny}} {
+		for _, w := range l.ws {
+			out = append(out, fmt.Sprintf("%s %q for %s UTC", l.what, w.Schedule, w.Duration))
+		}
+	}
+	return out
+}
+
 // NextChange is the first time after t, within a week, at which Open(t)
 // may change (a window opening or closing); zero when none.
 func (ws *Windows) NextChange(t time.Time) time.Time {

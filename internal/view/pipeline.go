@@ -37,6 +37,9 @@ type Stage struct {
 	Soak                 string `json:"soak,omitempty"`
 	Approvals            int    `json:"approvals,omitempty"`
 	RequireOtherApprover bool   `json:"requireOtherApprover,omitempty"`
+	// Windows say when a release may enter the stage, one a window
+	// (`open "0 9 * * 1-5" for 8h UTC`); none: at any time.
+	Windows []string `json:"windows,omitempty"`
 	// Current is the newest release verified here.
 	Current *StageRelease `json:"current,omitempty"`
 	// Last is the newest release tried here (applying, failed or current).

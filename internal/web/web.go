@@ -103,7 +103,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote, "stageRules": stageRules}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

@@ -51,3 +51,40 @@ func TestDashboardKeepsTimesApartFromCommitsAndHidesEmptyLogs(t *testing.T) {
 		t.Errorf("%d empty log boxes are shown for an up-to-date component", n)
 	}
 }
+
+// TestDashboardPipelineCardsShowEveryGate: in Chromium, a stage's card
+// lists its gates with " · " between them and none before the first: its
+// approvals and its windows (a prod with one approval and a window
+// showed "· 1 approval" alone).
+func TestDashboardPipelineCardsShowEveryGate(t *testing.T) {
+	ctx := browser(t)
+	w := newWorld(t, adapters.Config{})
+	p, ds := spec.ParsePipeline("web.yaml", []byte(`apiVersion: knit.dev/v1
+kind: Pipeline
+metadata: {name: web}
+spec:
+  teamName: shop
+  stages:
+    - {name: dev, file: dev.yaml, soak: 1h}
+    - name: prod
+      file: prod.yaml
+      approval: {required: 1}
+      windows:
+        allow: [{schedule: "0 9 * * 1-5", duration: 8h}]
+        deny: [{schedule: "0 12 * * *", duration: 1h}]
+`))
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	if err := w.k.PutPipeline(context.Background(), p, "c0ffee", map[string]string{"dev": "shop/dev", "prod": "shop/prod"}); err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, w, "viewer", "/pipelines/web", "ol.stages")
+	if got := text(t, ctx, `li[data-stage="dev"] .rules`); got != "soak 1h" {
+		t.Errorf("dev's gates: %q", got)
+	}
+	want := `1 approval · open "0 9 * * 1-5" for 8h UTC · closed "0 12 * * *" for 1h UTC`
+	if got := text(t, ctx, `li[data-stage="prod"] .rules`); got != want {
+		t.Errorf("prod's gates: %q, want %q", got, want)
+	}
+}
