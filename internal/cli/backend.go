@@ -65,7 +65,8 @@ type backend interface {
 // localBackend is the library on this machine.
 type localBackend struct {
 	*knit.Knit
-	actor string // who the audit trail names (deps.actor)
+	*knit.Records        // the library's read models
+	actor         string // who the audit trail names (deps.actor)
 }
 
 // Outputs is the library's, revealed through RevealOutputs, which audits
@@ -74,7 +75,7 @@ func (l localBackend) Outputs(ctx context.Context, ref, component string, reveal
 	if reveal {
 		return l.RevealOutputs(ctx, ref, component, l.actor)
 	}
-	return l.Knit.Outputs(ctx, ref, component)
+	return knit.NewRecords(l.Knit).Outputs(ctx, ref, component)
 }
 
 func (l localBackend) Target(ctx context.Context, ref string) (*spec.Environment, string, error) {
@@ -96,7 +97,7 @@ func (l localBackend) Run(ctx context.Context, req knit.RunRequest) (*engine.Res
 }
 
 func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...string) ([]view.ChangeSet, error) {
-	return l.Knit.ChangeSets(ctx, ref, 0, statuses...)
+	return knit.NewRecords(l.Knit).ChangeSets(ctx, ref, 0, statuses...)
 }
 
 func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error) {
@@ -147,7 +148,7 @@ func (d *deps) backend(ctx context.Context) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localBackend{Knit: k, actor: d.actor()}, nil
+	return localBackend{Knit: k, Records: knit.NewRecords(k), actor: d.actor()}, nil
 }
 
 // withBackend checks the -o value, opens the backend for fn and closes it after.

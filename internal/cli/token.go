@@ -51,7 +51,7 @@ printed once, on the last line of knit token create's output.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withKnit(cmd.Context(), output, func(k *knit.Knit) error {
-				ts, err := k.Tokens(cmd.Context())
+				ts, err := knit.NewRecords(k).Tokens(cmd.Context())
 				if err != nil {
 					return err
 				}

@@ -42,7 +42,7 @@ func TestApproveAndApplySubmitsTheApply(t *testing.T) {
 	apply(t, k, parse(t, envDoc("pay", "prod")), "alice", false)
 	waiting := func() view.Approval {
 		t.Helper()
-		pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+		pending, err := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending)
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("approvals %+v %v", pending, err)
 		}

@@ -28,7 +28,7 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 	k := open(t)
 	waiting := func() view.Approval {
 		t.Helper()
-		pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+		pending, err := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending)
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("approvals %+v %v", pending, err)
 		}
@@ -67,14 +67,14 @@ func TestRequireOtherApproverTrustsOnlyVerifiedAuthors(t *testing.T) {
 		if err := approve("alice", a); !errors.Is(err, knit.ErrSecondApprover) || !strings.Contains(err.Error(), "two distinct tokens") {
 			t.Fatalf("alice alone approving an unsigned commit's change: %v", err)
 		}
-		if got, _ := k.Approvals(ctx, "pay/prod", store.ApprovalPending); len(got) != 1 {
+		if got, _ := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending); len(got) != 1 {
 			t.Fatalf("the first approval decided the plan: %+v", got)
 		}
 	}
 	if err := approve("bob", a); err != nil {
 		t.Fatalf("a second approver: %v", err)
 	}
-	if got, _ := k.Approvals(ctx, "pay/prod", store.ApprovalApproved); len(got) != 1 || got[0].DecidedBy != "bob" {
+	if got, _ := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalApproved); len(got) != 1 || got[0].DecidedBy != "bob" {
 		t.Fatalf("approved after two approvers: %+v", got)
 	}
 }
@@ -89,7 +89,7 @@ func TestAResumedChangeTakesTwoApprovers(t *testing.T) {
 	if _, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: parse(t, otherApprover()), Actor: "knit-serve", Source: knit.SourceRecovery}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+	pending, err := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}

@@ -10,7 +10,8 @@ import (
 // ChangeSets lists an environment's change sets ("" = every environment
 // the caller sees), newest first, with a status among statuses (none:
 // any), at most n (<= 0: all).
-func (k *Knit) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]view.ChangeSet, error) {
+func (rs *Records) ChangeSets(ctx context.Context, ref string, n int, statuses ...string) ([]view.ChangeSet, error) {
+	k := rs.k
 	f := store.ChangeSetFilter{Statuses: statuses, Teams: callerTeams(ctx), Limit: n}
 	if ref != "" {
 		e, err := k.resolveEnv(ctx, ref)

@@ -50,7 +50,8 @@ type DiffLine struct {
 const diffContext = 3
 
 // Diff compares revisions a and b of environment ref.
-func (k *Knit) Diff(ctx context.Context, ref string, a, b int) (RevisionDiff, error) {
+func (rs *Records) Diff(ctx context.Context, ref string, a, b int) (RevisionDiff, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return RevisionDiff{}, err

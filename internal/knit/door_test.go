@@ -173,7 +173,7 @@ func TestARollbackGoesOnlyToARevisionThatAppliedAndVerified(t *testing.T) {
 			firstApply = res.RunID
 		}
 	}
-	e, err := k.ResolveEnv(ctx, "pay/prod")
+	e, err := knit.NewRecords(k).ResolveEnv(ctx, "pay/prod")
 	if err != nil || e.AppliedRevision != 4 {
 		t.Fatalf("pay/prod: %+v %v", e, err)
 	}
@@ -211,7 +211,7 @@ func TestTheApplyAfterAnApprovalCarriesTheApprover(t *testing.T) {
 	ctx := context.Background()
 	k := open(t)
 	apply(t, k, parse(t, envDoc("pay", "prod")), "alice", false)
-	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+	pending, err := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}

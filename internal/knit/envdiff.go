@@ -68,7 +68,8 @@ func ParseDiffID(s string) (string, int, error) {
 // DiffEnvironments compares req.A with req.B as ctx's caller sees them:
 // an environment of a team the caller is not limited to is refused
 // (ErrForbidden) whether it exists or not.
-func (k *Knit) DiffEnvironments(ctx context.Context, req EnvDiffRequest) (EnvDiff, error) {
+func (rs *Records) DiffEnvironments(ctx context.Context, req EnvDiffRequest) (EnvDiff, error) {
+	k := rs.k
 	ea, err := k.resolveEnv(ctx, req.A)
 	if err != nil {
 		return EnvDiff{}, err

@@ -133,7 +133,7 @@ func TestDiffOfTwoEnvironmentsNamesEveryDifferenceAndMasksSecrets(t *testing.T) 
 	k := openDiff(t)
 	applyStages(t, k)
 
-	d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "prod"})
+	d, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestDiffOfTwoEnvironmentsNamesEveryDifferenceAndMasksSecrets(t *testing.T) 
 	}
 
 	// The other way round, the direction flips.
-	r, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/prod", B: "shop/dev"})
+	r, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/prod", B: "shop/dev"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestDiffOfTwoEnvironmentsNamesEveryDifferenceAndMasksSecrets(t *testing.T) 
 		t.Errorf("prod → dev: cache %+v, want added", c)
 	}
 	// One environment against itself: nothing differs.
-	if s, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/dev"}); err != nil || !s.Same {
+	if s, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/dev"}); err != nil || !s.Same {
 		t.Errorf("dev vs dev: same=%v %v", s.Same, err)
 	}
 }
@@ -201,7 +201,7 @@ func TestDiffBetweenRevisionsOfOneEnvironment(t *testing.T) {
 	v2 := stage{"shop", "dev", prodSecret, "2", "5.0.0", "net", "false", ""}.write(t, dir)
 	apply(t, k, v1, "alice", true)
 	apply(t, k, v2, "alice", true)
-	d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 1, B: "shop/dev", BRev: 2})
+	d, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 1, B: "shop/dev", BRev: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestDiffBetweenRevisionsOfOneEnvironment(t *testing.T) {
 	if b := mustJSON(d); strings.Contains(string(b), devSecret) || strings.Contains(string(b), prodSecret) {
 		t.Fatalf("a secret leaked into the diff:\n%s", b)
 	}
-	if _, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 1, B: "shop/dev", BRev: 9}); err == nil ||
+	if _, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 1, B: "shop/dev", BRev: 9}); err == nil ||
 		!strings.Contains(err.Error(), "shop/dev has no revision 9") {
 		t.Errorf("unknown revision: %v", err)
 	}
@@ -223,15 +223,15 @@ func TestDiffOfAnUnknownOrForeignEnvironmentIsRefusedAlike(t *testing.T) {
 	ctx := context.Background()
 	k := openDiff(t)
 	applyStages(t, k)
-	if _, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/nope"}); !errors.Is(err, knit.ErrNotFound) ||
+	if _, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/nope"}); !errors.Is(err, knit.ErrNotFound) ||
 		!strings.Contains(err.Error(), "shop/nope") {
 		t.Errorf("unknown env: %v", err)
 	}
 	// A token of team pay: shop's environments are refused, existing or
 	// not, in words that do not tell which.
 	pay := knit.WithCaller(ctx, view.Token{Name: "pay-ci", Role: store.RoleViewer, Teams: []string{"pay"}})
-	_, errExists := k.DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
-	_, errMissing := k.DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/ghost", B: "shop/prod"})
+	_, errExists := knit.NewRecords(k).DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
+	_, errMissing := knit.NewRecords(k).DiffEnvironments(pay, knit.EnvDiffRequest{A: "shop/ghost", B: "shop/prod"})
 	if !errors.Is(errExists, knit.ErrForbidden) || !errors.Is(errMissing, knit.ErrForbidden) ||
 		strings.Replace(errMissing.Error(), "ghost", "dev", 1) != errExists.Error() {
 		t.Errorf("foreign envs: %v / %v", errExists, errMissing)
@@ -272,7 +272,7 @@ func TestDiffMasksChartValuesTokensAndNestedSecrets(t *testing.T) {
 		doc := strings.NewReplacer("NAME", s[0], "VERSION", s[1], "TAG", s[2], "PASS", s[3], "TOKEN", s[4]).Replace(helmStage)
 		apply(t, k, parse(t, doc), "alice", true)
 	}
-	d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
+	d, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestDiffOfAnInvalidRevisionSaysSoAndTheAppliedOneStillServes(t *testing.T) 
 	ctx := context.Background()
 	k := openDiff(t)
 	applyStages(t, k)
-	rec, err := k.EnvironmentRecord(ctx, "shop/dev")
+	rec, err := knit.NewRecords(k).EnvironmentRecord(ctx, "shop/dev")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,12 +318,12 @@ func TestDiffOfAnInvalidRevisionSaysSoAndTheAppliedOneStillServes(t *testing.T) 
 		Errors: "env.yaml:3:1: spec: not a mapping\nenv.yaml:4:1: more"}, "git"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 2, B: "shop/prod"})
+	_, err = knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 2, B: "shop/prod"})
 	if err == nil || !strings.Contains(err.Error(), "shop/dev revision 2 does not validate (env.yaml:3:1: spec: not a mapping)") {
 		t.Errorf("invalid revision: %v", err)
 	}
 	// Without a revision, a side is the applied one, not the newest.
-	if d, err := k.DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"}); err != nil || d.A.Revision != 1 || d.A.Latest != 2 {
+	if d, err := knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", B: "shop/prod"}); err != nil || d.A.Revision != 1 || d.A.Latest != 2 {
 		t.Errorf("dev side %+v, %v: want the applied revision 1 (latest 2)", d.A, err)
 	}
 }

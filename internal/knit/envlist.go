@@ -20,7 +20,8 @@ type EnvironmentList = view.EnvironmentList
 // (WithCaller) may see it, each row with its summary, in one store read:
 // the store filters by the caller's teams, sorts and cuts the page, so a
 // page costs the same however many environments there are.
-func (k *Knit) EnvironmentList(ctx context.Context, f EnvironmentListFilter) (EnvironmentList, error) {
+func (rs *Records) EnvironmentList(ctx context.Context, f EnvironmentListFilter) (EnvironmentList, error) {
+	k := rs.k
 	rows, total, err := k.store.EnvironmentRows(ctx, store.EnvironmentRowFilter{
 		Filter: storeEnvFilter(ctx, f.Filter, f.Filter.Limit), Order: store.EnvironmentOrder(f.Order), Offset: f.Offset})
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 
 // Approvals lists an environment's approvals ("" = every environment)
 // whose status is one of statuses (none = any), oldest first.
-func (k *Knit) Approvals(ctx context.Context, ref string, statuses ...string) ([]view.Approval, error) {
+func (rs *Records) Approvals(ctx context.Context, ref string, statuses ...string) ([]view.Approval, error) {
+	k := rs.k
 	p, err := k.ApprovalsPage(ctx, ref, statuses, 0, -1)
 	return p.Items, err
 }
@@ -40,7 +41,8 @@ func (k *Knit) ApprovalsPage(ctx context.Context, ref string, statuses []string,
 
 // History lists an environment's runs ("" = all), newest first; the
 // cursor is a run ID.
-func (k *Knit) History(ctx context.Context, ref, before string, n int) (Page[view.Run], error) {
+func (rs *Records) History(ctx context.Context, ref, before string, n int) (Page[view.Run], error) {
+	k := rs.k
 	id := ""
 	if ref != "" {
 		e, err := k.resolveEnv(ctx, ref)
@@ -76,7 +78,8 @@ func (k *Knit) RunRecord(ctx context.Context, id string) (RunView, error) {
 
 // Revisions lists an environment's revisions, newest first; the cursor is
 // a revision number.
-func (k *Knit) Revisions(ctx context.Context, ref, before string, n int) (Page[view.Revision], error) {
+func (rs *Records) Revisions(ctx context.Context, ref, before string, n int) (Page[view.Revision], error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return Page[view.Revision]{}, err
@@ -100,7 +103,8 @@ type AuditFilter = view.AuditFilter
 
 // Audit lists the audit trail, oldest first: of a team-limited caller,
 // only its teams' environments' events.
-func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[view.AuditEvent], error) {
+func (rs *Records) Audit(ctx context.Context, f AuditFilter) (Page[view.AuditEvent], error) {
+	k := rs.k
 	q := store.AuditFilter{Actor: f.Actor, Since: f.Since, Until: f.Until, Teams: callerTeams(ctx)}
 	if f.Env != "" {
 		e, err := k.resolveEnv(ctx, f.Env)
@@ -128,7 +132,8 @@ func (k *Knit) Audit(ctx context.Context, f AuditFilter) (Page[view.AuditEvent],
 }
 
 // Logs returns a component's newest component run, log included.
-func (k *Knit) Logs(ctx context.Context, ref, component string) (view.ComponentRun, error) {
+func (rs *Records) Logs(ctx context.Context, ref, component string) (view.ComponentRun, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return view.ComponentRun{}, err

@@ -64,7 +64,8 @@ func SplitDiagnostics(text string) []string {
 
 // NewestInvalid is environment id's newest revision when it is invalid,
 // nil when it is valid or the environment does not exist.
-func (k *Knit) NewestInvalid(ctx context.Context, id string) (*InvalidRevision, error) {
+func (rs *Records) NewestInvalid(ctx context.Context, id string) (*InvalidRevision, error) {
+	k := rs.k
 	e, err := k.store.Environment(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

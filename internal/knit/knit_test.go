@@ -83,7 +83,7 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 	if res := apply(t, k, env, "alice", false); res.Status != store.StatusAwaiting {
 		t.Fatalf("first apply %s", res.Status)
 	}
-	v, err := k.Environment(ctx, "pay/prod")
+	v, err := knit.NewRecords(k).Environment(ctx, "pay/prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +97,14 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 		t.Fatalf("components %+v / %+v", db, app)
 	}
 	// By metadata name too.
-	if _, err := k.Environment(ctx, "prod"); err != nil {
+	if _, err := knit.NewRecords(k).Environment(ctx, "prod"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Environment(ctx, "pay/nope"); err == nil || !strings.Contains(err.Error(), "known: pay/prod") {
+	if _, err := knit.NewRecords(k).Environment(ctx, "pay/nope"); err == nil || !strings.Contains(err.Error(), "known: pay/prod") {
 		t.Fatalf("unknown environment: %v", err)
 	}
 
-	outs, err := k.Outputs(ctx, "pay/prod", "")
+	outs, err := knit.NewRecords(k).Outputs(ctx, "pay/prod", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 		t.Fatalf("revealed outputs %+v", outs)
 	}
 
-	pending, err := k.Approvals(ctx, "pay/prod", store.ApprovalPending)
+	pending, err := knit.NewRecords(k).Approvals(ctx, "pay/prod", store.ApprovalPending)
 	if err != nil || len(pending) != 1 || pending[0].Component != "app" {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
@@ -129,24 +129,24 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 	}
 
 	// History pages, newest first.
-	first, err := k.History(ctx, "pay/prod", "", 1)
+	first, err := knit.NewRecords(k).History(ctx, "pay/prod", "", 1)
 	if err != nil || len(first.Items) != 1 || first.Next == "" || first.Items[0].Actor != "bob" || first.Items[0].Source != "api" {
 		t.Fatalf("history page 1 %+v %v", first, err)
 	}
-	second, err := k.History(ctx, "pay/prod", first.Next, 1)
+	second, err := knit.NewRecords(k).History(ctx, "pay/prod", first.Next, 1)
 	if err != nil || len(second.Items) != 1 || second.Items[0].Actor != "alice" || second.Next != "" {
 		t.Fatalf("history page 2 %+v %v", second, err)
 	}
 	// Audit by actor.
-	bob, err := k.Audit(ctx, knit.AuditFilter{Actor: "bob"})
+	bob, err := knit.NewRecords(k).Audit(ctx, knit.AuditFilter{Actor: "bob"})
 	if err != nil || len(bob.Items) != 2 || bob.Items[0].Action != "approve" || bob.Items[1].Action != "apply" {
 		t.Fatalf("bob's audit %+v %v", bob, err)
 	}
-	revs, err := k.Revisions(ctx, "pay/prod", "", 0)
+	revs, err := knit.NewRecords(k).Revisions(ctx, "pay/prod", "", 0)
 	if err != nil || len(revs.Items) != 1 || revs.Items[0].Number != 1 {
 		t.Fatalf("revisions %+v %v", revs, err)
 	}
-	logs, err := k.Logs(ctx, "pay/prod", "app")
+	logs, err := knit.NewRecords(k).Logs(ctx, "pay/prod", "app")
 	if err != nil || !strings.Contains(logs.Log, "applied app") {
 		t.Fatalf("logs %+v %v", logs, err)
 	}
@@ -221,7 +221,7 @@ func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
 	k := open(t)
 	apply(t, k, parse(t, strings.Replace(envDoc("pay", "prod"), "metadata: {name: prod}", "metadata: {name: ops}", 1)), "alice", false)
 	apply(t, k, parse(t, envDoc("ops", "web")), "alice", true)
-	pending, err := k.Approvals(bg, "pay/prod", store.ApprovalPending)
+	pending, err := knit.NewRecords(k).Approvals(bg, "pay/prod", store.ApprovalPending)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("approvals %+v %v", pending, err)
 	}
@@ -235,18 +235,18 @@ func TestDecideIsAuthorizedAgainstTheResolvedEnvironment(t *testing.T) {
 			}
 		}
 	}
-	if _, err := k.Environment(ops, "ops/nope"); !errors.Is(err, knit.ErrNotFound) || strings.Contains(err.Error(), "pay/") ||
+	if _, err := knit.NewRecords(k).Environment(ops, "ops/nope"); !errors.Is(err, knit.ErrNotFound) || strings.Contains(err.Error(), "pay/") ||
 		!strings.Contains(err.Error(), "ops/web") {
 		t.Errorf("unknown environment as team ops: %v", err)
 	}
-	if _, err := k.Environment(bg, "ops/nope"); err == nil || !strings.Contains(err.Error(), "pay/prod") {
+	if _, err := knit.NewRecords(k).Environment(bg, "ops/nope"); err == nil || !strings.Contains(err.Error(), "pay/prod") {
 		t.Errorf("unknown environment locally (every team): %v", err)
 	}
 	_, err = knit.NewDecide(k, knit.DecideRequest{EnvRef: "pay/prod", Component: "app", Approve: true, Actor: "bob"}, nil).Run(bg)
 	if !errors.Is(err, knit.ErrChecksumRequired) {
 		t.Errorf("a decision without the checksum: %v", err)
 	}
-	if after, _ := k.Approvals(bg, "pay/prod", store.ApprovalPending); len(after) != 1 || after[0].ID != pending[0].ID {
+	if after, _ := knit.NewRecords(k).Approvals(bg, "pay/prod", store.ApprovalPending); len(after) != 1 || after[0].ID != pending[0].ID {
 		t.Fatalf("a refused decision changed the approval: %+v", after)
 	}
 }

@@ -18,7 +18,8 @@ type OutputView = view.OutputView
 
 // Outputs returns an environment's outputs by component (one component if
 // component is set), sensitive values masked (RevealOutputs shows them).
-func (k *Knit) Outputs(ctx context.Context, ref, component string) (map[string]map[string]OutputView, error) {
+func (rs *Records) Outputs(ctx context.Context, ref, component string) (map[string]map[string]OutputView, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err

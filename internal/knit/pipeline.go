@@ -88,7 +88,8 @@ func (k *Knit) SetStage(ctx context.Context, s view.StageState, from, env string
 }
 
 // PipelineNames lists every pipeline the caller may see.
-func (k *Knit) PipelineNames(ctx context.Context) ([]string, error) {
+func (rs *Records) PipelineNames(ctx context.Context) ([]string, error) {
+	k := rs.k
 	ps, err := k.store.ListPipelines(ctx)
 	if err != nil {
 		return nil, err
@@ -139,7 +140,8 @@ func (k *Knit) Facts(ctx context.Context, name string) (*PipelineFacts, error) {
 }
 
 // PipelineStatus is the status of pipeline name now.
-func (k *Knit) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
+func (rs *Records) PipelineStatus(ctx context.Context, name string) (view.Pipeline, error) {
+	k := rs.k
 	f, err := k.Facts(ctx, name)
 	if err != nil {
 		return view.Pipeline{}, err
@@ -159,7 +161,8 @@ func (k *Knit) PipelineStatus(ctx context.Context, name string) (view.Pipeline, 
 
 // Releases lists pipeline name's releases, newest first, each with its
 // history and approvals; with stage set, only releases that reached it.
-func (k *Knit) Releases(ctx context.Context, name, stage string) ([]view.Release, error) {
+func (rs *Records) Releases(ctx context.Context, name, stage string) ([]view.Release, error) {
+	k := rs.k
 	f, err := k.Facts(ctx, name)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func TestAnUnverifiedReleaseTakesTwoDistinctApprovers(t *testing.T) {
 	if err != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitReady {
 		t.Fatalf("prod after a second token's approval: %+v, %v; want Ready", st.Waiting, err)
 	}
-	rs, err := k.Releases(as("alice"), "web", "")
+	rs, err := knit.NewRecords(k).Releases(as("alice"), "web", "")
 	if err != nil || len(rs) != 1 || rs[0].AuthorVerified {
 		t.Fatalf("releases: %+v, %v; want r-1, its author not verified", rs, err)
 	}

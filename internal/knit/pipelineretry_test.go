@@ -38,7 +38,7 @@ func TestAFailedReleaseIsPromotedAgain(t *testing.T) {
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "carol", Reason: "", Force: false}).Run(as("carol")); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "queued in prod already") {
 		t.Fatalf("a second retry while queued: %v, want a conflict", err)
 	}
-	audit, err := k.Audit(ctx, knit.AuditFilter{})
+	audit, err := knit.NewRecords(k).Audit(ctx, knit.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAnotherTeamCannotRetryARelease(t *testing.T) {
 	if _, err := knit.NewPromote(k, knit.PromoteOptions{Pipeline: "web", Release: "r-1", Stage: "prod", Actor: "paul", Reason: "", Force: false}).Run(pay); !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("pay's operator retrying shop's release: %v, want forbidden", err)
 	}
-	st, err := k.PipelineStatus(as("carol"), "web")
+	st, err := knit.NewRecords(k).PipelineStatus(as("carol"), "web")
 	if err != nil || st.Stages[1].Last == nil || st.Stages[1].Last.State != store.StageFailed {
 		t.Fatalf("prod after the refused retry: %+v, %v; want r-1 still failed", st.Stages[1].Last, err)
 	}

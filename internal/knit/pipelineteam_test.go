@@ -22,7 +22,7 @@ func TestAPipelineCannotHoldAnotherTeamsStage(t *testing.T) {
 	if !errors.Is(err, knit.ErrForbidden) {
 		t.Fatalf("a pipeline of pay with a stage of ops: %v, want ErrForbidden", err)
 	}
-	if names, _ := k.PipelineNames(ctx); len(names) != 0 {
+	if names, _ := knit.NewRecords(k).PipelineNames(ctx); len(names) != 0 {
 		t.Fatalf("the refused pipeline was recorded: %v", names)
 	}
 	if err := k.PutPipeline(ctx, p, "c2", map[string]string{"dev": "pay/web-dev", "prod": "pay/web-prod"}); err != nil {

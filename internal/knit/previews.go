@@ -208,7 +208,8 @@ func previewComponents(res *engine.Result) []view.PreviewComponent {
 // Previews lists the previews of branch (of commit, when set; else the
 // newest commit's of each environment first) of the environments ctx's
 // caller may see: a team-limited token sees only its teams'.
-func (k *Knit) Previews(ctx context.Context, branch, commit string) ([]view.Preview, error) {
+func (rs *Records) Previews(ctx context.Context, branch, commit string) ([]view.Preview, error) {
+	k := rs.k
 	if branch == "" {
 		return nil, errors.New("name the branch: ?branch=feature/x")
 	}

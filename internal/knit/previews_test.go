@@ -58,7 +58,7 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	testtools.WriteFiles(t, policies, map[string]string{"watch.rego": "package knit\n\nwarn contains {\"msg\": \"app changes are watched\", \"component\": \"app\"} if true\n"})
 	k := openWith(t, r, policies)
 	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", false) // app waits for approval
-	waiting, err := k.Approvals(ctx, "shop/dev", store.ApprovalPending)
+	waiting, err := knit.NewRecords(k).Approvals(ctx, "shop/dev", store.ApprovalPending)
 	if err != nil || len(waiting) != 1 {
 		t.Fatalf("approvals = %+v, %v; want app's, pending", waiting, err)
 	}
@@ -72,15 +72,15 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	if n := len(r.Calls("apply")); n != applies {
 		t.Errorf("the preview applied %d components", n-applies)
 	}
-	after, err := k.Approvals(ctx, "shop/dev", store.ApprovalPending)
+	after, err := knit.NewRecords(k).Approvals(ctx, "shop/dev", store.ApprovalPending)
 	if err != nil || len(after) != 1 || after[0].ID != waiting[0].ID || after[0].PlanChecksum != waiting[0].PlanChecksum {
 		t.Errorf("approvals after the preview = %+v, %v; want %+v untouched", after, err, waiting)
 	}
-	revs, err := k.Revisions(ctx, "shop/dev", "", 100)
+	revs, err := knit.NewRecords(k).Revisions(ctx, "shop/dev", "", 100)
 	if err != nil || len(revs.Items) != 1 {
 		t.Errorf("revisions after the preview = %d, %v; want 1", len(revs.Items), err)
 	}
-	ps, err := k.Previews(ctx, "feature/x", "")
+	ps, err := knit.NewRecords(k).Previews(ctx, "feature/x", "")
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("previews = %+v, %v", ps, err)
 	}
@@ -118,7 +118,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	if err != nil || p.Status != store.PreviewPlanned {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
-	ps, _ := k.Previews(ctx, "feature/rm", "")
+	ps, _ := knit.NewRecords(k).Previews(ctx, "feature/rm", "")
 	if len(ps) != 1 || len(ps[0].Components) != 2 {
 		t.Fatalf("previews = %+v", ps)
 	}
@@ -127,7 +127,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 			t.Errorf("%s previews %s, want -1", c.Name, c.Counts())
 		}
 	}
-	if e, err := k.Environment(ctx, "shop/dev"); err != nil || e.Status != engine.EnvApplied {
+	if e, err := knit.NewRecords(k).Environment(ctx, "shop/dev"); err != nil || e.Status != engine.EnvApplied {
 		t.Errorf("shop/dev after a destroy preview: %+v, %v", e.Status, err)
 	}
 
@@ -138,7 +138,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	if !errors.Is(err, engine.ErrLocked) {
 		t.Errorf("preview of a locked environment: %v, want ErrLocked", err)
 	}
-	if ps, _ := k.Previews(ctx, "feature/locked", ""); len(ps) != 0 {
+	if ps, _ := knit.NewRecords(k).Previews(ctx, "feature/locked", ""); len(ps) != 0 {
 		t.Errorf("a refused preview was recorded: %+v", ps)
 	}
 }
@@ -162,7 +162,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	if res.Checksum != p.Checksum || res.Preview == nil || res.Preview.Branch != "feature/rm" {
 		t.Errorf("teardown checksum %q, preview %+v; want the preview's %q", res.Checksum, res.Preview, p.Checksum)
 	}
-	page, err := k.Audit(ctx, knit.AuditFilter{Env: "shop/dev"})
+	page, err := knit.NewRecords(k).Audit(ctx, knit.AuditFilter{Env: "shop/dev"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 		t.Errorf("no %s entry on the teardown's run: %+v", engine.AuditPreviewApplied, page.Items)
 	}
 	// What it destroyed is gone, by the previewed plan applied.
-	if e, err := k.Environment(ctx, "shop/dev"); err != nil || e.Status != engine.EnvTornDown {
+	if e, err := knit.NewRecords(k).Environment(ctx, "shop/dev"); err != nil || e.Status != engine.EnvTornDown {
 		t.Errorf("shop/dev after the teardown: %+v, %v", e.Status, err)
 	}
 	if n := len(r.Calls("destroy")); n != 0 {

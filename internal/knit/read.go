@@ -62,7 +62,8 @@ func storeEnvFilter(ctx context.Context, f EnvironmentFilter, limit int) store.E
 // EachEnvironment calls fn with the ID of every environment the caller
 // sees, a page at a time, until the list or ctx ends: what a controller
 // reads at start to learn every schedule.
-func (k *Knit) EachEnvironment(ctx context.Context, fn func(id string)) error {
+func (rs *Records) EachEnvironment(ctx context.Context, fn func(id string)) error {
+	k := rs.k
 	after := ""
 	for ctx.Err() == nil {
 		page, err := k.Environments(ctx, EnvironmentFilter{After: after, Limit: 1000})
@@ -103,7 +104,8 @@ func (k *Knit) Environments(ctx context.Context, f EnvironmentFilter) (Page[Envi
 // EnvironmentVersions pages through the versions of the environments f
 // selects, as Environments would page through them: a view of one read at
 // its version is still right while the version is unchanged.
-func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[view.EnvironmentVersion], error) {
+func (rs *Records) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Page[view.EnvironmentVersion], error) {
+	k := rs.k
 	n := limit(f.Limit)
 	vs, err := k.store.EnvironmentVersions(ctx, storeEnvFilter(ctx, f, n+1))
 	if err != nil {
@@ -114,7 +116,8 @@ func (k *Knit) EnvironmentVersions(ctx context.Context, f EnvironmentFilter) (Pa
 
 // EnvironmentVersion is the version of the environment team/env (see
 // EnvironmentVersions); an unknown one is store.ErrNotFound.
-func (k *Knit) EnvironmentVersion(ctx context.Context, id string) (int64, error) {
+func (rs *Records) EnvironmentVersion(ctx context.Context, id string) (int64, error) {
+	k := rs.k
 	return k.store.EnvironmentVersion(ctx, id)
 }
 
@@ -122,7 +125,8 @@ func (k *Knit) EnvironmentVersion(ctx context.Context, id string) (int64, error)
 // ctx's caller (WithCaller) sees it: a metadata name that several
 // environments share means the one the caller may see, and an environment
 // of a team the caller is not limited to is ErrForbidden.
-func (k *Knit) ResolveEnv(ctx context.Context, ref string) (view.Environment, error) {
+func (rs *Records) ResolveEnv(ctx context.Context, ref string) (view.Environment, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	return envRecord(e), err
 }
@@ -277,7 +281,8 @@ type EnvironmentView = view.EnvironmentView
 
 // Environment returns one environment with its components, in the applied
 // spec's order then removed ones by name.
-func (k *Knit) Environment(ctx context.Context, ref string) (EnvironmentView, error) {
+func (rs *Records) Environment(ctx context.Context, ref string) (EnvironmentView, error) {
+	k := rs.k
 	id := ref
 	if !strings.Contains(ref, "/") { // a metadata name
 		e, err := k.resolveEnv(ctx, ref)
@@ -400,7 +405,8 @@ type DriftView = view.DriftView
 
 // LastDrift finds the newest drift check of an environment and what it
 // found per component; nil if it was never checked.
-func (k *Knit) LastDrift(ctx context.Context, env string) (*DriftView, error) {
+func (rs *Records) LastDrift(ctx context.Context, env string) (*DriftView, error) {
+	k := rs.k
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Kind: store.KindDrift, Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return nil, err

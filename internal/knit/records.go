@@ -22,7 +22,8 @@ func mayRead(ctx context.Context, id string) error {
 
 // Teams lists the teams that have environments ctx's caller may see,
 // sorted (the store filters by the caller's teams).
-func (k *Knit) Teams(ctx context.Context) ([]string, error) {
+func (rs *Records) Teams(ctx context.Context) ([]string, error) {
+	k := rs.k
 	envs, err := k.store.Environments(ctx, storeEnvFilter(ctx, EnvironmentFilter{}, 0))
 	if err != nil {
 		return nil, err
@@ -37,7 +38,8 @@ func (k *Knit) Teams(ctx context.Context) ([]string, error) {
 
 // LockHolder is the ID of the run holding environment id's lock, "" when
 // it is free.
-func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
+func (rs *Records) LockHolder(ctx context.Context, id string) (string, error) {
+	k := rs.k
 	if err := mayRead(ctx, id); err != nil {
 		return "", err
 	}
@@ -50,14 +52,16 @@ func (k *Knit) LockHolder(ctx context.Context, id string) (string, error) {
 
 // CountRuns counts the runs in status, over every environment ctx's
 // caller may see.
-func (k *Knit) CountRuns(ctx context.Context, status store.RunStatus) (int, error) {
+func (rs *Records) CountRuns(ctx context.Context, status store.RunStatus) (int, error) {
+	k := rs.k
 	runs, err := k.store.Runs(ctx, "", store.RunFilter{Status: status, Teams: callerTeams(ctx)})
 	return len(runs), err
 }
 
 // Revision is revision n of environment id; store.ErrNotFound when it has
 // none such.
-func (k *Knit) Revision(ctx context.Context, id string, n int) (view.Revision, error) {
+func (rs *Records) Revision(ctx context.Context, id string, n int) (view.Revision, error) {
+	k := rs.k
 	if err := mayRead(ctx, id); err != nil {
 		return view.Revision{}, err
 	}
@@ -67,7 +71,8 @@ func (k *Knit) Revision(ctx context.Context, id string, n int) (view.Revision, e
 
 // LastRun is the newest run of environment id ("": of any ctx's caller
 // may see), nil when none.
-func (k *Knit) LastRun(ctx context.Context, id string) (*view.Run, error) {
+func (rs *Records) LastRun(ctx context.Context, id string) (*view.Run, error) {
+	k := rs.k
 	if id != "" {
 		if err := mayRead(ctx, id); err != nil {
 			return nil, err
@@ -81,7 +86,8 @@ func (k *Knit) LastRun(ctx context.Context, id string) (*view.Run, error) {
 }
 
 // EnvironmentRecord is environment id as the store records it.
-func (k *Knit) EnvironmentRecord(ctx context.Context, id string) (view.Environment, error) {
+func (rs *Records) EnvironmentRecord(ctx context.Context, id string) (view.Environment, error) {
+	k := rs.k
 	if err := mayRead(ctx, id); err != nil {
 		return view.Environment{}, err
 	}

@@ -56,7 +56,8 @@ func (a *Run) rollbackSpec(ctx context.Context, req *RunRequest) (*spec.Environm
 // RollbackTarget is the revision a rollback of ref goes back to: to
 // (> 0), or else the newest good revision below the applied one. Nothing
 // to go back to is ErrNoGoodRevision.
-func (k *Knit) RollbackTarget(ctx context.Context, ref string, to int) (view.Revision, error) {
+func (rs *Records) RollbackTarget(ctx context.Context, ref string, to int) (view.Revision, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return view.Revision{}, err

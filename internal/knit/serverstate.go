@@ -16,12 +16,14 @@ import (
 // repository, and the records GitOps writes and forgets.
 
 // Setting reads one of the server's settings; store.ErrNotFound when unset.
-func (k *Knit) Setting(ctx context.Context, key string) (string, error) {
+func (rs *Records) Setting(ctx context.Context, key string) (string, error) {
+	k := rs.k
 	return k.store.Setting(ctx, key)
 }
 
 // Settings reads every setting whose key starts with prefix.
-func (k *Knit) Settings(ctx context.Context, prefix string) (map[string]string, error) {
+func (rs *Records) Settings(ctx context.Context, prefix string) (map[string]string, error) {
+	k := rs.k
 	return k.store.Settings(ctx, prefix)
 }
 
@@ -61,7 +63,8 @@ func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
 
 // InterruptedRun is env's last interrupted run (false when it has none);
 // ResumeKind says what resumes it.
-func (k *Knit) InterruptedRun(ctx context.Context, env string) (view.Run, bool, error) {
+func (rs *Records) InterruptedRun(ctx context.Context, env string) (view.Run, bool, error) {
+	k := rs.k
 	runs, err := k.store.Runs(ctx, env, store.RunFilter{Status: store.StatusInterrupted, Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return view.Run{}, false, err
@@ -70,7 +73,8 @@ func (k *Knit) InterruptedRun(ctx context.Context, env string) (view.Run, bool, 
 }
 
 // CountComponents counts the components in status, over every environment.
-func (k *Knit) CountComponents(ctx context.Context, status string) (int, error) {
+func (rs *Records) CountComponents(ctx context.Context, status string) (int, error) {
+	k := rs.k
 	return k.store.CountComponents(ctx, status)
 }
 
@@ -80,7 +84,8 @@ func (k *Knit) CountComponents(ctx context.Context, status string) (int, error) 
 // more than grace ago by this process's clock (grace covers clocks that
 // disagree; a run taking the lock over is judged by the store's clock).
 // A server sharing its store with others resumes them (internal/jobs).
-func (k *Knit) StrandedRuns(ctx context.Context, grace time.Duration) ([]view.Run, error) {
+func (rs *Records) StrandedRuns(ctx context.Context, grace time.Duration) ([]view.Run, error) {
+	k := rs.k
 	running, err := k.store.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning})
 	if err != nil {
 		return nil, err

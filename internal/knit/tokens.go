@@ -85,7 +85,8 @@ func (k *Knit) Authenticate(ctx context.Context, secret string) (view.Token, err
 }
 
 // Tokens lists every token (never their secrets).
-func (k *Knit) Tokens(ctx context.Context) ([]view.Token, error) {
+func (rs *Records) Tokens(ctx context.Context) ([]view.Token, error) {
+	k := rs.k
 	ts, err := k.store.ListTokens(ctx)
 	if ts == nil {
 		return []view.Token{}, err

@@ -24,7 +24,8 @@ var ErrNoTTL = fmt.Errorf("%w: the environment has no ttl", store.ErrConflict)
 
 // Expiry is when ref's environment expires (ErrNotFound: it has no
 // expiry: no spec.ttl, not applied yet, or torn down).
-func (k *Knit) Expiry(ctx context.Context, ref string) (view.TTL, error) {
+func (rs *Records) Expiry(ctx context.Context, ref string) (view.TTL, error) {
+	k := rs.k
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return view.TTL{}, err
@@ -34,7 +35,8 @@ func (k *Knit) Expiry(ctx context.Context, ref string) (view.TTL, error) {
 }
 
 // Expiries lists every environment's expiry (knit serve's ttl controller).
-func (k *Knit) Expiries(ctx context.Context) ([]view.TTL, error) {
+func (rs *Records) Expiries(ctx context.Context) ([]view.TTL, error) {
+	k := rs.k
 	xs, err := k.store.Expiries(ctx)
 	return mapAll(xs, ttlRecord), err
 }

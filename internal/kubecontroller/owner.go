@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -60,7 +61,7 @@ func (r *reconciler) owns(ctx context.Context, id string, e *Environment) (bool,
 // applied one, else the newest (a first apply that failed or waits).
 // found is false for an environment unknown or torn down: nobody's.
 func (r *reconciler) ownerRevision(ctx context.Context, id string) (view.Revision, bool, error) {
-	rec, err := r.knit.ResolveEnv(ctx, id)
+	rec, err := knit.NewRecords(r.knit).ResolveEnv(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return view.Revision{}, false, nil
 	}
@@ -74,7 +75,7 @@ func (r *reconciler) ownerRevision(ctx context.Context, id string) (view.Revisio
 	if rec.Status == store.EnvTornDown || n == 0 {
 		return view.Revision{}, false, nil
 	}
-	rev, err := r.knit.Revision(ctx, rec.ID, n)
+	rev, err := knit.NewRecords(r.knit).Revision(ctx, rec.ID, n)
 	if err != nil {
 		return view.Revision{}, false, fmt.Errorf("%s revision %d: %w", rec.ID, n, err)
 	}

@@ -66,7 +66,7 @@ func (h *harness) cliApply() knit.EnvironmentView {
 
 func (h *harness) envView(id string) knit.EnvironmentView {
 	h.t.Helper()
-	v, err := h.k.Environment(context.Background(), id)
+	v, err := knit.NewRecords(h.k).Environment(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestAdoptionByAnAllowedNamespace(t *testing.T) {
 	if got, _ := readFile(t, filepath.Join(h.files, "object.txt")); got != "object\n" {
 		t.Errorf("object.txt = %q", got)
 	}
-	audit, err := h.k.Audit(context.Background(), knit.AuditFilter{Env: "qa/prod"})
+	audit, err := knit.NewRecords(h.k).Audit(context.Background(), knit.AuditFilter{Env: "qa/prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

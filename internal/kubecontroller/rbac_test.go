@@ -147,7 +147,7 @@ func TestChartRBACLetsTheControllerDoItsJob(t *testing.T) {
 	if err := config("skipped"); err != nil {
 		t.Errorf("a skipped teardown removed the chart's ConfigMap: %v", err)
 	}
-	page, err := h.k.Audit(ctx, knit.AuditFilter{Env: "qa/skipped", Limit: 50})
+	page, err := knit.NewRecords(h.k).Audit(ctx, knit.AuditFilter{Env: "qa/skipped", Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

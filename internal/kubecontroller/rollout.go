@@ -27,7 +27,7 @@ func (r *reconciler) rollBack(ctx context.Context, e *Environment, res *engine.R
 	}
 	failed := engine.RollbackReason(res)
 	target := "the last revision that verified"
-	if good, err := r.knit.RollbackTarget(ctx, res.Env, 0); err == nil {
+	if good, err := knit.NewRecords(r.knit).RollbackTarget(ctx, res.Env, 0); err == nil {
 		target = fmt.Sprintf("revision %d", good.Number)
 	}
 	rb, err := knit.NewRun(r.knit, *req).Run(ctx)

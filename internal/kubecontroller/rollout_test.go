@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/kubecontroller"
 )
 
@@ -67,7 +68,7 @@ func TestControllerRollsBackOnFailedVerification(t *testing.T) {
 	h.waitEnv("roll", "Ready=True once fixed", func(e *kubecontroller.Environment) bool {
 		return e.Generation > good.Generation+1 && condIs(kubecontroller.CondReady, metav1.ConditionTrue)(e)
 	})
-	runs, err := h.k.History(context.Background(), "qa/roll", "", 20)
+	runs, err := knit.NewRecords(h.k).History(context.Background(), "qa/roll", "", 20)
 	if err != nil {
 		t.Fatal(err)
 	}

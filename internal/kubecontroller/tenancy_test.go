@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/kubecontroller"
 	"knit.dev/knit/internal/store"
 )
@@ -21,7 +22,7 @@ func TestObjectNamingAnotherTeamIsRefused(t *testing.T) {
 	if _, ok := readFile(t, filepath.Join(h.files, "object.txt")); ok {
 		t.Error("the object's component ran")
 	}
-	if _, err := h.k.EnvironmentRecord(context.Background(), "ops/prod"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := knit.NewRecords(h.k).EnvironmentRecord(context.Background(), "ops/prod"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ops/prod in the store: %v", err)
 	}
 	if err := h.c.Delete(context.Background(), e); err != nil {

@@ -173,7 +173,7 @@ func TestSelfApprovalDoesNotSatisfyRequireOtherApprover(t *testing.T) {
 	if got, _ := readFile(t, file); got != "applied\n" {
 		t.Errorf("gated.txt = %q", got)
 	}
-	audit, err := h.k.Audit(ctx, knit.AuditFilter{Env: "qa/gated"})
+	audit, err := knit.NewRecords(h.k).Audit(ctx, knit.AuditFilter{Env: "qa/gated"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 // caller may see, each encoded: from the view cache when every one's
 // version is unchanged, else read afresh (and cached).
 func (s *Server) environmentsPage(ctx context.Context, f knit.EnvironmentFilter) ([][]byte, string, error) {
-	vs, err := s.k.EnvironmentVersions(ctx, f)
+	vs, err := knit.NewRecords(s.k).EnvironmentVersions(ctx, f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,14 +117,14 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	}
 	// An unknown environment is left to Environment, whose error says
 	// which ones there are.
-	version, verr := s.k.EnvironmentVersion(r.Context(), id)
+	version, verr := knit.NewRecords(s.k).EnvironmentVersion(r.Context(), id)
 	if verr == nil {
 		if b, ok := s.views.get(detailView, id, version); ok {
 			writeBody(w, http.StatusOK, b)
 			return
 		}
 	}
-	v, err := s.k.Environment(r.Context(), id)
+	v, err := knit.NewRecords(s.k).Environment(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -172,7 +172,7 @@ func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
 		}
 		outs, err = s.k.RevealOutputs(r.Context(), id, comp, tok.Name)
 	} else {
-		outs, err = s.k.Outputs(r.Context(), id, comp)
+		outs, err = knit.NewRecords(s.k).Outputs(r.Context(), id, comp)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -197,7 +197,7 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("cursor must be the next of a previous page (a revision number)"))
 		return
 	}
-	p, err := s.k.Revisions(r.Context(), id, cursor, n)
+	p, err := knit.NewRecords(s.k).Revisions(r.Context(), id, cursor, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -218,7 +218,7 @@ func (s *Server) diffRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("a and b must be revision numbers: ?a=OLDER&b=NEWER"))
 		return
 	}
-	d, err := s.k.Diff(r.Context(), id, a, b)
+	d, err := knit.NewRecords(s.k).Diff(r.Context(), id, a, b)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -281,7 +281,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("autoApprove is for teardown runs: approve waiting plans with knit approve"))
 		return
 	}
-	e, err := s.k.ResolveEnv(r.Context(), id)
+	e, err := knit.NewRecords(s.k).ResolveEnv(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -292,7 +292,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Kind == engine.KindRollback {
 		// Nothing to go back to is said now, not by a refused run.
-		if _, err := s.k.RollbackTarget(r.Context(), id, body.To); err != nil {
+		if _, err := knit.NewRecords(s.k).RollbackTarget(r.Context(), id, body.To); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -400,7 +400,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, err := s.k.Audit(r.Context(), f)
+	p, err := knit.NewRecords(s.k).Audit(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return

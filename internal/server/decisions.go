@@ -29,7 +29,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if e, err := s.k.ResolveEnv(r.Context(), id); err != nil || e.AppliedRevision == 0 {
+		if e, err := knit.NewRecords(s.k).ResolveEnv(r.Context(), id); err != nil || e.AppliedRevision == 0 {
 			if err == nil {
 				err = fmt.Errorf("%w: %s has no applied revision, so no plan of it waits", store.ErrConflict, id)
 			}
@@ -102,7 +102,7 @@ func (s *Server) listChangeSets(w http.ResponseWriter, r *http.Request) {
 	if n == 0 {
 		n = 50
 	}
-	sets, err := s.k.ChangeSets(r.Context(), ref, n, statuses...)
+	sets, err := knit.NewRecords(s.k).ChangeSets(r.Context(), ref, n, statuses...)
 	if err != nil {
 		s.fail(w, r, err)
 		return

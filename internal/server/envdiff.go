@@ -16,7 +16,7 @@ func (s *Server) diffEnvironments(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.k.DiffEnvironments(r.Context(), req)
+	d, err := knit.NewRecords(s.k).DiffEnvironments(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 	"knit.dev/knit/internal/controller"
 	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/server"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/store/sqlite"
@@ -130,7 +131,7 @@ func TestGitOpsStoreErrorIsNotNoChange(t *testing.T) {
 			t.Fatalf("the poll did not end: %v", st.seen())
 		}
 	}
-	if got, _ := h.k.Setting(context.Background(), "git.commit"); got == hash {
+	if got, _ := knit.NewRecords(h.k).Setting(context.Background(), "git.commit"); got == hash {
 		t.Fatalf("the commit pointer moved to %s although the store failed", hash)
 	}
 
@@ -138,7 +139,7 @@ func TestGitOpsStoreErrorIsNotNoChange(t *testing.T) {
 	nudge()
 	deadline = time.After(hangGuard)
 	for {
-		raw, err := h.k.Setting(context.Background(), "git.env:pay/one")
+		raw, err := knit.NewRecords(h.k).Setting(context.Background(), "git.env:pay/one")
 		var w struct{ Commit, Path string }
 		if err == nil && json.Unmarshal([]byte(raw), &w) == nil && w.Commit == hash {
 			if w.Path != "envs/renamed.yaml" {

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/view"
 )
 
@@ -19,7 +20,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := s.k.History(r.Context(), id, r.URL.Query().Get("cursor"), n)
+	p, err := knit.NewRecords(s.k).History(r.Context(), id, r.URL.Query().Get("cursor"), n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -42,7 +43,7 @@ func (s *Server) componentLogs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cr, err := s.k.Logs(r.Context(), id, r.PathValue("name"))
+	cr, err := knit.NewRecords(s.k).Logs(r.Context(), id, r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

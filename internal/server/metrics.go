@@ -39,7 +39,7 @@ func newMetrics(k *knit.Knit, views *viewCache, q Queue, git GitOps) *metrics {
 		return func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			n, err := k.CountComponents(ctx, status)
+			n, err := knit.NewRecords(k).CountComponents(ctx, status)
 			if err != nil {
 				return -1
 			}

@@ -9,7 +9,7 @@ import (
 // getPipeline answers a pipeline's status: each stage's release and, for
 // one that waits, why.
 func (s *Server) getPipeline(w http.ResponseWriter, r *http.Request) {
-	p, err := s.k.PipelineStatus(r.Context(), r.PathValue("name"))
+	p, err := knit.NewRecords(s.k).PipelineStatus(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -20,7 +20,7 @@ func (s *Server) getPipeline(w http.ResponseWriter, r *http.Request) {
 // listReleases answers a pipeline's releases with their history, only
 // those that reached ?stage= when given.
 func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
-	rs, err := s.k.Releases(r.Context(), r.PathValue("name"), r.URL.Query().Get("stage"))
+	rs, err := knit.NewRecords(s.k).Releases(r.Context(), r.PathValue("name"), r.URL.Query().Get("stage"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

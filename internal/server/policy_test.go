@@ -116,7 +116,7 @@ func TestScheduledDriftActsUnderEachPolicyAndNotifies(t *testing.T) {
 		fr.Drift(c) // changed out of band
 	}
 	state := func(c string) string {
-		v, _ := k.Environment(ctx, "ops/p")
+		v, _ := knit.NewRecords(k).Environment(ctx, "ops/p")
 		for _, cv := range v.Components {
 			if cv.Name == c {
 				return cv.Status

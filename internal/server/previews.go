@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
+
+	"knit.dev/knit/internal/knit"
 )
 
 // Previewer is GitOps that previews branches (gitops.Reconciler with
@@ -29,7 +31,7 @@ func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("commit: "+commit+" is not a commit hash"))
 		return
 	}
-	ps, err := s.k.Previews(r.Context(), branch, commit)
+	ps, err := knit.NewRecords(s.k).Previews(r.Context(), branch, commit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

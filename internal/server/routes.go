@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
@@ -60,7 +61,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 		return
 	}
-	if _, err := s.k.Setting(r.Context(), "ready-probe"); err != nil && !isNotFound(err) {
+	if _, err := knit.NewRecords(s.k).Setting(r.Context(), "ready-probe"); err != nil && !isNotFound(err) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 		return
 	}

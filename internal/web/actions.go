@@ -41,7 +41,7 @@ func (w *Web) startRun(rw http.ResponseWriter, r *http.Request, s *session) {
 		w.errorPage(rw, r, s, http.StatusBadRequest, fmt.Errorf("kind %q: use plan, apply, drift or teardown", kind))
 		return
 	}
-	if _, err := w.k.ResolveEnv(r.Context(), id); err != nil {
+	if _, err := knit.NewRecords(w.k).ResolveEnv(r.Context(), id); err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
@@ -91,7 +91,7 @@ func (w *Web) teardownConfirm(rw http.ResponseWriter, r *http.Request, s *sessio
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
-	v, err := w.k.Environment(r.Context(), id)
+	v, err := knit.NewRecords(w.k).Environment(r.Context(), id)
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -149,7 +149,7 @@ func newApprovalItem(a view.Approval, s *session, back string) approvalItem {
 // a person, oldest first, ready for the decide form; back is the page the
 // form returns to.
 func (w *Web) decisions(ctx context.Context, s *session, env, component, back string) ([]approvalItem, error) {
-	all, err := w.k.Approvals(ctx, env, store.ApprovalPending)
+	all, err := knit.NewRecords(w.k).Approvals(ctx, env, store.ApprovalPending)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ type approvalsPage struct {
 // approvals lists what waits for a decision, with each plan and checksum,
 // and recent decisions.
 func (w *Web) approvals(rw http.ResponseWriter, r *http.Request, s *session) {
-	all, err := w.k.Approvals(r.Context(), "")
+	all, err := knit.NewRecords(w.k).Approvals(r.Context(), "")
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -243,7 +243,7 @@ func (w *Web) audit(rw http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 	}
-	page, err := w.k.Audit(r.Context(), knit.AuditFilter{Env: p.Env, Actor: p.Actor})
+	page, err := knit.NewRecords(w.k).Audit(r.Context(), knit.AuditFilter{Env: p.Env, Actor: p.Actor})
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -31,5 +32,5 @@ func sessionCSRF(s *session) string {
 // waitingChanges lists the waiting change sets of env ("" = every
 // environment ctx's caller sees; the library filters), newest first.
 func (w *Web) waitingChanges(ctx context.Context, env string) ([]view.ChangeSet, error) {
-	return w.k.ChangeSets(ctx, env, 0, store.ChangeSetPending)
+	return knit.NewRecords(w.k).ChangeSets(ctx, env, 0, store.ChangeSetPending)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools"
 )
@@ -71,7 +72,7 @@ func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	ctx := browser(t)
 	w := newWorld(t, adapters.Config{Tools: adapters.Tools{TFBinary: testtools.Tofu(t).Path}})
 	w.apply("shop-five", map[string]string{"env.yaml": fiveGated, "modules/data/main.tf": dataModule})
-	sets, err := w.k.ChangeSets(context.Background(), "shop/five", 0, store.ChangeSetPending)
+	sets, err := knit.NewRecords(w.k).ChangeSets(context.Background(), "shop/five", 0, store.ChangeSetPending)
 	if err != nil || len(sets) != 1 || len(sets[0].Components) != 5 {
 		t.Fatalf("change sets of shop/five: %+v, %v", sets, err)
 	}
@@ -98,17 +99,17 @@ func TestOneClickApprovesTheWholeChange(t *testing.T) {
 	// The apply takes as long as OpenTofu takes: the deadline only guards
 	// against a hang.
 	pollAcross(t, ctx, "all five applied", `(() => { const s = `+nodeStates+`; return ["net","db","cache","app","web"].every(n => s[n] === "applied"); })()`)
-	v, err := w.k.Environment(context.Background(), "shop/five")
+	v, err := knit.NewRecords(w.k).Environment(context.Background(), "shop/five")
 	if err != nil || v.Status != "provisioned" {
 		t.Fatalf("shop/five after one click: %s, %v", v.Status, err)
 	}
-	pending, err := w.k.Approvals(context.Background(), "shop/five", store.ApprovalPending)
+	pending, err := knit.NewRecords(w.k).Approvals(context.Background(), "shop/five", store.ApprovalPending)
 	if err != nil || len(pending) != 0 {
 		t.Fatalf("still waiting after the change set's approval: %+v, %v", pending, err)
 	}
 
 	// The run that stopped at the gate ends superseded, linking the apply.
-	runs, err := w.k.History(context.Background(), "shop/five", "", 10)
+	runs, err := knit.NewRecords(w.k).History(context.Background(), "shop/five", "", 10)
 	if err != nil || len(runs.Items) != 2 {
 		t.Fatalf("runs of shop/five: %+v, %v", runs.Items, err)
 	}

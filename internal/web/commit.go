@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -40,7 +41,7 @@ func (w *Web) commitOf(ctx context.Context, env string, revs []view.Revision, n 
 			return newCommit(r), nil
 		}
 	}
-	rev, err := w.k.Revision(ctx, env, n)
+	rev, err := knit.NewRecords(w.k).Revision(ctx, env, n)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

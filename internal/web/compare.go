@@ -74,7 +74,7 @@ func (w *Web) diffOf(r *http.Request, a, b string) (knit.EnvDiff, error) {
 	if req.B, req.BRev, err = knit.ParseDiffID(b); err != nil {
 		return knit.EnvDiff{}, badSide{err}
 	}
-	return w.k.DiffEnvironments(r.Context(), req)
+	return knit.NewRecords(w.k).DiffEnvironments(r.Context(), req)
 }
 
 // compareSections lays the diff out as the page reads it, A → B.

@@ -72,7 +72,7 @@ func (w *Web) component(rw http.ResponseWriter, r *http.Request, s *session) {
 
 func (w *Web) componentPage(r *http.Request, s *session, id, name string) (componentPage, error) {
 	ctx := r.Context()
-	v, err := w.k.Environment(ctx, id)
+	v, err := knit.NewRecords(w.k).Environment(ctx, id)
 	if err != nil {
 		return componentPage{}, err
 	}
@@ -91,7 +91,7 @@ func (w *Web) componentPage(r *http.Request, s *session, id, name string) (compo
 	if p.Decisions, err = w.decisions(ctx, s, v.ID, name, "/env/"+v.ID+"/c/"+name); err != nil {
 		return p, err
 	}
-	outs, err := w.k.Outputs(ctx, id, name)
+	outs, err := knit.NewRecords(w.k).Outputs(ctx, id, name)
 	if err != nil && !errors.Is(err, knit.ErrNotFound) {
 		return p, err
 	}
@@ -99,10 +99,10 @@ func (w *Web) componentPage(r *http.Request, s *session, id, name string) (compo
 		p.Outputs = append(p.Outputs, output{Name: oname, Value: valueText(o.Value), Sensitive: o.Sensitive})
 	}
 	slices.SortFunc(p.Outputs, func(a, b output) int { return strings.Compare(a.Name, b.Name) })
-	if d, err := w.k.LastDrift(ctx, id); err == nil && d != nil {
+	if d, err := knit.NewRecords(w.k).LastDrift(ctx, id); err == nil && d != nil {
 		p.Drift = driftWords(d, name)
 	}
-	runs, err := w.k.History(ctx, id, "", 10)
+	runs, err := knit.NewRecords(w.k).History(ctx, id, "", 10)
 	if err != nil {
 		return p, err
 	}

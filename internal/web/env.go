@@ -75,7 +75,7 @@ func (w *Web) environment(rw http.ResponseWriter, r *http.Request, s *session) {
 func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	ctx := r.Context()
 	mark := w.live.envMark(ctx, id)
-	v, err := w.k.Environment(ctx, id)
+	v, err := knit.NewRecords(w.k).Environment(ctx, id)
 	if err != nil {
 		return envPage{}, err
 	}
@@ -108,7 +108,7 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 		return p, err
 	}
 	p.Graph = template.JS(js)
-	revs, err := w.k.Revisions(ctx, id, "", 20)
+	revs, err := knit.NewRecords(w.k).Revisions(ctx, id, "", 20)
 	if err != nil {
 		return p, err
 	}
@@ -116,14 +116,14 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	if len(p.Revisions) > 1 {
 		p.DiffA, p.DiffB = p.Revisions[1].Number, p.Revisions[0].Number
 	}
-	sets, err := w.k.ChangeSets(ctx, id, 1, store.ChangeSetPending)
+	sets, err := knit.NewRecords(w.k).ChangeSets(ctx, id, 1, store.ChangeSetPending)
 	if err != nil {
 		return p, err
 	}
 	if len(sets) == 1 {
 		p.ChangeSet = &sets[0]
 	}
-	runs, err := w.k.History(ctx, id, "", 15)
+	runs, err := knit.NewRecords(w.k).History(ctx, id, "", 15)
 	if err != nil {
 		return p, err
 	}
@@ -182,12 +182,12 @@ func (w *Web) diff(rw http.ResponseWriter, r *http.Request, s *session) {
 	}
 	a, _ := strconv.Atoi(r.URL.Query().Get("a"))
 	b, _ := strconv.Atoi(r.URL.Query().Get("b"))
-	d, err := w.k.Diff(r.Context(), id, a, b)
+	d, err := knit.NewRecords(w.k).Diff(r.Context(), id, a, b)
 	if err != nil {
 		w.errorPage(rw, r, s, http.StatusNotFound, err)
 		return
 	}
-	revs, _ := w.k.Revisions(r.Context(), id, "", 100)
+	revs, _ := knit.NewRecords(w.k).Revisions(r.Context(), id, "", 100)
 	p := diffPage{ID: id, A: d.A, B: d.B, Revisions: revs.Items, Diff: d}
 	w.render(rw, r, s, http.StatusOK, "diff", fmt.Sprintf("%s: revision %d → %d", id, d.A, d.B), "envs", p)
 }

@@ -125,7 +125,7 @@ func (w *Web) envPageByName(ctx context.Context, p *envListPage, after string, l
 	} else {
 		p.Prev = link(nil)
 	}
-	list, err := w.k.EnvironmentList(ctx, knit.EnvironmentListFilter{
+	list, err := knit.NewRecords(w.k).EnvironmentList(ctx, knit.EnvironmentListFilter{
 		Filter: knit.EnvironmentFilter{Team: p.Team, Status: p.State, After: after, Limit: pageSize + 1}})
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (w *Web) envPageSorted(ctx context.Context, p *envListPage, page string, li
 	p.PageNo, _ = strconv.Atoi(page)
 	p.PageNo = max(p.PageNo, 1)
 	read := func() (knit.EnvironmentList, error) {
-		return w.k.EnvironmentList(ctx, knit.EnvironmentListFilter{Order: envOrders[p.Sort], Offset: (p.PageNo - 1) * pageSize,
+		return knit.NewRecords(w.k).EnvironmentList(ctx, knit.EnvironmentListFilter{Order: envOrders[p.Sort], Offset: (p.PageNo - 1) * pageSize,
 			Filter: knit.EnvironmentFilter{Team: p.Team, Status: p.State, Limit: pageSize}})
 	}
 	list, err := read()
@@ -202,7 +202,7 @@ func (w *Web) teams(ctx context.Context, s *session) []string {
 	if w.teamsCache != nil && w.opts.Now().Before(w.teamsAt.Add(teamsTTL)) {
 		return w.teamsCache
 	}
-	teams, err := w.k.Teams(ctx)
+	teams, err := knit.NewRecords(w.k).Teams(ctx)
 	if err != nil {
 		return nil
 	}

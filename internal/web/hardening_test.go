@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -72,7 +73,7 @@ func teamWorld(t *testing.T) (w *world, mark string) {
 // pending is the one approval waiting in pay/prod.
 func (w *world) pending(t *testing.T) view.Approval {
 	t.Helper()
-	list, err := w.k.Approvals(context.Background(), "pay/prod", store.ApprovalPending)
+	list, err := knit.NewRecords(w.k).Approvals(context.Background(), "pay/prod", store.ApprovalPending)
 	if err != nil || len(list) != 1 || list[0].Component != "app" {
 		t.Fatalf("pending approvals of pay/prod: %+v %v", list, err)
 	}
@@ -294,7 +295,7 @@ func TestChromiumRefusesADecisionOnAnotherTeamsPlan(t *testing.T) {
 func TestDashboardRunStreamShowsNothingToAnotherTeam(t *testing.T) {
 	w := newWorld(t, adapters.Config{})
 	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
-	last, err := w.k.LastRun(context.Background(), "ops/web")
+	last, err := knit.NewRecords(w.k).LastRun(context.Background(), "ops/web")
 	if err != nil || last == nil {
 		t.Fatalf("last run of ops/web: %v %v", last, err)
 	}

@@ -44,7 +44,7 @@ func (w *live) env(rw http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
-		runID, err := w.k.LockHolder(ctx, id)
+		runID, err := knit.NewRecords(w.k).LockHolder(ctx, id)
 		if err != nil {
 			return "", "?" // unreadable now: the next look tells
 		}
@@ -131,25 +131,25 @@ func (w *live) follow(ctx context.Context, run *engine.Run, changed func()) {
 
 // envMark changes whenever the environment's record, version, lock or newest run does.
 func (w *live) envMark(ctx context.Context, id string) string {
-	e, err := w.k.EnvironmentRecord(ctx, id)
+	e, err := knit.NewRecords(w.k).EnvironmentRecord(ctx, id)
 	if err != nil {
 		return "?"
 	}
 	// The version moves with whatever else the page shows (a health
 	// check recorded by another process, say).
-	version, err := w.k.EnvironmentVersion(ctx, id)
+	version, err := knit.NewRecords(w.k).EnvironmentVersion(ctx, id)
 	if err != nil {
 		return "?"
 	}
 	mark := fmt.Sprintf("%s|%d|%d|%s|v%d", e.Status, e.Revision, e.AppliedRevision, e.UpdatedAt, version)
-	last, err := w.k.LastRun(ctx, id)
+	last, err := knit.NewRecords(w.k).LastRun(ctx, id)
 	if err != nil {
 		return "?"
 	}
 	if last != nil {
 		mark += "|" + last.ID + "|" + string(last.Status)
 	}
-	holder, err := w.k.LockHolder(ctx, id)
+	holder, err := knit.NewRecords(w.k).LockHolder(ctx, id)
 	if err != nil {
 		return "?"
 	}
@@ -167,7 +167,7 @@ func digest(s string) string {
 
 // allMark changes whenever any run starts or ends.
 func (w *live) allMark(ctx context.Context) string {
-	last, err := w.k.LastRun(ctx, "")
+	last, err := knit.NewRecords(w.k).LastRun(ctx, "")
 	if err != nil {
 		return "?"
 	}
@@ -175,7 +175,7 @@ func (w *live) allMark(ctx context.Context) string {
 	if last != nil {
 		mark = last.ID + "|" + string(last.Status)
 	}
-	running, err := w.k.CountRuns(ctx, store.StatusRunning)
+	running, err := knit.NewRecords(w.k).CountRuns(ctx, store.StatusRunning)
 	if err != nil {
 		return "?"
 	}

@@ -12,7 +12,7 @@ import (
 
 // pipelinesPage lists the pipelines the session may see.
 func (w *Web) pipelines(rw http.ResponseWriter, r *http.Request, s *session) {
-	names, err := w.k.PipelineNames(r.Context())
+	names, err := knit.NewRecords(w.k).PipelineNames(r.Context())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
@@ -24,7 +24,7 @@ func (w *Web) pipelines(rw http.ResponseWriter, r *http.Request, s *session) {
 // holds, the last one tried with its verdict, the one waiting with why
 // (a soak counts down), and for operators the promote button.
 func (w *Web) pipeline(rw http.ResponseWriter, r *http.Request, s *session) {
-	p, err := w.k.PipelineStatus(r.Context(), r.PathValue("name"))
+	p, err := knit.NewRecords(w.k).PipelineStatus(r.Context(), r.PathValue("name"))
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return

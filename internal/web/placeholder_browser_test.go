@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/testtools"
 )
@@ -45,7 +46,7 @@ variable "name" { type = string }
 resource "terraform_data" "this" { input = var.name }
 output "id" { value = terraform_data.this.id }
 `})
-	sets, err := w.k.ChangeSets(context.Background(), "shop/ids", 0, store.ChangeSetPending)
+	sets, err := knit.NewRecords(w.k).ChangeSets(context.Background(), "shop/ids", 0, store.ChangeSetPending)
 	if err != nil || len(sets) != 1 || len(sets[0].Components) != 2 {
 		t.Fatalf("change sets of shop/ids: %+v, %v", sets, err)
 	}

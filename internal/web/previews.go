@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/view"
 )
 
@@ -26,7 +27,7 @@ func (w *Web) previews(rw http.ResponseWriter, r *http.Request, s *session) {
 	case strings.Contains(p.Branch, "..") || strings.HasPrefix(p.Branch, "-"):
 		code, p.Error = http.StatusBadRequest, fmt.Sprintf("%q is not a branch name", p.Branch)
 	default:
-		ps, err := w.k.Previews(r.Context(), p.Branch, "")
+		ps, err := knit.NewRecords(w.k).Previews(r.Context(), p.Branch, "")
 		if err != nil {
 			code, p.Error = statusOf(err), err.Error()
 		}

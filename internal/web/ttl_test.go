@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 )
 
 // TestEnvironmentPageShowsTheExpiry: an ephemeral environment's page says
@@ -19,7 +20,7 @@ func TestEnvironmentPageShowsTheExpiry(t *testing.T) {
 	}
 	w.apply("pr-7", env("pr-7", "  ttl: 72h\n"))
 	w.apply("plain", env("plain", ""))
-	x, err := w.k.Expiry(context.Background(), "shop/pr-7")
+	x, err := knit.NewRecords(w.k).Expiry(context.Background(), "shop/pr-7")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -256,7 +256,7 @@ func (g *Reconciler) notify(ev notify.Event) {
 }
 
 func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
-	last, err := g.k.Setting(ctx, settingCommit)
+	last, err := knit.NewRecords(g.k).Setting(ctx, settingCommit)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		g.log.Error("git: read the last commit", "err", err)
 		return
@@ -283,7 +283,7 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		}
 		return
 	}
-	known, err := g.k.Setting(ctx, settingBranches)
+	known, err := knit.NewRecords(g.k).Setting(ctx, settingBranches)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		g.log.Error("git: read the last branches", "err", err)
 		return
@@ -330,7 +330,7 @@ func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, la
 	if last == "" {
 		return nil
 	}
-	_, err := g.k.Setting(ctx, knit.SettingRepoPolicies)
+	_, err := knit.NewRecords(g.k).Setting(ctx, knit.SettingRepoPolicies)
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

@@ -216,7 +216,7 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	// its new revision replaces the invalid one, whose alarm ends.
 	unchanged := prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum
 	if unchanged {
-		inv, err := g.k.NewestInvalid(ctx, id)
+		inv, err := knit.NewRecords(g.k).NewestInvalid(ctx, id)
 		if err != nil {
 			return "", false, fmt.Errorf("read the newest revision of %s: %w", id, err)
 		}
@@ -237,7 +237,7 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 
 // gitState reads the wants, the files' environments and the invalid files' records.
 func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
-	raw, err := g.k.Settings(ctx, settingWant)
+	raw, err := knit.NewRecords(g.k).Settings(ctx, settingWant)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -259,7 +259,7 @@ func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, fi
 }
 
 func settingsByName(ctx context.Context, k *knit.Knit, prefix string) (map[string]string, error) {
-	raw, err := k.Settings(ctx, prefix)
+	raw, err := knit.NewRecords(k).Settings(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}

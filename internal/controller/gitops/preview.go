@@ -190,7 +190,7 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 		ctx = context.WithoutCancel(ctx) // timed out: record and tell it all the same
 	}
 	g.markPreviewed(ctx, branch, c.Hash)
-	ps, err := g.k.Previews(ctx, branch, c.Hash)
+	ps, err := knit.NewRecords(g.k).Previews(ctx, branch, c.Hash)
 	if err != nil {
 		g.log.Error("git: read the previews to tell", "branch", branch, "err", err)
 		return
@@ -280,7 +280,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 	}
 	// A gitBranches set generates over the branches the watched branch's
 	// last commit was recorded with: what it applies now.
-	known, err := g.k.Setting(ctx, settingBranches)
+	known, err := knit.NewRecords(g.k).Setting(ctx, settingBranches)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"knit.dev/knit/internal/gitwatch"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
@@ -23,7 +24,7 @@ import (
 // ("" before the first commit is recorded: only the server's --policies
 // judge).
 func (g *Reconciler) watchedTree(ctx context.Context, w *gitwatch.Watcher) (string, error) {
-	last, err := g.k.Setting(ctx, settingCommit)
+	last, err := knit.NewRecords(g.k).Setting(ctx, settingCommit)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && last == "") {
 		return "", nil
 	}

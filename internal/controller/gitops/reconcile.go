@@ -78,7 +78,7 @@ func (g *Reconciler) startedBefore(ctx context.Context, id string, want gitWant)
 	if want.Teardown {
 		return false, nil
 	}
-	revs, err := g.k.Revisions(ctx, id, "", 1)
+	revs, err := knit.NewRecords(g.k).Revisions(ctx, id, "", 1)
 	if errors.Is(err, store.ErrNotFound) || err == nil && len(revs.Items) == 0 {
 		return false, nil
 	}
@@ -211,7 +211,7 @@ func (g *Reconciler) wantDone(id string, want gitWant) {
 	defer g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	raw, err := g.k.Setting(ctx, settingWant+id)
+	raw, err := knit.NewRecords(g.k).Setting(ctx, settingWant+id)
 	if err != nil {
 		g.log.Error("git: read what the commit wants", "env", id, "err", err)
 		return

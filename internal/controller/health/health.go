@@ -83,7 +83,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 func (s *Scheduler) loadAll(ctx context.Context) {
-	err := s.k.EachEnvironment(ctx, func(id string) { s.Refresh(ctx, id) })
+	err := knit.NewRecords(s.k).EachEnvironment(ctx, func(id string) { s.Refresh(ctx, id) })
 	if err != nil && ctx.Err() == nil {
 		s.log.Error("health: list environments", "err", err)
 	}

@@ -118,7 +118,7 @@ spec:
 	if hits.Load() != 3 {
 		t.Fatalf("%d requests after the first scheduled check, want 3 (one per apply, one scheduled)", hits.Load())
 	}
-	v, err := k.Environment(ctx, "pay/one")
+	v, err := knit.NewRecords(k).Environment(ctx, "pay/one")
 	if err != nil || v.Health == nil || v.Health.Verdict != "Failed" || !v.Health.CheckedAt.Equal(c.h.CheckedAt) {
 		t.Fatalf("the view's health: %+v %v", v.Health, err)
 	}
@@ -134,7 +134,7 @@ spec:
 		t.Fatalf("an extra check: %+v", c)
 	default:
 	}
-	if v, err := k.Environment(ctx, "pay/two"); err != nil || v.Health == nil || v.Health.RunID == "" {
+	if v, err := knit.NewRecords(k).Environment(ctx, "pay/two"); err != nil || v.Health == nil || v.Health.RunID == "" {
 		t.Fatalf("pay/two's last health check should be its apply's: %+v %v", v.Health, err)
 	}
 }

@@ -49,7 +49,7 @@ func TestAStageGateTrustsOnlyAVerifiedReleaseAuthor(t *testing.T) {
 	k, c, _ := newController(t, fc, map[string]string{"templates/web.yaml": tmpl, "stages/dev.yaml": gated,
 		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
 	c.Step(ctx) // the release enters dev; its plan waits for an approval
-	pending, err := k.Approvals(ctx, "shop/dev", store.ApprovalPending)
+	pending, err := knit.NewRecords(k).Approvals(ctx, "shop/dev", store.ApprovalPending)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("dev's pending approvals: %+v, %v", pending, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -17,7 +18,7 @@ import (
 // carries the approval out replaces it (successor).
 func (c *Controller) awaiting(ctx context.Context, next view.StageState, run view.Run, envID string) error {
 	msg := fmt.Sprintf("run %s waits for a person's approval (knit approvals %s)", run.ID, envID)
-	sets, err := c.k.ChangeSets(ctx, envID, 0, store.ApprovalPending)
+	sets, err := knit.NewRecords(c.k).ChangeSets(ctx, envID, 0, store.ApprovalPending)
 	if err != nil {
 		return err
 	}

@@ -383,13 +383,13 @@ func (c *Controller) follow(ctx context.Context, s view.StageState, envID string
 func (c *Controller) failed(ctx context.Context, next view.StageState, run view.Run) (view.StageState, error) {
 	var rev view.Revision
 	if run.Revision > 0 {
-		r, err := c.k.Revision(ctx, run.Env, run.Revision)
+		r, err := knit.NewRecords(c.k).Revision(ctx, run.Env, run.Revision)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return next, err
 		}
 		rev = r
 	}
-	env, err := c.k.EnvironmentRecord(ctx, run.Env)
+	env, err := knit.NewRecords(c.k).EnvironmentRecord(ctx, run.Env)
 	if err != nil {
 		return next, err
 	}

@@ -150,7 +150,7 @@ func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
 		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
 	prod := func() *view.Waiting {
 		t.Helper()
-		p, err := k.PipelineStatus(ctx, "web")
+		p, err := knit.NewRecords(k).PipelineStatus(ctx, "web")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,14 +178,14 @@ func TestControllerSoaksAndWaitsForTheWindow(t *testing.T) {
 	if got := strings.Join(q.envs, " "); got != "shop/dev shop/prod" {
 		t.Fatalf("runs: %s, want shop/dev then shop/prod", got)
 	}
-	p, err := k.PipelineStatus(ctx, "web")
+	p, err := knit.NewRecords(k).PipelineStatus(ctx, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cur := p.Stages[1].Current; cur == nil || cur.Release != p.Stages[0].Current.Release || !cur.VerifiedAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("prod holds %+v, want dev's release verified at 01:00", cur)
 	}
-	rs, err := k.Releases(ctx, "web", "prod")
+	rs, err := knit.NewRecords(k).Releases(ctx, "web", "prod")
 	if err != nil || len(rs) != 1 || rs[0].Author != "alice" || rs[0].AuthorVerified || rs[0].Message != "v1" || string(rs[0].Params) != `{"version":"1"}` {
 		t.Fatalf("releases in prod: %+v, %v", rs, err)
 	}
@@ -209,7 +209,7 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 		"stages/prod.yaml": stageFile("prod"), "pipelines/web.yaml": pipeline})
 	devStage := func() view.Stage {
 		t.Helper()
-		p, err := k.PipelineStatus(ctx, "web")
+		p, err := knit.NewRecords(k).PipelineStatus(ctx, "web")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 	if st := devStage(); st.Current != nil || st.Waiting == nil || st.Waiting.Reason != view.WaitPaused ||
 		!strings.Contains(st.Waiting.Message, "knit approve shop/dev") {
 		f, _ := k.Facts(ctx, "web")
-		e, _ := k.EnvironmentRecord(ctx, "shop/dev")
+		e, _ := knit.NewRecords(k).EnvironmentRecord(ctx, "shop/dev")
 		t.Fatalf("dev while its rollout is paused: current %+v, waiting %+v\n%+v\n%+v", st.Current, st.Waiting, f.States, e)
 	}
 	if _, err := knit.NewRollbackStage(k, knit.StageOptions{Pipeline: "web", Stage: "dev", Actor: "bob", Reason: ""}).Run(ctx); err == nil || !strings.Contains(err.Error(), "paused") {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
 )
@@ -64,7 +65,7 @@ func (c *Controller) RollbackEnded(ctx context.Context, env, id string) error {
 	if err != nil || run.Run.Status != store.StatusSucceeded {
 		return err
 	}
-	to, err := c.k.Revision(ctx, env, run.Run.Revision)
+	to, err := knit.NewRecords(c.k).Revision(ctx, env, run.Run.Revision)
 	if err != nil {
 		return err
 	}

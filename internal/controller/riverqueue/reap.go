@@ -47,7 +47,7 @@ func (q *Queue) reapOnce(ctx context.Context) {
 	for _, a := range dead {
 		q.requeue(ctx, a)
 	}
-	runs, err := q.k.StrandedRuns(ctx, q.cfg.Lease/4)
+	runs, err := knit.NewRecords(q.k).StrandedRuns(ctx, q.cfg.Lease/4)
 	if err != nil {
 		if ctx.Err() == nil {
 			q.log.Error("run queue: look for stranded runs", "err", err)

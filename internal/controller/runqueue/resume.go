@@ -25,11 +25,11 @@ func (q *Queue) Resume(ctx context.Context) error {
 		return fmt.Errorf("recover interrupted runs: %w", err)
 	}
 	for _, env := range crashed {
-		if runs[env], _, err = q.k.InterruptedRun(ctx, env); err != nil {
+		if runs[env], _, err = knit.NewRecords(q.k).InterruptedRun(ctx, env); err != nil {
 			return fmt.Errorf("recover interrupted runs: %w", err)
 		}
 	}
-	stopped, err := q.k.Settings(ctx, SettingResume)
+	stopped, err := knit.NewRecords(q.k).Settings(ctx, SettingResume)
 	if err != nil {
 		return fmt.Errorf("read runs a shutdown interrupted: %w", err)
 	}
@@ -64,7 +64,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 // interrupted run when it is of that kind (its record says where a
 // rollback went), else only its kind.
 func (q *Queue) stoppedRun(ctx context.Context, env string, kind store.RunKind) (view.Run, error) {
-	r, ok, err := q.k.InterruptedRun(ctx, env)
+	r, ok, err := knit.NewRecords(q.k).InterruptedRun(ctx, env)
 	if err != nil || (ok && r.Kind == kind) {
 		return r, err
 	}

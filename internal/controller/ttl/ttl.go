@@ -103,7 +103,7 @@ func (c *Controller) RunEnded(env string) {
 // Check warns of expiries within the lead time and queues the teardown
 // of those past.
 func (c *Controller) Check(ctx context.Context) {
-	xs, err := c.k.Expiries(ctx)
+	xs, err := knit.NewRecords(c.k).Expiries(ctx)
 	if err != nil {
 		c.log.Error("ttl: list expiries", "err", err)
 		return
@@ -145,7 +145,7 @@ func (c *Controller) expire(ctx context.Context, x view.TTL) {
 		return
 	}
 	reason := knit.ExpiredReason(x.At)
-	if runs, err := c.k.History(ctx, x.Env, "", 1); err != nil {
+	if runs, err := knit.NewRecords(c.k).History(ctx, x.Env, "", 1); err != nil {
 		c.log.Error("ttl: last run", "env", x.Env, "err", err)
 		return
 	} else if len(runs.Items) == 1 && runs.Items[0].Kind == engine.KindTeardown && runs.Items[0].Reason == reason {

@@ -126,7 +126,7 @@ func TestExpiry(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
 	k := applied(t, fc)
-	x, err := k.Expiry(ctx, "shop/pr-1")
+	x, err := knit.NewRecords(k).Expiry(ctx, "shop/pr-1")
 	if err != nil || !x.At.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("expiry = %+v, %v; want t0+2h", x, err)
 	}
@@ -185,7 +185,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("at expiry: %+v, want one gated teardown with its reason", reqs)
 	}
 
-	page, err := k.Audit(ctx, knit.AuditFilter{Env: "shop/pr-1"})
+	page, err := knit.NewRecords(k).Audit(ctx, knit.AuditFilter{Env: "shop/pr-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 		t.Fatalf("teardown: %v %v", res, err)
 	}
 	New(k, &queue{}, &sink{}, Config{Logger: quiet(), Clock: fc}).RunEnded("shop/pr-1")
-	if x, err := k.Expiry(ctx, "shop/pr-1"); err == nil {
+	if x, err := knit.NewRecords(k).Expiry(ctx, "shop/pr-1"); err == nil {
 		t.Fatalf("expiry after teardown: %+v", x)
 	}
 	if _, err := k.ExtendTTL(ctx, "shop/pr-1", time.Hour, "alice"); err == nil {
@@ -233,7 +233,7 @@ func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(ctx); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %v %v", res, err)
 	}
-	if x, err := k.Expiry(ctx, "shop/pr-1"); err != nil || !x.At.Equal(t0.Add(5*time.Hour)) {
+	if x, err := knit.NewRecords(k).Expiry(ctx, "shop/pr-1"); err != nil || !x.At.Equal(t0.Add(5*time.Hour)) {
 		t.Fatalf("expiry after a new apply: %+v, %v; want t0+5h", x, err)
 	}
 }
