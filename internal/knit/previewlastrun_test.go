@@ -22,7 +22,7 @@ func TestABranchPreviewIsNotTheEnvironmentsLastRun(t *testing.T) {
 	if err != nil || p.Status != store.PreviewPlanned {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
-	v, err := k.Environment(ctx, "shop/dev")
+	v, err := knit.NewRecords(k).Environment(ctx, "shop/dev")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestABranchPreviewIsNotTheEnvironmentsLastRun(t *testing.T) {
 			t.Errorf("component %s's last run is the preview %s", c.Name, p.RunID)
 		}
 	}
-	list, err := k.EnvironmentList(ctx, knit.EnvironmentListFilter{})
+	list, err := knit.NewRecords(k).EnvironmentList(ctx, knit.EnvironmentListFilter{})
 	if err != nil || len(list.Rows) != 1 {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
