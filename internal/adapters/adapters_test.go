@@ -30,7 +30,7 @@ func TestOpenWiresTheShippedAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := k.CreateToken(ctx, "ci", "viewer", nil, "test"); err != nil {
+	if _, _, err := knit.NewCreateToken(k, "ci", "viewer", nil, "test").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Close(); err != nil {
@@ -71,7 +71,7 @@ func TestOpenStoreOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := k.CreateToken(ctx, "ci", "viewer", nil, "test"); err != nil {
+	if _, _, err := knit.NewCreateToken(k, "ci", "viewer", nil, "test").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Close(); err != nil {

@@ -69,11 +69,11 @@ type localBackend struct {
 	actor         string // who the audit trail names (deps.actor)
 }
 
-// Outputs is the library's, revealed through RevealOutputs, which audits
+// Outputs is the library's, revealed through the Reveal action, which audits
 // the reveal as l.actor.
 func (l localBackend) Outputs(ctx context.Context, ref, component string, reveal bool) (map[string]map[string]knit.OutputView, error) {
 	if reveal {
-		return l.RevealOutputs(ctx, ref, component, l.actor)
+		return knit.NewReveal(l.Knit, ref, component, l.actor).Run(ctx)
 	}
 	return knit.NewRecords(l.Knit).Outputs(ctx, ref, component)
 }
@@ -101,7 +101,7 @@ func (l localBackend) ChangeSets(ctx context.Context, ref string, statuses ...st
 }
 
 func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.Expiry, error) {
-	x, err := l.Knit.ExtendTTL(ctx, ref, by, actor)
+	x, err := knit.NewExtendTTL(l.Knit, ref, by, actor).Run(ctx)
 	return view.Expiry{Env: x.Env, ExpiresAt: x.At}, err
 }
 
@@ -111,6 +111,10 @@ func (l localBackend) Promote(ctx context.Context, name, release, stage, actor, 
 
 func (l localBackend) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {
 	return knit.NewRollbackStage(l.Knit, knit.StageOptions{Pipeline: name, Stage: stage, Actor: actor, Reason: reason}).Run(ctx)
+}
+
+func (l localBackend) Accept(ctx context.Context, ref, actor, reason string) (view.Environment, error) {
+	return knit.NewAccept(l.Knit, ref, actor, reason).Run(ctx)
 }
 
 func (localBackend) Remote() bool { return false }

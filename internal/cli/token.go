@@ -28,7 +28,7 @@ printed once, on the last line of knit token create's output.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return d.withKnit(cmd.Context(), "text", func(k *knit.Knit) error {
-				secret, t, err := k.CreateToken(cmd.Context(), args[0], role, teams, d.actor())
+				secret, t, err := knit.NewCreateToken(k, args[0], role, teams, d.actor()).Run(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -66,7 +66,7 @@ printed once, on the last line of knit token create's output.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return d.withKnit(cmd.Context(), "text", func(k *knit.Knit) error {
-				if err := k.RevokeToken(cmd.Context(), args[0], d.actor()); err != nil {
+				if err := knit.NewRevokeToken(k, args[0], d.actor()).Run(cmd.Context()); err != nil {
 					return err
 				}
 				fmt.Fprintf(d.stderr, "token %s revoked\n", args[0])

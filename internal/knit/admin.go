@@ -11,12 +11,26 @@ import (
 	"knit.dev/knit/internal/view"
 )
 
-// Recover marks the runs a crashed knit left running as interrupted (their
-// process is gone: an exited PID, or one on this host that no longer
-// exists), ends the tools they left running (engine.EndLeftTools), and returns the environments they belonged to, so a server can
-// reconcile them to completion. Runs of live processes (a CLI run on the
-// same data dir) are left alone.
-func (k *Knit) Recover(ctx context.Context) ([]string, error) {
+// Recover is the action that marks the runs a crashed knit left running
+// as interrupted (their process is gone: an exited PID, or one on this
+// host that no longer exists), ends the tools they left running
+// (engine.EndLeftTools), and returns the environments they belonged to, so
+// a server can reconcile them to completion (through the queue and the one
+// door, Run). Runs of live processes (a CLI run on the same data dir) are
+// left alone. It is the server's own at start-up (no caller to
+// authorize); it starts no run itself.
+type Recover struct {
+	k *Knit
+}
+
+// NewRecover is the Recover action on k.
+func NewRecover(k *Knit) *Recover {
+	return &Recover{k: k}
+}
+
+// Run carries the action out.
+func (op *Recover) Run(ctx context.Context) ([]string, error) {
+	k := op.k
 	running, err := k.store.Runs(ctx, "", store.RunFilter{Status: store.StatusRunning})
 	if err != nil {
 		return nil, err
@@ -38,7 +52,7 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 			seen[r.Env] = true
 			envs = append(envs, r.Env)
 		}
-		if err := k.engine.EndLeftTools(ctx, r.Env, func(id string) (bool, error) { return k.runOver(ctx, id) }); err != nil {
+		if err := k.engine.EndLeftTools(ctx, r.Env, func(id string) (bool, error) { return op.runOver(ctx, id) }); err != nil {
 			return envs, err
 		}
 	}
@@ -47,17 +61,36 @@ func (k *Knit) Recover(ctx context.Context) ([]string, error) {
 
 // runOver reports whether a run is no longer running (or unknown): the
 // tools it left are leftovers to end.
-func (k *Knit) runOver(ctx context.Context, id string) (bool, error) {
-	r, err := k.store.Run(ctx, id)
+func (op *Recover) runOver(ctx context.Context, id string) (bool, error) {
+	r, err := op.k.store.Run(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return true, nil
 	}
 	return err == nil && r.Status != store.StatusRunning, err
 }
 
-// Unlock frees an environment's lock whoever holds it (a stuck run): a run
-// of this process is cancelled first. It is audited with who and why.
-func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (view.Lock, error) {
+// Unlock is the action that frees an environment's lock whoever holds it
+// (a stuck run): a run of this process is cancelled first, the lock's run
+// is recorded interrupted, and the unlock is audited with who and why.
+// The environment is resolved as ctx's caller sees it (another team's is
+// ErrForbidden or not found); the server's route takes an admin token.
+// An environment that is not locked is ErrNotFound.
+type Unlock struct {
+	k      *Knit
+	Env    string
+	Actor  string
+	Reason string
+}
+
+// NewUnlock is the Unlock action on k.
+func NewUnlock(k *Knit, ref string, actor string, reason string) *Unlock {
+	return &Unlock{k: k, Env: ref, Actor: actor, Reason: reason}
+}
+
+// Run carries the action out.
+func (op *Unlock) Run(ctx context.Context) (view.Lock, error) {
+	k := op.k
+	ref, actor, reason := op.Env, op.Actor, op.Reason
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return view.Lock{}, err
@@ -87,13 +120,29 @@ func (k *Knit) Unlock(ctx context.Context, ref, actor, reason string) (view.Lock
 // AuditRevealOutputs is the audit action of a reveal of sensitive outputs.
 const AuditRevealOutputs = "reveal-outputs"
 
-// RevealOutputs returns outputs with sensitive values in clear, and records
-// who saw them in the audit trail first: it is the one way any adapter
-// (the API, the local CLI on either store) shows a secret, so every reveal
-// leaves an entry, and none is shown when the entry cannot be written. A
-// caller's token (WithCaller) must be an admin's (ErrForbidden); actor is
-// the name audited (the token's, else the local user's).
-func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) (map[string]map[string]OutputView, error) {
+// Reveal is the action that returns outputs with sensitive values in
+// clear, and records who saw them in the audit trail first: it is the one
+// way any adapter (the API, the local CLI on either store) shows a
+// secret, so every reveal leaves an entry, and none is shown when the
+// entry cannot be written. A caller's token (WithCaller) must be an
+// admin's (ErrForbidden), and the environment is resolved as the caller
+// sees it; Actor is the name audited (the token's, else the local user's).
+type Reveal struct {
+	k         *Knit
+	Env       string
+	Component string
+	Actor     string
+}
+
+// NewReveal is the Reveal action on k.
+func NewReveal(k *Knit, ref string, component string, actor string) *Reveal {
+	return &Reveal{k: k, Env: ref, Component: component, Actor: actor}
+}
+
+// Run carries the action out.
+func (op *Reveal) Run(ctx context.Context) (map[string]map[string]OutputView, error) {
+	k := op.k
+	ref, component, actor := op.Env, op.Component, op.Actor
 	if t, ok := caller(ctx); ok && !t.Role.AtLeast(store.RoleAdmin) {
 		return nil, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", ErrForbidden)
 	}
@@ -111,12 +160,29 @@ func (k *Knit) RevealOutputs(ctx context.Context, ref, component, actor string) 
 	return outs, nil
 }
 
-// RecordInvalid records a file that does not validate as a revision of env
-// (the environment is created if new) with its errors, and audits it. It
-// changes nothing that runs: the applied revision stays where it is. It
-// returns nil when the environment's newest revision already is this
-// invalid file (the same content): nothing new to tell.
-func (k *Knit) RecordInvalid(ctx context.Context, env store.Environment, rev store.Revision, actor string) (*InvalidRevision, error) {
+// RecordInvalid is the action that records a file that does not validate
+// as a revision of Env (the environment is created if new) with its
+// errors, and audits it. It changes nothing that runs: the applied
+// revision stays where it is, and no run passes the door. Run returns nil
+// when the environment's newest revision already is this invalid file
+// (the same content): nothing new to tell. It is GitOps' (the server's
+// own, no caller to authorize).
+type RecordInvalid struct {
+	k        *Knit
+	Env      store.Environment
+	Revision store.Revision
+	Actor    string
+}
+
+// NewRecordInvalid is the RecordInvalid action on k.
+func NewRecordInvalid(k *Knit, env store.Environment, rev store.Revision, actor string) *RecordInvalid {
+	return &RecordInvalid{k: k, Env: env, Revision: rev, Actor: actor}
+}
+
+// Run carries the action out.
+func (op *RecordInvalid) Run(ctx context.Context) (*InvalidRevision, error) {
+	k := op.k
+	env, rev, actor := op.Env, op.Revision, op.Actor
 	if rev.Errors == "" {
 		return nil, fmt.Errorf("record invalid revision of %s: no errors given", env.ID)
 	}

@@ -120,11 +120,11 @@ func TestTheDoorAuthorizesTheCallerARequestCarries(t *testing.T) {
 		if tok.team != "" {
 			teams = []string{tok.team}
 		}
-		if _, _, err := k.CreateToken(ctx, tok.name, tok.role, teams, "root"); err != nil {
+		if _, _, err := knit.NewCreateToken(k, tok.name, tok.role, teams, "root").Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := k.RevokeToken(ctx, "gone", "root"); err != nil {
+	if err := knit.NewRevokeToken(k, "gone", "root").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ token, ref string }{{"ops-op", "pay/prod"}, {"ops-op", "ops"}, {"pay-viewer", "pay/prod"}, {"gone", "pay/prod"}} {

@@ -314,8 +314,8 @@ func TestDiffOfAnInvalidRevisionSaysSoAndTheAppliedOneStillServes(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.RecordInvalid(ctx, store.Environment(rec), store.Revision{Source: "env.yaml", Hash: "bad", Spec: []byte("spec: [\n"),
-		Errors: "env.yaml:3:1: spec: not a mapping\nenv.yaml:4:1: more"}, "git"); err != nil {
+	if _, err := knit.NewRecordInvalid(k, store.Environment(rec), store.Revision{Source: "env.yaml", Hash: "bad", Spec: []byte("spec: [\n"),
+		Errors: "env.yaml:3:1: spec: not a mapping\nenv.yaml:4:1: more"}, "git").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, err = knit.NewRecords(k).DiffEnvironments(ctx, knit.EnvDiffRequest{A: "shop/dev", ARev: 2, B: "shop/prod"})

@@ -111,7 +111,7 @@ func TestReadModelsAnswerWhatTheCLIAndServerShow(t *testing.T) {
 	if outs["db"]["password"].Value != knit.Masked || outs["db"]["host"].Value != "db.internal" {
 		t.Fatalf("masked outputs %+v", outs)
 	}
-	if outs, _ := k.RevealOutputs(ctx, "pay/prod", "db", "t"); outs["db"]["password"].Value != "pw" {
+	if outs, _ := knit.NewReveal(k, "pay/prod", "db", "t").Run(ctx); outs["db"]["password"].Value != "pw" {
 		t.Fatalf("revealed outputs %+v", outs)
 	}
 

@@ -69,13 +69,29 @@ func (p PreviewPolicy) refusal() string {
 	return "not previewed: " + procexec.ErrNoSandbox.Error()
 }
 
-// Preview plans req's environment as its branch's commit declares it,
-// against what the environment has applied, and records the result. It
-// applies nothing and records no revision; the environment's lock is held
-// only while the plan runs. A lock another run holds is engine.ErrLocked,
-// and nothing is recorded: try again later.
-func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (view.Preview, error) {
-	p, err := recordPreview(ctx, k, req)
+// Preview is the action that plans a branch's commit's environment
+// (Request) against what the environment has applied, and records the
+// result. It applies nothing and records no revision; the environment's
+// lock is held only while the plan runs, so its writes are fenced as any
+// run's. It passes the rules of a branch nobody reviewed (STYLE 10d):
+// judged by the watched branch's policies only (never the branch's own
+// policies/ or spec.policies), its code run sandboxed or not at all
+// (Request.Policy), failing closed. It is GitOps' (the server's own, no
+// caller to authorize). A lock another run holds is engine.ErrLocked, and
+// nothing is recorded: try again later.
+type Preview struct {
+	k       *Knit
+	Request PreviewRequest
+}
+
+// NewPreview is the Preview action on k.
+func NewPreview(k *Knit, req PreviewRequest) *Preview {
+	return &Preview{k: k, Request: req}
+}
+
+// Run carries the action out.
+func (op *Preview) Run(ctx context.Context) (view.Preview, error) {
+	p, err := op.record(ctx)
 	v, verr := previewView(p)
 	if err != nil {
 		return v, err // what was recorded, if anything, with why it failed
@@ -83,10 +99,10 @@ func (k *Knit) Preview(ctx context.Context, req PreviewRequest) (view.Preview, e
 	return v, verr
 }
 
-// recordPreview is Preview's record of the plan (a function, not one more
-// method of Knit: the Preview action takes it).
-func recordPreview(ctx context.Context, k *Knit, req PreviewRequest) (store.Preview, error) {
-	env, base, err := k.previewEnv(ctx, req)
+// record plans the preview and records it.
+func (op *Preview) record(ctx context.Context) (store.Preview, error) {
+	k, req := op.k, op.Request
+	env, base, err := op.previewEnv(ctx, req)
 	if err != nil {
 		// Recorded, not returned: it fails the same way at every poll.
 		id := req.EnvRef
@@ -166,12 +182,12 @@ func (k *Knit) RecordTimedOutPreview(ctx context.Context, branch, commit, env, t
 
 // previewEnv is the environment a preview plans, and the revision it is
 // planned against (0: never applied).
-func (k *Knit) previewEnv(ctx context.Context, req PreviewRequest) (*spec.Environment, int, error) {
+func (op *Preview) previewEnv(ctx context.Context, req PreviewRequest) (*spec.Environment, int, error) {
 	id := req.EnvRef
 	if req.Env != nil {
 		id = req.Env.ID()
 	}
-	e, err := k.store.Environment(ctx, id)
+	e, err := op.k.store.Environment(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, 0, err
 	}
@@ -184,7 +200,7 @@ func (k *Knit) previewEnv(ctx context.Context, req PreviewRequest) (*spec.Enviro
 	if e.AppliedRevision == 0 {
 		return nil, 0, fmt.Errorf("preview of %s: nothing applied to destroy", id)
 	}
-	applied, err := k.appliedSpec(ctx, e)
+	applied, err := op.k.appliedSpec(ctx, e)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -65,7 +65,7 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	applies := len(r.Calls("apply"))
 
 	branch := parse(t, strings.Replace(envDoc("shop", "dev"), "{name: size, value: 1}", "{name: size, value: 2}", 1))
-	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"})
+	p, err := knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"}).Run(ctx)
 	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" || p.BaseRevision != 1 {
 		t.Fatalf("preview = %+v, %v; want planned against revision 1 with a checksum", p, err)
 	}
@@ -102,7 +102,7 @@ func TestPreviewAppliesNothingAndLeavesAWaitingPlanAlone(t *testing.T) {
 	}
 
 	// The same inputs plan to the same checksum.
-	again, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch})
+	again, err := knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch}).Run(ctx)
 	if err != nil || again.Checksum != p.Checksum {
 		t.Errorf("the same preview again: checksum %s, %v; want %s", again.Checksum, err, p.Checksum)
 	}
@@ -114,7 +114,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	ctx := context.Background()
 	k := openWith(t, dbRunner())
 	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
-	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	p, err := knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"}).Run(ctx)
 	if err != nil || p.Status != store.PreviewPlanned {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
@@ -134,7 +134,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 	if err := k.HoldLease(ctx, store.Lock{Env: "shop/dev", RunID: "held", Owner: "someone", Host: "elsewhere", PID: 1}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	_, err = k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/locked", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	_, err = knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/locked", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"}).Run(ctx)
 	if !errors.Is(err, engine.ErrLocked) {
 		t.Errorf("preview of a locked environment: %v, want ErrLocked", err)
 	}
@@ -151,7 +151,7 @@ func TestATeardownAppliesThePreviewedDestroyAndTheAuditLinksThem(t *testing.T) {
 	r := dbRunner()
 	k := openWith(t, r)
 	apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
-	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"})
+	p, err := knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/rm", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"}).Run(ctx)
 	if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
@@ -199,7 +199,7 @@ func TestAPreviewWithoutASandboxRunsNothing(t *testing.T) {
 	k := openWith(t, r)
 	ctx := context.Background()
 	branch := parse(t, envDoc("shop", "dev"))
-	p, err := k.Preview(ctx, knit.PreviewRequest{Branch: "feature/x", Commit: previewCommit, Change: store.PreviewCreate, Env: branch})
+	p, err := knit.NewPreview(k, knit.PreviewRequest{Branch: "feature/x", Commit: previewCommit, Change: store.PreviewCreate, Env: branch}).Run(ctx)
 	if err != nil || p.Status != store.PreviewFailed || !strings.Contains(p.Error, "not previewed: cannot run code of unreviewed branches as another user") {
 		t.Fatalf("preview = %+v, %v; want failed, saying no sandbox", p, err)
 	}

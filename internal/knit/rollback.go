@@ -139,11 +139,29 @@ func goodTarget(e store.Environment, r store.Revision) error {
 	return nil
 }
 
-// Accept is a person accepting a paused rollout (knit approve ENV): the
-// applied revision becomes good, as if its verification had succeeded, and
-// the environment applied; audited as rollout-accepted. An environment
-// that is not paused is ErrNotPaused, and nothing changes.
-func (k *Knit) Accept(ctx context.Context, ref, actor, reason string) (view.Environment, error) {
+// Accept is the action of a person accepting a paused rollout (knit
+// approve ENV): the applied revision becomes good, as if its verification
+// had succeeded, and the environment applied; audited as
+// rollout-accepted, in the one transaction of RecordVerification. The
+// environment is resolved as ctx's caller sees it (another team's is
+// refused). An environment that is not paused is ErrNotPaused, and
+// nothing changes.
+type Accept struct {
+	k      *Knit
+	Env    string
+	Actor  string
+	Reason string
+}
+
+// NewAccept is the Accept action on k.
+func NewAccept(k *Knit, ref string, actor string, reason string) *Accept {
+	return &Accept{k: k, Env: ref, Actor: actor, Reason: reason}
+}
+
+// Run carries the action out.
+func (op *Accept) Run(ctx context.Context) (view.Environment, error) {
+	k := op.k
+	ref, actor, reason := op.Env, op.Actor, op.Reason
 	e, err := k.resolveEnv(ctx, ref)
 	if err != nil {
 		return envRecord(e), err

@@ -27,10 +27,28 @@ var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 // ErrUnauthenticated means a token is missing, unknown or revoked.
 var ErrUnauthenticated = errors.New("no valid token")
 
-// CreateToken makes a token with a role, limited to teams (none: every
-// team), and returns its secret. Only the secret's hash is stored: the
-// secret cannot be shown again.
-func (k *Knit) CreateToken(ctx context.Context, name, role string, teams []string, actor string) (string, view.Token, error) {
+// CreateToken is the action that makes a token with a role, limited to
+// Teams (none: every team), audited as Actor, and returns its secret.
+// Only the secret's hash is stored: the secret cannot be shown again. Who
+// may create one is the adapter's to check (the server: an admin token;
+// the local CLI: whoever holds the data dir).
+type CreateToken struct {
+	k     *Knit
+	Name  string
+	Role  string
+	Teams []string
+	Actor string
+}
+
+// NewCreateToken is the CreateToken action on k.
+func NewCreateToken(k *Knit, name string, role string, teams []string, actor string) *CreateToken {
+	return &CreateToken{k: k, Name: name, Role: role, Teams: teams, Actor: actor}
+}
+
+// Run carries the action out.
+func (op *CreateToken) Run(ctx context.Context) (string, view.Token, error) {
+	k := op.k
+	name, role, teams, actor := op.Name, op.Role, op.Teams, op.Actor
 	if len(name) > 63 || !tokenName.MatchString(name) {
 		return "", view.Token{}, fmt.Errorf("token name %q: use lower-case letters, digits, '.', '_' or '-' (at most 63)", name)
 	}
@@ -94,8 +112,25 @@ func (rs *Records) Tokens(ctx context.Context) ([]view.Token, error) {
 	return mapAll(ts, tokenRecord), err
 }
 
-// RevokeToken revokes a token at once, and audits it.
-func (k *Knit) RevokeToken(ctx context.Context, name, actor string) error {
+// RevokeToken is the action that revokes a token at once, and audits it:
+// a run it asked for that still waits in a queue is refused when it
+// leaves it (the door looks the token up again). Who may revoke is the
+// adapter's to check, as for CreateToken.
+type RevokeToken struct {
+	k     *Knit
+	Name  string
+	Actor string
+}
+
+// NewRevokeToken is the RevokeToken action on k.
+func NewRevokeToken(k *Knit, name string, actor string) *RevokeToken {
+	return &RevokeToken{k: k, Name: name, Actor: actor}
+}
+
+// Run carries the action out.
+func (op *RevokeToken) Run(ctx context.Context) error {
+	k := op.k
+	name, actor := op.Name, op.Actor
 	err := k.store.RevokeToken(ctx, name, k.now())
 	k.tokens.invalidate() // after the store: a lookup racing it cannot cache the token again
 	if err != nil {

@@ -47,28 +47,28 @@ func TestRevokedTokenRefused(t *testing.T) {
 		return err == nil
 	}
 
-	here, _, err := k.CreateToken(ctx, "here", "viewer", nil, "test")
+	here, _, err := knit.NewCreateToken(k, "here", "viewer", nil, "test").Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !accepted(here) || !accepted(here) {
 		t.Fatal("a live token refused")
 	}
-	if err := k.RevokeToken(ctx, "here", "test"); err != nil {
+	if err := knit.NewRevokeToken(k, "here", "test").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if accepted(here) {
 		t.Error("a token revoked through the same Knit still accepted")
 	}
 
-	there, _, err := k.CreateToken(ctx, "there", "viewer", nil, "test")
+	there, _, err := knit.NewCreateToken(k, "there", "viewer", nil, "test").Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !accepted(there) {
 		t.Fatal("a live token refused")
 	}
-	if err := other.RevokeToken(ctx, "there", "test"); err != nil {
+	if err := knit.NewRevokeToken(other, "there", "test").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	clock.add(time.Second)
@@ -91,7 +91,7 @@ func TestTokenNames(t *testing.T) {
 		"ci": true, "ci-bot.2_x": true, "9lives": true, long: true,
 		long + "a": false, "": false, "-ci": false, ".ci": false, "CI": false, "c i": false, "ci/bot": false,
 	} {
-		_, _, err := k.CreateToken(ctx, name, "viewer", nil, "test")
+		_, _, err := knit.NewCreateToken(k, name, "viewer", nil, "test").Run(ctx)
 		if (err == nil) != ok {
 			t.Errorf("CreateToken(%q): error %v, want accepted %v", name, err, ok)
 		}

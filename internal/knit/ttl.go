@@ -82,9 +82,26 @@ func (k *Knit) SyncExpiry(ctx context.Context, env string) error {
 	return nil
 }
 
-// ExtendTTL moves ref's expiry by `by` (a positive duration within
-// spec.MaxTTL), audited with actor and the new expiry.
-func (k *Knit) ExtendTTL(ctx context.Context, ref string, by time.Duration, actor string) (view.TTL, error) {
+// ExtendTTL is the action that moves an ephemeral environment's expiry
+// by By (a positive duration within spec.MaxTTL), audited with Actor and
+// the new expiry. The environment is resolved as ctx's caller sees it
+// (another team's is refused).
+type ExtendTTL struct {
+	k     *Knit
+	Env   string
+	By    time.Duration
+	Actor string
+}
+
+// NewExtendTTL is the ExtendTTL action on k.
+func NewExtendTTL(k *Knit, ref string, by time.Duration, actor string) *ExtendTTL {
+	return &ExtendTTL{k: k, Env: ref, By: by, Actor: actor}
+}
+
+// Run carries the action out.
+func (op *ExtendTTL) Run(ctx context.Context) (view.TTL, error) {
+	k := op.k
+	ref, by, actor := op.Env, op.By, op.Actor
 	if by < spec.MinTTL || by > spec.MaxTTL {
 		return view.TTL{}, fmt.Errorf("extend by %s: out of bounds (%s to %s)", by, spec.MinTTL, spec.MaxTTL)
 	}

@@ -62,7 +62,7 @@ func fanOut(ctx context.Context, cfg Config) (int, time.Duration, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	token, _, err := k.CreateToken(ctx, "loadtest", "admin", nil, "loadtest")
+	token, _, err := knit.NewCreateToken(k, "loadtest", "admin", nil, "loadtest").Run(ctx)
 	k.Close()
 	if err != nil {
 		return 0, 0, err

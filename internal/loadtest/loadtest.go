@@ -206,7 +206,7 @@ func seed(ctx context.Context, dir string, envs, comps int, fresh bool) (string,
 	if !fresh { // a kept store has the tokens of earlier runs
 		name = fmt.Sprintf("loadtest-%d", time.Now().UnixNano())
 	}
-	tok, _, err := k.CreateToken(ctx, name, "admin", nil, "loadtest")
+	tok, _, err := knit.NewCreateToken(k, name, "admin", nil, "loadtest").Run(ctx)
 	return tok, err
 }
 

@@ -170,7 +170,7 @@ func (s *Server) getOutputs(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, fmt.Errorf("%w: revealing sensitive outputs needs an admin token", errForbidden))
 			return
 		}
-		outs, err = s.k.RevealOutputs(r.Context(), id, comp, tok.Name)
+		outs, err = knit.NewReveal(s.k, id, comp, tok.Name).Run(r.Context())
 	} else {
 		outs, err = knit.NewRecords(s.k).Outputs(r.Context(), id, comp)
 	}
@@ -423,7 +423,7 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := s.k.Unlock(r.Context(), id, principal(r.Context()).Name, body.Reason)
+	l, err := knit.NewUnlock(s.k, id, principal(r.Context()).Name, body.Reason).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -446,7 +446,7 @@ func (s *Server) acceptRollout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.k.Accept(r.Context(), id, principal(r.Context()).Name, body.Reason)
+	e, err := knit.NewAccept(s.k, id, principal(r.Context()).Name, body.Reason).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

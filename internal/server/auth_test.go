@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"knit.dev/knit/internal/knit"
 )
 
 // TestEveryMutatingEndpointRefusesWhoMayNotCallIt: no token, a malformed
@@ -17,7 +19,7 @@ func TestEveryMutatingEndpointRefusesWhoMayNotCallIt(t *testing.T) {
 	otherOp := h.token("other-ci", "operator", "other")
 	otherAdmin := h.token("other-root", "admin", "other")
 	revoked := h.token("gone", "admin")
-	if err := h.k.RevokeToken(context.Background(), "gone", "test"); err != nil {
+	if err := knit.NewRevokeToken(h.k, "gone", "test").Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	h.seed("pay", "prod", envOpts{gated: true}, "seed")

@@ -283,7 +283,7 @@ func waitFor(t *testing.T, what string, ch <-chan struct{}) {
 // token creates a token and returns its secret.
 func (h *harness) token(name, role string, teams ...string) string {
 	h.t.Helper()
-	secret, _, err := h.k.CreateToken(context.Background(), name, role, teams, "test")
+	secret, _, err := knit.NewCreateToken(h.k, name, role, teams, "test").Run(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -207,9 +207,8 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 
 		// An environment whose only revision is invalid (as a bad first
 		// commit leaves it) has nothing to run.
-		if _, err := h.k.RecordInvalid(context.Background(), store.Environment{ID: "pay/draft", Team: "pay", Name: "draft"},
-			store.Revision{Env: "pay/draft", Hash: "bad", Source: "envs/draft.yaml", Spec: []byte("spec: ["),
-				Errors: "envs/draft.yaml:1:7: spec: unterminated flow sequence", CreatedAt: time.Now()}, "seed"); err != nil {
+		if _, err := knit.NewRecordInvalid(h.k, store.Environment{ID: "pay/draft", Team: "pay", Name: "draft"}, store.Revision{Env: "pay/draft", Hash: "bad", Source: "envs/draft.yaml", Spec: []byte("spec: ["),
+			Errors: "envs/draft.yaml:1:7: spec: unterminated flow sequence", CreatedAt: time.Now()}, "seed").Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if c := h.do(call{method: "POST", path: "/api/v1/environments/pay/draft/runs", token: op, body: map[string]any{"kind": "apply"}}, 409).errorCode(t); c != "conflict" {

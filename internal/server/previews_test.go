@@ -33,8 +33,8 @@ func TestPreviewsAreTeamScopedAndConform(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		p, err := h.k.Preview(context.Background(), knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: commit,
-			Change: store.PreviewUpdate, Env: env, Actor: "ada"})
+		p, err := knit.NewPreview(h.k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: commit,
+			Change: store.PreviewUpdate, Env: env, Actor: "ada"}).Run(context.Background())
 		if err != nil || p.Status != store.PreviewPlanned || p.Checksum == "" {
 			t.Fatalf("preview of %s = %+v, %v; want planned with a checksum", id, p, err)
 		}

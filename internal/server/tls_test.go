@@ -57,7 +57,7 @@ func TestServesHTTPSWhenGivenACertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() }) // after the server and its controllers stop
-	tok, _, err := k.CreateToken(ctx, "tls", "viewer", nil, "test")
+	tok, _, err := knit.NewCreateToken(k, "tls", "viewer", nil, "test").Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

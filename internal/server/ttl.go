@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/view"
 )
@@ -26,7 +27,7 @@ func (s *Server) extendTTL(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq("extend: "+err.Error()+`; write a duration such as "24h"`))
 		return
 	}
-	x, err := s.k.ExtendTTL(r.Context(), id, by, principal(r.Context()).Name)
+	x, err := knit.NewExtendTTL(s.k, id, by, principal(r.Context()).Name).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

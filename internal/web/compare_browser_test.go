@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 )
 
 // stage is one stage of a shop on script components: the stages differ
@@ -70,10 +71,10 @@ func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 
 	// A token of another team sees neither in the list, and a diff of
 	// shop's environments is refused in the same words, existing or not.
-	if _, _, err := w.k.CreateToken(context.Background(), "pay-1", "viewer", []string{"pay"}, "test"); err != nil {
+	if _, _, err := knit.NewCreateToken(w.k, "pay-1", "viewer", []string{"pay"}, "test").Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	secret, _, err := w.k.CreateToken(context.Background(), "pay-2", "viewer", []string{"pay"}, "test")
+	secret, _, err := knit.NewCreateToken(w.k, "pay-2", "viewer", []string{"pay"}, "test").Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestComparePagePicksTwoEnvironmentsAndShowsTheDiff(t *testing.T) {
 func TestComparePageRefusesMetadataNamesAndForeignEnvironmentsAlike(t *testing.T) {
 	w := newWorld(t, adapters.Config{})
 	w.apply("shop-prod", map[string]string{"env.yaml": stage("prod", "3", "prod-Hunter2-pw", "")})
-	secret, _, err := w.k.CreateToken(context.Background(), "pay-1", "viewer", []string{"pay"}, "test")
+	secret, _, err := knit.NewCreateToken(w.k, "pay-1", "viewer", []string{"pay"}, "test").Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func teamWorld(t *testing.T) (w *world, mark string) {
 	mark = filepath.Join(w.dir, "app-applied")
 	w.apply("pay-prod", map[string]string{"env.yaml": strings.Replace(payProd, "MARK", mark, 1)})
 	w.apply("ops-web", map[string]string{"env.yaml": opsWeb})
-	secret, _, err := w.k.CreateToken(context.Background(), "ops-operator", store.RoleOperator, []string{"ops"}, "test")
+	secret, _, err := knit.NewCreateToken(w.k, "ops-operator", store.RoleOperator, []string{"ops"}, "test").Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestDashboardRunStreamShowsNothingToAnotherTeam(t *testing.T) {
 		t.Fatalf("last run of ops/web: %v %v", last, err)
 	}
 	for name, team := range map[string]string{"ops-viewer": "ops", "shop-viewer": "shop"} {
-		secret, _, err := w.k.CreateToken(context.Background(), name, store.RoleViewer, []string{team}, "test")
+		secret, _, err := knit.NewCreateToken(w.k, name, store.RoleViewer, []string{team}, "test").Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

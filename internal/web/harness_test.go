@@ -45,7 +45,7 @@ func newWorld(t testing.TB, cfg adapters.Config) *world {
 	w.k = k
 	t.Cleanup(func() { k.Close() })
 	for _, role := range []string{"viewer", "operator", "admin"} {
-		secret, _, err := k.CreateToken(ctx, role+"-1", role, nil, "test")
+		secret, _, err := knit.NewCreateToken(k, role+"-1", role, nil, "test").Run(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"knit.dev/knit/internal/adapters"
+	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/store"
 )
 
@@ -21,9 +22,8 @@ func TestAnInvalidRevisionIsABannerInChromium(t *testing.T) {
 	w.apply("shop-live", map[string]string{"env.yaml": live})
 	errs := "envs/live.yaml:9:7: spec.components[0].type: unsupported component type \"scirpt\"\n    hint: did you mean \"script\"?\n" +
 		"envs/live.yaml:12:19: spec.components[0].dependsOn[0]: component \"nett\" does not exist"
-	_, err := w.k.RecordInvalid(context.Background(), store.Environment{ID: "shop/live", Team: "shop", Name: "live"},
-		store.Revision{Env: "shop/live", Hash: "broken", Source: "file:///repo.git@0123456789abcdef:envs/live.yaml",
-			Spec: []byte("broken: ["), Commit: "0123456789abcdef", Author: "alice", Message: "typo", Errors: errs}, "alice")
+	_, err := knit.NewRecordInvalid(w.k, store.Environment{ID: "shop/live", Team: "shop", Name: "live"}, store.Revision{Env: "shop/live", Hash: "broken", Source: "file:///repo.git@0123456789abcdef:envs/live.yaml",
+		Spec: []byte("broken: ["), Commit: "0123456789abcdef", Author: "alice", Message: "typo", Errors: errs}, "alice").Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

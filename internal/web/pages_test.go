@@ -42,7 +42,7 @@ func TestTeamTokenDashboardPagesAreFull(t *testing.T) {
 	}
 	w := newWorld(t, adapters.Config{Config: knit.Config{Store: st}})
 	for name, teams := range map[string][]string{"a-viewer": {"a"}, "ac-viewer": {"a", "c"}} {
-		secret, _, err := w.k.CreateToken(ctx, name, store.RoleViewer, teams, "test")
+		secret, _, err := knit.NewCreateToken(w.k, name, store.RoleViewer, teams, "test").Run(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

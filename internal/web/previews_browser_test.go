@@ -40,13 +40,13 @@ func TestPreviewsPageListsABranchsPreviewsOfTheTeamsEnvironments(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		p, err := w.k.Preview(context.Background(), knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/bigger", Commit: commit,
-			Change: store.PreviewUpdate, Env: env, Actor: "ada"})
+		p, err := knit.NewPreview(w.k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/bigger", Commit: commit,
+			Change: store.PreviewUpdate, Env: env, Actor: "ada"}).Run(context.Background())
 		if err != nil || p.Status != store.PreviewPlanned {
 			t.Fatalf("preview of %s: %+v, %v", name, p, err)
 		}
 	}
-	secret, _, err := w.k.CreateToken(context.Background(), "shop-1", "viewer", []string{"shop"}, "test")
+	secret, _, err := knit.NewCreateToken(w.k, "shop-1", "viewer", []string{"shop"}, "test").Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

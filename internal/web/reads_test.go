@@ -179,7 +179,7 @@ func TestEnvironmentsPageReadsAreConstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	secret, _, err := k.CreateToken(ctx, "viewer-1", store.RoleViewer, nil, "test")
+	secret, _, err := knit.NewCreateToken(k, "viewer-1", store.RoleViewer, nil, "test").Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

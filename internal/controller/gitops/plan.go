@@ -291,9 +291,9 @@ func (g *Reconciler) gitInvalid(ctx context.Context, c gitwatch.Commit, p string
 		kv[settingInvalid+p] = e.ID
 	}
 	sum := sha256.Sum256(content)
-	inv, err := g.k.RecordInvalid(ctx, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
+	inv, err := knit.NewRecordInvalid(g.k, e, store.Revision{Env: e.ID, Hash: hex.EncodeToString(sum[:]),
 		Source: g.cfg.URL + "@" + c.Hash + ":" + p, Spec: content, File: content, Commit: c.Hash, Author: c.Author,
-		Message: c.Message, Errors: errs}, c.Author)
+		Message: c.Message, Errors: errs}, c.Author).Run(ctx)
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)
 	}

@@ -223,7 +223,7 @@ func (g *Reconciler) previewEnv(ctx context.Context, branch string, c gitwatch.C
 	}
 	pctx, release := g.previews.hold(ctx, e.id)
 	defer release()
-	p, err := g.k.Preview(pctx, req)
+	p, err := knit.NewPreview(g.k, req).Run(pctx)
 	switch {
 	case errors.Is(context.Cause(pctx), errYielded) && ctx.Err() == nil:
 		g.log.Info("git: a preview gave way to the watched branch's run of the environment; previewing it at a later poll", "branch", branch, "env", e.id)

@@ -228,7 +228,7 @@ func TestAPausedRolloutWaitsForAPerson(t *testing.T) {
 	if _, err := knit.NewRollbackStage(k, knit.StageOptions{Pipeline: "web", Stage: "dev", Actor: "bob", Reason: ""}).Run(ctx); err == nil || !strings.Contains(err.Error(), "paused") {
 		t.Fatalf("a pipeline rollback of a paused stage: %v", err)
 	}
-	if _, err := k.Accept(ctx, "shop/dev", "bob", "looks fine"); err != nil {
+	if _, err := knit.NewAccept(k, "shop/dev", "bob", "looks fine").Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.Step(ctx)

@@ -20,7 +20,7 @@ const SettingResume = "resume:"
 // says. Call it before Run, once, at start.
 func (q *Queue) Resume(ctx context.Context) error {
 	runs := map[string]view.Run{}
-	crashed, err := q.k.Recover(ctx)
+	crashed, err := knit.NewRecover(q.k).Run(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted runs: %w", err)
 	}

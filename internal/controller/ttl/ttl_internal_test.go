@@ -154,7 +154,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("warned again after a restart: %+v", evs)
 	}
 
-	got, err := k.ExtendTTL(ctx, "shop/pr-1", 24*time.Hour, "alice")
+	got, err := knit.NewExtendTTL(k, "shop/pr-1", 24*time.Hour, "alice").Run(ctx)
 	want := t0.Add(26 * time.Hour)
 	if err != nil || !got.At.Equal(want) {
 		t.Fatalf("extend: %+v, %v; want expiry at t0+26h", got, err)
@@ -226,7 +226,7 @@ func TestTeardownClearsAndReapplyRestarts(t *testing.T) {
 	if x, err := knit.NewRecords(k).Expiry(ctx, "shop/pr-1"); err == nil {
 		t.Fatalf("expiry after teardown: %+v", x)
 	}
-	if _, err := k.ExtendTTL(ctx, "shop/pr-1", time.Hour, "alice"); err == nil {
+	if _, err := knit.NewExtendTTL(k, "shop/pr-1", time.Hour, "alice").Run(ctx); err == nil {
 		t.Fatal("extended a torn-down environment")
 	}
 	env, _ := spec.Parse("pr-1.yaml", t.TempDir(), []byte(ephemeral))
