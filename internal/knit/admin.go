@@ -161,28 +161,30 @@ func (op *Reveal) Run(ctx context.Context) (map[string]map[string]OutputView, er
 }
 
 // RecordInvalid is the action that records a file that does not validate
-// as a revision of Env (the environment is created if new) with its
+// as a revision of its environment (created if new) with its
 // errors, and audits it. It changes nothing that runs: the applied
 // revision stays where it is, and no run passes the door. Run returns nil
 // when the environment's newest revision already is this invalid file
 // (the same content): nothing new to tell. It is GitOps' (the server's
 // own, no caller to authorize).
 type RecordInvalid struct {
-	k        *Knit
-	Env      store.Environment
-	Revision store.Revision
-	Actor    string
+	k *Knit
+	// env and rev are store records GitOps hands in (the store's rows stay
+	// inside the library: see TestNoMethodReturnsTheStore).
+	env   store.Environment
+	rev   store.Revision
+	Actor string
 }
 
 // NewRecordInvalid is the RecordInvalid action on k.
 func NewRecordInvalid(k *Knit, env store.Environment, rev store.Revision, actor string) *RecordInvalid {
-	return &RecordInvalid{k: k, Env: env, Revision: rev, Actor: actor}
+	return &RecordInvalid{k: k, env: env, rev: rev, Actor: actor}
 }
 
 // Run carries the action out.
 func (op *RecordInvalid) Run(ctx context.Context) (*InvalidRevision, error) {
 	k := op.k
-	env, rev, actor := op.Env, op.Revision, op.Actor
+	env, rev, actor := op.env, op.rev, op.Actor
 	if rev.Errors == "" {
 		return nil, fmt.Errorf("record invalid revision of %s: no errors given", env.ID)
 	}
