@@ -18,7 +18,7 @@ func TestABranchPreviewIsNotTheEnvironmentsLastRun(t *testing.T) {
 	k := openWith(t, dbRunner())
 	applied := apply(t, k, parse(t, envDoc("shop", "dev")), "alice", true)
 	branch := parse(t, strings.Replace(envDoc("shop", "dev"), "{name: size, value: 1}", "{name: size, value: 2}", 1))
-	p, err := k.Preview(ctx, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"})
+	p, err := knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/x", Commit: previewCommit, Change: store.PreviewUpdate, Env: branch, Actor: "ada"}).Run(ctx)
 	if err != nil || p.Status != store.PreviewPlanned {
 		t.Fatalf("preview = %+v, %v", p, err)
 	}
