@@ -351,7 +351,7 @@ func (c serveConfig) replicas(ctx context.Context, pool *pgxpool.Pool, k *knit.K
 		return err
 	}
 	ctl.Queue, cfg.Remote = q, q
-	ctl.Leader = leader.New(k, c.leaderLease, "knit-serve", cfg.Logger)
+	ctl.Leader = leader.New(k.State(), c.leaderLease, "knit-serve", cfg.Logger)
 	ctl.LeaderTasks = []func(context.Context) error{q.Reap}
 	if ctl.Git != nil {
 		ctl.Git.Lease = c.leaderLease // the leader's watcher takes over within one lease too

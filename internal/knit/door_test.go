@@ -39,7 +39,7 @@ func recordRepoPolicies(t *testing.T, k *knit.Knit, envs ...string) {
 	for _, e := range envs {
 		kv[knit.SettingGitEnv+e] = "{}"
 	}
-	if err := k.SetSettings(context.Background(), kv); err != nil {
+	if err := k.State().SetSettings(context.Background(), kv); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -166,7 +166,8 @@ func (op *Preview) record(ctx context.Context) (store.Preview, error) {
 
 // RecordInvalidPreview records that the file of ref's environment does not
 // validate at the branch's commit: nothing of it was planned.
-func (k *Knit) RecordInvalidPreview(ctx context.Context, branch, commit, env, team, errs string) error {
+func (s *ServerState) RecordInvalidPreview(ctx context.Context, branch, commit, env, team, errs string) error {
+	k := s.k
 	return k.store.PutPreview(ctx, store.Preview{Branch: branch, Commit: commit, Env: env, Team: team,
 		Change: store.PreviewUpdate, Status: store.PreviewInvalid, Error: errs, CreatedAt: k.now()})
 }
@@ -174,7 +175,8 @@ func (k *Knit) RecordInvalidPreview(ctx context.Context, branch, commit, env, te
 // RecordTimedOutPreview records that the preview of env at the branch's
 // commit did not end within after: its tools were stopped, and nothing
 // of it is shown.
-func (k *Knit) RecordTimedOutPreview(ctx context.Context, branch, commit, env, team, change string, after time.Duration) error {
+func (s *ServerState) RecordTimedOutPreview(ctx context.Context, branch, commit, env, team, change string, after time.Duration) error {
+	k := s.k
 	return k.store.PutPreview(ctx, store.Preview{Branch: branch, Commit: commit, Env: env, Team: team,
 		Change: change, Status: store.PreviewTimedOut, CreatedAt: k.now(),
 		Error: fmt.Sprintf("the preview did not end within %s: its tools were stopped (knit serve --preview-timeout)", after)})

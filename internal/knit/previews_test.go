@@ -131,7 +131,7 @@ func TestPreviewOfARemovedFileDestroysAndALockRefusesIt(t *testing.T) {
 		t.Errorf("shop/dev after a destroy preview: %+v, %v", e.Status, err)
 	}
 
-	if err := k.HoldLease(ctx, store.Lock{Env: "shop/dev", RunID: "held", Owner: "someone", Host: "elsewhere", PID: 1}, time.Hour); err != nil {
+	if err := k.State().HoldLease(ctx, store.Lock{Env: "shop/dev", RunID: "held", Owner: "someone", Host: "elsewhere", PID: 1}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	_, err = knit.NewPreview(k, knit.PreviewRequest{Policy: fakeRunners, Branch: "feature/locked", Commit: previewCommit, Change: store.PreviewDestroy, EnvRef: "shop/dev"}).Run(ctx)

@@ -74,7 +74,7 @@ func (a *Run) Run(ctx context.Context) (*engine.Result, error) {
 	if res != nil && res.Env != "" && (res.Kind == engine.KindApply || res.Kind == engine.KindTeardown) {
 		// An ephemeral environment's first apply starts its expiry; a
 		// teardown clears it.
-		if xerr := a.k.SyncExpiry(context.WithoutCancel(ctx), res.Env); xerr != nil && err == nil {
+		if xerr := a.k.State().SyncExpiry(context.WithoutCancel(ctx), res.Env); xerr != nil && err == nil {
 			err = fmt.Errorf("record the expiry of %s: %w", res.Env, xerr)
 		}
 	}

@@ -15,6 +15,14 @@ import (
 // the runs a stop interrupted), the lease of the server that watches the
 // repository, and the records GitOps writes and forgets.
 
+// ServerState is what the server's controllers write besides runs: their
+// settings, leases, audit entries, expiries and the previews GitOps
+// records without a run. Reads are Records'.
+type ServerState struct{ k *Knit }
+
+// State is the library's ServerState.
+func (k *Knit) State() *ServerState { return &ServerState{k: k} }
+
 // Setting reads one of the server's settings; store.ErrNotFound when unset.
 func (rs *Records) Setting(ctx context.Context, key string) (string, error) {
 	k := rs.k
@@ -28,7 +36,8 @@ func (rs *Records) Settings(ctx context.Context, prefix string) (map[string]stri
 }
 
 // SetSettings writes kv in one transaction; an empty value deletes its key.
-func (k *Knit) SetSettings(ctx context.Context, kv map[string]string) error {
+func (s *ServerState) SetSettings(ctx context.Context, kv map[string]string) error {
+	k := s.k
 	return k.store.SetSettings(ctx, kv)
 }
 
@@ -36,25 +45,29 @@ func (k *Knit) SetSettings(ctx context.Context, kv map[string]string) error {
 // lease's name) for ttl. A lease whose holder is a process of this host
 // that is gone is taken at once; one held by a live process elsewhere
 // answers *store.LockedError until it expires.
-func (k *Knit) HoldLease(ctx context.Context, holder store.Lock, ttl time.Duration) error {
+func (s *ServerState) HoldLease(ctx context.Context, holder store.Lock, ttl time.Duration) error {
+	k := s.k
 	dead := func(h store.Lock) bool { return h.Host == holder.Host && h.PID != holder.PID && !procexec.Alive(h.PID) }
 	_, err := k.store.AcquireLock(ctx, holder, ttl, dead)
 	return err
 }
 
 // ReleaseLease frees the lease name if runID holds it.
-func (k *Knit) ReleaseLease(ctx context.Context, name, runID string) error {
+func (s *ServerState) ReleaseLease(ctx context.Context, name, runID string) error {
+	k := s.k
 	return k.store.ReleaseLock(ctx, name, runID)
 }
 
 // ForgetUnapplied removes an environment that was never applied (an
 // invalid file's record) and reports whether there was one.
-func (k *Knit) ForgetUnapplied(ctx context.Context, id string) (bool, error) {
+func (s *ServerState) ForgetUnapplied(ctx context.Context, id string) (bool, error) {
+	k := s.k
 	return k.store.DeleteUnappliedEnvironment(ctx, id)
 }
 
 // RecordAudit appends ev to the audit trail (a GitOps warning, say).
-func (k *Knit) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
+func (s *ServerState) RecordAudit(ctx context.Context, ev store.AuditEvent) error {
+	k := s.k
 	if ev.Time.IsZero() {
 		ev.Time = k.now()
 	}

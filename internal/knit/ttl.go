@@ -42,7 +42,8 @@ func (rs *Records) Expiries(ctx context.Context) ([]view.TTL, error) {
 }
 
 // MarkExpiryWarned records that ttl.expiring went out for env's expiry at.
-func (k *Knit) MarkExpiryWarned(ctx context.Context, env string, at time.Time) error {
+func (s *ServerState) MarkExpiryWarned(ctx context.Context, env string, at time.Time) error {
+	k := s.k
 	return k.store.MarkExpiryWarned(ctx, env, at)
 }
 
@@ -50,7 +51,8 @@ func (k *Knit) MarkExpiryWarned(ctx context.Context, env string, at time.Time) e
 // first apply of a spec with a ttl starts it (now + ttl, audited); a
 // teardown, or an applied spec without a ttl, clears it. An expiry that
 // runs already is kept: only knit ttl --extend moves it.
-func (k *Knit) SyncExpiry(ctx context.Context, env string) error {
+func (s *ServerState) SyncExpiry(ctx context.Context, env string) error {
+	k := s.k
 	e, err := k.store.Environment(ctx, env)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // a plan of a file never applied records nothing
@@ -138,7 +140,8 @@ func ExpiredReason(at time.Time) string {
 
 // AuditExpired records that knit serve queued run (a teardown) of env
 // because its expiry at passed.
-func (k *Knit) AuditExpired(ctx context.Context, env string, at time.Time, runID, actor string) error {
+func (s *ServerState) AuditExpired(ctx context.Context, env string, at time.Time, runID, actor string) error {
+	k := s.k
 	return k.store.AppendAudit(ctx, store.AuditEvent{Env: env, Actor: actor, Action: AuditTTLExpire, RunID: runID,
 		Reason: ExpiredReason(at), Detail: "teardown queued", Time: k.now()})
 }

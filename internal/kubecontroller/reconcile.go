@@ -113,7 +113,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // environment id, which GitOps or the CLI applied (from).
 func (r *reconciler) auditAdoption(ctx context.Context, e *Environment, id, from string) error {
 	r.log.Info("adopt", "object", e.Namespace+"/"+e.Name, "env", id, "from", from)
-	return r.knit.RecordAudit(ctx, store.AuditEvent{Env: id, Actor: r.actor(e), Action: "adopt",
+	return r.knit.State().RecordAudit(ctx, store.AuditEvent{Env: id, Actor: r.actor(e), Action: "adopt",
 		Reason: fmt.Sprintf("%s %s/%s annotated %s=true, allowed by --allow-adopt %s", r.gv.Group, e.Namespace, e.Name, AdoptAnnotation, e.Namespace),
 		Detail: "applied " + from})
 }

@@ -84,7 +84,7 @@ func (r *reconciler) skipTeardown(ctx context.Context, obj envObject, env string
 	if err != nil || why != "" {
 		return false, SkipTeardownAnnotation + " is not honoured: " + why, err
 	}
-	if err := r.knit.RecordAudit(ctx, store.AuditEvent{Env: env, Actor: "kubernetes-user:" + user, Action: "skip-teardown",
+	if err := r.knit.State().RecordAudit(ctx, store.AuditEvent{Env: env, Actor: "kubernetes-user:" + user, Action: "skip-teardown",
 		Reason: fmt.Sprintf("%s %s/%s deleted with %s", r.gv.Group, e.Namespace, e.Name, SkipTeardownAnnotation),
 		Detail: "the environment was not torn down: its resources are still there (knit teardown " + env + " removes them)"}); err != nil {
 		return false, "", err

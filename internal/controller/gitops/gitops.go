@@ -342,5 +342,5 @@ func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, la
 	if err != nil {
 		return err
 	}
-	return g.k.SetSettings(ctx, kv)
+	return g.k.State().SetSettings(ctx, kv)
 }

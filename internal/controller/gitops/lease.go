@@ -50,7 +50,7 @@ func (l *gitLease) held() bool { return l.have }
 
 // hold takes or renews the lease and reports whether this server holds it.
 func (l *gitLease) hold(ctx context.Context) bool {
-	err := l.g.k.HoldLease(ctx, l.lock, l.lease)
+	err := l.g.k.State().HoldLease(ctx, l.lock, l.lease)
 	var locked *store.LockedError
 	switch {
 	case err == nil:
@@ -81,7 +81,7 @@ func (l *gitLease) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := l.g.k.ReleaseLease(ctx, gitLeaseName, l.lock.RunID); err != nil {
+	if err := l.g.k.State().ReleaseLease(ctx, gitLeaseName, l.lock.RunID); err != nil {
 		l.g.log.Warn("git: release the watcher's lease", "err", err)
 	}
 	l.have = false

@@ -184,7 +184,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	return g.k.SetSettings(ctx, kv)
+	return g.k.State().SetSettings(ctx, kv)
 }
 
 // wantFor is the want of environment id, declared by the files tf at c,
@@ -346,7 +346,7 @@ func invalidID(p string) string {
 // now validates (kept if it was ever applied, which it never is).
 func (g *Reconciler) forgetInvalid(ctx context.Context, p, id string, kv map[string]string) {
 	kv[settingInvalid+p] = ""
-	removed, err := g.k.ForgetUnapplied(ctx, id)
+	removed, err := g.k.State().ForgetUnapplied(ctx, id)
 	if err != nil {
 		g.log.Error("git: remove the record of an invalid file", "path", p, "env", id, "err", err)
 		return
@@ -360,7 +360,7 @@ func (g *Reconciler) forgetInvalid(ctx context.Context, p, id string, kv map[str
 // records it in the environment's audit trail.
 func (g *Reconciler) gitWarn(ctx context.Context, c gitwatch.Commit, env, msg string) {
 	g.log.Warn("git: "+msg, "env", env, "commit", short(c.Hash))
-	if err := g.k.RecordAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
+	if err := g.k.State().RecordAudit(ctx, store.AuditEvent{Env: env, Actor: c.Author, Action: "git-warning",
 		Reason: commitReason(c), Detail: msg}); err != nil {
 		g.log.Error("git: record a warning", "env", env, "err", err)
 	}

@@ -83,7 +83,7 @@ func (g *Reconciler) previewBranches(ctx context.Context, w *gitwatch.Watcher) {
 		}
 	}
 	if len(forget) > 0 {
-		if err := g.k.SetSettings(ctx, forget); err != nil {
+		if err := g.k.State().SetSettings(ctx, forget); err != nil {
 			g.log.Error("git: forget deleted branches' previews", "err", err)
 		}
 	}
@@ -251,14 +251,14 @@ func (g *Reconciler) recordTimedOut(branch, commit string, e branchEnv) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	team, _, _ := strings.Cut(e.id, "/")
-	if err := g.k.RecordTimedOutPreview(ctx, branch, commit, e.id, team, e.change, g.previews.timeout); err != nil {
+	if err := g.k.State().RecordTimedOutPreview(ctx, branch, commit, e.id, team, e.change, g.previews.timeout); err != nil {
 		g.log.Error("git: record a preview that timed out", "branch", branch, "env", e.id, "err", err)
 	}
 }
 
 func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
 	g.previews.done(branch, head)
-	if err := g.k.SetSettings(ctx, map[string]string{settingPreviewHead + branch: head}); err != nil {
+	if err := g.k.State().SetSettings(ctx, map[string]string{settingPreviewHead + branch: head}); err != nil {
 		g.log.Error("git: record the previewed head", "branch", branch, "err", err)
 	}
 }
@@ -312,7 +312,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 					id := files[k]
 					declared[id] = true
 					team, _, _ := strings.Cut(id, "/")
-					if err := g.k.RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
+					if err := g.k.State().RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
 						return nil, err
 					}
 				}
@@ -333,7 +333,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 			if id := files[p]; id != "" { // the names in an invalid file are never trusted
 				declared[id] = true
 				team, _, _ := strings.Cut(id, "/")
-				if err := g.k.RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
+				if err := g.k.State().RecordInvalidPreview(ctx, branch, c.Hash, id, team, diags.String()); err != nil {
 					return nil, err
 				}
 			}

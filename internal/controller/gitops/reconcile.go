@@ -225,7 +225,7 @@ func (g *Reconciler) wantDone(id string, want gitWant) {
 		return // a newer commit wants something else: still pending
 	}
 	cur.Pending = false
-	if err := g.k.SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
+	if err := g.k.State().SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
 		g.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
 }

@@ -54,7 +54,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 			q.log.Error("resume", "env", env, "err", err)
 		}
 	}
-	if err := q.k.SetSettings(ctx, done); err != nil {
+	if err := q.k.State().SetSettings(ctx, done); err != nil {
 		return fmt.Errorf("forget resumed runs: %w", err)
 	}
 	return nil
@@ -79,7 +79,7 @@ func (q *Queue) interruptedByShutdown(j *Job) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := q.k.SetSettings(ctx, map[string]string{SettingResume + j.Env: string(j.Req.Kind)}); err != nil {
+	if err := q.k.State().SetSettings(ctx, map[string]string{SettingResume + j.Env: string(j.Req.Kind)}); err != nil {
 		q.log.Error("remember a run to resume", "env", j.Env, "err", err)
 	}
 }

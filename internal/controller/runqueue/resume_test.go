@@ -58,7 +58,7 @@ func TestARollbackAShutdownInterruptedResumesToItsTarget(t *testing.T) {
 		Status: store.StatusInterrupted, Actor: "t", StartedAt: now, FinishedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.SetSettings(ctx, map[string]string{runqueue.SettingResume + "pay/one": string(engine.KindRollback)}); err != nil {
+	if err := k.State().SetSettings(ctx, map[string]string{runqueue.SettingResume + "pay/one": string(engine.KindRollback)}); err != nil {
 		t.Fatal(err)
 	}
 	q := runqueue.New(k, runqueue.Config{Max: 1, Actor: "knit-serve", Logger: quiet})

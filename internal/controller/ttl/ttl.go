@@ -95,7 +95,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // teardown clears it. It runs whether Run has started or not: an expiry
 // missed here would never come.
 func (c *Controller) RunEnded(env string) {
-	if err := c.k.SyncExpiry(context.Background(), env); err != nil {
+	if err := c.k.State().SyncExpiry(context.Background(), env); err != nil {
 		c.log.Warn("ttl: expiry", "env", env, "err", err)
 	}
 }
@@ -123,7 +123,7 @@ func (c *Controller) Check(ctx context.Context) {
 // restart never sends it again (a crash in between loses it rather than
 // doubling it).
 func (c *Controller) warn(ctx context.Context, x view.TTL, now time.Time) {
-	err := c.k.MarkExpiryWarned(ctx, x.Env, x.At)
+	err := c.k.State().MarkExpiryWarned(ctx, x.Env, x.At)
 	if errors.Is(err, store.ErrConflict) {
 		return // extended or torn down meanwhile: the next tick sees the new expiry
 	} else if err != nil {
@@ -159,7 +159,7 @@ func (c *Controller) expire(ctx context.Context, x view.TTL) {
 		return
 	}
 	c.remember(x)
-	if err := c.k.AuditExpired(ctx, x.Env, x.At, id, c.cfg.Actor); err != nil {
+	if err := c.k.State().AuditExpired(ctx, x.Env, x.At, id, c.cfg.Actor); err != nil {
 		c.log.Error("ttl: audit the expiry", "env", x.Env, "err", err)
 	}
 }
