@@ -14,6 +14,12 @@
 // As in Vixie cron, when both day-of-month and day-of-week are restricted a
 // day matches if either does; when one of them is * only the other counts.
 //
+// Five-field expressions and the @-shorthands are parsed and scheduled by
+// github.com/robfig/cron/v3 (its standard parser); this package checks them
+// first, so that a problem is named with its field and offset, folds
+// weekday 7 onto 0 and refuses expressions that never fire. @every is its
+// own: robfig/cron rounds periods to whole seconds, and tests use shorter.
+//
 // The package knows nothing about environments: a key passed to Jitter is
 // just a string.
 package schedule
