@@ -8,7 +8,8 @@
 # throwaway module in scripts/kube (its go.sum is committed, so the build
 # needs nothing but the proxy). All three sit in .tools/kube, the folder
 # envtest's KUBEBUILDER_ASSETS points at. For the Postgres store's tests:
-# Debian's postgresql package (initdb, pg_ctl).
+# Debian's postgresql package (initdb, pg_ctl). For the OCI module tests:
+# Debian's docker-registry package (the CNCF distribution registry).
 # A second run finds everything in place and takes a second or two.
 # `tools.sh terragrunt` builds only Terragrunt, the peer make bench compares
 # knit with (no test needs it); `tools.sh demo` installs only what the demo
@@ -152,6 +153,19 @@ install_postgres() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql >/dev/null
 }
 
+# install_docker_registry installs Debian's docker-registry package when
+# it is missing: the OCI module tests (internal/testtools/ocireg) start it
+# on loopback themselves. The package's own service is not needed (and in
+# a container never starts).
+install_docker_registry() {
+  if command -v docker-registry >/dev/null 2>&1; then return; fi
+  log "installing Debian's docker-registry for the OCI module tests"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends docker-registry >/dev/null
+}
+
 # build_terragrunt builds Terragrunt as its Makefile does: static, version stamped.
 build_terragrunt() {
   build_main "$bin/terragrunt" "$TERRAGRUNT_VERSION-r$TOOLS_REVISION" "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION" \
@@ -177,4 +191,5 @@ install_etcd
 build_kube
 install_chromium
 install_postgres
-log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube"
+install_docker_registry
+log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube, docker-registry"

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"knit.dev/knit/internal/kubecontroller"
-	"knit.dev/knit/internal/ocisource/ocitest"
+	"knit.dev/knit/internal/testtools/ocireg"
 )
 
 func ociEnv(name, source, content string) string {
@@ -31,7 +31,7 @@ spec:
 
 func TestModuleFromOCI(t *testing.T) {
 	h := start(t)
-	reg := ocitest.Start(t)
+	reg := ocireg.Start(t) // Debian's docker-registry
 	reg.PushModule(t, "modules/file", "v1", map[string]string{"main.tf": fileModule})
 	addr := "oci://" + reg.Host + "/modules/file"
 

@@ -9,6 +9,8 @@ package testtools
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -172,6 +174,9 @@ func FilesHolding(t testing.TB, dir string, texts ...string) (map[string][]strin
 		if err != nil || d.IsDir() {
 			return err
 		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return nil // a link to a folder (the plugin cache's): its target is walked where it lies
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
@@ -256,4 +261,27 @@ func KnitKube(t testing.TB) string {
 		t.Fatal(knitKube.err)
 	}
 	return knitKube.path
+}
+
+// FreePort returns a loopback TCP port free at the time of the call; a
+// server started on it may still lose it to another process, so callers
+// retry a start that fails.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// RandomHex returns 32 random hex digits (a password, a secret).
+func RandomHex(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }

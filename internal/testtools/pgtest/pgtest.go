@@ -12,8 +12,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -112,7 +110,7 @@ func Start(t testing.TB) *Cluster {
 			t.Fatal(err)
 		}
 	}
-	c.Password = randomHex(t)
+	c.Password = testtools.RandomHex(t)
 	pwfile := filepath.Join(dir, "pwfile")
 	if err := os.WriteFile(pwfile, []byte(c.Password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -125,7 +123,7 @@ func Start(t testing.TB) *Cluster {
 	os.Remove(pwfile)
 	// A port taken between the probe and the start fails pg_ctl: try again.
 	for attempt := 0; ; attempt++ {
-		c.Port = freePort(t)
+		c.Port = testtools.FreePort(t)
 		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
 			c.Port, dir)
 		out, err := c.cmd("pg_ctl", "-D", c.data(), "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "120", "start").CombinedOutput()
@@ -265,23 +263,4 @@ func postgresUser(t testing.TB) *syscall.Credential {
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func randomHex(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }
