@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"knit.dev/knit/internal/words"
 )
@@ -50,4 +51,25 @@ type Tokens interface {
 	// SetSettings writes every key of kv in one transaction (all or
 	// none); an empty value deletes the key.
 	SetSettings(ctx context.Context, kv map[string]string) error
+}
+
+// PrefixEnd is the least string greater than every string that starts
+// with prefix, byte by byte: the exclusive end of the key range a prefix
+// covers (keys >= prefix AND keys < end), which an index on the keys can
+// answer. ok is false when there is none (prefix is empty or all 0xff
+// bytes: every key from prefix on matches), or when the end would not be
+// valid UTF-8 (a database may refuse it): the caller then scans.
+func PrefixEnd(prefix string) (end string, ok bool) {
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "", false
+	}
+	b[len(b)-1]++
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
 }

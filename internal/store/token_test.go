@@ -19,3 +19,34 @@ func TestRolesAreTheWords(t *testing.T) {
 		t.Error("store.Role.AtLeast does not order the store's roles")
 	}
 }
+
+func TestPrefixEndBoundsExactlyThePrefixedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, end string
+		ok          bool
+	}{
+		{"git.env:", "git.env;", true},
+		{"a", "b", true},
+		{"a\xff", "b", true},
+		{"é", "ê", true},
+		{"", "", false},
+		{"\xff\xff", "", false},
+		{"\x7f", "", false}, // 0x80 alone is not UTF-8
+	} {
+		end, ok := store.PrefixEnd(tc.prefix)
+		if end != tc.end || ok != tc.ok {
+			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", tc.prefix, end, ok, tc.end, tc.ok)
+		}
+	}
+	keys := []string{"git.en", "git.env", "git.env:", "git.env:a/b", "git.env:\u00ff", "git.env;", "git.envx", "git.f"}
+	end, _ := store.PrefixEnd("git.env:")
+	var inRange []string
+	for _, k := range keys {
+		if k >= "git.env:" && k < end {
+			inRange = append(inRange, k)
+		}
+	}
+	if want := []string{"git.env:", "git.env:a/b", "git.env:\u00ff"}; !slices.Equal(inRange, want) {
+		t.Errorf("keys in [git.env:, %q) = %q, want %q", end, inRange, want)
+	}
+}

@@ -5,7 +5,6 @@ package gitops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/notify"
 	"knit.dev/knit/internal/spec"
-	"knit.dev/knit/internal/store"
 )
 
 // GitOps in three steps, each durable before the next:
@@ -102,6 +100,7 @@ type Reconciler struct {
 	// mu serialises what the loop and started runs write of the wants;
 	// wants tracks their queued runs.
 	mu    sync.Mutex
+	memo  gitMemo
 	wants wantRuns
 	// ctx is Run's (nil before it starts); retries are its retry timers,
 	// stopped when Run returns.
@@ -167,7 +166,7 @@ func (g *Reconciler) Run(ctx context.Context) error {
 	leaseT := g.clock.NewTicker(lease.every())
 	defer leaseT.Stop()
 	for {
-		if lease.hold(ctx) {
+		if lease.current(ctx) {
 			g.pollGit(ctx, w)
 			g.reconcileWants(ctx, w)
 			g.previewBranches(ctx, w) // starts them beside the loop
@@ -256,12 +255,19 @@ func (g *Reconciler) notify(ev notify.Event) {
 }
 
 func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
-	last, err := knit.NewRecords(g.k).Setting(ctx, settingCommit)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		g.log.Error("git: read the last commit", "err", err)
+	g.mu.Lock()
+	m, err := g.state(ctx)
+	var last, known string
+	var policies bool
+	if err == nil {
+		last, known, policies = m.commit, m.branches, m.policies
+	}
+	g.mu.Unlock()
+	if err != nil {
+		g.log.Error("git: read what the last commit recorded", "err", err)
 		return
 	}
-	if err := g.recordPolicies(ctx, w, last); err != nil {
+	if err := g.recordPolicies(ctx, w, last, policies); err != nil {
 		if ctx.Err() == nil {
 			g.log.Error("git: record the repository's policies", "commit", short(last), "err", err)
 		}
@@ -281,11 +287,6 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		if ctx.Err() == nil {
 			g.log.Error("git: list the branches", "err", err)
 		}
-		return
-	}
-	known, err := knit.NewRecords(g.k).Setting(ctx, settingBranches)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		g.log.Error("git: read the last branches", "err", err)
 		return
 	}
 	moved := known != strings.Join(branches, "\n")
@@ -326,13 +327,9 @@ func short(hash string) string {
 // recordPolicies records the policy set of commit last, processed before
 // knit recorded policy sets (an upgrade): the runs of the environments it
 // applied are judged by it from the first poll on.
-func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, last string) error {
-	if last == "" {
+func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, last string, recorded bool) error {
+	if last == "" || recorded {
 		return nil
-	}
-	_, err := knit.NewRecords(g.k).Setting(ctx, knit.SettingRepoPolicies)
-	if !errors.Is(err, store.ErrNotFound) {
-		return err
 	}
 	c, err := w.At(ctx, last)
 	if err != nil {
@@ -342,5 +339,7 @@ func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, la
 	if err != nil {
 		return err
 	}
-	return g.k.State().SetSettings(ctx, kv)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.writeSettings(ctx, kv)
 }

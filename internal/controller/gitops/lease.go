@@ -28,6 +28,8 @@ type gitLease struct {
 	lock  store.Lock
 	lease time.Duration
 	have  bool
+	// renewed is when the lease was last taken or renewed.
+	renewed time.Time
 	// told: the log said another server watches (once per change).
 	told bool
 }
@@ -48,16 +50,28 @@ func (l *gitLease) every() time.Duration { return l.lease / 3 }
 
 func (l *gitLease) held() bool { return l.have }
 
+// current reports whether this server holds the lease, taking it or
+// renewing it unless it was renewed less than every() ago: a poll of a
+// server that holds it writes nothing.
+func (l *gitLease) current(ctx context.Context) bool {
+	if l.have && l.g.clock.Now().Sub(l.renewed) < l.every() {
+		return true
+	}
+	return l.hold(ctx)
+}
+
 // hold takes or renews the lease and reports whether this server holds it.
 func (l *gitLease) hold(ctx context.Context) bool {
+	now := l.g.clock.Now()
 	err := l.g.k.State().HoldLease(ctx, l.lock, l.lease)
 	var locked *store.LockedError
 	switch {
 	case err == nil:
 		if !l.have {
 			l.g.log.Info("git: this server watches the repository", "lease", l.lease)
+			l.g.forgetMemo() // another server may have written since
 		}
-		l.have, l.told = true, false
+		l.have, l.told, l.renewed = true, false, now
 	case errors.As(err, &locked):
 		if !l.told {
 			l.g.log.Info("git: another server watches the repository; this one serves without polling",

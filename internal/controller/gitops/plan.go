@@ -87,10 +87,11 @@ func elementKeys(files map[string]string, p string) []string {
 func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branches []string, branchesMoved bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	wants, files, invalid, err := g.gitState(ctx)
+	m, err := g.state(ctx)
 	if err != nil {
 		return err
 	}
+	wants, files, invalid := m.wants, m.files, m.invalid
 	changed := map[string]gitwatch.Change{}
 	for _, ch := range c.Changes {
 		changed[ch.Path] = ch
@@ -184,7 +185,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	return g.k.State().SetSettings(ctx, kv)
+	return g.writeSettings(ctx, kv)
 }
 
 // wantFor is the want of environment id, declared by the files tf at c,
@@ -215,12 +216,15 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	// A file that was broken and now reads as it did before still runs:
 	// its new revision replaces the invalid one, whose alarm ends.
 	unchanged := prev.Commit != "" && !prev.Teardown && prev.Sum == pick.sum
-	if unchanged {
+	if unchanged && !g.memo.valid[id] {
 		inv, err := knit.NewRecords(g.k).NewestInvalid(ctx, id)
 		if err != nil {
 			return "", false, fmt.Errorf("read the newest revision of %s: %w", id, err)
 		}
 		unchanged = inv == nil
+		if unchanged && g.memo.valid != nil {
+			g.memo.valid[id] = true // only an invalid file's record changes that
+		}
 	}
 	switch {
 	case unchanged && prev.Path == pick.path:
@@ -233,29 +237,6 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	g.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
 	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true, Element: pick.element,
 		Reason: commitReason(c), Author: c.Author, Message: c.Message, Signer: c.Signer}), true, nil
-}
-
-// gitState reads the wants, the files' environments and the invalid files' records.
-func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, files, invalid map[string]string, err error) {
-	raw, err := knit.NewRecords(g.k).Settings(ctx, settingWant)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	wants = map[string]gitWant{}
-	for k, v := range raw {
-		var w gitWant
-		if err := json.Unmarshal([]byte(v), &w); err != nil {
-			return nil, nil, nil, fmt.Errorf("setting %s: %w", k, err)
-		}
-		wants[strings.TrimPrefix(k, settingWant)] = w
-	}
-	if files, err = settingsByName(ctx, g.k, settingFile); err != nil {
-		return nil, nil, nil, err
-	}
-	if invalid, err = settingsByName(ctx, g.k, settingInvalid); err != nil {
-		return nil, nil, nil, err
-	}
-	return wants, files, invalid, nil
 }
 
 func settingsByName(ctx context.Context, k *knit.Knit, prefix string) (map[string]string, error) {
@@ -297,6 +278,7 @@ func (g *Reconciler) gitInvalid(ctx context.Context, c gitwatch.Commit, p string
 	if err != nil {
 		return fmt.Errorf("record the invalid file %s: %w", p, err)
 	}
+	delete(g.memo.valid, e.ID) // its newest revision may be this one
 	if inv == nil {
 		return nil // recorded already, and told
 	}

@@ -2,7 +2,6 @@ package gitops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path"
@@ -38,7 +37,7 @@ type wantRuns struct {
 // and is not waiting to retry.
 func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	g.mu.Lock()
-	wants, _, _, err := g.gitState(ctx)
+	wants, err := g.pendingWants(ctx)
 	g.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -211,21 +210,17 @@ func (g *Reconciler) wantDone(id string, want gitWant) {
 	defer g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	raw, err := knit.NewRecords(g.k).Setting(ctx, settingWant+id)
+	m, err := g.state(ctx)
 	if err != nil {
 		g.log.Error("git: read what the commit wants", "env", id, "err", err)
 		return
 	}
-	var cur gitWant
-	if err := json.Unmarshal([]byte(raw), &cur); err != nil {
-		g.log.Error("git: read what the commit wants", "env", id, "err", err)
-		return
-	}
-	if !cur.same(want) {
+	cur, ok := m.wants[id]
+	if !ok || !cur.same(want) {
 		return // a newer commit wants something else: still pending
 	}
 	cur.Pending = false
-	if err := g.k.State().SetSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
+	if err := g.writeSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
 		g.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
 }

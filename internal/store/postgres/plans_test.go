@@ -72,3 +72,43 @@ func TestEnvironmentListPagesUseIndexes(t *testing.T) {
 		})
 	}
 }
+
+// TestSettingsByPrefixUseTheBytesIndex: GitOps's reads of settings by
+// prefix are a range of settings_key_bytes, whatever the database's
+// collation (scans priced out, as above).
+func TestSettingsByPrefixUseTheBytesIndex(t *testing.T) {
+	c := pgtest.Start(t)
+	s, err := Open(t.Context(), c.DB(t), make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	for _, off := range []string{"enable_seqscan", "enable_bitmapscan"} {
+		if _, err := tx.Exec(t.Context(), `SET LOCAL `+off+` = off`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(t.Context(), `EXPLAIN `+settingsRangeQuery, "git.env:", "git.env;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(plan, "\n"); !strings.Contains(p, "settings_key_bytes") || !strings.Contains(p, "Index Cond") {
+		t.Errorf("settings by prefix are not a range of settings_key_bytes:\n%s", p)
+	}
+}

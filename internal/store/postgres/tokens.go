@@ -88,14 +88,26 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return s.SetSettings(ctx, map[string]string{key: value})
 }
 
+// Settings queries: by the range of keys a prefix covers, compared byte by
+// byte as the index settings_key_bytes sorts them, or (a prefix with no
+// such range: see store.PrefixEnd) by a scan.
+const (
+	settingsRangeQuery = `SELECT key, value FROM settings WHERE key COLLATE "C" >= $1 AND key COLLATE "C" < $2`
+	settingsScanQuery  = `SELECT key, value FROM settings WHERE starts_with(key, $1)`
+)
+
 // Settings implements store.Store.
 func (s *Store) Settings(ctx context.Context, prefix string) (map[string]string, error) {
 	type kv struct{ k, v string }
+	query, args := settingsScanQuery, []any{prefix}
+	if end, ok := store.PrefixEnd(prefix); ok {
+		query, args = settingsRangeQuery, []any{prefix, end}
+	}
 	list, err := queryAll(ctx, s.pool, "settings "+prefix+"*", func(row pgx.Row) (kv, error) {
 		var p kv
 		err := row.Scan(&p.k, &p.v)
 		return p, err
-	}, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
+	}, query, args...)
 	if err != nil {
 		return nil, err
 	}

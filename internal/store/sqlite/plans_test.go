@@ -87,6 +87,9 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 		"environments list of a team and status by status": {func() (string, []any) {
 			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByStatus, Filter: store.EnvironmentFilter{Team: "t", Status: "failed", Limit: 50}})
 		}, "environments_team_status"},
+		// GitOps reads its wants and bookkeeping by prefix at every commit.
+		"settings by prefix": {func() (string, []any) { return settingsRangeQuery, []any{"git.env:", "git.env;"} },
+			"SEARCH settings USING INDEX sqlite_autoindex_settings_1 (key>? AND key<?)"},
 		"an environment's last drift": {func() (string, []any) { return detailQuery, []any{"team/web"} }, "runs_env_kind_started"},
 		// Its newest component run outside previews: walked down the index
 		// from the newest, reading each run's run_id (not covering).

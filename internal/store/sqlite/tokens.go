@@ -103,9 +103,23 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	})
 }
 
+// Settings queries: by the range of keys a prefix covers, which the
+// key's index answers, or (a prefix with no such range: see
+// store.PrefixEnd) by a scan.
+const (
+	settingsRangeQuery = `SELECT key, value FROM settings WHERE key >= ? AND key < ?`
+	settingsScanQuery  = `SELECT key, value FROM settings WHERE substr(key, 1, ?) = ?`
+)
+
 // Settings implements store.Store.
 func (s *Store) Settings(ctx context.Context, prefix string) (map[string]string, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT key, value FROM settings WHERE substr(key, 1, ?) = ?`, len(prefix), prefix)
+	var rows *sql.Rows
+	var err error
+	if end, ok := store.PrefixEnd(prefix); ok {
+		rows, err = s.q.QueryContext(ctx, settingsRangeQuery, prefix, end)
+	} else {
+		rows, err = s.q.QueryContext(ctx, settingsScanQuery, len(prefix), prefix)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("settings %s*: %w", prefix, err)
 	}

@@ -47,6 +47,17 @@ func testTokens(t *testing.T, s store.Store) {
 	if len(kv) != 2 || kv["git.env:a/b"] != "1" || kv["git.env:e/f"] != "4" {
 		t.Errorf("settings with prefix git.env: = %v", kv)
 	}
+	// A prefix covers exactly the keys that start with it: not the key
+	// one byte short of it, nor the next byte's (';' follows ':').
+	must(t, s.SetSettings(ctx, map[string]string{"git.env": "5", "git.env;x": "6", "git.env:\u00e9": "7", "git.env:~": "8"}))
+	kv, err = s.Settings(ctx, "git.env:")
+	must(t, err)
+	if len(kv) != 4 || kv["git.env:\u00e9"] != "7" || kv["git.env:~"] != "8" {
+		t.Errorf("settings with prefix git.env: = %v", kv)
+	}
+	if all, err := s.Settings(ctx, ""); err != nil || len(all) != 8 {
+		t.Errorf("settings with the empty prefix = %v, %v; want all 8", all, err)
+	}
 	if none, err := s.Settings(ctx, "nothing:"); err != nil || len(none) != 0 {
 		t.Errorf("settings with an unused prefix = %v, %v", none, err)
 	}
