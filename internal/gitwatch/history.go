@@ -106,8 +106,10 @@ func (w *Watcher) commits(ctx context.Context, infos []commitInfo, files [][]fil
 		if err != nil {
 			return nil, err
 		}
+		out[i].Blobs = make(map[string]string, len(all))
 		for _, f := range all {
 			out[i].Files = append(out[i].Files, f.path)
+			out[i].Blobs[f.path] = f.blob
 		}
 		sortFileChanges(files[i])
 		for _, f := range files[i] {

@@ -90,6 +90,9 @@ type Commit struct {
 	// Files are the paths of every environment file of the commit's tree
 	// (changed or not), sorted: what the commit declares as a whole.
 	Files []string
+	// Blobs are the git object IDs of Files' contents, by path: the same
+	// ID is the same content, whatever the commit.
+	Blobs map[string]string
 	// Reset is set when the previous commit is no longer in the branch's
 	// history (a force-push): Changes then hold every environment file of
 	// this commit as added, and, when the previous commit is still known,

@@ -25,6 +25,7 @@ func extend(env *Environment, chain []string) ([]*layer, diag.Diagnostics) {
 	if len(chain) > maxExtends {
 		return fail(fmt.Sprintf("extends nests more than %d files deep", maxExtends), "build on fewer layers")
 	}
+	env.opts.noteRead(env.Dir, ref.Path)
 	abs, data, sum, err := readSource(env.Root, env.Dir, ref.Path)
 	if err != nil {
 		return fail("extends: "+err.Error(), "")

@@ -44,6 +44,23 @@ type Options struct {
 	// the environment's own values of the template's promote: true
 	// parameters; naming any other parameter is an error.
 	Promote map[string]any
+	// Read, when set, is told of every local path loading resolves
+	// besides the file itself (templates, extended files, and what the
+	// components and policies name), joined to the folder it is relative
+	// to, before it is checked: with the file and what Fetched and
+	// Checkout answer, what the result depends on (GitOps caches it).
+	Read func(path string)
+}
+
+// noteRead tells o.Read of p, relative to dir unless absolute.
+func (o Options) noteRead(dir, p string) {
+	if o.Read == nil {
+		return
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	o.Read(filepath.Clean(p))
 }
 
 // InRepo returns o with Repo set to dir: the tree a file was read from.

@@ -182,6 +182,7 @@ func useTemplate(env *Environment) ([]*layer, diag.Diagnostics) {
 		g = &gitOrigin{url: ref.Git, commit: commit, sub: filepath.ToSlash(filepath.Dir(filepath.Clean(ref.Path)))}
 	} else {
 		root, dir = env.Root, env.Dir
+		env.opts.noteRead(dir, ref.Path)
 	}
 	abs, data, sum, err := readSource(root, dir, ref.Path)
 	if err != nil {

@@ -209,6 +209,7 @@ func ParseGitURL(raw string) (Source, error) {
 // LocalPath resolves p against the environment's folder and refuses a path
 // that leaves its root, as written or through a symlink (see Contain).
 func (e *Environment) LocalPath(p string) (string, error) {
+	e.opts.noteRead(e.Dir, p)
 	return Contain(e.RootDir(), e.Dir, p)
 }
 

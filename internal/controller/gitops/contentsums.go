@@ -13,9 +13,18 @@ import (
 
 // contentSums hashes what environments read, each file or folder once per
 // commit.
-type contentSums map[string]string
+type contentSums map[string]pathSum
+
+// pathSum is a path's hash, and whether it is or holds a symlink.
+type pathSum struct {
+	sum    string
+	linked bool
+}
 
 func newContentSums() contentSums { return contentSums{} }
+
+// linked reports whether path p, hashed already, is or holds a symlink.
+func (cs contentSums) linked(p string) bool { return cs[p].linked }
 
 // env hashes an environment file's content, the files it was built from
 // (its template, the files it extends) and every local input of its
@@ -43,11 +52,12 @@ func (cs contentSums) env(env *spec.Environment, content []byte) (string, error)
 // relative name, in order). A path that does not exist hashes as missing:
 // validation reports it.
 func (cs contentSums) path(p string) (string, error) {
-	if sum, ok := cs[p]; ok {
-		return sum, nil
+	if ps, ok := cs[p]; ok {
+		return ps.sum, nil
 	}
 	h := sha256.New()
 	var entries []string
+	linked := false
 	err := filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -60,6 +70,7 @@ func (cs contentSums) path(p string) (string, error) {
 				return err
 			}
 			entries = append(entries, rel+"\x00link\x00"+target)
+			linked = true
 		case d.Type().IsRegular():
 			b, err := os.ReadFile(q)
 			if err != nil {
@@ -80,8 +91,8 @@ func (cs contentSums) path(p string) (string, error) {
 	for _, e := range entries {
 		h.Write([]byte(e + "\n"))
 	}
-	cs[p] = hex.EncodeToString(h.Sum(nil))
-	return cs[p], nil
+	cs[p] = pathSum{sum: hex.EncodeToString(h.Sum(nil)), linked: linked}
+	return cs[p].sum, nil
 }
 
 // setState is what recordCommit has gathered so far, that a set file adds to.

@@ -101,6 +101,8 @@ type Reconciler struct {
 	// wants tracks their queued runs.
 	mu    sync.Mutex
 	memo  gitMemo
+	// parses are the environment files parsed at earlier commits.
+	parses parseCache
 	wants wantRuns
 	// ctx is Run's (nil before it starts); retries are its retry timers,
 	// stopped when Run returns.

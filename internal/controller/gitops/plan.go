@@ -106,43 +106,11 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 	declared := map[string][]treeFile{} // env ID → the valid files declaring it
 	kept := map[string]bool{}           // env IDs an invalid file declared before
 	sums := newContentSums()
+	st := setState{files, invalid, changed, declared, kept, kv, sums, newTreeView(c.Dir, sums)}
+	g.parses.begin()
 	for _, p := range c.Files {
-		content, err := os.ReadFile(filepath.Join(c.Dir, filepath.FromSlash(p)))
-		if err != nil {
-			return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
-		}
-		switch spec.KindOf(content) {
-		case spec.KindTemplate:
-			continue // used by environments, never applied on its own
-		case spec.KindSet:
-			if err := g.recordSet(ctx, c, p, content, branches, branchesMoved, setState{files, invalid, changed, declared, kept, kv, sums}); err != nil {
-				return err
-			}
-			continue
-		}
-		env, diags := spec.ParseWith(p, filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p))), "", content, g.cfg.Spec.InRepo(c.Dir))
-		if diags.HasErrors() {
-			if prev := files[p]; prev != "" {
-				kept[prev] = true // a broken file still declares what it declared
-			}
-			if _, ok := changed[p]; ok {
-				if err := g.gitInvalid(ctx, c, p, content, diags.String(), files[p], kv); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		id := env.ID()
-		sum, err := sums.env(env, content)
-		if err != nil {
-			return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
-		}
-		declared[id] = append(declared[id], treeFile{path: p, sum: sum})
-		if files[p] != id {
-			kv[settingFile+p] = id
-		}
-		if old := invalid[p]; old != "" {
-			g.forgetInvalid(ctx, p, old, kv)
+		if err := g.recordFile(ctx, c, p, branches, branchesMoved, st); err != nil {
+			return err
 		}
 	}
 	for _, ch := range c.Changes {
@@ -185,7 +153,63 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	return g.writeSettings(ctx, kv)
+	if err := g.writeSettings(ctx, kv); err != nil {
+		return err
+	}
+	g.parses.prune()
+	return nil
+}
+
+// recordFile adds what file p of commit c declares to st: the environment
+// of a valid environment file (from the parse cache when nothing it reads
+// changed), each element's of a set; a file that does not validate keeps
+// what it declared before, and is recorded as invalid when c changed it.
+func (g *Reconciler) recordFile(ctx context.Context, c gitwatch.Commit, p string, branches []string, branchesMoved bool, st setState) error {
+	blob := c.Blobs[p]
+	if hit, ok := g.parses.lookup(st.view, p, blob); ok {
+		g.declare(ctx, p, hit.id, hit.sum, st)
+		return nil
+	}
+	content, err := os.ReadFile(filepath.Join(c.Dir, filepath.FromSlash(p)))
+	if err != nil {
+		return fmt.Errorf("read %s at %s: %w", p, short(c.Hash), err)
+	}
+	switch g.parses.kindOf(blob, content) {
+	case spec.KindTemplate:
+		return nil // used by environments, never applied on its own
+	case spec.KindSet:
+		return g.recordSet(ctx, c, p, content, branches, branchesMoved, st)
+	}
+	env, diags, reads := g.parseEnv(c, p, content)
+	if diags.HasErrors() {
+		if prev := st.files[p]; prev != "" {
+			st.kept[prev] = true // a broken file still declares what it declared
+		}
+		if _, ok := st.changed[p]; ok {
+			return g.gitInvalid(ctx, c, p, content, diags.String(), st.files[p], st.kv)
+		}
+		return nil
+	}
+	id := env.ID()
+	sum, err := st.sums.env(env, content)
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
+	}
+	g.parses.store(st.view, p, blob, id, sum, reads)
+	g.declare(ctx, p, id, sum, st)
+	return nil
+}
+
+// declare records that valid environment file p declares environment id,
+// whose content sum is sum.
+func (g *Reconciler) declare(ctx context.Context, p, id, sum string, st setState) {
+	st.declared[id] = append(st.declared[id], treeFile{path: p, sum: sum})
+	if st.files[p] != id {
+		st.kv[settingFile+p] = id
+	}
+	if old := st.invalid[p]; old != "" {
+		g.forgetInvalid(ctx, p, old, st.kv)
+	}
 }
 
 // wantFor is the want of environment id, declared by the files tf at c,
@@ -355,6 +379,7 @@ type setState struct {
 	kept           map[string]bool
 	kv             map[string]string
 	sums           contentSums
+	view           *treeView
 }
 
 // recordSet adds the environments of set file p to st: one per element
