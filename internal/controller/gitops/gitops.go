@@ -99,11 +99,11 @@ type Reconciler struct {
 	lastPoll atomic.Int64
 	// mu serialises what the loop and started runs write of the wants;
 	// wants tracks their queued runs.
-	mu    sync.Mutex
-	memo  gitMemo
+	mu   sync.Mutex
+	memo gitMemo
 	// parses are the environment files parsed at earlier commits.
 	parses parseCache
-	wants wantRuns
+	wants  wantRuns
 	// ctx is Run's (nil before it starts); retries are its retry timers,
 	// stopped when Run returns.
 	ctxMu   sync.Mutex
