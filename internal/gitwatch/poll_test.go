@@ -251,3 +251,20 @@ func TestBranchesListsTheRemotesBranches(t *testing.T) {
 		t.Fatalf("Branches after a delete = %v, %v", got, err)
 	}
 }
+
+// TestBlobsNameEachFileByItsContent: the same content is the same blob at
+// any path and commit; a change is another.
+func TestBlobsNameEachFileByItsContent(t *testing.T) {
+	r := newRemote(t, map[string]string{"envs/a.yaml": "one\n", "envs/b.yaml": "one\n", "envs/c.yaml": "two\n", "README.md": "x\n"})
+	w := newWatcher(t, gitwatch.Config{URL: r.url, Path: "envs"})
+	first := poll(t, w, "")[0]
+	if len(first.Blobs) != 3 || first.Blobs["envs/a.yaml"] == "" || first.Blobs["envs/a.yaml"] != first.Blobs["envs/b.yaml"] ||
+		first.Blobs["envs/a.yaml"] == first.Blobs["envs/c.yaml"] {
+		t.Fatalf("blobs of the first commit %v", first.Blobs)
+	}
+	r.commit("change a", map[string]string{"envs/a.yaml": "three\n"})
+	next := poll(t, w, first.Hash)[0]
+	if next.Blobs["envs/a.yaml"] == first.Blobs["envs/a.yaml"] || next.Blobs["envs/b.yaml"] != first.Blobs["envs/b.yaml"] {
+		t.Errorf("blobs after a change of a: %v, before %v", next.Blobs, first.Blobs)
+	}
+}
