@@ -16,7 +16,7 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go loadtest fmt vet clean
+.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go loadtest loadtest-fleet fmt vet clean
 
 all: build
 
@@ -64,6 +64,11 @@ bench-go: ## only the in-process figures of make bench (policy evaluation, envir
 loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest
 	@$(BIN)/knit-loadtest -knit $(BIN)/knit -out docs/benchmarks.md $(LOADFLAGS)
+	@$(BIN)/knit-loadtest fleet -knit $(BIN)/knit -out docs/benchmarks.md $(FLEETFLAGS)
+
+loadtest-fleet: build ## only the GitOps fleet figures of make loadtest (idle polls, one-file commits, 1,000 environments from one commit); rewrites their section of docs/benchmarks.md
+	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest
+	@$(BIN)/knit-loadtest fleet -knit $(BIN)/knit -out docs/benchmarks.md $(FLEETFLAGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

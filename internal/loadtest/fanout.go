@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -28,16 +27,7 @@ func fanOut(ctx context.Context, cfg Config) (int, time.Duration, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return 0, 0, err
 	}
-	git := func(dir string, args ...string) error {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=loadtest", "GIT_AUTHOR_EMAIL=l@example.com",
-			"GIT_COMMITTER_NAME=loadtest", "GIT_COMMITTER_EMAIL=l@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
+	git := func(dir string, args ...string) error { return runGit(ctx, dir, args...) }
 	if err := git(root, "init", "-q", "--bare", "-b", "main", bare); err != nil {
 		return 0, 0, err
 	}

@@ -69,15 +69,5 @@ func WriteSection(path, section string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	text := string(old)
-	if i := strings.Index(text, beginMark); i >= 0 {
-		if j := strings.Index(text, endMark); j > i {
-			text = text[:i] + strings.TrimSuffix(section, "\n") + text[j+len(endMark):]
-			return os.WriteFile(path, []byte(text), 0o644)
-		}
-	}
-	if text != "" && !strings.HasSuffix(text, "\n\n") {
-		text = strings.TrimRight(text, "\n") + "\n\n"
-	}
-	return os.WriteFile(path, []byte(text+section), 0o644)
+	return os.WriteFile(path, []byte(replaceSection(string(old), beginMark, endMark, section)), 0o644)
 }
