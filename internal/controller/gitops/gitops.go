@@ -343,5 +343,5 @@ func (g *Reconciler) recordPolicies(ctx context.Context, w *gitwatch.Watcher, la
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.writeSettings(ctx, kv)
+	return g.memo.write(ctx, g.k, kv)
 }

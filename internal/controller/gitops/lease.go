@@ -69,7 +69,9 @@ func (l *gitLease) hold(ctx context.Context) bool {
 	case err == nil:
 		if !l.have {
 			l.g.log.Info("git: this server watches the repository", "lease", l.lease)
-			l.g.forgetMemo() // another server may have written since
+			l.g.mu.Lock()
+			l.g.memo = gitMemo{} // read again: another server may have written since
+			l.g.mu.Unlock()
 		}
 		l.have, l.told, l.renewed = true, false, now
 	case errors.As(err, &locked):

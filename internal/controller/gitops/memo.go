@@ -33,55 +33,59 @@ type gitMemo struct {
 	valid map[string]bool
 }
 
-// forgetMemo makes the next read of the reconciler's state come from the
-// store: this server has just taken the lease (another may have written
-// meanwhile) or lost it.
-func (g *Reconciler) forgetMemo() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.memo = gitMemo{}
-}
-
 // state is the reconciler's state, read from the store when the memo is
 // not loaded. The caller holds g.mu and changes nothing it returns.
 func (g *Reconciler) state(ctx context.Context) (*gitMemo, error) {
-	if g.memo.loaded {
-		return &g.memo, nil
+	return g.memo.read(ctx, g.k)
+}
+
+// read returns m, read from k's store first unless loaded.
+func (m *gitMemo) read(ctx context.Context, k *knit.Knit) (*gitMemo, error) {
+	if m.loaded {
+		return m, nil
 	}
+	loaded, err := loadMemo(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	*m = loaded
+	return m, nil
+}
+
+func loadMemo(ctx context.Context, k *knit.Knit) (gitMemo, error) {
 	m := gitMemo{loaded: true, valid: map[string]bool{}}
-	rs := knit.NewRecords(g.k)
+	rs := knit.NewRecords(k)
 	var err error
 	if m.commit, err = optionalSetting(ctx, rs, settingCommit); err != nil {
-		return nil, fmt.Errorf("read the last commit: %w", err)
+		return m, fmt.Errorf("read the last commit: %w", err)
 	}
 	if m.branches, err = optionalSetting(ctx, rs, settingBranches); err != nil {
-		return nil, fmt.Errorf("read the last branches: %w", err)
+		return m, fmt.Errorf("read the last branches: %w", err)
 	}
 	policies, err := optionalSetting(ctx, rs, knit.SettingRepoPolicies)
 	if err != nil {
-		return nil, fmt.Errorf("read the repository's policies: %w", err)
+		return m, fmt.Errorf("read the repository's policies: %w", err)
 	}
 	m.policies = policies != ""
 	raw, err := rs.Settings(ctx, settingWant)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	m.wants = make(map[string]gitWant, len(raw))
-	for k, v := range raw {
+	for key, v := range raw {
 		var w gitWant
 		if err := json.Unmarshal([]byte(v), &w); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", k, err)
+			return m, fmt.Errorf("setting %s: %w", key, err)
 		}
-		m.wants[strings.TrimPrefix(k, settingWant)] = w
+		m.wants[strings.TrimPrefix(key, settingWant)] = w
 	}
-	if m.files, err = settingsByName(ctx, g.k, settingFile); err != nil {
-		return nil, err
+	if m.files, err = settingsByName(ctx, k, settingFile); err != nil {
+		return m, err
 	}
-	if m.invalid, err = settingsByName(ctx, g.k, settingInvalid); err != nil {
-		return nil, err
+	if m.invalid, err = settingsByName(ctx, k, settingInvalid); err != nil {
+		return m, err
 	}
-	g.memo = m
-	return &g.memo, nil
+	return m, nil
 }
 
 func optionalSetting(ctx context.Context, rs *knit.Records, key string) (string, error) {
@@ -92,35 +96,34 @@ func optionalSetting(ctx context.Context, rs *knit.Records, key string) (string,
 	return v, err
 }
 
-// writeSettings writes kv ("" deletes a key) in one transaction and keeps
-// the memo as the store now is; a write that fails forgets the memo. The
-// caller holds g.mu.
-func (g *Reconciler) writeSettings(ctx context.Context, kv map[string]string) error {
-	if err := g.k.State().SetSettings(ctx, kv); err != nil {
-		g.memo = gitMemo{}
+// write writes kv to k's store ("" deletes a key) in one transaction and
+// keeps m as the store now is; a write that fails forgets m. The caller
+// holds g.mu.
+func (m *gitMemo) write(ctx context.Context, k *knit.Knit, kv map[string]string) error {
+	if err := k.State().SetSettings(ctx, kv); err != nil {
+		*m = gitMemo{}
 		return err
 	}
-	if !g.memo.loaded {
+	if !m.loaded {
 		return nil
 	}
-	m := &g.memo
-	for k, v := range kv {
+	for key, v := range kv {
 		switch {
-		case k == settingCommit:
+		case key == settingCommit:
 			m.commit = v
-		case k == settingBranches:
+		case key == settingBranches:
 			m.branches = v
-		case k == knit.SettingRepoPolicies:
+		case key == knit.SettingRepoPolicies:
 			m.policies = v != ""
-		case strings.HasPrefix(k, settingWant):
-			if err := m.setWant(strings.TrimPrefix(k, settingWant), v); err != nil {
-				g.memo = gitMemo{}
+		case strings.HasPrefix(key, settingWant):
+			if err := m.setWant(strings.TrimPrefix(key, settingWant), v); err != nil {
+				*m = gitMemo{}
 				return nil // written; the memo is read again
 			}
-		case strings.HasPrefix(k, settingFile):
-			setOrDelete(m.files, strings.TrimPrefix(k, settingFile), v)
-		case strings.HasPrefix(k, settingInvalid):
-			setOrDelete(m.invalid, strings.TrimPrefix(k, settingInvalid), v)
+		case strings.HasPrefix(key, settingFile):
+			setOrDelete(m.files, strings.TrimPrefix(key, settingFile), v)
+		case strings.HasPrefix(key, settingInvalid):
+			setOrDelete(m.invalid, strings.TrimPrefix(key, settingInvalid), v)
 		}
 	}
 	return nil
@@ -158,18 +161,13 @@ func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, fi
 	return maps.Clone(m.wants), maps.Clone(m.files), maps.Clone(m.invalid), nil
 }
 
-// pendingWants are the wants no run of which started yet. The caller
-// holds g.mu.
-func (g *Reconciler) pendingWants(ctx context.Context) (map[string]gitWant, error) {
-	m, err := g.state(ctx)
-	if err != nil {
-		return nil, err
-	}
+// pending are the wants no run of which started yet.
+func (m *gitMemo) pending() map[string]gitWant {
 	out := map[string]gitWant{}
 	for id, w := range m.wants {
 		if w.Pending {
 			out[id] = w
 		}
 	}
-	return out, nil
+	return out
 }

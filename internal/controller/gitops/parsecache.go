@@ -165,11 +165,11 @@ type parseReads struct {
 	remote bool // it asked for a git module or template
 }
 
-// parseEnv parses environment file p of commit c, and says what the parse
-// read besides it.
-func (g *Reconciler) parseEnv(c gitwatch.Commit, p string, content []byte) (*spec.Environment, diag.Diagnostics, *parseReads) {
+// parseEnv parses environment file p of commit c with opts, and says what
+// the parse read besides it.
+func parseEnv(opts spec.Options, c gitwatch.Commit, p string, content []byte) (*spec.Environment, diag.Diagnostics, *parseReads) {
 	pr := &parseReads{}
-	opts := g.cfg.Spec.InRepo(c.Dir)
+	opts = opts.InRepo(c.Dir)
 	opts.Read = func(q string) { pr.paths = append(pr.paths, q) }
 	if fetched := opts.Fetched; fetched != nil {
 		opts.Fetched = func(url, ref string) (string, bool, bool) {

@@ -153,7 +153,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 		g.log.Info("git: tearing down", "env", id, "why", why, "commit", short(c.Hash))
 	}
 	g.log.Info("git: commit", "commit", short(c.Hash), "author", c.Author, "changes", len(c.Changes), "reset", c.Reset)
-	if err := g.writeSettings(ctx, kv); err != nil {
+	if err := g.memo.write(ctx, g.k, kv); err != nil {
 		return err
 	}
 	g.parses.prune()
@@ -180,7 +180,7 @@ func (g *Reconciler) recordFile(ctx context.Context, c gitwatch.Commit, p string
 	case spec.KindSet:
 		return g.recordSet(ctx, c, p, content, branches, branchesMoved, st)
 	}
-	env, diags, reads := g.parseEnv(c, p, content)
+	env, diags, reads := parseEnv(g.cfg.Spec, c, p, content)
 	if diags.HasErrors() {
 		if prev := st.files[p]; prev != "" {
 			st.kept[prev] = true // a broken file still declares what it declared

@@ -37,7 +37,11 @@ type wantRuns struct {
 // and is not waiting to retry.
 func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	g.mu.Lock()
-	wants, err := g.pendingWants(ctx)
+	var wants map[string]gitWant
+	m, err := g.state(ctx)
+	if err == nil {
+		wants = m.pending()
+	}
 	g.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -220,7 +224,7 @@ func (g *Reconciler) wantDone(id string, want gitWant) {
 		return // a newer commit wants something else: still pending
 	}
 	cur.Pending = false
-	if err := g.writeSettings(ctx, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
+	if err := g.memo.write(ctx, g.k, map[string]string{settingWant + id: encodeWant(cur)}); err != nil {
 		g.log.Error("git: record the commit as reconciled", "env", id, "err", err)
 	}
 }
