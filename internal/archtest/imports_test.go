@@ -71,6 +71,8 @@ var rules = []rule{
 	controllerRule(mod + "controller/queuetest"),
 	{Pkg: mod + "ocisource", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "fetching OCI module packages is a leaf: the terraform runner decides what to do with them"},
+	{Pkg: mod + "regsource", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
+		Why: "fetching registry modules is a leaf: the terraform runner decides what to do with them"},
 	{Pkg: mod + "controller/clock", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "the controllers' clock is a leaf"},
 	{Pkg: mod + "sse", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/regsource"
 	"knit.dev/knit/internal/spec"
 )
 
@@ -43,7 +44,8 @@ func (d *deps) specOptions() spec.Options {
 // git templates into it.
 func gitOptions(ctx context.Context, dataDir string) spec.Options {
 	cache := gitsource.InDataDir(dataDir)
-	return spec.Options{Fetched: cache.Fetched, Checkout: func(url, ref string) (string, string, error) {
-		return cache.Checkout(ctx, url, ref)
-	}}
+	return spec.Options{Fetched: cache.Fetched, FetchedRegistry: regsource.InDataDir(dataDir).Fetched,
+		Checkout: func(url, ref string) (string, string, error) {
+			return cache.Checkout(ctx, url, ref)
+		}}
 }

@@ -43,8 +43,8 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		for _, l := range more {
 			fmt.Fprintf(stdout, "%s    %s\n", strings.Repeat(" ", width), l)
 		}
-		if c.Plan != nil && c.Plan.Target != "" && (r.Kind == engine.KindPlan || showsResources(r, c)) {
-			fmt.Fprintf(stdout, "%s    on %s\n", strings.Repeat(" ", width), c.Plan.Target)
+		if c.Plan != nil && (r.Kind == engine.KindPlan || showsResources(r, c)) {
+			printPlanHeader(stdout, width, c.Plan)
 		}
 		if showsResources(r, c) {
 			printResources(stdout, width, c.Plan)
@@ -63,6 +63,18 @@ func printResult(stdout io.Writer, r *engine.Result) {
 		}
 		fmt.Fprintf(stdout, "change set #%d %s (%s): %s knit approve %s --change %s\n",
 			cs.ID, shortChecksum(cs.Checksum), plural(len(cs.Components), "component"), what, r.Env, shortChecksum(cs.Checksum))
+	}
+}
+
+// printPlanHeader says where a plan applies and, for a module its source
+// chose (a registry version), which module it was made with.
+func printPlanHeader(w io.Writer, indent int, p *runner.Plan) {
+	pad := strings.Repeat(" ", indent+4)
+	if p.Target != "" {
+		fmt.Fprintf(w, "%son %s\n", pad, p.Target)
+	}
+	if p.Module != "" {
+		fmt.Fprintf(w, "%smodule %s\n", pad, p.Module)
 	}
 }
 

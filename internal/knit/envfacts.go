@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/gitsource"
+	"knit.dev/knit/internal/regsource"
 	"knit.dev/knit/internal/spec"
 )
 
@@ -139,7 +140,8 @@ func (k *Knit) componentFacts(e *spec.Environment, c *spec.Component) []fact {
 		sum := sha256.Sum256([]byte(o.Data))
 		f.add("overlayData."+o.Name, "sha256:"+hex.EncodeToString(sum[:6]))
 	}
-	declared := e.SensitiveVariables(c, spec.Options{Fetched: gitsource.InDataDir(k.cfg.DataDir).Fetched})
+	declared := e.SensitiveVariables(c, spec.Options{Fetched: gitsource.InDataDir(k.cfg.DataDir).Fetched,
+		FetchedRegistry: regsource.InDataDir(k.cfg.DataDir).Fetched})
 	for _, v := range c.Variables {
 		var val any = v.Value
 		if v.ValueFrom != "" {

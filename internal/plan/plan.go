@@ -89,6 +89,10 @@ type Plan struct {
 	// it (Kubernetes: the kubeconfig context and API server), for the
 	// plan's header.
 	Target string `json:"target,omitempty"`
+	// Module names the module the plan was made with where its source
+	// chose it (a registry module: its address and the version the
+	// constraint resolved to), for the plan's header.
+	Module string `json:"module,omitempty"`
 	// Unchecked says the plan was made without looking at reality (a
 	// script without a plan command, judged by its inputs alone): "no
 	// changes" means only that nothing knit passes it changed, so a drift

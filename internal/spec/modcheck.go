@@ -13,8 +13,8 @@ import (
 )
 
 // Checking inputs against the module: for a terraform component whose
-// module's files are on this machine (a local path, or a git source knit
-// has fetched before), validation reads the module's variable and output
+// module's files are on this machine (a local path, a git source knit
+// has fetched before, or a registry module as knit last resolved it), validation reads the module's variable and output
 // blocks (package tfmodule) and reports, before any tool runs, inputs the
 // module does not declare, required variables nobody sets, and literal
 // values that cannot convert to the declared type. Whatever validation
@@ -29,6 +29,11 @@ type Options struct {
 	// the repository or ref was never fetched. Nil: git modules are not
 	// checked.
 	Fetched func(url, ref string) (dir string, fixed, ok bool)
+	// FetchedRegistry returns the folder of registry module addr as
+	// version constraint last resolved, without a request, and whether
+	// the constraint names one exact version. Nil: registry modules are
+	// not checked.
+	FetchedRegistry func(addr, constraint string) (dir string, fixed, ok bool)
 	// Checkout fetches the files of git repository url at ref (a git
 	// template) and returns their folder and the commit. Nil: git
 	// templates cannot be read.
@@ -157,16 +162,20 @@ func (v *validator) locateModule(c *Component) (moduleLoc, bool) {
 			return moduleLoc{}, false
 		}
 		loc.name = filepath.ToSlash(filepath.Join(filepath.Dir(v.env.File), mustRel(v.env.Dir, src.Path)))
-	case SourceGit:
-		if v.env.opts.Fetched == nil {
+	case SourceGit, SourceRegistry:
+		fetched := v.env.opts.Fetched
+		if src.Kind == SourceRegistry {
+			fetched = v.env.opts.FetchedRegistry
+		}
+		if fetched == nil {
 			return moduleLoc{}, false
 		}
 		var ok bool
-		if loc.root, loc.fixed, ok = v.env.opts.Fetched(src.URL, src.Ref); !ok {
+		if loc.root, loc.fixed, ok = fetched(src.URL, src.Ref); !ok {
 			return moduleLoc{}, false // not fetched yet: checked after the first run
 		}
 		loc.sub = path.Clean("./" + strings.Trim(src.Subdir, "/"))
-		if loc.sub == ".." || strings.HasPrefix(loc.sub, "../") {
+		if escapes(loc.sub) {
 			return moduleLoc{}, false
 		}
 		loc.name = strings.TrimSuffix(src.URL+"//"+loc.sub, "//.")

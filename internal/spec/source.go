@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	goversion "github.com/hashicorp/go-version"
 )
 
 // SourceKind says where a module's code comes from.
@@ -40,7 +42,8 @@ type Source struct {
 // AWSModulesURL is where CloudKnit's `source: aws` + `name: X` shorthand points.
 const awsModulesURL = "https://github.com/terraform-aws-modules/terraform-aws-%s.git"
 
-var registryAddr = regexp.MustCompile(`^([a-z0-9.-]+/)?[A-Za-z0-9_-]+/[A-Za-z0-9_-]+/[a-z0-9]+$`)
+// registryAddr is [HOST[:PORT]/]NAMESPACE/NAME/PROVIDER[//folder].
+var registryAddr = regexp.MustCompile(`^(([A-Za-z0-9.-]+(:[0-9]+)?)/)?[A-Za-z0-9][A-Za-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9_-]*/[a-z0-9]+(//.*)?$`)
 
 // ModuleSource resolves a component's module block against the environment's folder.
 func (e *Environment) ModuleSource(m *Module) (Source, error) {
@@ -106,10 +109,20 @@ func (e *Environment) ModuleSource(m *Module) (Source, error) {
 		}
 		return s, nil
 	}
-	if registryAddr.MatchString(m.Source) {
-		return Source{Kind: SourceRegistry, URL: m.Source, Ref: m.Version, Subdir: m.Path}, nil
+	if sm := registryAddr.FindStringSubmatch(m.Source); sm != nil && (sm[2] == "" || isRegistryHost(sm[2])) {
+		addr, sub, _ := strings.Cut(m.Source, "//")
+		if m.Path != "" {
+			sub = path.Join(sub, m.Path)
+		}
+		return Source{Kind: SourceRegistry, URL: addr, Ref: m.Version, Subdir: sub}, nil
 	}
 	return Source{}, fmt.Errorf("cannot tell what kind of module source %q is", m.Source)
+}
+
+// isRegistryHost tells a registry host (a dotted name, a port, or
+// localhost) from a namespace in the first of four parts.
+func isRegistryHost(h string) bool {
+	return strings.ContainsAny(h, ".:") || h == "localhost"
 }
 
 const ociScheme = "oci://"
@@ -233,4 +246,15 @@ func within(base, p string) (string, error) {
 		return "", fmt.Errorf("path %q leaves the environment's folder", p)
 	}
 	return full, nil
+}
+
+// registryVersion checks a registry module's version constraint.
+func (v *validator) registryVersion(p, constraint string) {
+	if strings.TrimSpace(constraint) == "" {
+		return
+	}
+	if _, err := goversion.NewConstraint(constraint); err != nil {
+		v.err(p, "", fmt.Sprintf("%q is not a version constraint", constraint),
+			`write a version (1.2.3) or a constraint such as "~> 1.1" or ">= 1.0, < 2.0"`)
+	}
 }

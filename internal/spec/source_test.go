@@ -54,6 +54,9 @@ func TestModuleSource(t *testing.T) {
 			Source{Kind: SourceRegistry, URL: "terraform-aws-modules/vpc/aws", Ref: "5.0.0"}, ""},
 		{"registry with host", Module{Source: "app.terraform.io/acme/vpc/aws"},
 			Source{Kind: SourceRegistry, URL: "app.terraform.io/acme/vpc/aws"}, ""},
+		{"registry with host, port and folder", Module{Source: "registry.localhost:8443/acme/vpc/local//modules/sub", Path: "x", Version: "~> 1.1"},
+			Source{Kind: SourceRegistry, URL: "registry.localhost:8443/acme/vpc/local", Ref: "~> 1.1", Subdir: "modules/sub/x"}, ""},
+		{"four parts without a host", Module{Source: "nohost/acme/vpc/aws"}, Source{}, `cannot tell what kind of module source`},
 
 		{"unknown", Module{Source: "vpc"}, Source{}, `cannot tell what kind of module source "vpc" is`},
 		{"unknown scheme", Module{Source: "ftp://example.com/x.zip"}, Source{}, `cannot tell what kind of module source`},

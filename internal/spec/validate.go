@@ -430,7 +430,7 @@ func (v *validator) notYetSupported(p string, c *Component) {
 	}
 	if c.Module != nil && c.Module.Source != "" {
 		if src, err := v.env.ModuleSource(c.Module); err == nil && src.Kind == SourceRegistry {
-			v.warn(p+".module.source", "not yet supported: registry module sources", "use a git URL or a local path")
+			v.registryVersion(p+".module.version", src.Ref)
 		}
 	}
 }

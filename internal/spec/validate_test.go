@@ -422,10 +422,10 @@ func TestValidate(t *testing.T) {
 			"a git URL (?ref=)",
 		},
 		{
-			"registry sources are not yet supported",
-			header + "    - {name: a, type: terraform, module: {source: terraform-aws-modules/vpc/aws, version: 5.0.0}}\n",
-			[]string{`warning 8:43 spec.components[0].module.source: not yet supported: registry module sources`},
-			"use a git URL",
+			"a registry source's version that is no constraint",
+			header + "    - {name: a, type: terraform, module: {source: terraform-aws-modules/vpc/aws, version: \"~> one\"}}\n",
+			[]string{`8:82 spec.components[0].module.version: "~> one" is not a version constraint`},
+			"~> 1.1",
 		},
 
 		// apiVersions.

@@ -34,8 +34,12 @@ type layout struct {
 	files map[string]file
 	// sub is the folder the tool runs in, relative to the root ("." for the root).
 	sub string
-	// commit is the resolved commit of a git module.
+	// commit is the resolved commit of a git module (an OCI package's
+	// digest, a registry module's version and content).
 	commit string
+	// shown is what a plan says of the module's source: a registry
+	// module's address and resolved version; "" for others.
+	shown string
 	// ownBackend is true when the module configures its own backend; knit
 	// then leaves state where the module says. backend is its type.
 	ownBackend bool
@@ -82,14 +86,14 @@ func moduleSub(c runner.Component) (src spec.Source, root, sub string, err error
 			return src, "", "", err
 		}
 		return src, root, filepath.ToSlash(rel), nil
-	case spec.SourceGit, spec.SourceOCI:
+	case spec.SourceGit, spec.SourceOCI, spec.SourceRegistry:
 		sub = path.Clean("./" + strings.Trim(src.Subdir, "/"))
 		if sub == ".." || strings.HasPrefix(sub, "../") {
 			return src, "", "", fmt.Errorf("module path %q leaves the %s source", src.Subdir, src.Kind)
 		}
 		return src, "", sub, nil
 	default:
-		return src, "", "", fmt.Errorf("module source %q: registry modules are not supported; call it from a local, git or OCI module", src.URL)
+		return src, "", "", fmt.Errorf("module source %q: unknown kind %q", src.URL, src.Kind)
 	}
 }
 
@@ -112,8 +116,8 @@ func runFolder(wd, sub string) string {
 	return filepath.Join(wd, moduleDir, filepath.FromSlash(sub))
 }
 
-// layout collects everything the module folder must hold. Git and OCI
-// sources are fetched; nothing is written to the work dir.
+// layout collects everything the module folder must hold. Git, OCI and
+// registry sources are fetched; nothing is written to the work dir.
 func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Inputs) (*layout, error) {
 	wd, err := workDir(c)
 	if err != nil {
@@ -139,6 +143,14 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 		if root, l.commit, err = r.oci.Pull(ctx, src.URL, src.Ref); err != nil {
 			return nil, err
 		}
+	case spec.SourceRegistry:
+		// The version the constraint chose and the content it downloaded
+		// go into the fingerprint, as a commit does.
+		m, err := r.reg.Pull(ctx, src.URL, src.Ref)
+		if err != nil {
+			return nil, err
+		}
+		root, l.commit, l.shown = m.Dir, "registry "+src.URL+" "+m.Version+" "+m.ID, src.URL+" "+m.Version
 	}
 	// Never copy knit's own folders, should a module's source contain them.
 	t := tree{files: l.files, skip: map[string]bool{}}

@@ -36,6 +36,7 @@ func (r *Runner) Plan(ctx context.Context, c runner.Component, in runner.Inputs,
 	if err != nil {
 		return nil, err
 	}
+	plan.Module = p.layout.shown
 	if opts.Unsaved {
 		if !needsShow(plan, opts) {
 			plan.Destroying = opts.Destroy

@@ -13,6 +13,7 @@ import (
 	"knit.dev/knit/internal/filelock"
 	"knit.dev/knit/internal/gitsource"
 	"knit.dev/knit/internal/ocisource"
+	"knit.dev/knit/internal/regsource"
 	"knit.dev/knit/internal/runner"
 )
 
@@ -62,6 +63,7 @@ type Runner struct {
 	opts Options
 	git  *gitsource.Cache
 	oci  *ocisource.Cache
+	reg  *regsource.Cache
 
 	hashes   fileHashes
 	configs  configCache
@@ -91,6 +93,11 @@ func New(bin Binary, opts Options) *Runner {
 		state:   sharedState{backend: opts.States},
 		crypt:   encrypter{key: opts.EncryptionKey, tool: opts.ToolVersion},
 	}
+	// Registry modules: git downloads through the same git cache, the
+	// token from the CLI config the tool gets (or TF_TOKEN_*), as OpenTofu.
+	r.reg = regsource.InDataDir(opts.DataDir)
+	r.reg.Git = r.git.Checkout
+	r.reg.Credentials = regsource.Credentials{CLIConfig: bin.CLIConfig, Env: os.Environ()}
 	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.crypt.openTofu() {
 		r.plugins.locking = !v.LessThan(openTofuCacheLocking)
 	}
