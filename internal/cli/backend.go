@@ -37,7 +37,7 @@ type backend interface {
 	// (see knit.Knit's).
 	PipelineStatus(ctx context.Context, name string) (view.Pipeline, error)
 	Releases(ctx context.Context, name, stage string) ([]view.Release, error)
-	Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error)
+	Promote(ctx context.Context, name, release, change, stage, actor, reason string, force bool) (view.Stage, error)
 	RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
@@ -105,8 +105,8 @@ func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duratio
 	return view.Expiry{Env: x.Env, ExpiresAt: x.At}, err
 }
 
-func (l localBackend) Promote(ctx context.Context, name, release, stage, actor, reason string, force bool) (view.Stage, error) {
-	return knit.NewPromote(l.Knit, knit.PromoteOptions{Pipeline: name, Release: release, Stage: stage, Actor: actor, Reason: reason, Force: force}).Run(ctx)
+func (l localBackend) Promote(ctx context.Context, name, release, change, stage, actor, reason string, force bool) (view.Stage, error) {
+	return knit.NewPromote(l.Knit, knit.PromoteOptions{Pipeline: name, Release: release, Change: change, Stage: stage, Actor: actor, Reason: reason, Force: force}).Run(ctx)
 }
 
 func (l localBackend) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {

@@ -22,7 +22,9 @@ func newPipelineCmd(d *deps) *cobra.Command {
 		Long: `Each stage, left to right: the release it holds (the newest verified there), the last
 one tried there, and the release next in line with why it waits: Soaking, WindowClosed,
 AwaitingApproval, VerificationFailed (it failed there and never moves on), ApplyFailed,
-Applying, or Ready (the server applies it now).`,
+Applying, or Ready (the server applies it now). Below, each stage whose own file a merged
+commit changed and that change is not applied yet: Pending (waiting for approvals: knit
+promote PIPELINE --change C --to STAGE), Queued, Applying or Failed, with its diff.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return d.withBackend(cmd.Context(), output, func(b backend) error {
@@ -86,6 +88,7 @@ func printPipeline(w io.Writer, p view.Pipeline) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+	printStageChanges(w, p)
 }
 
 func newReleasesCmd(d *deps) *cobra.Command {
@@ -143,10 +146,10 @@ func printReleases(w io.Writer, rs []view.Release) {
 }
 
 func newPromoteCmd(d *deps) *cobra.Command {
-	var output, release, to, reason string
+	var output, release, change, to, reason string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "promote PIPELINE --release R --to STAGE [--force]",
+		Use:   "promote PIPELINE (--release R | --change C) --to STAGE [--force]",
 		Short: "Approve a release entering a stage; the server applies it once every gate is open",
 		Long: `Within the server's own rules: the release must be verified in the stage before, its
 soak over and the stage's window open; a stage that requires approvals takes yours. Where
@@ -156,21 +159,29 @@ is only the name an unsigned commit claims takes one approver more (two distinct
 --force (an admin) passes every gate; it is audited. A release that failed in the stage
 (a health endpoint down once) starts there again: the same release, no new commit, its
 window and approvals as before (or --force); refused while another release applies there or
-once a newer one was tried. Exit 0 when the release is Ready or applying, 3 while it waits.`,
+once a newer one was tried. Exit 0 when the release is Ready or applying, 3 while it waits.
+
+--change C approves the pending change C of the stage's own file (a merged commit that changed
+the file the stage names; knit pipeline status shows it, with its diff): the same approval
+rules, with the commit's author as the release's; once approved the server applies it to the
+release the stage runs. A change whose run failed starts again. Exit 3 while it still waits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if release == "" || to == "" {
-				return fmt.Errorf("--release and --to are required: knit releases %s lists releases", args[0])
+			if (release == "") == (change == "") || to == "" {
+				return fmt.Errorf("--to and one of --release or --change are required: knit releases %s lists releases, knit pipeline status %s the changes of stage files", args[0], args[0])
 			}
 			return d.withBackend(cmd.Context(), output, func(b backend) error {
-				st, err := b.Promote(cmd.Context(), args[0], release, to, d.actor(), reason, force)
+				st, err := b.Promote(cmd.Context(), args[0], release, change, to, d.actor(), reason, force)
 				if err != nil {
 					return err
 				}
 				if err := render(d.stdout, output, st, printStage); err != nil {
 					return err
 				}
-				if st.Waiting != nil && st.Waiting.Release == release && st.Waiting.Reason != view.WaitReady && st.Waiting.Reason != view.WaitApplying {
+				if c := st.StageChange; change != "" && c != nil && c.ID == change && c.Reason == view.WaitAwaitingApproval {
+					return &ExitError{Code: ExitApproval}
+				}
+				if release != "" && st.Waiting != nil && st.Waiting.Release == release && st.Waiting.Reason != view.WaitReady && st.Waiting.Reason != view.WaitApplying {
 					return &ExitError{Code: ExitApproval}
 				}
 				return nil
@@ -179,6 +190,7 @@ once a newer one was tried. Exit 0 when the release is Ready or applying, 3 whil
 	}
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&release, "release", "", "the release (knit releases PIPELINE)")
+	cmd.Flags().StringVar(&change, "change", "", "a pending change of the stage's own file, c-… (knit pipeline status PIPELINE)")
 	cmd.Flags().StringVar(&to, "to", "", "the stage")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
 	cmd.Flags().BoolVar(&force, "force", false, "pass every gate (admin; audited)")
@@ -191,6 +203,32 @@ func printStage(w io.Writer, s view.Stage) {
 		fmt.Fprintf(w, "%s: nothing waits\n", s.Name)
 	default:
 		fmt.Fprintf(w, "%s: %s %s: %s\n", s.Name, s.Waiting.Release, s.Waiting.Reason, s.Waiting.Message)
+	}
+	if c := s.StageChange; c != nil && c.State != view.StageChangeApplied {
+		fmt.Fprintf(w, "%s: stage change %s %s: %s\n", s.Name, c.ID, c.State, oneLine(c.Message))
+	}
+}
+
+// printStageChanges prints each stage's change of its own file that is
+// not applied yet: who made it, where it stands, and its diff.
+func printStageChanges(w io.Writer, p view.Pipeline) {
+	for _, s := range p.Stages {
+		c := s.StageChange
+		if c == nil || c.State == view.StageChangeApplied {
+			continue
+		}
+		author := c.Author
+		if !c.AuthorVerified {
+			author += " (unverified)"
+		}
+		fmt.Fprintf(w, "\nstage %s: change %s %s (applyStageChanges: %s), commit %s by %s: %s\n", s.Name, c.ID, c.State,
+			s.ApplyStageChanges, shortHash(c.Commit), author, c.Subject)
+		if c.Message != "" {
+			fmt.Fprintf(w, "  %s: %s\n", c.Reason, oneLine(c.Message))
+		}
+		for _, l := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
+			fmt.Fprintln(w, "  "+l)
+		}
 	}
 }
 

@@ -428,8 +428,8 @@ func (r *remoteBackend) Releases(ctx context.Context, name, stage string) ([]vie
 }
 
 // Promote is recorded as the token's name on the server.
-func (r *remoteBackend) Promote(ctx context.Context, name, release, stage, _, reason string, force bool) (view.Stage, error) {
-	return r.c.Promote(ctx, name, release, stage, reason, force)
+func (r *remoteBackend) Promote(ctx context.Context, name, release, change, stage, _, reason string, force bool) (view.Stage, error) {
+	return r.c.Promote(ctx, name, release, change, stage, reason, force)
 }
 
 // RollbackStage is recorded as the token's name on the server.

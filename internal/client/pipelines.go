@@ -28,12 +28,16 @@ func (c *Client) Releases(ctx context.Context, name, stage string) ([]view.Relea
 	return out.Items, err
 }
 
-// Promote approves release entering stage of pipeline name (force: past
-// every gate, an admin's).
-func (c *Client) Promote(ctx context.Context, name, release, stage, reason string, force bool) (view.Stage, error) {
+// Promote approves release entering stage of pipeline name, or, with
+// change set instead, the change of the stage's own file of that ID
+// (force: past every gate, an admin's).
+func (c *Client) Promote(ctx context.Context, name, release, change, stage, reason string, force bool) (view.Stage, error) {
 	var st view.Stage
-	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/promote", nil,
-		map[string]any{"release": release, "stage": stage, "reason": reason, "force": force}, &st)
+	body := map[string]any{"release": release, "stage": stage, "reason": reason, "force": force}
+	if change != "" {
+		body = map[string]any{"change": change, "stage": stage, "reason": reason, "force": force}
+	}
+	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/promote", nil, body, &st)
 	return st, err
 }
 

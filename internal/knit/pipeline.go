@@ -34,6 +34,9 @@ type PipelineFacts struct {
 	// Envs are the stage environments' IDs, by stage (as the controller
 	// last resolved them; empty until it did).
 	Envs map[string]string
+	// Files are what the controller knows of each stage's own file, by
+	// stage (none until it read one).
+	Files map[string]view.StageFileRecord
 }
 
 // PutPipeline records a pipeline's definition as read from commit.
@@ -136,6 +139,14 @@ func (k *Knit) Facts(ctx context.Context, name string) (*PipelineFacts, error) {
 		return nil, err
 	}
 	f.States, f.Approvals = mapAll(states, stageStateRecord), mapAll(approvals, promotionApprovalRecord)
+	files, err := k.store.StageFiles(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	f.Files = map[string]view.StageFileRecord{}
+	for _, sf := range files {
+		f.Files[sf.Stage] = stageFileRecord(sf)
+	}
 	return f, nil
 }
 
@@ -290,11 +301,21 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 			}
 		}
 		v.RollbackTo = f.rollbackTarget(st.Name, v.Current)
+		v.ApplyStageChanges, v.StageChange = spec.StageChangesImmediate, f.stageChange(i, busy != nil)
+		if f.Def.StageChangesWait(i) {
+			v.ApplyStageChanges = spec.StageChangesPending
+		}
+		if c := v.StageChange; busy == nil && c != nil && c.State == view.StageChangeApplying {
+			busy = &view.StageRelease{Release: c.Release, State: store.StageApplying, RunID: c.RunID, Reason: c.Reason, Message: c.Message}
+		}
 		// One release applies at a time; a newer one verified in the stage
 		// before replaces one that failed here (which never moves on).
 		switch {
 		case busy != nil:
 			reason, msg := view.WaitApplying, "run "+busy.RunID+" applies it"
+			if v.StageChange != nil && busy.RunID == v.StageChange.RunID && busy.RunID != "" {
+				msg = "run " + busy.RunID + " applies stage change " + v.StageChange.ID + " to it"
+			}
 			switch {
 			case busy.State == store.StageQueued:
 				msg = "queued: " + busy.Message
@@ -306,6 +327,13 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 			v.Waiting = &view.Waiting{Release: busy.Release, Reason: reason, Message: msg}
 		case i > 0:
 			v.Waiting = f.candidate(i, newest, now)
+			if c := v.StageChange; v.Waiting != nil && v.Waiting.Reason == view.WaitReady && c != nil && c.Reason == view.WaitAwaitingApproval {
+				// A release never carries a change of the stage's file
+				// nobody approved: the change goes first.
+				v.Waiting.Reason = view.WaitAwaitingApproval
+				v.Waiting.Message = fmt.Sprintf("the change %s of %s's own file is pending: approve it first (knit promote %s --change %s --to %s)",
+					c.ID, st.Name, f.Record.Name, c.ID, st.Name)
+			}
 		}
 		if v.Waiting == nil && v.Last != nil && v.Last.State == store.StageFailed {
 			v.Waiting = &view.Waiting{Release: v.Last.Release, Reason: v.Last.Reason, Message: v.Last.Message}

@@ -91,13 +91,18 @@ func (a *RollbackStage) Run(ctx context.Context) (view.Stage, error) {
 }
 
 // busyIn is the state of the release a run applies in stage now (or
-// that is queued to), nil when none: one release applies at a time.
+// that is queued to), nil when none: one release applies at a time. A
+// run applying a change of the stage's own file keeps it busy too.
 func (f *PipelineFacts) busyIn(stage string) *view.StageState {
 	for i := range f.States {
 		s := &f.States[i]
 		if s.Stage == stage && (s.State == store.StageApplying || s.State == store.StageQueued) {
 			return s
 		}
+	}
+	if c := f.Files[stage].Change; c.State == store.StageChangeApplying {
+		return &view.StageState{Pipeline: f.Record.Name, Release: c.Release, Stage: stage, State: store.StageApplying, RunID: c.RunID,
+			Message: "stage change " + c.ID}
 	}
 	return nil
 }

@@ -13,8 +13,12 @@ import (
 // PromoteOptions ask for Release to enter Stage of pipeline Pipeline, as
 // Actor, for Reason; Force passes the stage's gates by (an admin's token,
 // or the local CLI), audited.
+//
+// Change, instead of Release, names a change of the stage's own file
+// (c-…, from knit pipeline status) to approve (approveChange).
 type PromoteOptions struct {
 	Pipeline, Release, Stage string
+	Change                   string
 	Actor, Reason            string
 	Force                    bool
 }
@@ -43,6 +47,9 @@ func (a *Promote) Run(ctx context.Context) (view.Stage, error) {
 	f, err := k.Facts(ctx, name)
 	if err != nil {
 		return view.Stage{}, err
+	}
+	if a.Change != "" {
+		return a.approveChange(ctx, f)
 	}
 	i := f.stageIndex(stage)
 	switch {

@@ -108,3 +108,13 @@ func stageStateRecord(s store.StageState) view.StageState { return view.StageSta
 func promotionApprovalRecord(a store.PromotionApproval) view.PromotionApproval {
 	return view.PromotionApproval(a)
 }
+
+func stageFileRecord(f store.StageFile) view.StageFileRecord {
+	return view.StageFileRecord{Pipeline: f.Pipeline, Stage: f.Stage, Version: f.Version, SeenHash: f.SeenHash, SeenCommit: f.SeenCommit,
+		AppliedCommit: f.AppliedCommit, Change: view.StageChangeRecord(f.Change)}
+}
+
+func stageFileRow(f view.StageFileRecord) store.StageFile {
+	return store.StageFile{Pipeline: f.Pipeline, Stage: f.Stage, Version: f.Version, SeenHash: f.SeenHash, SeenCommit: f.SeenCommit,
+		AppliedCommit: f.AppliedCommit, Change: store.StageChange(f.Change)}
+}

@@ -49,6 +49,10 @@ const (
 	KindReleaseWindowClosed     = words.NotifyReleaseWindowClosed
 	KindReleaseVerified         = words.NotifyReleaseVerified
 	KindReleaseFailed           = words.NotifyReleaseFailed
+	// KindStagePending: a merged commit changed a stage's own file and
+	// the change waits for approvals (Pipeline and Stage say where,
+	// Release is the change's ID, c-…).
+	KindStagePending = words.NotifyStagePending
 )
 
 // Kinds is every event kind, in the order error messages name them.

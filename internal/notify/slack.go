@@ -40,6 +40,7 @@ var slackTitles = map[Kind][2]string{
 	KindReleaseWindowClosed:     {":clock3:", "Release waits for a window"},
 	KindReleaseVerified:         {":white_check_mark:", "Release verified"},
 	KindReleaseFailed:           {":x:", "Release failed"},
+	KindStagePending:            {":memo:", "Stage change waits for approval"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -29,10 +29,12 @@ func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
 }
 
 // promote approves (and, past every gate, lets the server apply) a
-// release entering a stage; force needs an admin (audited).
+// release entering a stage, or a change of the stage's own file; force
+// needs an admin (audited).
 func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Release string `json:"release"`
+		Change  string `json:"change"`
 		Stage   string `json:"stage"`
 		Reason  string `json:"reason"`
 		Force   bool   `json:"force"`
@@ -41,11 +43,11 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if body.Release == "" || body.Stage == "" {
-		s.fail(w, r, badReq("release and stage are required"))
+	if (body.Release == "") == (body.Change == "") || body.Stage == "" {
+		s.fail(w, r, badReq("stage and one of release or change (a change of the stage's own file, c-…) are required"))
 		return
 	}
-	st, err := knit.NewPromote(s.k, knit.PromoteOptions{Pipeline: r.PathValue("name"), Release: body.Release, Stage: body.Stage, Actor: principal(r.Context()).Name, Reason: body.Reason, Force: body.Force}).Run(r.Context())
+	st, err := knit.NewPromote(s.k, knit.PromoteOptions{Pipeline: r.PathValue("name"), Release: body.Release, Change: body.Change, Stage: body.Stage, Actor: principal(r.Context()).Name, Reason: body.Reason, Force: body.Force}).Run(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

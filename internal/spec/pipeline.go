@@ -51,6 +51,33 @@ type Stage struct {
 	Windows *Windows `json:"windows,omitempty"`
 	// Approval gates entering this stage on people.
 	Approval *StageApproval `json:"approval,omitempty"`
+	// ApplyStageChanges is what a merged commit that changes this stage's
+	// own file does: StageChangesImmediate applies it to the stage's
+	// current release at once, StageChangesPending waits for approvals
+	// like a promotion. Empty: immediate, pending for the last stage.
+	ApplyStageChanges string `json:"applyStageChanges,omitempty"`
+}
+
+// What a change of a stage's own file does (Stage.ApplyStageChanges).
+const (
+	StageChangesImmediate = "immediate" // applied to the stage's current release at once
+	StageChangesPending   = "pending"   // waits, Pending with its diff, for approvals
+)
+
+// StageChangesWait reports whether a change of stage i's own file waits
+// for approvals (pending) rather than applying at once: as the stage
+// says, else pending for the last stage only.
+func (p *Pipeline) StageChangesWait(i int) bool {
+	if i < 0 || i >= len(p.Spec.Stages) {
+		return false
+	}
+	switch p.Spec.Stages[i].ApplyStageChanges {
+	case StageChangesPending:
+		return true
+	case StageChangesImmediate:
+		return false
+	}
+	return i == len(p.Spec.Stages)-1
 }
 
 // Windows are when a release may enter a stage: during any Allow window
@@ -125,9 +152,10 @@ func (d *decoder) stageFields(s *Stage) map[string]field {
 		}
 	}
 	return map[string]field{
-		"name": d.str(&s.Name),
-		"file": d.str(&s.File),
-		"soak": d.str(&s.Soak),
+		"name":              d.str(&s.Name),
+		"file":              d.str(&s.File),
+		"soak":              d.str(&s.Soak),
+		"applyStageChanges": d.str(&s.ApplyStageChanges),
 		"windows": func(v *yaml.Node, at string) {
 			s.Windows = &Windows{}
 			d.mapping(v, at, false, map[string]field{"allow": windows(&s.Windows.Allow), "deny": windows(&s.Windows.Deny)})
@@ -200,6 +228,13 @@ func checkPipeline(p *Pipeline, pos map[string]diag.Pos) diag.Diagnostics {
 					}
 				}
 			}
+		}
+		if v := s.ApplyStageChanges; v != "" && v != StageChangesImmediate && v != StageChangesPending {
+			hint := "immediate (apply a change of the stage's file at once) or pending (wait for approvals)"
+			if m := suggest(v, []string{StageChangesImmediate, StageChangesPending}); m != "" {
+				hint = m + "; " + hint
+			}
+			bad(at+".applyStageChanges", fmt.Sprintf("%s is not immediate or pending", quote(v)), hint)
 		}
 		if s.Approval != nil && (s.Approval.Required < 0 || s.Approval.Required > 10) {
 			bad(at+".approval.required", fmt.Sprintf("%d is out of range", s.Approval.Required), "a whole number from 0 to 10")

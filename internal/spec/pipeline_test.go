@@ -182,3 +182,30 @@ func TestPipelineStageOfAnotherTeamIsAnError(t *testing.T) {
 		t.Errorf("diagnostics:\n  got  %q\n  want %q", got, want)
 	}
 }
+
+// TestStageChangesWaitOnlyInTheLastStageUnlessSaid (issue 37 item 3): a
+// change of a stage's own file applies at once, but waits in the last
+// stage; applyStageChanges says otherwise, and a misspelt value is an
+// error at its line with a did-you-mean.
+func TestStageChangesWaitOnlyInTheLastStageUnlessSaid(t *testing.T) {
+	p, ds := ParsePipeline("web.yaml", []byte(goodPipeline))
+	if len(ds) != 0 {
+		t.Fatal(ds)
+	}
+	if p.StageChangesWait(0) || p.StageChangesWait(1) || !p.StageChangesWait(2) {
+		t.Errorf("defaults: dev %v staging %v prod %v, want only prod to wait", p.StageChangesWait(0), p.StageChangesWait(1), p.StageChangesWait(2))
+	}
+	src := strings.Replace(goodPipeline, "      soak: 1h\n", "      soak: 1h\n      applyStageChanges: pending\n", 1)
+	src = strings.Replace(src, "      file: stages/prod.yaml\n", "      file: stages/prod.yaml\n      applyStageChanges: immediate\n", 1)
+	if p, ds = ParsePipeline("web.yaml", []byte(src)); len(ds) != 0 {
+		t.Fatal(ds)
+	}
+	if p.StageChangesWait(0) || !p.StageChangesWait(1) || p.StageChangesWait(2) {
+		t.Errorf("as written: dev %v staging %v prod %v, want only staging to wait", p.StageChangesWait(0), p.StageChangesWait(1), p.StageChangesWait(2))
+	}
+	bad := strings.Replace(goodPipeline, "      soak: 1h\n", "      soak: 1h\n      applyStageChanges: pendng\n", 1)
+	_, ds = ParsePipeline("web.yaml", []byte(bad))
+	if got := ds.String(); !strings.Contains(got, "web.yaml:11:7") || !strings.Contains(got, `did you mean "pending"?`) {
+		t.Errorf("a misspelt applyStageChanges:\n%s", got)
+	}
+}

@@ -110,4 +110,64 @@ type Pipelines interface {
 	ApprovePromotion(ctx context.Context, a PromotionApproval, audit *AuditEvent) error
 	// PromotionApprovals lists a pipeline's approvals, oldest first.
 	PromotionApprovals(ctx context.Context, pipeline string) ([]PromotionApproval, error)
+	StageFiles
+}
+
+// Stage change states (StageChange.State).
+const (
+	StageChangePending  = string(words.StageChangePending)  // waits for approvals
+	StageChangeQueued   = string(words.StageChangeQueued)   // immediate or approved: the server applies it
+	StageChangeApplying = string(words.StageChangeApplying) // a run applies it
+	StageChangeApplied  = string(words.StageChangeApplied)  // the stage's environment runs it
+	StageChangeFailed   = string(words.StageChangeFailed)   // its run failed
+)
+
+// StageFile is what the promotion controller knows of one stage's own
+// file (the file the pipeline stage names): its content at the last head
+// it read (a change is a new content there, seen once), the commit whose
+// copy of the file the stage's environment got last, and the newest
+// change of it. Version orders writes: PutStageFile takes the one read.
+type StageFile struct {
+	Pipeline string `json:"pipeline"`
+	Stage    string `json:"stage"`
+	Version  int64  `json:"version"`
+	// SeenHash is the SHA-256 of the file at SeenCommit.
+	SeenHash   string `json:"seenHash"`
+	SeenCommit string `json:"seenCommit"`
+	// AppliedCommit is the commit whose copy of the file the stage's
+	// environment got last ("": a release's own commit, as before knit
+	// tracked stage files).
+	AppliedCommit string      `json:"appliedCommit,omitempty"`
+	Change        StageChange `json:"change"`
+}
+
+// StageChange is one change of a stage's own file, from one commit: its
+// diff from what the stage runs, and where it stands (State "": none yet).
+// It applies at Release, the release the stage runs.
+type StageChange struct {
+	ID             string    `json:"id"`
+	Commit         string    `json:"commit"`
+	Hash           string    `json:"hash"`
+	Diff           string    `json:"diff"`
+	State          string    `json:"state"`
+	Release        string    `json:"release,omitempty"`
+	RunID          string    `json:"runId,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	Author         string    `json:"author"`
+	AuthorVerified bool      `json:"authorVerified"`
+	Subject        string    `json:"subject"`
+	Actor          string    `json:"actor,omitempty"`
+	ChangedAt      time.Time `json:"changedAt"`
+}
+
+// StageFiles is the part of Pipelines that keeps what the promotion
+// controller knows of each stage's own file.
+type StageFiles interface {
+	// StageFiles lists a pipeline's stage files, by stage.
+	StageFiles(ctx context.Context, pipeline string) ([]StageFile, error)
+	// PutStageFile records f provided the stage file's version is still
+	// f.Version (0: none recorded yet), else ErrConflict; it stores
+	// f.Version+1 and appends audit, when non-nil, in one transaction.
+	PutStageFile(ctx context.Context, f StageFile, audit *AuditEvent) error
 }

@@ -54,6 +54,46 @@ type Stage struct {
 	// person or a run outside the pipeline ("": never applied). Current
 	// is what the pipeline verified there, not a promise it still runs.
 	EnvStatus words.EnvStatus `json:"envStatus,omitempty"`
+	// ApplyStageChanges is what a change of the stage's own file does:
+	// immediate (applied at once) or pending (waits for approvals).
+	ApplyStageChanges string `json:"applyStageChanges"`
+	// StageChange is the newest change of the stage's own file since the
+	// server tracks it (nil: none): Pending with its diff until approved,
+	// then applied to the stage's current release.
+	StageChange *StageChange `json:"stageChange,omitempty"`
+}
+
+// Stage change states (StageChange.State).
+const (
+	StageChangePending  = string(words.StageChangePending)
+	StageChangeQueued   = string(words.StageChangeQueued)
+	StageChangeApplying = string(words.StageChangeApplying)
+	StageChangeApplied  = string(words.StageChangeApplied)
+	StageChangeFailed   = string(words.StageChangeFailed)
+)
+
+// StageChange is a merged commit's change of a stage's own file: ID is
+// c- and the commit's first 12 hex digits, the one knit promote --change
+// approves; Diff is unified, from what the stage runs to the commit's
+// file. Release is the release it applies at (set once it starts);
+// Reason and Message say why it waits (AwaitingApproval, Ready, Applying)
+// or why it failed.
+type StageChange struct {
+	ID             string    `json:"id"`
+	Commit         string    `json:"commit"`
+	Author         string    `json:"author"`
+	AuthorVerified bool      `json:"authorVerified"`
+	Subject        string    `json:"subject"`
+	Diff           string    `json:"diff"`
+	State          string    `json:"state"`
+	Release        string    `json:"release,omitempty"`
+	RunID          string    `json:"runId,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	ChangedAt      time.Time `json:"changedAt"`
+	Approvals      []string  `json:"approvals,omitempty"`
+	// Approval is what the stage asks of the change's approvals.
+	Approval *WaitApproval `json:"approval,omitempty"`
 }
 
 // StageRelease is a release's state in a stage.

@@ -283,3 +283,36 @@ type PromotionApproval struct {
 	Forced     bool      `json:"forced,omitempty"`
 	ApprovedAt time.Time `json:"approvedAt"`
 }
+
+// StageFileRecord is what the promotion controller knows of one stage's
+// own file: its hash and commit at the last head it read, the commit
+// whose copy of the file the stage's environment got last ("": a
+// release's own), and the newest change of it; Version orders writes.
+type StageFileRecord struct {
+	Pipeline      string            `json:"pipeline"`
+	Stage         string            `json:"stage"`
+	Version       int64             `json:"version"`
+	SeenHash      string            `json:"seenHash"`
+	SeenCommit    string            `json:"seenCommit"`
+	AppliedCommit string            `json:"appliedCommit,omitempty"`
+	Change        StageChangeRecord `json:"change"`
+}
+
+// StageChangeRecord is one change of a stage's own file, from one commit,
+// with its diff and where it stands (State "": none yet).
+type StageChangeRecord struct {
+	ID             string    `json:"id"`
+	Commit         string    `json:"commit"`
+	Hash           string    `json:"hash"`
+	Diff           string    `json:"diff"`
+	State          string    `json:"state"`
+	Release        string    `json:"release,omitempty"`
+	RunID          string    `json:"runId,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	Author         string    `json:"author"`
+	AuthorVerified bool      `json:"authorVerified"`
+	Subject        string    `json:"subject"`
+	Actor          string    `json:"actor,omitempty"`
+	ChangedAt      time.Time `json:"changedAt"`
+}

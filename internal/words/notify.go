@@ -41,6 +41,9 @@ const (
 	// NotifyReleaseFailed: a release's run failed in a stage (its apply
 	// or its verification): it never moves on from there.
 	NotifyReleaseFailed NotifyKind = "release.failed"
+	// NotifyStagePending: a merged commit changed a stage's own file and
+	// the change waits, Pending, for approvals (applyStageChanges: pending).
+	NotifyStagePending NotifyKind = "stage.pending"
 )
 
 // NotifyKinds is the closed set, in the order error messages and
@@ -48,7 +51,8 @@ const (
 func NotifyKinds() []NotifyKind {
 	return []NotifyKind{NotifyRunFailed, NotifyRunSucceeded, NotifyDriftFound, NotifyApprovalNeeded, NotifyTeardownDone,
 		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone, NotifyDriftResolved,
-		NotifyReleaseAwaitingApproval, NotifyReleaseWindowClosed, NotifyReleaseVerified, NotifyReleaseFailed}
+		NotifyReleaseAwaitingApproval, NotifyReleaseWindowClosed, NotifyReleaseVerified, NotifyReleaseFailed,
+		NotifyStagePending}
 }
 
 // oldSpellings are the first kinds' old spellings, still accepted where a

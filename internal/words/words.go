@@ -39,6 +39,19 @@ const (
 	StageFailed    StageState = "failed"    // its run failed there: it never moves on
 )
 
+// StageChangeState is where a change of a stage's own file stands (a
+// commit that changed the file a pipeline stage names with file:).
+type StageChangeState string
+
+// Stage change states.
+const (
+	StageChangePending  StageChangeState = "Pending"  // it waits for approvals (applyStageChanges: pending)
+	StageChangeQueued   StageChangeState = "Queued"   // immediate or approved: the server applies it once the stage is free
+	StageChangeApplying StageChangeState = "Applying" // a run applies it to the stage's current release
+	StageChangeApplied  StageChangeState = "Applied"  // the stage's environment runs it (its own run, or a release that carried it)
+	StageChangeFailed   StageChangeState = "Failed"   // its run failed: a later commit or a release carrying it replaces it
+)
+
 // WaitReason is why a release waits at the entry of a stage, or stopped in one.
 type WaitReason string
 

@@ -17,15 +17,9 @@ import (
 // approves (its checksum), and keeps the run applying: the run that
 // carries the approval out replaces it (successor).
 func (c *Controller) awaiting(ctx context.Context, next view.StageState, run view.Run, envID string) error {
-	msg := fmt.Sprintf("run %s waits for a person's approval (knit approvals %s)", run.ID, envID)
-	sets, err := knit.NewRecords(c.k).ChangeSets(ctx, envID, 0, store.ApprovalPending)
+	msg, err := c.gateMessage(ctx, run, envID)
 	if err != nil {
 		return err
-	}
-	for _, cs := range sets {
-		if cs.RunID == run.ID {
-			msg = fmt.Sprintf("run %s waits for the approval of change set %s: knit approve %s --change %s", run.ID, cs.Checksum, envID, cs.Checksum)
-		}
 	}
 	if next.Reason == view.WaitAwaitingApproval && next.Message == msg {
 		return nil
@@ -36,6 +30,22 @@ func (c *Controller) awaiting(ctx context.Context, next view.StageState, run vie
 		return nil // the tick and a follow of the run's end wrote first
 	}
 	return err
+}
+
+// gateMessage says what run, stopped at environment envID's approval
+// gate, waits for: the change set a person approves, by its checksum.
+func (c *Controller) gateMessage(ctx context.Context, run view.Run, envID string) (string, error) {
+	msg := fmt.Sprintf("run %s waits for a person's approval (knit approvals %s)", run.ID, envID)
+	sets, err := knit.NewRecords(c.k).ChangeSets(ctx, envID, 0, store.ApprovalPending)
+	if err != nil {
+		return "", err
+	}
+	for _, cs := range sets {
+		if cs.RunID == run.ID {
+			msg = fmt.Sprintf("run %s waits for the approval of change set %s: knit approve %s --change %s", run.ID, cs.Checksum, envID, cs.Checksum)
+		}
+	}
+	return msg, nil
 }
 
 // successor is the run that replaced run, when it carries run's change

@@ -189,51 +189,21 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	if err := c.k.PutPipeline(ctx, p, commit.Hash, envs); err != nil {
 		return err
 	}
+	// The stage files first: a new release entering the first stage
+	// carries the change of that stage's file its commit made.
+	files := c.readStageFiles(ctx, dir, file, p, commit, envs)
 	params, err := jsonOf(content.Params)
 	if err != nil {
-		return err
+		return errors.Join(files, err)
 	}
 	author, verified := authorOf(commit)
 	r, created, err := c.k.AddRelease(ctx, store.Release{Pipeline: p.Metadata.Name, ID: content.ID(), Template: content.Template,
 		Params: params, Commit: commit.Hash, Author: author, AuthorVerified: verified, Message: firstLine(commit.Message)})
 	if err != nil || !created {
-		return err
+		return errors.Join(files, err)
 	}
 	c.log.Info("pipelines: new release", "pipeline", p.Metadata.Name, "release", r.ID, "commit", short(r.Commit))
-	return c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name])
-}
-
-// loadStage is load of stage i of p, refused when it does not fit the
-// pipeline (another team's environment).
-func (c *Controller) loadStage(dir, file string, p *spec.Pipeline, i int, promote map[string]any) (*spec.Environment, error) {
-	env, err := c.load(dir, file, p.Spec.Stages[i], promote)
-	if err != nil {
-		return nil, err
-	}
-	if ds := p.CheckStage(i, env); ds.HasErrors() {
-		return nil, fmt.Errorf("stage %s: %s", p.Spec.Stages[i].Name, ds.String())
-	}
-	return env, nil
-}
-
-// load reads a stage's environment from a commit's tree dir, with the
-// release's promote parameters when given.
-func (c *Controller) load(dir, file string, st spec.Stage, promote map[string]any) (*spec.Environment, error) {
-	rel := path.Join(path.Dir(file), st.File)
-	if !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return nil, fmt.Errorf("stage %s: %s is outside the repository", st.Name, st.File)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, fmt.Errorf("stage %s: %w", st.Name, err)
-	}
-	opts := c.cfg.Spec.InRepo(dir)
-	opts.Promote = promote
-	env, ds := spec.ParseWith(rel, filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), dir, data, opts)
-	if ds.HasErrors() {
-		return nil, fmt.Errorf("stage %s: %s", st.Name, ds.String())
-	}
-	return env, nil
+	return errors.Join(files, c.apply(ctx, p.Metadata.Name, p.Spec.Stages[0], file, r, envs[p.Spec.Stages[0].Name]))
 }
 
 // apply queues the apply of release r to stage st: the stage's file at
@@ -243,7 +213,9 @@ func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, 
 	return c.applyFrom(ctx, pipeline, st, file, r, envID, "")
 }
 
-// applyFrom is apply for a release whose state in the stage is from.
+// applyFrom is apply for a release whose state in the stage is from. The
+// stage's own file is its copy at r's commit, or the copy the stage got
+// last when r's is older (stageData).
 func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r view.ReleaseRecord, envID, from string) error {
 	dir, err := c.w.Checkout(ctx, r.Commit)
 	if err != nil {
@@ -253,11 +225,26 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 	if err != nil {
 		return err
 	}
-	env, err := c.load(dir, file, st, params)
+	f, err := c.k.Facts(ctx, pipeline)
+	if err != nil {
+		return err
+	}
+	var env *spec.Environment
+	var fileCommit string
+	var carried *view.StageFileRecord
+	rel, err := stageRel(file, st)
+	if err == nil {
+		var own, data []byte
+		if own, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+			err = fmt.Errorf("stage %s: %w", st.Name, err)
+		} else if data, fileCommit, carried, err = c.stageData(ctx, f, f.StageIndex(st.Name), rel, r.Commit, own); err == nil {
+			env, err = c.parse(dir, rel, st, data, params)
+		}
+	}
 	if err == nil && env.ID() != envID {
 		// The stage's file at r's commit is another environment than the
 		// pipeline's stage (another team's, perhaps): never apply it.
-		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(r.Commit), envID)
+		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(fileCommit), envID)
 	}
 	if err != nil {
 		failed := view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
@@ -268,18 +255,20 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		c.tellEnded(failed, envID)
 		return nil
 	}
-	rel := path.Join(path.Dir(file), st.File)
 	actor, source := runAuthor(r)
 	req := knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
 		Actor: actor, Source: source, Reason: fmt.Sprintf("pipeline %s: release %s to %s", pipeline, r.ID, st.Name),
-		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + r.Commit + ":" + rel}
+		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + fileCommit + ":" + rel}
 	id, err := c.q.EnqueueWith(req, envID, nil)
 	if err != nil {
 		return err
 	}
 	c.log.Info("pipelines: applying", "pipeline", pipeline, "release", r.ID, "stage", st.Name, "run", id)
-	return c.k.SetStage(ctx, view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
-		RunID: id, Actor: c.cfg.Actor}, from, envID)
+	if err := c.k.SetStage(ctx, view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageApplying,
+		RunID: id, Actor: c.cfg.Actor}, from, envID); err != nil {
+		return err
+	}
+	return c.gotFile(ctx, f, st.Name, fileCommit, carried, r.ID, id, envID)
 }
 
 // judge follows the runs applying releases of pipeline name and starts
@@ -303,6 +292,12 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 				}
 			}
 		}
+	}
+	if f, err = c.k.Facts(ctx, name); err != nil {
+		return err
+	}
+	if err := c.judgeChanges(ctx, f); err != nil {
+		return err
 	}
 	if f, err = c.k.Facts(ctx, name); err != nil {
 		return err

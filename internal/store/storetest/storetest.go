@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"TFStateFence", plain(testTFStateFence)},
 		{"SavedPlans", plain(testSavedPlans)},
 		{"Pipelines", plain(testPipelines)},
+		{"StageFiles", plain(testStageFiles)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
