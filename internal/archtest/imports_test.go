@@ -64,7 +64,7 @@ var rules = []rule{
 	controllerRule(mod + "controller/ttl"),
 	controllerRule(mod + "controller/health"),
 	{Pkg: mod + "kubecontroller", Forbid: forbidAdapterOr(mod+"adapters", mod+"server", mod+"web", mod+"cli", mod+"client", mod+"controller", mod+"controller/runqueue"),
-		Why: "knit controller reconciles Environment objects through internal/knit; only the CLI wires it to a store and runners"},
+		Why: "knit controller reconciles Environment objects through internal/knit; only the CLI (kubecli, in knit-kube) wires it to a store and runners"},
 	controllerRule(mod + "controller/promotion"),
 	controllerRule(mod + "controller/riverqueue"),
 	controllerRule(mod + "controller/leader"),

@@ -15,8 +15,10 @@ import (
 	"knit.dev/knit/internal/adapters"
 	"knit.dev/knit/internal/keyfile"
 	"knit.dev/knit/internal/knit"
+	"knit.dev/knit/internal/procexec"
 	"knit.dev/knit/internal/runner/external"
 	"knit.dev/knit/internal/runner/terraform"
+	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store/postgres"
 	"knit.dev/knit/internal/store/sqlite"
 )
@@ -92,6 +94,45 @@ func migrateStore(ctx context.Context, dataDir, dsn string) (map[string]int64, [
 
 // storeName says which PostgreSQL store dsn names, without its password.
 func storeName(dsn string) string { return postgres.Redact(dsn) }
+
+// knitKube is the knit-kube to run: KNIT_KUBE_RUNNER, else beside knit or
+// on PATH.
+func (d *deps) knitKube() (string, error) {
+	if path := d.getenv("KNIT_KUBE_RUNNER"); path != "" {
+		return path, nil
+	}
+	return external.Locate("knit-kube")
+}
+
+// valuesSchema is the checker of charts' values.schema.json: knit-kube's
+// values-check, found when a validation first needs it.
+func (d *deps) valuesSchema() spec.SchemaChecker {
+	return func(checks []spec.SchemaCheck) ([][]spec.SchemaViolation, error) {
+		path, err := d.knitKube()
+		if err != nil {
+			return nil, err
+		}
+		return external.ValuesSchema(path)(checks)
+	}
+}
+
+// replaceWithKnitKube runs this command in knit-kube, which links the
+// Kubernetes controller (see Kube): this process becomes `knit-kube knit
+// ARGS`, with the same streams, environment and process ID, so signals
+// reach the controller itself. It returns only when that fails.
+func (d *deps) replaceWithKnitKube() error {
+	if !d.ownProcess {
+		return errors.New("knit controller runs in knit-kube: call cli.RunWith with a Kube (package kubecli)")
+	}
+	path, err := d.knitKube()
+	if err != nil {
+		return fmt.Errorf("knit controller runs in knit-kube: %w", err)
+	}
+	if err := procexec.Replace(path, append([]string{"knit-kube", "knit"}, d.args...)); err != nil {
+		return fmt.Errorf("knit controller runs in knit-kube: %w (make build puts it beside knit)", err)
+	}
+	return nil
+}
 
 // locateTools fills in the tools knit's runners would use: the OpenTofu or
 // Terraform binary and its version, and the knit-kube that runs helm and

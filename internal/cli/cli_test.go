@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,15 +13,30 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"knit.dev/knit/internal/cli"
+	"knit.dev/knit/internal/runner/external"
+	"knit.dev/knit/internal/spec/valuesschema"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/scripts/*.txtar")
 
-// TestMain lets the test binary act as the knit command inside scripts.
+// TestMain lets the test binary act as the knit command inside scripts,
+// and as knit-kube's values-check.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"knit": func() {
 			os.Exit(cli.Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
+		// knit-kube's values-check, which knit validate asks for charts'
+		// values.schema.json (found on PATH, as beside knit).
+		"knit-kube": func() {
+			if len(os.Args) != 2 || os.Args[1] != external.OpValuesCheck {
+				fmt.Fprintln(os.Stderr, "this test's knit-kube only does", external.OpValuesCheck)
+				os.Exit(2)
+			}
+			if err := valuesschema.Serve(os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
 		},
 	})
 }

@@ -9,26 +9,22 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"knit.dev/knit/internal/kubecontroller"
 )
 
 // controllerFlags are knit controller's.
 type controllerFlags struct {
-	kubeconfig, context string
-	namespace           string
-	interval            time.Duration
-	workers             int
-	noCloudKnit         bool
-	leaderElect         bool
-	leaderNamespace     string
-	logFormat           string
-	toolEnv             []string
-	teamFor             map[string]string
-	defaultTeam         string
-	allowAdopt          []string
+	cluster         Cluster
+	namespace       string
+	interval        time.Duration
+	workers         int
+	noCloudKnit     bool
+	leaderElect     bool
+	leaderNamespace string
+	logFormat       string
+	toolEnv         []string
+	teamFor         map[string]string
+	defaultTeam     string
+	allowAdopt      []string
 }
 
 func newControllerCmd(d *deps) *cobra.Command {
@@ -53,21 +49,22 @@ object naming an environment that GitOps or the CLI applied is Stalled
 (OwnedElsewhere); an object of a namespace named by --allow-adopt and
 annotated knit.dev/adopt: "true" takes it over (audited).
 
-The CRDs are in deploy/crds; knit controller install-crds applies them.`,
+The CRDs are in deploy/crds; knit controller install-crds applies them.
+
+It runs in knit-kube (beside knit, on PATH, or KNIT_KUBE_RUNNER), which
+links the Kubernetes client: knit becomes knit-kube for it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if d.kube == nil {
+				return d.replaceWithKnitKube()
+			}
 			if f.logFormat != "text" && f.logFormat != "json" {
 				return fmt.Errorf("--log-format %q: use text or json", f.logFormat)
 			}
 			if f.interval <= 0 {
 				return fmt.Errorf("--interval %s: give a positive duration such as 5m", f.interval)
 			}
-			tenancy, err := f.tenancy()
-			if err != nil {
-				return err
-			}
-			cfg, err := f.restConfig()
-			if err != nil {
+			if err := f.tenancy(); err != nil {
 				return err
 			}
 			dir, err := d.dataDir()
@@ -83,9 +80,10 @@ The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 			if f.logFormat == "json" {
 				h = slog.NewJSONHandler(d.stderr, nil)
 			}
-			return kubecontroller.Run(cmd.Context(), cfg, kubecontroller.Options{
-				Knit: k, Namespace: f.namespace, Interval: f.interval, Workers: f.workers, NoCloudKnit: f.noCloudKnit,
-				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, Tenancy: tenancy, Log: slog.New(h),
+			return d.kube.Controller(cmd.Context(), Controller{
+				Cluster: f.cluster, Knit: k, Namespace: f.namespace, Interval: f.interval, Workers: f.workers, NoCloudKnit: f.noCloudKnit,
+				LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace,
+				Teams: f.teamFor, DefaultTeam: f.defaultTeam, AllowAdopt: f.allowAdopt, Log: slog.New(h),
 			})
 		},
 	}
@@ -106,9 +104,8 @@ The CRDs are in deploy/crds; knit controller install-crds applies them.`,
 	return cmd
 }
 
-// tenancy checks the namespace and team flags and returns them as the
-// controller's Tenancy; every problem at once.
-func (f *controllerFlags) tenancy() (kubecontroller.Tenancy, error) {
+// tenancy checks the namespace and team flags; every problem at once.
+func (f *controllerFlags) tenancy() error {
 	var errs []error
 	for ns, team := range f.teamFor {
 		if ns == "" || team == "" || strings.Contains(team, "/") {
@@ -124,7 +121,7 @@ func (f *controllerFlags) tenancy() (kubecontroller.Tenancy, error) {
 		}
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return kubecontroller.Tenancy{Teams: f.teamFor, DefaultTeam: f.defaultTeam, AllowAdopt: f.allowAdopt}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func newInstallCRDsCmd(d *deps) *cobra.Command {
@@ -134,11 +131,10 @@ func newInstallCRDsCmd(d *deps) *cobra.Command {
 		Short: "Apply the CRDs of knit controller (Environment, EnvironmentApproval) to the cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.restConfig()
-			if err != nil {
-				return err
+			if d.kube == nil {
+				return d.replaceWithKnitKube()
 			}
-			names, err := kubecontroller.InstallCRDs(cmd.Context(), cfg)
+			names, err := d.kube.InstallCRDs(cmd.Context(), f.cluster)
 			if err != nil {
 				return err
 			}
@@ -153,19 +149,6 @@ func newInstallCRDsCmd(d *deps) *cobra.Command {
 }
 
 func (f *controllerFlags) clusterFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the pod's service account)")
-	cmd.Flags().StringVar(&f.context, "context", "", "context of the kubeconfig (default: its current one)")
-}
-
-// restConfig is how to reach the cluster: the kubeconfig the flags or
-// KUBECONFIG name, else ~/.kube/config, else the pod's service account.
-func (f *controllerFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cluster access: %w (pass --kubeconfig, or run in a pod with a service account)", err)
-	}
-	return cfg, nil
+	cmd.Flags().StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the pod's service account)")
+	cmd.Flags().StringVar(&f.cluster.Context, "context", "", "context of the kubeconfig (default: its current one)")
 }

@@ -33,10 +33,11 @@ func (d *deps) loadEnv(file string) (*spec.Environment, error) {
 func (d *deps) specOptions() spec.Options {
 	dir, err := d.dataDir()
 	if err != nil {
-		return spec.Options{RepoRoot: true}
+		return spec.Options{RepoRoot: true, ValuesSchema: d.valuesSchema()}
 	}
 	opts := gitOptions(context.Background(), dir)
 	opts.RepoRoot = true
+	opts.ValuesSchema = d.valuesSchema()
 	return opts
 }
 

@@ -51,6 +51,13 @@ type deps struct {
 	// watchdog starts the tool watchdog for runs in this process (nil:
 	// none, as in tests that run the CLI in their own process).
 	watchdog *selfWatchdog
+	// kube runs knit controller's work; nil in knit's own binary, which
+	// starts knit-kube for it with args, this command's (see Kube).
+	kube *Kube
+	args []string
+	// ownProcess: the command runs as this process (Main), not in a
+	// caller's (Run), so it may become another program.
+	ownProcess bool
 }
 
 type globalFlags struct {
@@ -67,7 +74,12 @@ type globalFlags struct {
 
 // Run executes knit with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+	return RunWith(ctx, args, stdin, stdout, stderr, nil)
+}
+
+// RunWith is Run for a binary that adds kube (see Kube).
+func RunWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, kube *Kube) int {
+	return run(ctx, &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, kube: kube, args: args}, args)
 }
 
 func run(ctx context.Context, d *deps, args []string) int {

@@ -30,6 +30,11 @@ const StopGrace = procexec.Grace + 5*time.Second
 // once with ExitInterrupted: the next run of the environment takes over
 // the lock of a knit that is gone and records its run interrupted.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return MainWith(args, stdin, stdout, stderr, nil)
+}
+
+// MainWith is Main for a binary that adds kube (knit-kube: see Kube).
+func MainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, kube *Kube) int {
 	if len(args) == 1 && args[0] == watchdogCommand {
 		return serveWatchdog(stdin, stderr)
 	}
@@ -37,7 +42,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	return runStoppable(sig, StopGrace, stderr, os.Exit, func(ctx context.Context) int {
-		d := &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, watchdog: &selfWatchdog{}}
+		d := &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, watchdog: &selfWatchdog{args: kube.self()}, kube: kube, args: args, ownProcess: true}
 		defer d.watchdog.close()
 		return run(ctx, d, args)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"knit.dev/knit/internal/procexec"
@@ -25,6 +26,8 @@ func serveWatchdog(stdin io.Reader, stderr io.Writer) int {
 // selfWatchdog starts this binary as the tool watchdog once, when the
 // first run's library is opened.
 type selfWatchdog struct {
+	// args come before the watchdog's command (see Kube.Self).
+	args []string
 	once sync.Once
 	wd   *procexec.Watchdog
 	err  error
@@ -41,7 +44,7 @@ func (s *selfWatchdog) get() (*procexec.Watchdog, error) {
 			s.err = fmt.Errorf("find knit's binary for the tool watchdog: %w", err)
 			return
 		}
-		s.wd, s.err = procexec.StartWatchdog(exe, watchdogCommand)
+		s.wd, s.err = procexec.StartWatchdog(exe, append(slices.Clone(s.args), watchdogCommand)...)
 	})
 	return s.wd, s.err
 }

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
 	"knit.dev/knit/internal/diag"
@@ -26,6 +22,12 @@ import (
 // them. A value that a valueFrom sets is known only at the run: what the
 // schema says of it is left to the plan. A schema that refers to another
 // document is not checked here (nothing is fetched, no other file read).
+//
+// The schema itself is applied by Options.ValuesSchema, a checker in
+// another process (knit-kube, which links Helm's JSON-schema library
+// anyway): that library compiles its metaschemas at init, a cost every
+// knit command would pay. Validation collects every chart's values first
+// and asks once.
 
 // maxSchemaFile bounds what is read of a values file or schema.
 const maxSchemaFile = 4 << 20
@@ -45,12 +47,52 @@ func (v *validator) chartValues(p string, c *Component) {
 	if !ok {
 		return
 	}
-	var found []diag.Diagnostic
-	for _, bad := range chartSchemaViolations(dir, user, unknown, nil) {
-		found = append(found, errAt(v.env, p+".chart.values", strings.Join(bad.at, "."), bad.msg,
-			"set a value the chart's values.schema.json allows (helm install would refuse this one too)"))
+	for _, chk := range chartSchemaChecks(dir, user, unknown, nil) {
+		chk.path = p + ".chart.values"
+		v.schemas = append(v.schemas, chk)
 	}
-	// In the order they are written.
+}
+
+// chartSchemas applies every schema chartValues collected, in one call of
+// the checker, reporting each violation at the value's field in the order
+// they are written. Without a checker nothing is said: the helm plan
+// checks the values, as helm install does.
+func (v *validator) chartSchemas() {
+	check := v.env.opts.ValuesSchema
+	if len(v.schemas) == 0 || check == nil {
+		return
+	}
+	var reqs []SchemaCheck
+	for _, s := range v.schemas {
+		if !s.notJSON {
+			reqs = append(reqs, s.SchemaCheck)
+		}
+	}
+	var res [][]SchemaViolation
+	var err error
+	if len(reqs) > 0 {
+		res, err = check(reqs)
+	}
+	if err == nil && len(res) != len(reqs) {
+		err = fmt.Errorf("the checker answered %d of %d schemas", len(res), len(reqs))
+	}
+	if err != nil {
+		v.err(v.schemas[0].path, "", "values.schema.json not checked: "+err.Error(),
+			"knit-kube checks chart values: make build puts it beside knit (or set KNIT_KUBE_RUNNER)")
+		return
+	}
+	var found []diag.Diagnostic
+	for _, s := range v.schemas {
+		bads := []SchemaViolation{{Message: "values.schema.json is not JSON"}}
+		if !s.notJSON {
+			bads, res = res[0], res[1:]
+		}
+		for _, bad := range bads {
+			at := append(append([]string(nil), s.prefix...), bad.At...)
+			found = append(found, errAt(v.env, s.path, strings.Join(at, "."), fmt.Sprintf("chart %q: %s", s.chart, bad.Message),
+				"set a value the chart's values.schema.json allows (helm install would refuse this one too)"))
+		}
+	}
 	sort.SliceStable(found, func(i, j int) bool {
 		a, b := found[i].Pos, found[j].Pos
 		return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
@@ -90,28 +132,54 @@ func (v *validator) componentValues(c *Component) (vals map[string]any, unknown 
 	return vals, unknown, true
 }
 
-// schemaViolation is one value a schema refuses: where (the path into the
-// values) and why.
-type schemaViolation struct {
-	at  []string
-	msg string
+// SchemaCheck is one chart's values, to be checked against its
+// values.schema.json: both as JSON, as Helm checks them (the validator
+// reads JSON's types). What is said of the values under an Unknown path
+// is left out: a valueFrom sets them at the run.
+type SchemaCheck struct {
+	Schema  json.RawMessage `json:"schema"`
+	Values  json.RawMessage `json:"values"`
+	Unknown [][]string      `json:"unknown,omitempty"`
 }
 
-// chartSchemaViolations checks user values (over the defaults of the
-// chart in dir) against its schema, then each enabled subchart folder's
-// part against the subchart's; prefix is where the chart's values are.
-func chartSchemaViolations(dir string, user map[string]any, unknown [][]string, prefix []string) []schemaViolation {
+// SchemaViolation is one value a schema refuses: At, the path into the
+// values; Message, why.
+type SchemaViolation struct {
+	At      []string `json:"at"`
+	Message string   `json:"message"`
+}
+
+// SchemaChecker applies each check's schema to its values and answers
+// their violations, in the order of checks. A schema that does not
+// compile alone (it refers elsewhere) refuses nothing.
+type SchemaChecker func(checks []SchemaCheck) ([][]SchemaViolation, error)
+
+// chartSchema is a check collected by validation: the component's field
+// the values are reported under, where in them this chart's part is
+// (prefix: a subchart's key), and the chart's folder name.
+type chartSchema struct {
+	SchemaCheck
+	path, chart string
+	prefix      []string
+	// notJSON: the schema is not JSON, said without asking the checker.
+	notJSON bool
+}
+
+// chartSchemaChecks collects the check of user values (over the defaults
+// of the chart in dir) against its schema, then each enabled subchart
+// folder's part against the subchart's; prefix is where the chart's values
+// are.
+func chartSchemaChecks(dir string, user map[string]any, unknown [][]string, prefix []string) []chartSchema {
 	vals, ok := readValues(filepath.Join(dir, "values.yaml"))
 	if !ok {
 		vals = map[string]any{}
 	}
 	MergeValues(vals, user)
-	var out []schemaViolation
+	var out []chartSchema
 	if schema, err := readLimited(filepath.Join(dir, "values.schema.json")); err == nil {
-		for _, bad := range schemaCheck(schema, vals, unknown) {
-			bad.at = append(append([]string(nil), prefix...), bad.at...)
-			bad.msg = fmt.Sprintf("chart %q: %s", filepath.Base(dir), bad.msg)
-			out = append(out, bad)
+		if b, err := json.Marshal(vals); err == nil {
+			out = append(out, chartSchema{SchemaCheck: SchemaCheck{Schema: schema, Values: b, Unknown: unknown},
+				chart: filepath.Base(dir), prefix: prefix, notJSON: !json.Valid(schema)})
 		}
 	}
 	var meta struct {
@@ -141,7 +209,7 @@ func chartSchemaViolations(dir string, user map[string]any, unknown [][]string, 
 				subUnknown = append(subUnknown, u[1:])
 			}
 		}
-		out = append(out, chartSchemaViolations(sub, part, subUnknown, append(append([]string(nil), prefix...), key))...)
+		out = append(out, chartSchemaChecks(sub, part, subUnknown, append(append([]string(nil), prefix...), key))...)
 	}
 	return out
 }
@@ -164,72 +232,6 @@ func conditionHolds(vals map[string]any, cond string) bool {
 		}
 		if b, ok := cur.(bool); ok {
 			return b
-		}
-	}
-	return true
-}
-
-var schemaPrinter = message.NewPrinter(language.English)
-
-// schemaCheck validates vals against schema, leaving out what is said of
-// the values under unknown paths. A schema that does not compile alone
-// (it refers elsewhere) checks nothing.
-func schemaCheck(schema []byte, vals map[string]any, unknown [][]string) []schemaViolation {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return []schemaViolation{{msg: "values.schema.json is not JSON: " + err.Error()}}
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // nothing fetched, no file read
-	if err := c.AddResource("file:///values.schema.json", doc); err != nil {
-		return nil
-	}
-	sch, err := c.Compile("file:///values.schema.json")
-	if err != nil {
-		return nil
-	}
-	// Through JSON, as Helm does: the validator reads JSON's types.
-	b, err := jsonValues(vals)
-	if err != nil {
-		return nil
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil
-	}
-	verr, ok := sch.Validate(inst).(*jsonschema.ValidationError)
-	if !ok {
-		return nil
-	}
-	var out []schemaViolation
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		for _, u := range unknown {
-			if hasPrefix(e.InstanceLocation, u) {
-				return
-			}
-		}
-		out = append(out, schemaViolation{at: e.InstanceLocation,
-			msg: fmt.Sprintf("at '/%s': %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(schemaPrinter))})
-	}
-	walk(verr)
-	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].at, ".") < strings.Join(out[j].at, ".") })
-	return out
-}
-
-func hasPrefix(loc, prefix []string) bool {
-	if len(loc) < len(prefix) {
-		return false
-	}
-	for i := range prefix {
-		if loc[i] != prefix[i] {
-			return false
 		}
 	}
 	return true
@@ -259,6 +261,3 @@ func readLimited(file string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, maxSchemaFile))
 }
-
-// jsonValues is vals as JSON.
-func jsonValues(vals map[string]any) ([]byte, error) { return json.Marshal(vals) }

@@ -55,6 +55,10 @@ type Options struct {
 	// to, before it is checked: with the file and what Fetched and
 	// Checkout answer, what the result depends on (GitOps caches it).
 	Read func(path string)
+	// ValuesSchema checks local charts' values against their
+	// values.schema.json (see chartSchemas). Nil: they are not checked
+	// before the plan, where Helm checks them.
+	ValuesSchema SchemaChecker
 }
 
 // noteRead tells o.Read of p, relative to dir unless absolute.

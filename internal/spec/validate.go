@@ -58,6 +58,9 @@ type validator struct {
 	// modFiles are the modules read, by folder, shared by the components
 	// that use them.
 	modFiles map[string]*moduleView
+	// schemas are the chart values to check against their schemas, all
+	// at once at the end (chartSchemas).
+	schemas []chartSchema
 }
 
 func (v *validator) err(path, sub, msg, hint string) {
@@ -113,6 +116,7 @@ func validate(env *Environment) diag.Diagnostics {
 	}
 	v.health()
 	v.cycles()
+	v.chartSchemas()
 	return v.diags
 }
 

@@ -1,4 +1,4 @@
-package kubecontroller_test
+package kubecli_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"knit.dev/knit/internal/cli"
+	"knit.dev/knit/internal/kubecli"
 )
 
 // TestControllerCommandRefusesBadFlags: knit controller says what is wrong
@@ -26,9 +27,21 @@ func TestControllerCommandRefusesBadFlags(t *testing.T) {
 		{[]string{"controller", "install-crds", "--kubeconfig", missing}, "pass --kubeconfig"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := cli.Run(context.Background(), append(tc.args, "--data-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr)
+		code := cli.RunWith(context.Background(), append(tc.args, "--data-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr, kubecli.Kube())
 		if code == 0 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("knit %s: exit %d, stderr %q, want %q", strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestKnitWithoutKubeSaysWhereTheControllerRuns: the CLI without Kube (knit's
+// own binary, run in a caller's process) does no controller work itself.
+func TestKnitWithoutKubeSaysWhereTheControllerRuns(t *testing.T) {
+	for _, args := range [][]string{{"controller"}, {"controller", "install-crds"}} {
+		var stdout, stderr bytes.Buffer
+		code := cli.Run(context.Background(), append(args, "--data-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), "knit controller runs in knit-kube") {
+			t.Errorf("knit %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr.String())
 		}
 	}
 }
