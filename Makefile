@@ -16,7 +16,7 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go loadtest loadtest-fleet fmt vet clean
+.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go bench-web loadtest loadtest-fleet fmt vet clean
 
 all: build
 
@@ -60,6 +60,9 @@ bench: tools terragrunt build ## measure knit against the least tool work, its b
 bench-go: ## only the in-process figures of make bench (policy evaluation, environment sets, engine), printed as rows of its table; needs no tools
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
 	@$(BIN)/knit-bench gobench
+
+bench-web: ## the dashboard's graph drawing times in Chromium (200 and 1,000 components; figures for docs/benchmarks.md)
+	@KNIT_WEB_BENCH=1 go test -count=1 -run TestGraphDrawTime -v ./internal/web
 
 loadtest: build ## knit serve under a bounded loopback load over 10,000 environments; rewrites its section of docs/benchmarks.md
 	@go build -trimpath -o $(BIN)/knit-loadtest ./cmd/knit-loadtest

@@ -13,7 +13,6 @@ dest="$root/internal/web/static/vendor"
 assets=(
   "htmx.org@2.0.11       package/dist/htmx.min.js    htmx.min.js"
   "htmx-ext-sse@2.2.4    package/dist/sse.min.js     htmx-ext-sse.min.js"
-  "@dagrejs/dagre@3.1.3  package/dist/dagre.min.js   dagre.min.js"
   "axe-core@4.14.1       package/axe.min.js          axe.min.js"
 )
 

@@ -37,7 +37,8 @@ type envPage struct {
 	Tone           Tone
 	View           knit.EnvironmentView
 	Nodes          []node
-	Graph          template.JS // the nodes as JSON, for the layout script
+	Graph          template.JS // the nodes and their layout as JSON, for the graph script
+	Layout         *graphLayout
 	Health         *graphHealth
 	Revisions      []view.Revision
 	Runs           []runItem
@@ -81,7 +82,10 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 	}
 	// The mark is taken before the view is read: a change in between
 	// makes the live stream refresh the page at once.
-	p := envPage{ID: v.ID, Team: v.Team, Name: v.Name, View: v, Live: "/env/" + v.ID + "/live?since=" + mark}
+	p := envPage{ID: v.ID, Team: v.Team, Name: v.Name, View: v}
+	if !liveOff(r) {
+		p.Live = "/env/" + v.ID + "/live?since=" + mark
+	}
 	running := v.LastRun != nil && v.LastRun.Status == store.StatusRunning
 	p.State = envState(v.Status, running)
 	p.Tone = toneOf(v.Status)
@@ -103,7 +107,8 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 			}
 		}
 	}
-	js, err := json.Marshal(p.Nodes)
+	p.Layout = w.graphs.of(p.Nodes)
+	js, err := json.Marshal(graphData{Layout: p.Layout, Nodes: p.Nodes})
 	if err != nil {
 		return p, err
 	}

@@ -82,8 +82,10 @@ func (w *Web) environments(rw http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (w *Web) envList(ctx context.Context, s *session, q url.Values) (envListPage, error) {
-	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts,
-		Live: "/live?since=" + w.live.allMark(ctx)}
+	p := envListPage{Team: q.Get("team"), State: q.Get("state"), Sort: q.Get("sort"), States: envStates, Sorts: envSorts}
+	if q.Get("live") != "0" { // ?live=0: no live updates (liveOff)
+		p.Live = "/live?since=" + w.live.allMark(ctx)
+	}
 	if p.Sort == "" {
 		p.Sort = "name"
 	}

@@ -27,10 +27,16 @@ func (w *pages) render(rw http.ResponseWriter, r *http.Request, s *session, code
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.Header().Set("Cache-Control", "no-store")
 	rw.WriteHeader(code)
-	if err := t.ExecuteTemplate(rw, "layout", layoutData{Title: title, Nav: nav, Session: s, Flash: r.URL.Query().Get("flash"), Page: data}); err != nil {
+	d := layoutData{Title: title, Nav: nav, Session: s, Flash: r.URL.Query().Get("flash"), Page: data, Still: liveOff(r)}
+	if err := t.ExecuteTemplate(rw, "layout", d); err != nil {
 		w.log.Error("render", "page", name, "err", err)
 	}
 }
+
+// liveOff reports a page asked for without live updates (?live=0): it
+// opens no event stream and nothing in it ticks or polls, so a headless
+// browser's page settles (a screenshot, a smoke test).
+func liveOff(r *http.Request) bool { return r.URL.Query().Get("live") == "0" }
 
 func (w *pages) errorPage(rw http.ResponseWriter, r *http.Request, s *session, code int, err error) {
 	if code == 0 {

@@ -65,7 +65,8 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 	default:
 		p.Run = view.Run{ID: id, Env: f.Env, Status: store.StatusQueued}
 	}
-	p.Live = !p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning
+	// ?live=0 shows the run as recorded so far, without its stream.
+	p.Live = !liveOff(r) && (!p.Known || (isLive && p.Run.Status == store.StatusRunning) || p.Run.Status == store.StatusRunning)
 	if !p.Live {
 		p.Tone = toneOf(p.Run.Status)
 		for _, cr := range rec.Components {
@@ -95,8 +96,15 @@ func (w *Web) run(rw http.ResponseWriter, r *http.Request, s *session) {
 // is a 404 at once.
 func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
+	// A stream resumes after the last event its page saw: the browser's
+	// reconnection says so in Last-Event-ID, a page shown again from the
+	// back/forward cache (which closed its stream) in ?after=.
 	var after int64
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v != "" {
 		after, _ = strconv.ParseInt(v, 10, 64)
 	}
 	run, rec, err := w.findRun(r.Context(), id)

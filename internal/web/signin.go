@@ -37,17 +37,26 @@ func (w *signIn) csrfFor(tokenHash string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// page authenticates a request from its cookie (a missing or dead one goes
-// to the login page), checks the role, and on POST checks the origin and
-// the form's CSRF token.
+// page authenticates a request from its Authorization header (a script:
+// "Bearer TOKEN", as the API takes it) or else its cookie (a missing or
+// dead one goes to the login page), checks the role, and on POST checks
+// the origin and the form's CSRF token. A bearer token reads pages only:
+// a POST carrying one is refused, whatever else it carries, so forms are
+// only ever sent by a signed-in browser, with their CSRF token; scripts
+// act through the API.
 func (w *signIn) page(role store.Role, h handler) http.Handler {
 	inner := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(cookieName)
+		secret, bearer, err := credential(r)
 		var tok view.Token
 		if err == nil {
-			tok, err = w.k.Authenticate(r.Context(), c.Value)
+			tok, err = w.k.Authenticate(r.Context(), secret)
 		}
 		if err != nil {
+			if bearer {
+				rw.Header().Set("WWW-Authenticate", `Bearer realm="knit"`)
+				http.Error(rw, "the bearer token is not valid (unknown or revoked): "+err.Error(), http.StatusUnauthorized)
+				return
+			}
 			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
 				http.Redirect(rw, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -55,7 +64,11 @@ func (w *signIn) page(role store.Role, h handler) http.Handler {
 			http.Error(rw, "sign in first: no valid token", http.StatusUnauthorized)
 			return
 		}
-		s := &session{Token: tok, CSRF: w.csrfFor(knit.HashToken(c.Value)), CanAct: tok.Role.AtLeast(store.RoleOperator)}
+		s := &session{Token: tok, CSRF: w.csrfFor(knit.HashToken(secret)), CanAct: tok.Role.AtLeast(store.RoleOperator)}
+		if bearer && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.pages.errorPage(rw, r, s, http.StatusForbidden, errors.New("a bearer token reads the dashboard only: sign in at /login to use its forms, or act through the API (/api/v1)"))
+			return
+		}
 		if r.Method == http.MethodPost {
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
@@ -71,6 +84,24 @@ func (w *signIn) page(role store.Role, h handler) http.Handler {
 		h(rw, r.WithContext(knit.WithCaller(r.Context(), tok)), s)
 	})
 	return w.cop.Handler(inner)
+}
+
+// credential is the request's token: from its Authorization header when
+// it has one (bearer is true then, and any other scheme is an error), or
+// else from the login cookie.
+func credential(r *http.Request) (secret string, bearer bool, err error) {
+	if a := r.Header.Get("Authorization"); a != "" {
+		secret, ok := strings.CutPrefix(a, "Bearer ")
+		if !ok {
+			return "", true, errors.New("the Authorization header must be Bearer TOKEN (knit token create)")
+		}
+		return strings.TrimSpace(secret), true, nil
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", false, err
+	}
+	return c.Value, false, nil
 }
 
 func (w *signIn) loginPage(rw http.ResponseWriter, r *http.Request) {

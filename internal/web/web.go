@@ -64,6 +64,7 @@ type Web struct {
 	static fs.FS
 	signIn *signIn // the login page and who may reach a page
 	live   *live   // the live views' event streams
+	graphs layouts // the environments' graph layouts, by shape
 
 	teamsMu    sync.Mutex
 	teamsCache []string
@@ -75,7 +76,7 @@ var templateFS embed.FS
 
 // Only what pages load is embedded: axe-core is vendored for tests alone.
 //
-//go:embed static/app.css static/app.js static/vendor/htmx.min.js static/vendor/htmx-ext-sse.min.js static/vendor/dagre.min.js
+//go:embed static/app.css static/app.js static/vendor/htmx.min.js static/graph.js static/vendor/htmx-ext-sse.min.js
 var staticFS embed.FS
 
 // cookieName holds the pasted token.
@@ -103,7 +104,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote, "stageRules": stageRules}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote, "stageRules": stageRules, "bigGraph": func() int { return bigGraph }}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -202,6 +203,8 @@ type layoutData struct {
 	Session *session
 	Flash   string
 	Page    any
+	// Still is a page without live updates (?live=0).
+	Still bool
 }
 
 // statusOf is err's HTTP status, as the API answers it (httperr).
