@@ -163,6 +163,10 @@ type ComponentResult struct {
 	// Placeholders name the sensitive inputs a sandboxed preview planned
 	// with a placeholder instead of their value.
 	Placeholders []string `json:"placeholders,omitempty"`
+	// PlannedAhead names the inputs a preview planned with placeholders
+	// because they are known only after an upstream component is applied
+	// (its Digest is then an AheadDigest).
+	PlannedAhead []string `json:"plannedAhead,omitempty"`
 	// Drift is what a drift check found (in sync, drifted, affected), kept
 	// when reconciliation then moves Status on.
 	Drift Status `json:"drift,omitempty"`

@@ -65,6 +65,9 @@ func (pl *planner) planOne(ctx context.Context, name string) error {
 	// tell whether this plan outdates the approved one.
 	p, err := st.prepare(ctx, pl.approvals.hasOpen(name) || pl.s.opts.Preview)
 	var missing *missingOutputError
+	if errors.As(err, &missing) && pl.s.opts.Preview {
+		return pl.previewAhead(ctx, st, missing)
+	}
 	if errors.As(err, &missing) {
 		pl.s.setCode(st.cr, Deferred, ReasonKnownAfterApply.Cause(missing.Producer+"."+missing.Output), fmt.Sprintf("known after apply: upstream %s.%s", missing.Producer, missing.Output),
 			fmt.Sprintf("input %s comes from %s.%s, known only after %s is applied",
@@ -108,7 +111,7 @@ func (pl *planner) notPreviewed(st *step, p *prepared, destroying bool) (skipped
 	if !pl.s.opts.Preview || destroying {
 		return false, nil
 	}
-	if prev := pl.s.state(st.c.Name); prev.Status == stateApplied && prev.Fingerprint == p.fp {
+	if prev := pl.s.state(st.c.Name); p.fp != "" && prev.Status == stateApplied && prev.Fingerprint == p.fp {
 		// As an apply would: nothing changed since it was applied.
 		pl.s.set(st.cr, UpToDate, "")
 		st.cr.Log = st.log.finish(nil)

@@ -12,13 +12,7 @@ import (
 	"strings"
 
 	"knit.dev/knit/internal/runner"
-	"knit.dev/knit/internal/store"
 )
-
-// AuditPreviewApplied is the audit action an apply records when the plan
-// it applied has the checksum a branch's preview showed: the trail links
-// the preview (branch, commit) and the apply (run, revision).
-const AuditPreviewApplied = "preview-applied"
 
 // PreviewRef names the preview whose plan an apply applied.
 type PreviewRef struct {
@@ -38,8 +32,14 @@ func PlanDigest(fingerprint string, p *runner.Plan) string {
 	if p == nil || !p.HasChanges() {
 		return ""
 	}
+	return digestOf(fmt.Sprintf("knit plan digest v1\nfingerprint %s\ndestroy %t\ncounts %d %d %d\n", fingerprint, p.Destroying, p.Add, p.Change, p.Destroy), p)
+}
+
+// digestOf hashes head and the resources p touches with their actions
+// (but data sources, read at every plan), by address.
+func digestOf(head string, p *runner.Plan) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "knit plan digest v1\nfingerprint %s\ndestroy %t\ncounts %d %d %d\n", fingerprint, p.Destroying, p.Add, p.Change, p.Destroy)
+	h.Write([]byte(head))
 	var rs []string
 	for _, r := range p.Resources {
 		if r.Action != runner.ActionRead { // data sources read at every plan
@@ -203,32 +203,6 @@ func copyWorkDir(src, dst string) error {
 		return nil
 	}
 	return err
-}
-
-// linkPreview, at the end of an apply (or teardown) about to succeed, records in the
-// audit trail the preview whose plan it applied, if any: the newest
-// planned preview of the environment with the run's checksum.
-func (pv *previews) linkPreview() error {
-	if (pv.s.kind != KindApply && pv.s.kind != KindTeardown) || pv.s.result.Checksum == "" {
-		return nil
-	}
-	ps, err := pv.s.e.Store.PreviewsByChecksum(pv.s.db, pv.s.env.ID(), pv.s.result.Checksum)
-	if err != nil {
-		return fmt.Errorf("find the preview of the applied plan: %w", err)
-	}
-	if len(ps) == 0 {
-		return nil
-	}
-	p := ps[0]
-	pv.s.result.Preview = &PreviewRef{Branch: p.Branch, Commit: p.Commit, Checksum: p.Checksum}
-	err = pv.s.e.Store.AppendAudit(pv.s.db, store.AuditEvent{Env: pv.s.env.ID(), Actor: pv.s.opts.Actor, Action: AuditPreviewApplied,
-		Revision: pv.s.run.Revision, RunID: pv.s.run.ID, Reason: "preview " + p.Branch + "@" + shortCommit(p.Commit),
-		Detail: fmt.Sprintf("applied the plan previewed on branch %s at commit %s: checksum %s", p.Branch, p.Commit, p.Checksum),
-		Time:   pv.s.e.now()})
-	if err != nil {
-		return fmt.Errorf("record the preview the apply applied: %w", err)
-	}
-	return nil
 }
 
 func shortCommit(c string) string { return c[:min(10, len(c))] }

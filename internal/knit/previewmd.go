@@ -44,6 +44,10 @@ func PreviewMarkdown(branch, commit string, ps []view.Preview) string {
 			if len(c.Placeholders) > 0 {
 				fmt.Fprintf(&b, "- %s planned with placeholders for its sensitive inputs: %s\n", mdText(c.Name), mdText(strings.Join(c.Placeholders, ", ")))
 			}
+			if len(c.PlannedAhead) > 0 {
+				fmt.Fprintf(&b, "- %s planned ahead with placeholders for inputs known only after apply: %s (its values are shown after the merge's apply)\n",
+					mdText(c.Name), mdText(strings.Join(c.PlannedAhead, ", ")))
+			}
 		}
 		for _, d := range p.Decisions {
 			word := map[string]string{engine.DecisionDeny: "**denied**", engine.DecisionWarn: "warning",

@@ -214,7 +214,7 @@ func (op *Preview) previewEnv(ctx context.Context, req PreviewRequest) (*spec.En
 func previewComponents(res *engine.Result) []view.PreviewComponent {
 	out := make([]view.PreviewComponent, 0, len(res.Components))
 	for _, c := range res.Components {
-		pc := view.PreviewComponent{Name: c.Name, Status: string(c.Status), Digest: c.Digest, Reason: c.Reason, Placeholders: c.Placeholders}
+		pc := view.PreviewComponent{Name: c.Name, Status: string(c.Status), Digest: c.Digest, Reason: c.Reason, Placeholders: c.Placeholders, PlannedAhead: c.PlannedAhead}
 		if c.Plan != nil {
 			pc.Add, pc.Change, pc.Destroy, pc.Resources = c.Plan.Add, c.Plan.Change, c.Plan.Destroy, c.Plan.Resources
 		}

@@ -192,8 +192,10 @@ type WorkloadReader interface {
 // kubernetes check judges it).
 type Workloads = health.Workloads
 
-// PlaceholderText is the placeholder a PlaceholderPlanner gives a string
-// input known only after apply.
+// PlaceholderText is the stem of the placeholder a PlaceholderPlanner
+// gives a string input known only after apply; the terraform runner ends
+// it with a random nonce of each plan, so that no real value is ever the
+// placeholder.
 func PlaceholderText(input string) string { return "knit-known-after-apply-" + input }
 
 // ErrStalePlan is wrapped by Apply's error when the saved plan can no

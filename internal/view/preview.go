@@ -48,6 +48,11 @@ type PreviewComponent struct {
 	// Placeholders name the inputs a preview of an unreviewed branch
 	// planned with a placeholder instead of their sensitive value.
 	Placeholders []string `json:"placeholders,omitempty"`
+	// PlannedAhead name the inputs known only after an upstream
+	// component is applied, which the preview planned with placeholders
+	// (as a change set plans ahead): the counts are the plan's, the
+	// values unknown, and Digest is the plan's resources and actions.
+	PlannedAhead []string `json:"plannedAhead,omitempty"`
 }
 
 // Counts is the component's changes as "~1 +0 -0".

@@ -42,6 +42,7 @@ type apiPreview struct {
 		Status               string
 		Add, Change, Destroy int
 		Digest               string
+		PlannedAhead         []string
 	}
 }
 

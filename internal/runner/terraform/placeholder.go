@@ -2,6 +2,8 @@ package terraform
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -53,21 +55,31 @@ func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in ru
 	if values == nil {
 		values = runner.Inputs{}
 	}
+	nonce, err := placeholderNonce()
+	if err != nil {
+		return nil, wrap("plan", c, err)
+	}
 	for _, name := range unknown {
 		v, ok := mod.Variables[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: the module declares no variable %s that knit could read", runner.ErrUnsupported, name)
 		}
-		if values[name], ok = v.Placeholder(runner.PlaceholderText(name)); !ok {
+		if values[name], ok = v.Placeholder(runner.PlaceholderText(name) + "-" + nonce); !ok {
 			return nil, fmt.Errorf("%w: variable %s is of type %s, for which no placeholder is safe", runner.ErrUnsupported, name, v.TypeSrc)
 		}
 	}
 	// The placeholders go into the inputs file the tool loads by itself:
 	// it is put back as it was afterwards, or a saved plan awaiting
 	// approval would be refused for variables that differ from its own.
+	// A sandbox's work dir is a preview's copy, thrown away after it, and
+	// its tool may have put a link where the file was: knit neither
+	// reads nor writes it there.
 	wd, err := workDir(c)
 	if err != nil {
 		return nil, wrap("plan", c, err)
+	}
+	if c.Sandbox != nil {
+		return r.planPlaceholdersIn(ctx, c, values, opts)
 	}
 	inputs := filepath.Join(runFolder(wd, l.sub), inputsFile)
 	before, readErr := os.ReadFile(inputs)
@@ -81,6 +93,12 @@ func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in ru
 			plan, err = nil, wrap("plan", c, werr)
 		}
 	}()
+	return r.planPlaceholdersIn(ctx, c, values, opts)
+}
+
+// planPlaceholdersIn plans c with values (placeholders among them) into
+// a plan file it removes.
+func (r *Runner) planPlaceholdersIn(ctx context.Context, c runner.Component, values runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
 	p, err := r.prepare(ctx, c, values)
 	if err != nil {
 		return nil, wrap("plan", c, err)
@@ -113,4 +131,16 @@ func (l *layout) module() (*tfmodule.Module, error) {
 		return nil, fmt.Errorf("%w: the module's variable blocks cannot all be read", runner.ErrUnsupported)
 	}
 	return mod, nil
+}
+
+// placeholderNonce ends each plan's placeholders: a real value that
+// happens to read as a placeholder (one in the state, a literal input)
+// is never the placeholder a plan stands in, so a plan ahead never finds
+// "no change" where the real value will change something.
+func placeholderNonce() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
