@@ -74,31 +74,17 @@ func (r *Runner) PlanPlaceholders(ctx context.Context, c runner.Component, in ru
 	// A sandbox's work dir is a preview's copy, thrown away after it, and
 	// its tool may have put a link where the file was: knit neither
 	// reads nor writes it there.
-	wd, err := workDir(c)
-	if err != nil {
-		return nil, wrap("plan", c, err)
-	}
-	if c.Sandbox != nil {
-		return r.planPlaceholdersIn(ctx, c, values, opts)
-	}
-	inputs := filepath.Join(runFolder(wd, l.sub), inputsFile)
-	before, readErr := os.ReadFile(inputs)
-	if readErr != nil && !os.IsNotExist(readErr) {
-		return nil, wrap("plan", c, readErr)
-	}
-	defer func() {
-		if readErr != nil {
-			_ = os.Remove(inputs)
-		} else if werr := os.WriteFile(inputs, before, 0o644); werr != nil && err == nil {
-			plan, err = nil, wrap("plan", c, werr)
+	if c.Sandbox == nil {
+		restore, err := keepInputsFile(c, l.sub)
+		if err != nil {
+			return nil, wrap("plan", c, err)
 		}
-	}()
-	return r.planPlaceholdersIn(ctx, c, values, opts)
-}
-
-// planPlaceholdersIn plans c with values (placeholders among them) into
-// a plan file it removes.
-func (r *Runner) planPlaceholdersIn(ctx context.Context, c runner.Component, values runner.Inputs, opts runner.PlanOptions) (*runner.Plan, error) {
+		defer func() {
+			if rerr := restore(); rerr != nil && err == nil {
+				plan, err = nil, wrap("plan", c, rerr)
+			}
+		}()
+	}
 	p, err := r.prepare(ctx, c, values)
 	if err != nil {
 		return nil, wrap("plan", c, err)
@@ -107,6 +93,27 @@ func (r *Runner) planPlaceholdersIn(ctx context.Context, c runner.Component, val
 	defer os.Remove(file)
 	opts.Unsaved = false
 	return r.planIn(ctx, c, p, file, opts)
+}
+
+// keepInputsFile reads c's inputs file in its run folder sub; restore
+// puts it back as it was (removes it if there was none).
+func keepInputsFile(c runner.Component, sub string) (restore func() error, err error) {
+	wd, err := workDir(c)
+	if err != nil {
+		return nil, err
+	}
+	inputs := filepath.Join(runFolder(wd, sub), inputsFile)
+	before, readErr := os.ReadFile(inputs)
+	if readErr != nil && !os.IsNotExist(readErr) {
+		return nil, readErr
+	}
+	return func() error {
+		if readErr != nil {
+			_ = os.Remove(inputs)
+			return nil
+		}
+		return os.WriteFile(inputs, before, 0o644)
+	}, nil
 }
 
 // module reads what the module in the layout's run folder declares, from
