@@ -71,6 +71,7 @@ func envFacts(e *spec.Environment) []fact {
 		f.put("zlocals."+z.Name, z.Value, secretName(z.Name))
 	}
 	kubeFacts(&f, "kubeconfig", s.Kubeconfig)
+	rolloutFacts(&f, s)
 	return f
 }
 
@@ -156,6 +157,7 @@ func (k *Knit) componentFacts(e *spec.Environment, c *spec.Component) []fact {
 		f.add("secrets."+s.Name, s.Scope+"/"+s.Key) // a reference, not the secret
 	}
 	kubeFacts(&f, "kubeconfig", c.Kubeconfig)
+	healthFacts(&f, "health", c.Health)
 	return f
 }
 
