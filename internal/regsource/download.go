@@ -26,6 +26,9 @@ func (c *Cache) download(ctx context.Context, cl *client, loc string) (dir, id s
 	if err != nil {
 		return "", "", err
 	}
+	if err := reachable(cl.host, src); err != nil {
+		return "", "", err
+	}
 	switch {
 	case getter == "git" || (getter == "" && strings.HasSuffix(stripQuery(src), ".git")):
 		return c.fromGit(ctx, src, sub)
@@ -34,6 +37,23 @@ func (c *Cache) download(ctx context.Context, cl *client, loc string) (dir, id s
 	default:
 		return "", "", fmt.Errorf("download location %q: knit fetches git:: sources and .tar.gz archives over http(s) only", redactURL(loc))
 	}
+}
+
+// reachable refuses a location on this machine (file://, a path, a
+// loopback or .localhost URL) from a registry elsewhere: a registry must
+// not make knit read the server's own repositories or local services.
+func reachable(registryHost, src string) error {
+	if isLocal(registryHost) {
+		return nil
+	}
+	if user, rest, ok := strings.Cut(src, "@"); ok && !strings.Contains(user, "/") && !strings.Contains(src, "://") {
+		src = "ssh://" + strings.Replace(rest, ":", "/", 1) // git's user@host:path
+	}
+	u, err := url.Parse(src)
+	if err != nil || u.Scheme == "" || u.Scheme == "file" || isLocal(u.Host) {
+		return fmt.Errorf("download location %q is on this machine, and the registry %s is not: refused", redactURL(src), registryHost)
+	}
+	return nil
 }
 
 // splitSubdir splits go-getter's URL//folder?query into URL?query and folder.

@@ -1,8 +1,13 @@
 package regsource_test
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +126,40 @@ credentials "` + reg.Host + `" {
 	}
 }
 
+// The token goes to the registry's host only, not to an archive it
+// points at elsewhere.
+func TestTokenStaysWithTheRegistry(t *testing.T) {
+	const token = "tok-only-for-the-registry"
+	var seen []string
+	archive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("Authorization"))
+		w.Write(regtest.TarGz(t, "", map[string]string{"main.tf": "# elsewhere\n"}))
+	}))
+	defer archive.Close()
+	reg := regtest.Start(t)
+	reg.RequireToken(token)
+	reg.AddLocation("acme/far/local", "1.0.0", archive.URL+"/far.tar.gz")
+	c := newCache(t, regsource.Credentials{CLIConfig: writeConfig(t, `credentials "`+reg.Host+`" { token = "`+token+`" }`)})
+	m, err := c.Pull(context.Background(), reg.Host+"/acme/far/local", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(m.Dir, "main.tf")); string(got) != "# elsewhere\n" {
+		t.Fatalf("main.tf %q", got)
+	}
+	if len(seen) != 1 || seen[0] != "" {
+		t.Fatalf("the archive's host got Authorization %q", seen)
+	}
+}
+
+func writeConfig(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "tofurc")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestCredentialsFromEnv(t *testing.T) {
 	c := regsource.Credentials{Env: []string{"TF_TOKEN_app_example-x_com=no", "TF_TOKEN_app_example__x_com=yes"}, Home: t.TempDir()}
 	if tok, err := c.Token("app.example-x.com"); err != nil || tok != "yes" {
@@ -138,6 +177,19 @@ func TestPullRefusesHostileArchives(t *testing.T) {
 	}
 	if mods, _ := os.ReadDir(filepath.Join(c.Dir, "modules")); len(mods) != 0 {
 		t.Fatalf("left %v", mods)
+	}
+	// A symlink entry (to a file outside): refused before it is written.
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "link.tf", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})
+	tw.Close()
+	zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(buf.Bytes()) }))
+	defer srv.Close()
+	reg.AddLocation("acme/link/local", "1.0.0", srv.URL+"/link.tar.gz")
+	if _, err := c.Pull(context.Background(), reg.Host+"/acme/link/local", ""); !errors.Is(err, regsource.ErrRefused) || !strings.Contains(err.Error(), "not a plain file") {
+		t.Fatalf("symlink: %v", err)
 	}
 }
 
