@@ -32,18 +32,22 @@ func (w *Web) pipeline(rw http.ResponseWriter, r *http.Request, s *session) {
 	w.render(rw, r, s, http.StatusOK, "pipeline", "Pipeline "+p.Name, "pipelines", p)
 }
 
-// promote approves a release entering a stage as the session's token (the
-// library refuses the author's own approval where the stage requires
-// another approver), then shows the pipeline again.
+// promote approves a release entering a stage, or a change of the stage's
+// own file, as the session's token (the library refuses the author's own
+// approval where the stage requires another approver), then shows the
+// pipeline again.
 func (w *Web) promote(rw http.ResponseWriter, r *http.Request, s *session) {
-	name, release, stage := r.PathValue("name"), r.PostFormValue("release"), r.PostFormValue("stage")
-	st, err := knit.NewPromote(w.k, knit.PromoteOptions{Pipeline: name, Release: release, Stage: stage, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Force: false}).Run(r.Context())
+	name, release, change, stage := r.PathValue("name"), r.PostFormValue("release"), r.PostFormValue("change"), r.PostFormValue("stage")
+	st, err := knit.NewPromote(w.k, knit.PromoteOptions{Pipeline: name, Release: release, Change: change, Stage: stage, Actor: s.Token.Name, Reason: r.PostFormValue("reason"), Force: false}).Run(r.Context())
 	if err != nil {
 		w.errorPage(rw, r, s, 0, err)
 		return
 	}
 	flash := fmt.Sprintf("approved %s into %s", release, stage)
-	if st.Waiting != nil && st.Waiting.Release == release {
+	switch {
+	case change != "" && st.StageChange != nil:
+		flash = fmt.Sprintf("approved change %s of %s: %s (%s)", change, stage, st.StageChange.Reason, st.StageChange.Message)
+	case st.Waiting != nil && st.Waiting.Release == release:
 		flash += ": " + st.Waiting.Reason + " (" + st.Waiting.Message + ")"
 	}
 	http.Redirect(rw, r, "/pipelines/"+url.PathEscape(name)+"?flash="+url.QueryEscape(flash), http.StatusSeeOther)

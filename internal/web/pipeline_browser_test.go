@@ -136,3 +136,37 @@ func TestPipelinePage(t *testing.T) {
 		t.Errorf("dev offers another rollback while one is queued")
 	}
 }
+
+// TestPipelinePageShowsAPendingStageChange (issue 37 item 3): a change of
+// prod's own file waits, Pending, with its diff in prod's column, and
+// the approval it asks for; an operator's Approve button approves it
+// (then Ready: the server applies it), as knit promote --change does. A
+// viewer has no button. axe-core passes.
+func TestPipelinePageShowsAPendingStageChange(t *testing.T) {
+	ctx := browser(t)
+	w := newWorld(t, adapters.Config{})
+	w.seedPipeline()
+	if err := w.k.PutStageFile(context.Background(), view.StageFileRecord{Pipeline: "web", Stage: "prod", SeenHash: "h2", SeenCommit: "3e32ab12cd45ef",
+		Change: view.StageChangeRecord{ID: "c-3e32ab12cd45", Commit: "3e32ab12cd45ef", Hash: "h2", State: store.StageChangePending,
+			Diff: "--- stages/prod.yaml@c0ffee\n+++ stages/prod.yaml@3e32ab12cd\n@@ -1 +1 @@\n-replicas: 3\n+replicas: 4\n",
+			Author: "bob", AuthorVerified: true, Subject: "prod: 4 replicas"}}, "shop/prod", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, w.client("viewer"), w.url+"/pipelines/web"); !strings.Contains(body, "replicas: 4") || strings.Contains(body, `class="approve-change"`) {
+		t.Fatalf("the viewer's page lacks the pending change's diff or has its button:\n%s", body)
+	}
+	signIn(t, ctx, w, "operator", "/pipelines/web", "ol.stages")
+	prod := text(t, ctx, `li[data-stage="prod"]`)
+	for _, want := range []string{"c-3e32ab12cd45", "Pending", "prod: 4 replicas", "-replicas: 3", "+replicas: 4",
+		"0 of 1 approvals by someone other than its author, bob: knit promote web --change c-3e32ab12cd45 --to prod"} {
+		if !strings.Contains(prod, want) {
+			t.Errorf("prod's column lacks %q:\n%s", want, prod)
+		}
+	}
+	checkAxe(t, ctx, "/pipelines/web")
+	run(t, ctx, "approve prod's change", chromedp.Click(chromedp.CSS(`li[data-stage="prod"] form.approve-change button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`li[data-stage="prod"] form.approve-change`)))
+	if flash := text(t, ctx, "body"); !strings.Contains(flash, "approved change c-3e32ab12cd45 of prod: Ready") {
+		t.Errorf("no flash of the change's approval:\n%s", flash)
+	}
+}

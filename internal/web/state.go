@@ -47,6 +47,11 @@ var tones = func() map[string]Tone {
 	set(ToneAct, view.WaitAwaitingApproval, view.WaitPaused)
 	set(ToneWait, view.WaitSoaking, view.WaitWindowClosed)
 	set(ToneBad, store.StageFailed, view.WaitVerificationFailed, view.WaitApplyFailed)
+	// A change of a stage's own file.
+	set(ToneAct, view.StageChangePending)
+	set(ToneBusy, view.StageChangeQueued, view.StageChangeApplying)
+	set(ToneOK, view.StageChangeApplied)
+	set(ToneBad, view.StageChangeFailed)
 	return m
 }()
 

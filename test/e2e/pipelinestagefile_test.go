@@ -190,3 +190,41 @@ func TestAChangeOfProdsOwnFileWaitsForApproval(t *testing.T) {
 		t.Errorf("dev's health was never asked at /dev-2: %v", probe.seen)
 	}
 }
+
+// TestAStageChangeAndANewReleaseInOneCommit (issue 37 item 3): one commit
+// makes release R1 (dev's module version) and changes prod's own file.
+// R1 passes dev, then waits for prod: a release never carries a change of
+// a stage's file nobody approved. Once the change is approved it applies
+// at R0, the release prod runs, and then R1 enters prod with the file.
+func TestAStageChangeAndANewReleaseInOneCommit(t *testing.T) {
+	requireTofu(t)
+	w := newWorld(t)
+	probe := newProbeLog(t)
+	stages := "    - {name: dev, file: ../stages/dev.yaml}\n    - {name: prod, file: ../stages/prod.yaml}\n"
+	repo, s := webTrain(t, w, probe.srv.URL, []string{"dev", "prod"}, stages, nil)
+	admin := []string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}
+	var r0 string
+	s.eventually("R0 verified in prod", func() bool { r0, _, _, _ = w.pipelineStatus(admin).stage("prod"); return r0 != "" })
+
+	both := repo.commit("app v2, prod at /prod-b", map[string]string{"stages/dev.yaml": stageEnv("dev", "2", probe.srv.URL+"/dev"),
+		"stages/prod.yaml": stageEnv("prod", "1", probe.srv.URL+"/prod-b")})
+	var r1 string
+	s.eventually("R1 verified in dev waits for prod's change", func() bool {
+		_, _, waiting, reason := w.pipelineStatus(admin).stage("prod")
+		r1 = waiting
+		return waiting != "" && waiting != r0 && reason == "AwaitingApproval"
+	})
+	if id, state, _ := w.stageChange(admin, "prod"); id != "c-"+both[:12] || state != "Pending" {
+		t.Fatalf("prod's change: %s %s, want c-%s Pending", id, state, both[:12])
+	}
+	if probe.asked("/prod-b?v=1") || probe.asked("/prod-b?v=2") {
+		t.Fatalf("prod ran its changed file before anyone approved it")
+	}
+	if r := w.knitWith(admin, "promote", "web", "--change", "c-"+both[:12], "--to", "prod"); r.code != 0 {
+		t.Fatalf("knit promote --change: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.eventually("R1 verified in prod", func() bool { cur, _, _, _ := w.pipelineStatus(admin).stage("prod"); return cur == r1 })
+	if _, state, _ := w.stageChange(admin, "prod"); state != "Applied" || !probe.asked("/prod-b?v=1") || !probe.asked("/prod-b?v=2") {
+		t.Errorf("prod's change %s; its health was asked at %v: want /prod-b at R0 (v=1), then at R1 (v=2)", state, probe.seen)
+	}
+}
