@@ -90,4 +90,18 @@ func TestBigGraphIsDrawnWholeAndPatchedLive(t *testing.T) {
 		t.Errorf("after the refresh %d nodes are dimmed, want 50", n)
 	}
 	checkAxe(t, ctx, "big environment")
+
+	// On a phone the levels are rows, top to bottom.
+	run(t, ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(1), chromedp.EmulateMobile, chromedp.EmulatePortrait),
+		chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#graph[data-drawn]")))
+	if bad := eval[[]string](t, ctx, `(() => {
+		const y = name => document.querySelector('#graph a.node[data-name="' + name + '"] rect.box').getBoundingClientRect().top;
+		return [...document.querySelectorAll("#graph path.edge")].filter(e => !(y(e.dataset.from) < y(e.dataset.to))).map(e => e.dataset.from + "→" + e.dataset.to);
+	})()`); len(bad) != 0 {
+		t.Errorf("on a phone, edges not top to bottom: %v", bad)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#graph a.node").length`); n != 60 {
+		t.Errorf("on a phone the graph has %d nodes, want 60", n)
+	}
+	checkAxe(t, ctx, "big environment (phone)")
 }

@@ -58,6 +58,9 @@ func TestRunStreamResumesAfterTheLastEventSeen(t *testing.T) {
 	if got := fmt.Sprint(ids(fmt.Sprintf("?after=%d", k), "")); got != want {
 		t.Errorf("the stream after event %d (?after=): %s, want %s (all: %v)", k, got, want, all)
 	}
+	if got := fmt.Sprint(ids("?after=-5", "")); got != fmt.Sprint(all) {
+		t.Errorf("the stream after event -5: %s, want every event %v", got, all)
+	}
 	if got := fmt.Sprint(ids("", strconv.Itoa(k))); got != want {
 		t.Errorf("the stream after event %d (Last-Event-ID): %s, want %s", k, got, want)
 	}

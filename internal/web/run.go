@@ -106,6 +106,7 @@ func (w *Web) runEvents(rw http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if v != "" {
 		after, _ = strconv.ParseInt(v, 10, 64)
+		after = max(after, 0) // a hostile -5 reads from the start
 	}
 	run, rec, err := w.findRun(r.Context(), id)
 	if err != nil {
