@@ -31,9 +31,11 @@ terragrunt: ## build Terragrunt, the peer make bench compares knit with, into ./
 
 # Static binaries (no cgo): they run on any Linux whatever its libc, and
 # start without the dynamic loader.
-build: ## build bin/knit and bin/knit-kube (the runner of helm and manifests components)
+build: ## build bin/knit, bin/knit-kube (the runner of helm and manifests components) and bin/knit-terragrunt (knit import terragrunt's reader)
 	@CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
 	@CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
+	@# A Go module of its own (tools/knit-terragrunt/go.mod): Terragrunt's parser and its cloud SDKs stay out of knit's.
+	@cd tools/knit-terragrunt && CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-terragrunt .
 
 demo: tools-demo build ## validate, graph and run the example environment
 	@bash scripts/demo.sh $(EXAMPLE)
@@ -42,6 +44,7 @@ test: tools ## every test, end-to-end ones included
 	go vet ./...
 	GOOS=darwin go build ./... && GOOS=darwin go vet ./...   # knit runs on macOS too
 	go test -race -count=1 -timeout 45m ./...   # the e2e package alone runs past go test's default 10m; the race detector found real bugs; keep it on
+	cd tools/knit-terragrunt && go vet ./... && go test -count=1 ./...   # a module of its own: ./... above does not reach it
 
 test-e2e-postgres: tools ## the end-to-end tests again, each knit on a PostgreSQL store of its own
 	KNIT_E2E_STORE=postgres go test -count=1 -timeout 30m ./test/e2e

@@ -162,6 +162,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newPolicyCmd(d),
 		newStoreCmd(d),
 		newControllerCmd(d),
+		newImportCmd(d),
 		newVersionCmd(d),
 	)
 	registerCompletions(d, root)

@@ -17,10 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"time"
 
 	"knit.dev/knit/internal/procexec"
@@ -210,18 +206,5 @@ func (r *Runner) call(ctx context.Context, c runner.Component, req Request) (Res
 // Locate finds the runner executable name: beside the running knit
 // binary (where `make build` puts it), then on PATH.
 func Locate(name string) (string, error) {
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%s is neither beside knit nor on PATH: helm and manifests components run in it (make build puts it in bin/)", name)
-	}
-	return p, nil
+	return procexec.Locate(name, "helm and manifests components run in it")
 }

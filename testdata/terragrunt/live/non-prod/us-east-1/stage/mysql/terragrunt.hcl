@@ -1,0 +1,8 @@
+include "root" {
+  path = find_in_parent_folders("root.hcl")
+}
+
+include "envcommon" {
+  path   = "${dirname(find_in_parent_folders("root.hcl"))}/_envcommon/mysql.hcl"
+  expose = true
+}

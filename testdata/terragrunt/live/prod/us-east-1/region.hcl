@@ -1,0 +1,3 @@
+locals {
+  aws_region = "us-east-1"
+}
