@@ -148,7 +148,7 @@ func TestPipelinePageShowsAPendingStageChange(t *testing.T) {
 	w.seedPipeline()
 	if err := w.k.PutStageFile(context.Background(), view.StageFileRecord{Pipeline: "web", Stage: "prod", SeenHash: "h2", SeenCommit: "3e32ab12cd45ef",
 		Change: view.StageChangeRecord{ID: "c-3e32ab12cd45", Commit: "3e32ab12cd45ef", Hash: "h2", State: store.StageChangePending,
-			Diff: "--- stages/prod.yaml@c0ffee\n+++ stages/prod.yaml@3e32ab12cd\n@@ -1 +1 @@\n-replicas: 3\n+replicas: 4\n",
+			Diff:   "--- stages/prod.yaml@c0ffee\n+++ stages/prod.yaml@3e32ab12cd\n@@ -1 +1 @@\n-replicas: 3\n+replicas: 4\n",
 			Author: "bob", AuthorVerified: true, Subject: "prod: 4 replicas"}}, "shop/prod", true); err != nil {
 		t.Fatal(err)
 	}
