@@ -28,11 +28,10 @@ func (w *Watcher) checkoutAll(ctx context.Context, commits []Commit) error {
 // index into a temporary folder that is then renamed, so a tree folder is
 // always complete. Reusing a tree marks it recently used, for prune.
 func (w *Watcher) tree(ctx context.Context, commit string) (string, error) {
-	dir := filepath.Join(w.trees, commit)
-	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		now := time.Now()
-		return dir, os.Chtimes(dir, now, now)
+	if dir, ok, err := w.written(commit); ok {
+		return dir, err
 	}
+	dir := filepath.Join(w.trees, commit)
 	if err := os.MkdirAll(w.trees, 0o755); err != nil {
 		return "", err
 	}
@@ -50,6 +49,18 @@ func (w *Watcher) tree(ctx context.Context, commit string) (string, error) {
 		return "", err
 	}
 	return dir, os.Rename(tmp, dir)
+}
+
+// written returns trees/<commit> when it was written, marking it recently
+// used (for prune).
+func (w *Watcher) written(commit string) (string, bool, error) {
+	dir := filepath.Join(w.trees, commit)
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return "", false, nil
+	}
+	now := time.Now()
+	return dir, true, os.Chtimes(dir, now, now)
 }
 
 // prune removes the trees beyond the KeepTrees most recently used, except

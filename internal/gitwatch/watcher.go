@@ -229,6 +229,10 @@ func (w *Watcher) Checkout(ctx context.Context, commit string) (string, error) {
 	}
 	var dir string
 	err := w.locked(ctx, func() error {
+		if d, ok, err := w.written(commit); ok {
+			dir = d // complete (written whole, then renamed): no git needed
+			return err
+		}
 		if err := w.ensureMirror(ctx); err != nil {
 			return err
 		}

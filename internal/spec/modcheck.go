@@ -59,6 +59,8 @@ type Options struct {
 	// values.schema.json (see chartSchemas). Nil: they are not checked
 	// before the plan, where Helm checks them.
 	ValuesSchema SchemaChecker
+	// Docs, when set, keeps the templates' parsed YAML between loads.
+	Docs *DocCache
 }
 
 // noteRead tells o.Read of p, relative to dir unless absolute.

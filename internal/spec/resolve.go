@@ -216,7 +216,7 @@ func useTemplate(env *Environment) ([]*layer, diag.Diagnostics) {
 // every ${param.NAME} substituted, then the rest. Nil when the file is
 // not a template at all.
 func parseTemplate(env *Environment, name string, data []byte) (*templateFile, diag.Diagnostics) {
-	root, extra, err := firstDocument(data)
+	root, extra, err := env.opts.Docs.firstDocument(data)
 	if err != nil {
 		return nil, diag.Diagnostics{syntaxError(name, data, err)}
 	}

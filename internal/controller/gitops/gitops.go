@@ -135,6 +135,9 @@ func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
 	if cfg.Actor == "" {
 		cfg.Actor = "knit-serve"
 	}
+	if cfg.Spec.Docs == nil {
+		cfg.Spec.Docs = spec.NewDocCache() // a template shared by many files is parsed once
+	}
 	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
 		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{},
 		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout)}

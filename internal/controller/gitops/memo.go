@@ -31,6 +31,10 @@ type gitMemo struct {
 	// an invalid file's (see wantFor); recording an invalid file's
 	// revision drops its environment.
 	valid map[string]bool
+	// fresh are the pending wants this memo wrote: no run of one can
+	// have started that this server did not queue (startedBefore need
+	// not ask the store).
+	fresh map[string]bool
 }
 
 // state is the reconciler's state, read from the store when the memo is
@@ -53,7 +57,7 @@ func (m *gitMemo) read(ctx context.Context, k *knit.Knit) (*gitMemo, error) {
 }
 
 func loadMemo(ctx context.Context, k *knit.Knit) (gitMemo, error) {
-	m := gitMemo{loaded: true, valid: map[string]bool{}}
+	m := gitMemo{loaded: true, valid: map[string]bool{}, fresh: map[string]bool{}}
 	rs := knit.NewRecords(k)
 	var err error
 	if m.commit, err = optionalSetting(ctx, rs, settingCommit); err != nil {
@@ -132,6 +136,7 @@ func (m *gitMemo) write(ctx context.Context, k *knit.Knit, kv map[string]string)
 func (m *gitMemo) setWant(id, v string) error {
 	if v == "" {
 		delete(m.wants, id)
+		delete(m.fresh, id)
 		return nil
 	}
 	var w gitWant
@@ -139,6 +144,11 @@ func (m *gitMemo) setWant(id, v string) error {
 		return err
 	}
 	m.wants[id] = w
+	if w.Pending {
+		m.fresh[id] = true
+	} else {
+		delete(m.fresh, id)
+	}
 	return nil
 }
 
@@ -161,12 +171,19 @@ func (g *Reconciler) gitState(ctx context.Context) (wants map[string]gitWant, fi
 	return maps.Clone(m.wants), maps.Clone(m.files), maps.Clone(m.invalid), nil
 }
 
+// pendingWant is a want no run of which started yet; fresh: this memo
+// wrote it (gitMemo.fresh).
+type pendingWant struct {
+	gitWant
+	fresh bool
+}
+
 // pending are the wants no run of which started yet.
-func (m *gitMemo) pending() map[string]gitWant {
-	out := map[string]gitWant{}
+func (m *gitMemo) pending() map[string]pendingWant {
+	out := map[string]pendingWant{}
 	for id, w := range m.wants {
 		if w.Pending {
-			out[id] = w
+			out[id] = pendingWant{w, m.fresh[id]}
 		}
 	}
 	return out

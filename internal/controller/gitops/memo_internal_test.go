@@ -10,10 +10,16 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// countingStore counts the reads and writes of settings and leases.
+// countingStore counts the reads and writes of settings and leases, and
+// the reads of revisions.
 type countingStore struct {
 	store.Store
-	reads, writes, leases atomic.Int64
+	reads, writes, leases, revisions atomic.Int64
+}
+
+func (s *countingStore) Revisions(ctx context.Context, env string, f store.RevisionFilter) ([]store.Revision, error) {
+	s.revisions.Add(1)
+	return s.Store.Revisions(ctx, env, f)
 }
 
 func (s *countingStore) Setting(ctx context.Context, key string) (string, error) {
@@ -47,12 +53,17 @@ func TestAnIdlePollReadsNoStoreRow(t *testing.T) {
 	if r, w := cs.reads.Load(), cs.writes.Load(); r != 0 || w != 0 {
 		t.Errorf("3 polls that found the branch where it was read settings %d times and wrote them %d times; want none", r, w)
 	}
-	// A new commit is still seen, recorded and started.
+	// A new commit is still seen, recorded and started, without asking
+	// the store whether its run started already: this server wrote it.
 	f.commitOne()
 	started := f.q.n
+	cs.revisions.Store(0)
 	f.loop()
 	if f.q.n != started+1 {
 		t.Fatalf("the commit changing one file started %d runs, want 1", f.q.n-started)
+	}
+	if n := cs.revisions.Load(); n != 0 {
+		t.Errorf("starting the run of a want this server wrote read revisions %d times; want none", n)
 	}
 	f.settle(started + 1)
 	cs.reads.Store(0)

@@ -37,7 +37,7 @@ type wantRuns struct {
 // and is not waiting to retry.
 func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	g.mu.Lock()
-	var wants map[string]gitWant
+	var wants map[string]pendingWant
 	m, err := g.state(ctx)
 	if err == nil {
 		wants = m.pending()
@@ -50,11 +50,12 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 		return
 	}
 	now := g.clock.Now()
-	for id, want := range wants {
-		if !want.Pending || !g.wants.claim(id, now) {
+	for id, pw := range wants {
+		want := pw.gitWant
+		if !g.wants.claim(id, now) {
 			continue
 		}
-		if started, err := g.startedBefore(ctx, id, want); err != nil || started {
+		if started, err := g.startedBefore(ctx, id, pw); err != nil || started {
 			// Its run started, and the server that queued it died before it
 			// heard so (a leader killed): it is done, not queued again.
 			g.wants.release(id)
@@ -77,9 +78,10 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 // startedBefore reports whether a run of the apply want already started:
 // the environment's newest revision is the one it records, from the
 // want's commit and file (its origin).
-func (g *Reconciler) startedBefore(ctx context.Context, id string, want gitWant) (bool, error) {
-	if want.Teardown {
-		return false, nil
+func (g *Reconciler) startedBefore(ctx context.Context, id string, pw pendingWant) (bool, error) {
+	want := pw.gitWant
+	if want.Teardown || pw.fresh {
+		return false, nil // this server wrote it, and queues its runs
 	}
 	revs, err := knit.NewRecords(g.k).Revisions(ctx, id, "", 1)
 	if errors.Is(err, store.ErrNotFound) || err == nil && len(revs.Items) == 0 {
