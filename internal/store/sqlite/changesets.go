@@ -145,8 +145,21 @@ func (s *Store) DecideChangeSet(ctx context.Context, id int64, from, to, actor, 
 	return nil
 }
 
+// supersedableQuery finds a run SupersedeRuns would supersede.
+const supersedableQuery = `SELECT 1 FROM runs WHERE env = ? AND status = ? AND id != ? LIMIT 1`
+
 // SupersedeRuns implements store.Store.
 func (s *Store) SupersedeRuns(ctx context.Context, env, by string) ([]string, error) {
+	// Most runs find none waiting: a read says so without taking the
+	// writer's lock (one that starts waiting meanwhile is as if it had
+	// started waiting just after).
+	var one int
+	switch err := s.q.QueryRowContext(ctx, supersedableQuery, env, store.StatusAwaiting, by).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("supersede the waiting runs of %s: %w", env, err)
+	}
 	var ids []string
 	err := s.write(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM runs WHERE env = ? AND status = ? AND id != ?`, env, store.StatusAwaiting, by)

@@ -87,6 +87,8 @@ func TestPagingQueriesUseIndexes(t *testing.T) {
 		"environments list of a team and status by status": {func() (string, []any) {
 			return pageQuery(t, store.EnvironmentRowFilter{Order: store.ByStatus, Filter: store.EnvironmentFilter{Team: "t", Status: "failed", Limit: 50}})
 		}, "environments_team_status"},
+		// Every run asks whether runs of its environment wait to be superseded.
+		"an environment's waiting runs": {func() (string, []any) { return supersedableQuery, []any{"team/web", "awaiting", "x"} }, "USING INDEX runs_env"},
 		// GitOps reads its wants and bookkeeping by prefix at every commit.
 		"settings by prefix": {func() (string, []any) { return settingsRangeQuery, []any{"git.env:", "git.env;"} },
 			"SEARCH settings USING INDEX sqlite_autoindex_settings_1 (key>? AND key<?)"},
