@@ -236,11 +236,11 @@ func runGoBench(ctx context.Context, pattern string, pkgs ...string) (string, st
 // terraform suite (which needs the tools and takes minutes).
 func goBenchOnly(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gobench", flag.ExitOnError)
-	pattern := fs.String("bench", "BenchmarkJudge|BenchmarkExpandSet|BenchmarkEngine", "benchmarks to run (go test -bench)")
+	pattern := fs.String("bench", "BenchmarkJudge|BenchmarkExpandSet|BenchmarkEngine|BenchmarkIdlePoll|BenchmarkOneFileCommit", "benchmarks to run (go test -bench)")
 	_ = fs.Parse(args)
 	pkgs := fs.Args()
 	if len(pkgs) == 0 {
-		pkgs = []string{"./internal/policy", "./internal/spec", "./internal/engine"}
+		pkgs = []string{"./internal/policy", "./internal/spec", "./internal/engine", "./internal/controller/gitops"}
 	}
 	line, out, err := runGoBench(ctx, *pattern, pkgs...)
 	if err != nil {

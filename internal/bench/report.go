@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -193,8 +194,12 @@ func KeepMarked(old, doc []byte) []byte {
 // (BenchmarkExpandSetN).
 func GoFigures(out string) []Figure {
 	var figs []Figure
+	gitops := gitopsCPU{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
+		if gitops.add(f) {
+			continue
+		}
 		if len(f) < 8 || f[3] != "ns/op" || f[5] != "B/op" {
 			continue
 		}
@@ -227,6 +232,67 @@ func GoFigures(out string) []Figure {
 				Value:  fmt.Sprintf("%.1f ms", ns/1e6),
 				Target: "< 1 s", Met: met(time.Duration(ns) < time.Second),
 			})
+		}
+	}
+	return append(figs, gitops.figures()...)
+}
+
+// gitopsCPU are the GitOps reconciler's CPU figures (cpu-ms/op) of
+// BenchmarkIdlePoll/envs=N and BenchmarkOneFileCommit/files=N, by N.
+type gitopsCPU struct{ idle, commit map[int]float64 }
+
+// add takes a benchmark line of either, and says whether it was one.
+func (g *gitopsCPU) add(f []string) bool {
+	if len(f) < 2 {
+		return false
+	}
+	name, _, _ := strings.Cut(f[0], "-")
+	kind, size, ok := strings.Cut(name, "=")
+	n, err := strconv.Atoi(size)
+	if !ok || err != nil || (kind != "BenchmarkIdlePoll/envs" && kind != "BenchmarkOneFileCommit/files") {
+		return false
+	}
+	for i := 2; i+1 < len(f); i += 2 {
+		if f[i+1] != "cpu-ms/op" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return true
+		}
+		m := &g.idle
+		if kind == "BenchmarkOneFileCommit/files" {
+			m = &g.commit
+		}
+		if *m == nil {
+			*m = map[int]float64{}
+		}
+		(*m)[n] = v
+	}
+	return true
+}
+
+// figures are a row per size, and the largest size ÷ the smallest (the
+// target: within 2×).
+func (g gitopsCPU) figures() []Figure {
+	var figs []Figure
+	for _, s := range []struct {
+		m          map[int]float64
+		what, unit string
+	}{{g.idle, "an idle poll (branch head unchanged)", "environments"}, {g.commit, "a one-file commit (its one run queued)", "files"}} {
+		var ns []int
+		for n := range s.m {
+			ns = append(ns, n)
+		}
+		sort.Ints(ns)
+		for _, n := range ns {
+			figs = append(figs, Figure{Name: fmt.Sprintf("GitOps reconciler's own CPU for %s, %d %s (in-process, git's processes not counted)", s.what, n, s.unit),
+				Value: fmt.Sprintf("%.2f ms", s.m[n]), Target: "— (informational)"})
+		}
+		if len(ns) >= 2 && s.m[ns[0]] > 0 {
+			r := s.m[ns[len(ns)-1]] / s.m[ns[0]]
+			figs = append(figs, Figure{Name: fmt.Sprintf("the same, at %d ÷ at %d %s", ns[len(ns)-1], ns[0], s.unit),
+				Value: fmt.Sprintf("%.2f", r), Target: "≤ 2", Met: met(r <= 2)})
 		}
 	}
 	return figs

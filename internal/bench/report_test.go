@@ -141,3 +141,22 @@ BenchmarkWalk1000-2     	     768	   1560731 ns/op	  628218 B/op	    7928 allocs
 		}
 	}
 }
+
+// TestGoFiguresHoldTheGitOpsCPUAndItsGrowth: the reconciler's CPU per idle
+// poll and per one-file commit become a row per size and a ratio row
+// judged against ≤ 2.
+func TestGoFiguresHoldTheGitOpsCPUAndItsGrowth(t *testing.T) {
+	out := `pkg: knit.dev/knit/internal/controller/gitops
+BenchmarkIdlePoll/envs=10-2         	      10	  29249790 ns/op	         1.711 cpu-ms/op	        15.48 git-cpu-ms/op	   25207 B/op	     269 allocs/op
+BenchmarkIdlePoll/envs=1000-2       	      10	  16951295 ns/op	         1.318 cpu-ms/op	        15.36 git-cpu-ms/op
+BenchmarkOneFileCommit/files=100-2  	      10	 148049394 ns/op	         8.0 cpu-ms/op	        49.17 git-cpu-ms/op
+BenchmarkOneFileCommit/files=1000-2 	      10	 531400267 ns/op	        20.0 cpu-ms/op	       290.8 git-cpu-ms/op
+`
+	table := Table(GoFigures(out))
+	for _, want := range []string{"an idle poll (branch head unchanged), 10 environments (in-process, git's processes not counted) | 1.71 ms |",
+		"at 1000 ÷ at 10 environments | 0.77 | ≤ 2 | yes |", "a one-file commit (its one run queued), 1000 files", "at 1000 ÷ at 100 files | 2.50 | ≤ 2 | no |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("no %q in\n%s", want, table)
+		}
+	}
+}
