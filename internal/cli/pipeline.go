@@ -63,9 +63,12 @@ a rollback would apply (rollbackTo in -o json).`,
 
 func printPipeline(w io.Writer, p view.Pipeline) {
 	fmt.Fprintf(w, "pipeline %s (team %s, commit %s)\n", p.Name, p.Team, shortHash(p.Commit))
-	rows := [][]string{{"STAGE", "ENV", "ENV STATUS", "CURRENT", "LAST", "WAITING", "REASON", "WHY"}}
+	rows := [][]string{{"STAGE", "ENV", "ENV STATUS", "GATES", "CURRENT", "LAST", "WAITING", "REASON", "WHY"}}
 	for _, s := range p.Stages {
-		cur, last, waiting, reason, why, status := "-", "-", "-", "-", "", "-"
+		cur, last, waiting, reason, why, status, gates := "-", "-", "-", "-", "", "-", "-"
+		if g := s.Gates(); g != "" {
+			gates = g
+		}
 		if s.EnvStatus != "" {
 			status = engine.EnvLabel(s.EnvStatus)
 		}
@@ -81,7 +84,7 @@ func printPipeline(w io.Writer, p view.Pipeline) {
 				why += fmt.Sprintf(" (%s left)", time.Until(s.Waiting.Until).Round(time.Second))
 			}
 		}
-		rows = append(rows, []string{s.Name, s.Env, status, cur, last, waiting, reason, oneLine(why)})
+		rows = append(rows, []string{s.Name, s.Env, status, gates, cur, last, waiting, reason, oneLine(why)})
 	}
 	tw := newTable(w)
 	for _, r := range rows {

@@ -2,6 +2,8 @@ package view
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"knit.dev/knit/internal/words"
@@ -171,4 +173,25 @@ type ReleaseApproval struct {
 	Actor  string    `json:"actor"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// Gates says the stage's gates, " · " between them: its soak, its
+// approvals and its windows ("": none). The dashboard's cards and knit
+// pipeline status say them alike.
+func (s Stage) Gates() string {
+	var gates []string
+	if s.Soak != "" {
+		gates = append(gates, "soak "+s.Soak)
+	}
+	if s.Approvals > 0 {
+		g := fmt.Sprintf("%d approval", s.Approvals)
+		if s.Approvals > 1 {
+			g += "s"
+		}
+		if s.RequireOtherApprover {
+			g += " by another than the author"
+		}
+		gates = append(gates, g)
+	}
+	return strings.Join(append(gates, s.Windows...), " · ")
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"knit.dev/knit/internal/knit"
 	"knit.dev/knit/internal/view"
@@ -64,26 +63,6 @@ func canPromote(w *view.Waiting) bool {
 		return true
 	}
 	return false
-}
-
-// stageRules says a stage's gates on its card, " · " between them: its
-// soak, its approvals and its windows ("" : none).
-func stageRules(s view.Stage) string {
-	var rules []string
-	if s.Soak != "" {
-		rules = append(rules, "soak "+s.Soak)
-	}
-	if s.Approvals > 0 {
-		r := fmt.Sprintf("%d approval", s.Approvals)
-		if s.Approvals > 1 {
-			r += "s"
-		}
-		if s.RequireOtherApprover {
-			r += " by another than the author"
-		}
-		rules = append(rules, r)
-	}
-	return strings.Join(append(rules, s.Windows...), " · ")
 }
 
 // rollback asks for a stage to run again the release it verified before

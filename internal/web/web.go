@@ -104,7 +104,7 @@ func New(k *knit.Knit, opts Options) (*Web, error) {
 		return nil, err
 	}
 	w.static = sub
-	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote, "stageRules": stageRules, "bigGraph": func() int { return bigGraph }}
+	funcs := template.FuncMap{"ago": w.ago, "until": w.until, "tone": toneOf[string], "when": when, "commit": newCommit, "changeForm": newChangeForm, "canPromote": canPromote, "bigGraph": func() int { return bigGraph }}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

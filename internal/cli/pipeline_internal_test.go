@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"knit.dev/knit/internal/view"
+)
+
+// TestPipelineStatusSaysEachStagesGates: the text names each stage's soak,
+// approvals and windows, as the dashboard's cards do; "-" for none.
+func TestPipelineStatusSaysEachStagesGates(t *testing.T) {
+	var out bytes.Buffer
+	printPipeline(&out, view.Pipeline{Name: "web", Team: "shop", Stages: []view.Stage{
+		{Name: "dev", Env: "shop/dev"},
+		{Name: "prod", Env: "shop/prod", Soak: "1h", Approvals: 2, RequireOtherApprover: true,
+			Windows: []string{`open "0 9 * * 1-5" for 8h UTC`}},
+	}})
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[1], "GATES") {
+		t.Fatalf("no GATES column:\n%s", out.String())
+	}
+	col := strings.Index(lines[1], "GATES")
+	want := map[string]string{"dev": "-", "prod": `soak 1h · 2 approvals by another than the author · open "0 9 * * 1-5" for 8h UTC`}
+	for _, l := range lines[2:4] {
+		name := strings.Fields(l)[0]
+		if got := []rune(l); !strings.HasPrefix(string(got[len([]rune(lines[1][:col])):]), want[name]) {
+			t.Errorf("stage %s: gates column %q, want %q", name, string(got[len([]rune(lines[1][:col])):]), want[name])
+		}
+	}
+}
