@@ -412,6 +412,7 @@ func (c serveConfig) controllers(ctx context.Context, dir string, log *slog.Logg
 		}
 		g := ctl.Git.Config
 		g.CacheDir = filepath.Join(dir, "pipeline-git")
+		ctl.Git.Pipelines = c.Pipelines // their stages are previewed on branches
 		ctl.Pipelines = &promotion.Config{Git: g, Files: c.Pipelines, Spec: ctl.Git.Spec, Poll: ctl.Git.Poll, Tick: c.pipelineTick}
 	}
 	for _, n := range c.Notifications {

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -105,7 +106,11 @@ func (f *branchFixture) changes(branch string, files map[string]string) []string
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	envs, err := f.g.branchChanges(ctx, c, branch)
+	watched, err := f.g.watchedTree(ctx, f.w)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	envs, err := f.g.branchChanges(ctx, c, branch, watched)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -142,10 +147,10 @@ func TestABranchChangingATemplateOrASetPreviewsItsEnvironments(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("a branch changing only the extended file changes %v, want %v", got, want)
 	}
-	// The set file's sum is every element's (GitOps runs each again; a's
-	// plan finds nothing to do).
+	// An element the branch leaves as it is (a) is left out, though the
+	// set file's sum is every element's.
 	got = f.changes("feature/set", map[string]string{"envs/set.yaml": branchSet(`{name: a}, {name: b, parameters: {size: "4"}}, {name: d}`)})
-	want = []string{"shop/pr-a update", "shop/pr-b update", "shop/pr-c destroy", "shop/pr-d create"}
+	want = []string{"shop/pr-b update", "shop/pr-c destroy", "shop/pr-d create"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("a branch changing the set changes %v, want %v", got, want)
 	}
@@ -161,5 +166,33 @@ func TestABranchChangingATemplateOrASetPreviewsItsEnvironments(t *testing.T) {
 	}
 	if got := f.changes("feature/nothing", nil); len(got) != 0 {
 		t.Errorf("a branch changing nothing changes %v", got)
+	}
+}
+
+// A set of 999 elements of which a branch changes one previews that one,
+// not 999 updates (beyond MaxPreviewEnvs: nothing at all); a branch
+// adding the 1,000th element (spec.MaxSetElements) previews only its
+// create.
+func TestABranchChangingOneElementOfAThousandPreviewsThatOne(t *testing.T) {
+	els := func(changed string) string {
+		var b strings.Builder
+		for i := range 999 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			size := "1"
+			if fmt.Sprintf("e%04d", i) == changed {
+				size = "2"
+			}
+			fmt.Fprintf(&b, `{name: e%04d, parameters: {size: "%s"}}`, i, size)
+		}
+		return b.String()
+	}
+	f := newBranchFixture(t, map[string]string{"templates/web.yaml": branchTemplate, "envs/set.yaml": branchSet(els(""))})
+	if got := f.changes("feature/one", map[string]string{"envs/set.yaml": branchSet(els("e0500"))}); strings.Join(got, ",") != "shop/pr-e0500 update" {
+		t.Errorf("a branch changing one element of 999 changes %d: %.200v", len(got), got)
+	}
+	if got := f.changes("feature/more", map[string]string{"envs/set.yaml": branchSet(els("") + `, {name: new}`)}); strings.Join(got, ",") != "shop/pr-new create" {
+		t.Errorf("a branch adding one element changes %d: %.200v", len(got), got)
 	}
 }

@@ -3,6 +3,7 @@ package gitops
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,9 +31,28 @@ func (cs contentSums) linked(p string) bool { return cs[p].linked }
 // (its template, the files it extends) and every local input of its
 // components, named relative to the file's folder.
 func (cs contentSums) env(env *spec.Environment, content []byte) (string, error) {
+	return cs.hash(env, content, false)
+}
+
+// element hashes what an environment set's element env reads but the
+// other elements: the set file without its generators (set), the
+// element itself, the files it was built from but the set file, and the
+// local inputs. Two commits whose set files differ in other elements
+// only give an element the same sum.
+func (cs contentSums) element(env *spec.Environment, set []byte, el spec.SetElement) (string, error) {
+	elJSON, _ := json.Marshal(el) // plain values decoded from YAML: cannot fail
+	return cs.hash(env, append(append(append([]byte(nil), set...), 0), elJSON...), true)
+}
+
+// hash hashes content, the files env was built from (but the set file,
+// when notSet) and its local inputs.
+func (cs contentSums) hash(env *spec.Environment, content []byte, notSet bool) (string, error) {
 	h := sha256.New()
 	h.Write(content)
 	for _, f := range env.Sources {
+		if notSet && f.Kind == spec.SourceSet {
+			continue
+		}
 		fmt.Fprintf(h, "\x00from\x00%s", f.ID())
 	}
 	for _, c := range env.Spec.Components {

@@ -71,6 +71,10 @@ type Config struct {
 	// its tools are stopped and its previews recorded as timed out.
 	PreviewWorkers int
 	PreviewTimeout time.Duration
+	// Pipelines are the promotion pipelines' files (kind: Pipeline) in the
+	// repository: a branch changing what a stage would apply previews
+	// that stage too (previewstage.go).
+	Pipelines []string
 	// Preview is how previews of unreviewed branches run their code (the
 	// sandbox, whether script plan commands run): see knit.PreviewPolicy.
 	Preview knit.PreviewPolicy

@@ -153,7 +153,14 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 		}
 		return
 	}
-	envs, err := g.branchChanges(ctx, c, branch)
+	watched, err := g.watchedTree(ctx, w)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: read the watched branch's tree", "branch", branch, "err", err)
+		}
+		return
+	}
+	envs, err := g.branchChanges(ctx, c, branch, watched)
 	if err != nil {
 		g.log.Error("git: work out what a branch changes", "branch", branch, "commit", short(c.Hash), "err", err)
 		return
@@ -161,13 +168,6 @@ func (g *Reconciler) previewBranch(ctx context.Context, w *gitwatch.Watcher, bra
 	if len(envs) > MaxPreviewEnvs {
 		g.log.Warn("git: a branch changes too many environments to preview", "branch", branch, "envs", len(envs), "max", MaxPreviewEnvs)
 		envs = nil
-	}
-	watched, err := g.watchedTree(ctx, w)
-	if err != nil {
-		if ctx.Err() == nil {
-			g.log.Error("git: read the watched branch's policies", "branch", branch, "err", err)
-		}
-		return
 	}
 	again := false
 	for _, e := range envs {
@@ -270,8 +270,10 @@ func (g *Reconciler) markPreviewed(ctx context.Context, branch, head string) {
 // branch removed. A template changes the environments built from it (their
 // sums include it); a set file previews each element as GitOps would
 // record it (a gone element: a destroy); a file that does not validate is
-// recorded as an invalid preview.
-func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branch string) ([]branchEnv, error) {
+// recorded as an invalid preview. An element of a set the branch leaves
+// as the watched tree (watched) has it is left out, whatever the set's
+// other elements do.
+func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branch, watched string) ([]branchEnv, error) {
 	g.mu.Lock()
 	wants, files, _, err := g.gitState(ctx)
 	g.mu.Unlock()
@@ -318,10 +320,14 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 				}
 				continue
 			}
+			same, err := unchangedElements(g, watched, p, content, branches, els, envs)
+			if err != nil {
+				return nil, err
+			}
 			for i, env := range envs {
 				id := env.ID()
 				declared[id] = true
-				if e, ok := changeOf(wants[id], envSums[i], id, p, env, folder); ok {
+				if e, ok := changeOf(wants[id], envSums[i], id, p, env, folder); ok && (e.change != store.PreviewUpdate || !same[els[i].Name]) {
 					e.element = els[i].Name
 					out = append(out, e)
 				}
@@ -357,6 +363,11 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		}
 		out = append(out, branchEnv{id: id, change: store.PreviewDestroy, path: want.Path, want: want})
 	}
+	ids := map[string]bool{}
+	for _, e := range out {
+		ids[e.id] = true
+	}
+	out = append(out, stageChanges(g, c.Dir, watched, ids)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
 }
