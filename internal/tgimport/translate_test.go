@@ -110,3 +110,12 @@ func TestDecodeRefusesAnotherFormat(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Without knit-terragrunt beside knit or on PATH, the error says where it
+// comes from.
+func TestLocateMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Locate(); err == nil || !strings.Contains(err.Error(), "knit-terragrunt is neither beside knit nor on PATH") || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -124,6 +124,19 @@ func TestImportTerragruntLiveExample(t *testing.T) {
 		t.Errorf("mock outputs not reported with their file:line:\n%s", r.stdout)
 	}
 
+	// A second import replaces nothing without --force, and writes nothing.
+	before := w.read("live/qa.yaml")
+	if err := os.WriteFile(w.path("live/qa.yaml"), []byte("# edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again := w.knit("import", "terragrunt", "live"); again.code != 1 || !strings.Contains(again.stderr, "exists: the import replaces no file unless --force is given") || w.read("live/qa.yaml") != "# edited by hand\n" {
+		t.Errorf("second import: exit %d, %s; qa.yaml %q", again.code, again.stderr, w.read("live/qa.yaml"))
+	}
+	w.ok("import", "terragrunt", "live", "--force")
+	if w.read("live/qa.yaml") != before {
+		t.Error("import --force did not write the same qa.yaml again")
+	}
+
 	qa := loadImported(t, w.path("live/qa.yaml"))
 	db, web := qa.Component("mysql"), qa.Component("webserver-cluster")
 	if db == nil || web == nil || len(qa.Spec.Components) != 2 {
