@@ -29,7 +29,7 @@ func (c *Controller) load(dir, file string, st spec.Stage, promote map[string]an
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	data, err := readInTree(dir, rel)
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 	}
@@ -55,4 +55,16 @@ func stageRel(file string, st spec.Stage) (string, error) {
 		return "", fmt.Errorf("stage %s: %s is outside the repository", st.Name, st.File)
 	}
 	return rel, nil
+}
+
+// readInTree reads file rel of a commit's tree dir, refused when it, or a
+// symlink on its way, leads out of the tree (a committed link such as
+// stages/prod.yaml -> /etc/knit/other.yaml would show and apply a file of
+// the server's disk).
+func readInTree(dir, rel string) ([]byte, error) {
+	full, err := spec.Contain(dir, dir, filepath.FromSlash(rel))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return os.ReadFile(full)
 }

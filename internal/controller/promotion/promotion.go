@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -154,7 +153,7 @@ func (c *Controller) poll(ctx context.Context) error {
 }
 
 func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit gitwatch.Commit) error {
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+	data, err := readInTree(dir, file)
 	if err != nil {
 		return err
 	}
@@ -235,7 +234,7 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 	rel, err := stageRel(file, st)
 	if err == nil {
 		var own, data []byte
-		if own, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+		if own, err = readInTree(dir, rel); err != nil {
 			err = fmt.Errorf("stage %s: %w", st.Name, err)
 		} else if data, fileCommit, carried, err = c.stageData(ctx, f, f.StageIndex(st.Name), rel, r.Commit, own); err == nil {
 			env, err = c.parse(dir, rel, st, data, params)

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -30,7 +28,7 @@ func (c *Controller) readStageFiles(ctx context.Context, dir, file string, p *sp
 	var errs []error
 	for i, st := range p.Spec.Stages {
 		rel := path.Join(path.Dir(file), st.File)
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		data, err := readInTree(dir, rel)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stage %s: %w", st.Name, err))
 			continue
@@ -113,7 +111,7 @@ func (c *Controller) fileAt(ctx context.Context, commit, rel string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	return readInTree(dir, rel)
 }
 
 func hashOf(b []byte) string {
