@@ -94,6 +94,7 @@ func TestAPreviewPlansDownstreamOfAChangedOutputWithPlaceholders(t *testing.T) {
 	s := w.startServer(gitServerArgs(repo, "--preview-branches", "feature/*", "--config", w.notifyConfig("notify.yaml", hook.url))...)
 	s.eventually("shop/ids applied from the first commit", func() bool { return s.appliedFrom("shop/ids", first) })
 	w.toolRuns()
+	netID := w.ok("output", "shop/ids", "net", "id").stdout
 
 	head := repo.pushBranch("feature/net", map[string]string{"envs/ids.yaml": aheadEnv("2", "")})
 	var p apiPreview
@@ -135,6 +136,12 @@ func TestAPreviewPlansDownstreamOfAChangedOutputWithPlaceholders(t *testing.T) {
 	}
 	if revs := s.revisions("shop/ids"); len(revs) != 1 {
 		t.Errorf("the preview recorded a revision: %+v", revs)
+	}
+	if now := w.ok("output", "shop/ids", "net", "id").stdout; now != netID {
+		t.Errorf("net's id changed with the preview: %q, was %q", now, netID)
+	}
+	if got := w.read(".knit/work/shop/ids/app/module/knit.auto.tfvars.json"); strings.Contains(got, "knit-known-after-apply") {
+		t.Errorf("a placeholder reached app's applied inputs: %s", got)
 	}
 
 	git(t, repo.work, "merge", "-q", "--no-ff", "-m", "merge feature/net", "feature/net")
