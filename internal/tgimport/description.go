@@ -37,6 +37,7 @@ type Unit struct {
 	Inputs         map[string]any       `json:"inputs,omitempty"`
 	InputPos       map[string]string    `json:"inputPos,omitempty"`
 	Refs           map[string]OutputRef `json:"refs,omitempty"`
+	InputRefs      map[string]InputRef  `json:"inputRefs,omitempty"`
 	Dependencies   []Dependency         `json:"dependencies,omitempty"`
 	DependsOn      []string             `json:"dependsOn,omitempty"`
 	RemoteState    *RemoteState         `json:"remoteState,omitempty"`
@@ -51,6 +52,12 @@ type OutputRef struct {
 	Dependency string `json:"dependency"`
 	Output     string `json:"output"`
 	Index      *int   `json:"index,omitempty"`
+}
+
+// InputRef is an input that is exactly dependency.NAME.inputs.INPUT.
+type InputRef struct {
+	Dependency string `json:"dependency"`
+	Input      string `json:"input"`
 }
 
 // Dependency is a dependency block: the unit its config_path names

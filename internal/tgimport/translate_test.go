@@ -119,3 +119,20 @@ func TestLocateMissing(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// dependency.b.inputs.x is b's evaluated input, copied.
+func TestTranslateDependencyInputs(t *testing.T) {
+	d := &Description{Format: formatV1, Root: "/r", Units: []Unit{
+		{Path: "e/a", InputRefs: map[string]InputRef{"bar": {Dependency: "b", Input: "bar"}, "nope": {Dependency: "b", Input: "nope"}},
+			Dependencies: []Dependency{{Name: "b", Unit: "e/b", Enabled: true}}},
+		{Path: "e/b", Inputs: map[string]any{"bar": "parent-bar"}},
+	}}
+	res, _ := Translate(d, Options{Dir: "/r"})
+	a := res.Environments[0].Env.Component("a")
+	if len(a.Variables) != 1 || a.Variables[0].Value != "parent-bar" || a.DependsOn[0] != "b" {
+		t.Errorf("a: variables %+v, dependsOn %v", a.Variables, a.DependsOn)
+	}
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Why, "dependency.b.inputs.nope: unit e/b has no such input") {
+		t.Errorf("findings %+v", res.Findings)
+	}
+}

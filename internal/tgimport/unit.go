@@ -68,15 +68,26 @@ func (t *translation) variables(u *Unit, at placed, c *spec.Component) {
 			t.note(u.Path, d.Pos, "dependency "+d.Name, "enabled = false: its outputs are only mocks in Terragrunt")
 		}
 	}
-	names := make([]string, 0, len(u.Inputs)+len(u.Refs))
+	names := make([]string, 0, len(u.Inputs)+len(u.Refs)+len(u.InputRefs))
 	for n := range u.Inputs {
 		names = append(names, n)
 	}
 	for n := range u.Refs {
 		names = append(names, n)
 	}
+	for n := range u.InputRefs {
+		names = append(names, n)
+	}
 	sort.Strings(names)
 	for _, n := range names {
+		if r, ok := u.InputRefs[n]; ok {
+			if v, why := t.inputOf(deps[r.Dependency], r); why == "" {
+				c.Variables = append(c.Variables, spec.Variable{Name: n, Value: v})
+			} else {
+				t.note(u.Path, orPos(u.InputPos[n], u.File), "inputs."+n, "left out: "+why)
+			}
+			continue
+		}
 		if r, ok := u.Refs[n]; ok {
 			if vf, why := t.valueFrom(deps[r.Dependency], r, at); vf != "" {
 				c.Variables = append(c.Variables, spec.Variable{Name: n, ValueFrom: vf})
@@ -87,6 +98,26 @@ func (t *translation) variables(u *Unit, at placed, c *spec.Component) {
 		}
 		c.Variables = append(c.Variables, spec.Variable{Name: n, Value: u.Inputs[n]})
 	}
+}
+
+// inputOf is the value of the input r names, as the dependency's unit
+// sets it (Terragrunt's dependency.NAME.inputs); or why there is none.
+func (t *translation) inputOf(d Dependency, r InputRef) (any, string) {
+	ref := fmt.Sprintf("dependency.%s.inputs.%s", r.Dependency, r.Input)
+	if d.Name == "" || d.Unit == "" {
+		return nil, ref + " names no dependency block of a unit in the tree"
+	}
+	for i := range t.d.Units {
+		up := &t.d.Units[i]
+		if up.Path != d.Unit {
+			continue
+		}
+		if v, ok := up.Inputs[r.Input]; ok {
+			return v, ""
+		}
+		return nil, fmt.Sprintf("%s: unit %s has no such input the import could read as a value", ref, d.Unit)
+	}
+	return nil, fmt.Sprintf("%s reads unit %s, which is not imported", ref, d.Unit)
 }
 
 // valueFrom is knit's reference to r, declaring the output upstream; or

@@ -52,6 +52,13 @@ func (p *parser) inputs(u *Unit, inputs map[string]any, sc *scan) {
 			u.Refs[name] = r
 			continue
 		}
+		if r, ok := asInputRef(v); ok {
+			if u.InputRefs == nil {
+				u.InputRefs = map[string]InputRef{}
+			}
+			u.InputRefs[name] = r
+			continue
+		}
 		if ms := findMarkers(v); len(ms) > 0 {
 			pos := sc.inputPos[name]
 			if pos == "" {

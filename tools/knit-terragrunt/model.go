@@ -40,8 +40,11 @@ type Unit struct {
 	// InputPos is where each input is written (the unit's own file
 	// first, then its includes').
 	InputPos map[string]string `json:"inputPos,omitempty"`
-	// Refs are the inputs that are exactly a dependency's output.
-	Refs map[string]OutputRef `json:"refs,omitempty"`
+	// Refs are the inputs that are exactly a dependency's output;
+	// InputRefs the ones that are exactly a dependency's input
+	// (dependency.NAME.inputs.INPUT), which knit reads from that unit.
+	Refs      map[string]OutputRef `json:"refs,omitempty"`
+	InputRefs map[string]InputRef  `json:"inputRefs,omitempty"`
 	// Dependencies are its dependency blocks; DependsOn the folders its
 	// dependencies block names.
 	Dependencies []Dependency `json:"dependencies,omitempty"`
@@ -62,6 +65,12 @@ type OutputRef struct {
 	Dependency string `json:"dependency"`
 	Output     string `json:"output"`
 	Index      *int   `json:"index,omitempty"`
+}
+
+// InputRef is an input that is dependency.NAME.inputs.INPUT.
+type InputRef struct {
+	Dependency string `json:"dependency"`
+	Input      string `json:"input"`
 }
 
 // Dependency is a dependency block.

@@ -207,3 +207,18 @@ func asRef(v any) (OutputRef, bool) {
 	}
 	return r, true
 }
+
+var wholeInput = regexp.MustCompile(`^` + regexp.QuoteMeta(markerTag) + "dependency-inputs\x00([^.\x00]+)\\.([^.\x00\\[]+)\x00$")
+
+// asInputRef is the dependency input v is exactly, if it is one.
+func asInputRef(v any) (InputRef, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return InputRef{}, false
+	}
+	m := wholeInput.FindStringSubmatch(s)
+	if m == nil {
+		return InputRef{}, false
+	}
+	return InputRef{Dependency: m[1], Input: m[2]}, true
+}

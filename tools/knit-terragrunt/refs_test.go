@@ -51,3 +51,15 @@ func TestRefs(t *testing.T) {
 }
 
 func ctyNum(i int64) cty.Value { return cty.NumberIntVal(i) }
+
+func TestInputRef(t *testing.T) {
+	r := refs{}
+	r.add(traversal(t, "dependency.b.inputs.bar"))
+	v := r.value().GetAttr("b").GetAttr("inputs").GetAttr("bar").AsString()
+	if got, ok := asInputRef(v); !ok || got.Dependency != "b" || got.Input != "bar" {
+		t.Errorf("asInputRef = %+v %v", got, ok)
+	}
+	if _, ok := asRef(v); ok {
+		t.Error("an input is no output")
+	}
+}
