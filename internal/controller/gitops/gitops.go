@@ -280,6 +280,7 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		if ctx.Err() == nil {
 			g.log.Error("git: record the repository's policies", "commit", short(last), "err", err)
 		}
+		g.forgetMemo()
 		return
 	}
 	commits, err := w.Poll(ctx, last)
@@ -316,9 +317,18 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 			if ctx.Err() == nil {
 				g.log.Error("git: record the commit", "commit", c.Hash, "err", err)
 			}
+			g.forgetMemo()
 			return
 		}
 	}
+}
+
+// forgetMemo has the next poll read the reconciler's state from the store
+// again: after any failure of the store, what it holds is the truth.
+func (g *Reconciler) forgetMemo() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.memo = gitMemo{}
 }
 
 func commitReason(c gitwatch.Commit) string {
