@@ -16,7 +16,7 @@ LDFLAGS := -X knit.dev/knit/internal/cli.version=$(VERSION) -X knit.dev/knit/int
 EXAMPLE := examples/webshop/environment.yaml
 FUZZTIME ?= 2m
 
-.PHONY: all tools tools-demo terragrunt build demo test test-e2e-postgres test-short fuzz bench bench-go bench-web loadtest loadtest-fleet fmt vet clean
+.PHONY: all tools tools-demo terragrunt build build-knit demo test test-e2e-postgres test-short fuzz bench bench-go bench-web loadtest loadtest-fleet fmt vet clean
 
 all: build
 
@@ -31,13 +31,15 @@ terragrunt: ## build Terragrunt, the peer make bench compares knit with, into ./
 
 # Static binaries (no cgo): they run on any Linux whatever its libc, and
 # start without the dynamic loader.
-build: ## build bin/knit, bin/knit-kube (the runner of helm and manifests components) and bin/knit-terragrunt (knit import terragrunt's reader)
-	@CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
-	@CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
+build: build-knit ## build bin/knit, bin/knit-kube (the runner of helm and manifests components and of knit controller) and bin/knit-terragrunt (knit import terragrunt's reader)
 	@# A Go module of its own (tools/knit-terragrunt/go.mod): Terragrunt's parser and its cloud SDKs stay out of knit's.
 	@cd tools/knit-terragrunt && CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-terragrunt .
 
-demo: tools-demo build ## validate, graph and run the example environment
+build-knit: ## build bin/knit and bin/knit-kube only (what the demo runs; Terragrunt's parser takes minutes to build cold)
+	@CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/knit ./cmd/knit
+	@CGO_ENABLED=0 go build -trimpath -o $(BIN)/knit-kube ./cmd/knit-kube
+
+demo: tools-demo build-knit ## validate, graph and run the example environment
 	@bash scripts/demo.sh $(EXAMPLE)
 
 test: tools ## every test, end-to-end ones included
