@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"knit.dev/knit/internal/cli"
+	"knit.dev/knit/internal/kubecli"
 	"knit.dev/knit/internal/kubetest"
 	"knit.dev/knit/internal/testtools"
 )
@@ -137,8 +138,8 @@ func TestHelmChart(t *testing.T) {
 	// The CRDs for real, with knit controller install-crds (the can-i
 	// checks need the resources to exist).
 	var stdout, stderr bytes.Buffer
-	if code := cli.Run(context.Background(), []string{"controller", "install-crds", "--kubeconfig", cluster.KubeconfigPath},
-		strings.NewReader(""), &stdout, &stderr); code != 0 {
+	if code := cli.RunWith(context.Background(), []string{"controller", "install-crds", "--kubeconfig", cluster.KubeconfigPath},
+		strings.NewReader(""), &stdout, &stderr, kubecli.Kube()); code != 0 {
 		t.Fatalf("install-crds: exit %d\n%s", code, stderr.String())
 	}
 	if got := strings.Count(stdout.String(), " established\n"); got != 3 {
