@@ -20,7 +20,7 @@ FUZZTIME ?= 2m
 
 all: build
 
-tools: ## install every tool the tests need into ./.tools (OpenTofu, the provider mirror, etcd, kube-apiserver, kubectl, Chromium, PostgreSQL, docker-registry)
+tools: ## install every tool the tests need into ./.tools (OpenTofu, the provider mirror, etcd, kube-apiserver, kubectl, Chromium, PostgreSQL, docker-registry, nginx, haproxy, prometheus, socat)
 	@bash scripts/tools.sh
 
 tools-demo: ## install only what the demo runs into ./.tools: OpenTofu, the hashicorp/local provider mirror and the CLI config

@@ -9,7 +9,9 @@
 # needs nothing but the proxy). All three sit in .tools/kube, the folder
 # envtest's KUBEBUILDER_ASSETS points at. For the Postgres store's tests:
 # Debian's postgresql package (initdb, pg_ctl). For the OCI module tests:
-# Debian's docker-registry package (the CNCF distribution registry).
+# Debian's docker-registry package (the CNCF distribution registry). For the
+# canary and blue/green tests and examples: Debian's nginx, haproxy,
+# prometheus and socat (the client of HAProxy's runtime API socket).
 # A second run finds everything in place and takes a second or two.
 # `tools.sh terragrunt` builds only Terragrunt, the peer make bench compares
 # knit with (no test needs it); `tools.sh demo` installs only what the demo
@@ -166,6 +168,28 @@ install_docker_registry() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends docker-registry >/dev/null
 }
 
+# install_routers installs the Debian packages the canary and blue/green
+# tests start on loopback themselves (internal/testtools/routertest) and the
+# examples under examples/canary-nginx and examples/blue-green-haproxy run:
+# nginx and haproxy (the routers; haproxy also serves the example app, with
+# its built-in Prometheus exporter), prometheus (the analysis's metrics) and
+# socat (scripts talk to HAProxy's runtime API socket through it). Only the
+# missing ones are installed; their own services are not needed (the tests
+# run each in a temporary folder, on ports of their own).
+install_routers() {
+  local pkgs=() tool
+  for tool in nginx:/usr/sbin/nginx haproxy:/usr/sbin/haproxy prometheus:/usr/bin/prometheus socat:/usr/bin/socat; do
+    if [ -x "${tool#*:}" ] || command -v "${tool%%:*}" >/dev/null 2>&1; then continue; fi
+    pkgs+=("${tool%%:*}")
+  done
+  [ ${#pkgs[@]} -gt 0 ] || return 0
+  log "installing Debian's ${pkgs[*]} for the canary and blue/green tests"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+}
+
 # build_terragrunt builds Terragrunt as its Makefile does: static, version stamped.
 build_terragrunt() {
   build_main "$bin/terragrunt" "$TERRAGRUNT_VERSION-r$TOOLS_REVISION" "github.com/gruntwork-io/terragrunt@$TERRAGRUNT_VERSION" \
@@ -192,4 +216,5 @@ build_kube
 install_chromium
 install_postgres
 install_docker_registry
-log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube, docker-registry"
+install_routers
+log "ready: $bin/tofu ($TOFU_VERSION), hashicorp/local $PROVIDER_LOCAL_VERSION in $mirror, etcd + kube-apiserver + kubectl $KUBE_VERSION in $tools/kube, docker-registry, nginx, haproxy, prometheus, socat"
