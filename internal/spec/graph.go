@@ -35,6 +35,9 @@ func (e *Environment) Dependencies(c *Component) []string {
 	}
 	for _, vr := range c.InputVariables() {
 		if ref, ok := ParseValueFrom(vr.ValueFrom); ok {
+			if base, ok := e.InstanceOf(ref.Component); ok {
+				ref.Component = base.Name // the second instance is not up: its outputs are the stable one's
+			}
 			set[ref.Component] = true
 		}
 	}

@@ -26,6 +26,9 @@ type Rollout struct {
 	// AutoApprove lets a rollback destroy the components the failed
 	// revision added without waiting for approval.
 	AutoApprove bool `json:"autoApprove,omitempty"`
+	// Strategy is how a change reaches the environment once it is
+	// applied (nil: all at once; see strategy.go).
+	Strategy *Strategy `json:"strategy,omitempty"`
 }
 
 // OnFailure is the environment's rollout policy for a failed
@@ -40,6 +43,7 @@ func (s *EnvSpec) OnFailure() string {
 func (v *validator) rollout() {
 	r := v.env.Spec.Rollout
 	if r == nil {
+		v.marks(nil)
 		return
 	}
 	if v.env.APIVersion != APIVersionKnit {
@@ -51,4 +55,5 @@ func (v *validator) rollout() {
 	default:
 		v.err("spec.rollout", "onFailure", fmt.Sprintf("unknown onFailure %q", r.OnFailure), "use rollback, pause or none")
 	}
+	v.strategy()
 }

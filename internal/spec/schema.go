@@ -118,7 +118,8 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 			"health":    d.healthPolicy(&s.Health),
 			"rollout": func(v *yaml.Node, path string) {
 				s.Rollout = &Rollout{}
-				d.mapping(v, path, false, map[string]field{"onFailure": d.str(&s.Rollout.OnFailure), "autoApprove": d.boolean(&s.Rollout.AutoApprove)})
+				d.mapping(v, path, false, map[string]field{"onFailure": d.str(&s.Rollout.OnFailure), "autoApprove": d.boolean(&s.Rollout.AutoApprove),
+					"strategy": d.strategy(&s.Rollout.Strategy)})
 			},
 			"policies": d.strList(&s.Policies),
 			"components": func(v *yaml.Node, path string) {
@@ -170,6 +171,8 @@ func (d *decoder) componentFields(c *Component) map[string]field {
 		"outputs":           d.outputs(&c.Outputs),
 		"kubeconfig":        d.kubeconfig(&c.Kubeconfig),
 		"health":            d.healthChecks(&c.Health),
+		"canary":            d.boolean(&c.Canary),
+		"blueGreen":         d.boolean(&c.BlueGreen),
 	}
 }
 

@@ -179,6 +179,10 @@ type Component struct {
 	// Health are the checks that tell whether the component works once
 	// applied (knit.dev/v1 only).
 	Health []HealthCheck `json:"health,omitempty"`
+	// Canary, BlueGreen mark the component for the rollout strategy's
+	// second instance (see strategy.go; knit.dev/v1 only).
+	Canary    bool `json:"canary,omitempty"`
+	BlueGreen bool `json:"blueGreen,omitempty"`
 }
 
 // Module says where a Terraform/OpenTofu module comes from.

@@ -71,8 +71,12 @@ func (v *validator) valueFrom(fp, value string, c *Component) {
 		v.err(fp, "", fmt.Sprintf("%q is not of the form component.output or component.output[N]", value), hint)
 		return
 	}
-	switch producer := v.env.Component(ref.Component); {
-	case c != nil && ref.Component == c.Name:
+	producer := v.env.Component(ref.Component)
+	if base, ok := v.env.InstanceOf(ref.Component); ok {
+		producer = base // a router takes the second instance's outputs
+	}
+	switch {
+	case c != nil && (ref.Component == c.Name || producer == c):
 		v.err(fp, "", fmt.Sprintf("component %q cannot take a value from itself", c.Name), "")
 	case producer == nil:
 		v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
