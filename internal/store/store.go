@@ -441,6 +441,7 @@ type Store interface {
 	Previews
 	TFStates
 	Pipelines
+	Rollouts
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"SavedPlans", plain(testSavedPlans)},
 		{"Pipelines", plain(testPipelines)},
 		{"StageFiles", plain(testStageFiles)},
+		{"Rollouts", plain(testRollouts)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
