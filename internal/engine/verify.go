@@ -240,7 +240,7 @@ func target(component string, h spec.HealthCheck, env health.Env) health.Target 
 // check's URL).
 func outputReader(states map[string]store.ComponentState) func(ref string) (string, error) {
 	return func(ref string) (string, error) {
-		r, ok := spec.ParseValueFrom(ref)
+		r, ok := spec.ParseValueFrom(spec.ValueFrom(ref))
 		if !ok {
 			return "", fmt.Errorf("bad valueFrom %q", ref)
 		}

@@ -94,7 +94,7 @@ func value(v spec.StringValue, env Env) (string, error) {
 	if env.Resolve == nil {
 		return "", fmt.Errorf("%s: outputs are not available here", v.ValueFrom)
 	}
-	return env.Resolve(v.ValueFrom)
+	return env.Resolve(string(v.ValueFrom))
 }
 
 // secret reports whether v is one of secrets.

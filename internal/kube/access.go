@@ -38,7 +38,7 @@ func Access(env *spec.Environment, k *spec.Kubeconfig, in map[string]any) (*rest
 	switch {
 	case k == nil:
 	case k.ValueFrom != "":
-		raw, err := inputString(in, spec.InputKubeconfig, "kubeconfig.valueFrom "+k.ValueFrom)
+		raw, err := inputString(in, spec.InputKubeconfig, "kubeconfig.valueFrom "+string(k.ValueFrom))
 		if err != nil {
 			return nil, "", err
 		}

@@ -127,10 +127,12 @@ func merge(a, b apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps
 var freeForm = apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptr(true)}
 
 // literalOrRef are the environment file's types written either as a string
-// or as {value|valueFrom}: the schema takes both, the parser checks them.
+// or as {value|valueFrom} (a valueFrom as a string or as {environment,
+// output}): the schema takes both, the parser checks them.
 var literalOrRef = map[reflect.Type]bool{
 	reflect.TypeFor[spec.StringValue](): true,
 	reflect.TypeFor[spec.KubeValue]():   true,
+	reflect.TypeFor[spec.ValueFrom]():   true,
 }
 
 var timeTypes = map[reflect.Type]bool{

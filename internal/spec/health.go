@@ -102,8 +102,8 @@ var k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 // StringValue is a string written as a literal, or as {valueFrom:
 // component.output} read from an output once the component is applied.
 type StringValue struct {
-	Value     string `json:"value,omitempty"`
-	ValueFrom string `json:"valueFrom,omitempty"`
+	Value     string    `json:"value,omitempty"`
+	ValueFrom ValueFrom `json:"valueFrom,omitempty"`
 }
 
 // Health check defaults, as Argo Rollouts has them where it has one.
@@ -167,7 +167,7 @@ func (d *decoder) healthChecks(dst *[]HealthCheck) field {
 func (d *decoder) stringValue(dst *StringValue) field {
 	return func(v *yaml.Node, path string) {
 		if n := resolve(v); n != nil && n.Kind == yaml.MappingNode {
-			d.mapping(n, path, false, map[string]field{"valueFrom": d.str(&dst.ValueFrom)})
+			d.mapping(n, path, false, map[string]field{"valueFrom": d.valueFromField(&dst.ValueFrom)})
 			return
 		}
 		d.str(&dst.Value)(v, path)

@@ -122,6 +122,7 @@ func (d *decoder) envSpec(s *EnvSpec) field {
 					"strategy": d.strategy(&s.Rollout.Strategy)})
 			},
 			"policies": d.strList(&s.Policies),
+			"exports":  d.exports(&s.Exports),
 			"components": func(v *yaml.Node, path string) {
 				d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
 					c := &Component{}
@@ -233,11 +234,11 @@ func (d *decoder) kubeconfig(dst **Kubeconfig) field {
 			return func(v *yaml.Node, p string) {
 				kv := &KubeValue{}
 				*dst = kv
-				d.mapping(v, p, false, map[string]field{"value": d.str(&kv.Value), "valueFrom": d.str(&kv.ValueFrom)})
+				d.mapping(v, p, false, map[string]field{"value": d.str(&kv.Value), "valueFrom": d.valueFromField(&kv.ValueFrom)})
 			}
 		}
 		d.mapping(v, path, false, map[string]field{
-			"path": d.str(&k.Path), "fromEnv": d.str(&k.FromEnv), "context": d.str(&k.Context), "valueFrom": d.str(&k.ValueFrom),
+			"path": d.str(&k.Path), "fromEnv": d.str(&k.FromEnv), "context": d.str(&k.Context), "valueFrom": d.valueFromField(&k.ValueFrom),
 			"server": part(&k.Server), "ca": part(&k.CA), "token": part(&k.Token),
 		})
 	}
@@ -313,7 +314,7 @@ func (d *decoder) variables(dst *[]Variable) field {
 			d.mapping(item, p, false, map[string]field{
 				"name":      d.str(&vr.Name),
 				"value":     func(v *yaml.Node, vp string) { vr.Value = d.value(v, vp, 0) },
-				"valueFrom": d.str(&vr.ValueFrom),
+				"valueFrom": d.valueFromField(&vr.ValueFrom),
 			})
 			*dst = append(*dst, vr)
 		})

@@ -111,7 +111,10 @@ type EnvSpec struct {
 	// Policies are folders of Rego policies, relative to the
 	// environment's folder and inside it, that judge its runs' plans
 	// beside the ones knit is given (knit.dev/v1 only).
-	Policies   []string     `json:"policies,omitempty"`
+	Policies []string `json:"policies,omitempty"`
+	// Exports are the outputs other environments may read, and which
+	// teams' (knit.dev/v1 only; see exports.go).
+	Exports    []Export     `json:"exports,omitempty"`
 	Components []*Component `json:"components"`
 }
 
@@ -272,7 +275,7 @@ type Kubeconfig struct {
 	Path      string     `json:"path,omitempty"`
 	FromEnv   string     `json:"fromEnv,omitempty"`
 	Context   string     `json:"context,omitempty"`
-	ValueFrom string     `json:"valueFrom,omitempty"`
+	ValueFrom ValueFrom  `json:"valueFrom,omitempty"`
 	Server    *KubeValue `json:"server,omitempty"`
 	CA        *KubeValue `json:"ca,omitempty"`
 	Token     *KubeValue `json:"token,omitempty"`
@@ -285,8 +288,8 @@ type Kubeconfig struct {
 // KubeValue is one part of cluster access: a literal Value or ValueFrom an
 // upstream output.
 type KubeValue struct {
-	Value     string `json:"value,omitempty"`
-	ValueFrom string `json:"valueFrom,omitempty"`
+	Value     string    `json:"value,omitempty"`
+	ValueFrom ValueFrom `json:"valueFrom,omitempty"`
 }
 
 // Script is a component run by user commands (knit.dev/v1 only). Apply prints
@@ -339,9 +342,9 @@ type OverlayData struct {
 // Variable is one module input: a literal Value (any YAML value; lists and
 // maps stay typed) or ValueFrom another component's output.
 type Variable struct {
-	Name      string `json:"name"`
-	Value     any    `json:"value,omitempty"`
-	ValueFrom string `json:"valueFrom,omitempty"`
+	Name      string    `json:"name"`
+	Value     any       `json:"value,omitempty"`
+	ValueFrom ValueFrom `json:"valueFrom,omitempty"`
 }
 
 // Secret names a secret to inject; kept, not yet acted on.

@@ -115,6 +115,7 @@ func validate(env *Environment) diag.Diagnostics {
 		v.driftPolicy(p+".drift", c.Drift)
 	}
 	v.health()
+	v.exports()
 	v.cycles()
 	v.chartSchemas()
 	return v.diags

@@ -580,7 +580,7 @@ func TestParseValueFrom(t *testing.T) {
 		{"", ValueRef{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseValueFrom(tt.in)
+		got, ok := ParseValueFrom(ValueFrom(tt.in))
 		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ParseValueFrom(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}

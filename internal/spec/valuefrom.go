@@ -20,8 +20,8 @@ type ValueRef struct {
 }
 
 // ParseValueFrom parses "component.output" or "component.output[N]".
-func ParseValueFrom(s string) (ValueRef, bool) {
-	m := valueFromRe.FindStringSubmatch(s)
+func ParseValueFrom(s ValueFrom) (ValueRef, bool) {
+	m := valueFromRe.FindStringSubmatch(string(s))
 	if m == nil {
 		return ValueRef{}, false
 	}
@@ -58,11 +58,16 @@ func (v *validator) variables(p string, c *Component) {
 
 // valueFrom checks a reference to another component's output, written at
 // fp; c is the component that takes it (nil at the environment's level).
-func (v *validator) valueFrom(fp, value string, c *Component) {
+// Another environment's output is checked by envValueFrom.
+func (v *validator) valueFrom(fp string, value ValueFrom, c *Component) {
+	if value.IsEnv() {
+		v.envValueFrom(fp, value)
+		return
+	}
 	ref, ok := ParseValueFrom(value)
 	if !ok {
-		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
-		if m := oldValueFrom.FindStringSubmatch(value); m != nil {
+		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]; another environment's output: valueFrom: {environment: TEAM/ENV, output: COMPONENT.OUTPUT}"
+		if m := oldValueFrom.FindStringSubmatch(string(value)); m != nil {
 			hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
 			if !v.known(m[1]) {
 				hint += fmt.Sprintf(" (no component is named %q yet)", m[1])
@@ -86,6 +91,20 @@ func (v *validator) valueFrom(fp, value string, c *Component) {
 	default:
 		v.moduleOutput(fp, producer, ref.Output)
 	}
+}
+
+// declaredOutput is the component declaring ref's output, or nil, said at fp.
+func (v *validator) declaredOutput(fp string, ref ValueRef) *Component {
+	switch producer := v.env.Component(ref.Component); {
+	case producer == nil:
+		v.err(fp, "", fmt.Sprintf("component %q does not exist", ref.Component), suggest(ref.Component, v.componentList()))
+	case producer.Output(ref.Output) == nil:
+		v.err(fp, "", fmt.Sprintf("component %q does not declare output %q", ref.Component, ref.Output),
+			hintOutputs(producer, ref.Output))
+	default:
+		return producer
+	}
+	return nil
 }
 
 func hintOutputs(producer *Component, name string) string {

@@ -90,7 +90,7 @@ func (t *translation) variables(u *Unit, at placed, c *spec.Component) {
 		}
 		if r, ok := u.Refs[n]; ok {
 			if vf, why := t.valueFrom(deps[r.Dependency], r, at); vf != "" {
-				c.Variables = append(c.Variables, spec.Variable{Name: n, ValueFrom: vf})
+				c.Variables = append(c.Variables, spec.Variable{Name: n, ValueFrom: spec.ValueFrom(vf)})
 			} else {
 				t.note(u.Path, deps[r.Dependency].Pos, "inputs."+n, "left out: "+why)
 			}
@@ -173,7 +173,7 @@ func (t *translation) dependsOn(u *Unit, at placed, c *spec.Component) {
 	implied := map[string]bool{}
 	for _, v := range c.Variables {
 		if v.ValueFrom != "" {
-			implied[strings.SplitN(v.ValueFrom, ".", 2)[0]] = true
+			implied[strings.SplitN(string(v.ValueFrom), ".", 2)[0]] = true
 		}
 	}
 	seen := map[string]bool{}

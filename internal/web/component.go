@@ -141,7 +141,9 @@ func inputs(envID string, def *spec.Component) []input {
 	for _, vr := range def.Variables {
 		in := input{Name: vr.Name}
 		if ref, ok := spec.ParseValueFrom(vr.ValueFrom); ok {
-			in.From, in.Producer = vr.ValueFrom, "/env/"+envID+"/c/"+ref.Component
+			in.From, in.Producer = string(vr.ValueFrom), "/env/"+envID+"/c/"+ref.Component
+		} else if er, ok := vr.ValueFrom.EnvOutput(); ok {
+			in.From, in.Producer = er.String(), "/env/"+er.Environment()+"/c/"+er.Output.Component
 		} else {
 			in.Value = valueText(vr.Value)
 		}

@@ -1,0 +1,228 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ValueFrom is where a value is read from, as written at valueFrom:
+//   - "component.output" or "component.output[N]": an output of a component
+//     of the same environment (ParseValueFrom);
+//   - {environment: TEAM/ENV, output: COMPONENT.OUTPUT}: an output another
+//     environment exports to this environment's team (knit.dev/v1 only; see
+//     Export). It is held as "TEAM/ENV:COMPONENT.OUTPUT" (EnvOutput reads
+//     it), and stored as JSON in its written, object form.
+type ValueFrom string
+
+// EnvOutputRef is valueFrom's object form: Output (Component.Output, an
+// index allowed) of the environment Team/Env.
+type EnvOutputRef struct {
+	Team, Env string
+	Output    ValueRef
+}
+
+// Environment is the producer's ID, TEAM/ENV.
+func (r EnvOutputRef) Environment() string { return r.Team + "/" + r.Env }
+
+// String is the reference as a person reads it: TEAM/ENV's C.O.
+func (r EnvOutputRef) String() string { return r.Environment() + " " + r.Output.String() }
+
+// String is Component.Output, with its index when it has one.
+func (r ValueRef) String() string {
+	if r.Index != nil {
+		return fmt.Sprintf("%s.%s[%d]", r.Component, r.Output, *r.Index)
+	}
+	return r.Component + "." + r.Output
+}
+
+// EnvValueFrom is the ValueFrom of environment's output (TEAM/ENV and
+// COMPONENT.OUTPUT as written in valueFrom's object form).
+func EnvValueFrom(environment, output string) ValueFrom {
+	return ValueFrom(environment + ":" + output)
+}
+
+// EnvOutput parses v's environment form; ok is false for the same
+// environment's form, or when v is malformed (validation says how).
+func (v ValueFrom) EnvOutput() (EnvOutputRef, bool) {
+	env, out, ok := strings.Cut(string(v), ":")
+	if !ok {
+		return EnvOutputRef{}, false
+	}
+	team, name, ok := strings.Cut(env, "/")
+	if !ok || checkName(team) != "" || checkName(name) != "" {
+		return EnvOutputRef{}, false
+	}
+	ref, ok := ParseValueFrom(ValueFrom(out))
+	if !ok {
+		return EnvOutputRef{}, false
+	}
+	return EnvOutputRef{Team: team, Env: name, Output: ref}, true
+}
+
+// IsEnv reports whether v names another environment's output (well formed or not).
+func (v ValueFrom) IsEnv() bool { return strings.Contains(string(v), ":") }
+
+func (v ValueFrom) parts() (environment, output string) {
+	environment, output, _ = strings.Cut(string(v), ":")
+	return environment, output
+}
+
+type envValueFromJSON struct {
+	Environment string `json:"environment"`
+	Output      string `json:"output"`
+}
+
+// MarshalJSON writes the same environment's form as a string and the
+// environment form as {environment, output}, as the file writes them.
+func (v ValueFrom) MarshalJSON() ([]byte, error) {
+	if !v.IsEnv() {
+		return json.Marshal(string(v))
+	}
+	e, o := v.parts()
+	return json.Marshal(envValueFromJSON{Environment: e, Output: o})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *ValueFrom) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*v = ValueFrom(s)
+		return nil
+	}
+	var o envValueFromJSON
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("valueFrom: %w", err)
+	}
+	*v = EnvValueFrom(o.Environment, o.Output)
+	return nil
+}
+
+// Export lets the environments of Teams read Output (COMPONENT.OUTPUT, a
+// declared output of one of this environment's components) through a
+// valueFrom {environment, output}. Nothing else of an environment is
+// readable from another, not even by its own team.
+type Export struct {
+	Output string   `json:"output"`
+	Teams  []string `json:"teams"`
+}
+
+// ExportsTo answers whether team may read output (COMPONENT.OUTPUT, no
+// index) of this environment.
+func (s *EnvSpec) ExportsTo(output, team string) bool {
+	for _, e := range s.Exports {
+		if e.Output == output {
+			for _, t := range e.Teams {
+				if t == team {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Upstreams are the environments (TEAM/ENV) whose outputs this one reads,
+// sorted, each once.
+func (e *Environment) Upstreams() []string {
+	seen := map[string]bool{}
+	for _, r := range e.EnvOutputRefs() {
+		seen[r.Environment()] = true
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// EnvOutputRefs are the other environments' outputs this environment
+// reads, wherever a valueFrom is written (variables, kubeconfigs, health
+// checks), in the file's order.
+func (e *Environment) EnvOutputRefs() []EnvOutputRef {
+	var out []EnvOutputRef
+	for _, vf := range e.valueFroms() {
+		if r, ok := vf.EnvOutput(); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// valueFroms lists every valueFrom written in the environment (the
+// environment's kubeconfig is every helm and manifests component's copy).
+func (e *Environment) valueFroms() []ValueFrom {
+	var out []ValueFrom
+	for _, c := range e.Spec.Components {
+		for _, v := range c.InputVariables() {
+			out = append(out, v.ValueFrom)
+		}
+		out = append(out, healthValueFroms(c.Health)...)
+	}
+	if h := e.Spec.Health; h != nil {
+		out = append(out, healthValueFroms(h.Checks)...)
+	}
+	var used []ValueFrom
+	for _, v := range out {
+		if v != "" {
+			used = append(used, v)
+		}
+	}
+	return used
+}
+
+// valueFromField decodes a valueFrom: a string (the same environment's
+// form) or a mapping {environment, output}.
+func (d *decoder) valueFromField(dst *ValueFrom) field {
+	return func(v *yaml.Node, path string) {
+		n := resolve(v)
+		if n == nil || n.Kind != yaml.MappingNode {
+			var s string
+			d.str(&s)(v, path)
+			if strings.Contains(s, ":") {
+				d.errorf(v, path, "write valueFrom: {environment: TEAM/ENV, output: COMPONENT.OUTPUT}",
+					"%q is not of the form component.output", s)
+				return
+			}
+			*dst = ValueFrom(s)
+			return
+		}
+		var o envValueFromJSON
+		d.mapping(n, path, false, map[string]field{"environment": d.str(&o.Environment), "output": d.str(&o.Output)})
+		if o.Environment == "" {
+			d.errorf(n, path+".environment", "name the producer as TEAM/ENV", "missing required field")
+		}
+		if o.Output == "" {
+			d.errorf(n, path+".output", "name the producer's exported output as COMPONENT.OUTPUT", "missing required field")
+		}
+		*dst = EnvValueFrom(o.Environment, o.Output)
+	}
+}
+
+// healthValueFroms lists the valueFroms of checks' URLs.
+func healthValueFroms(checks []HealthCheck) []ValueFrom {
+	var out []ValueFrom
+	for _, h := range checks {
+		if h.HTTP != nil {
+			out = append(out, h.HTTP.URL.ValueFrom)
+		}
+		if h.Prometheus != nil {
+			out = append(out, h.Prometheus.URL.ValueFrom)
+		}
+	}
+	return out
+}
+
+func (d *decoder) exports(dst *[]Export) field {
+	return func(v *yaml.Node, path string) {
+		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
+			var e Export
+			d.mapping(item, p, false, map[string]field{"output": d.str(&e.Output), "teams": d.strList(&e.Teams)})
+			*dst = append(*dst, e)
+		})
+	}
+}
