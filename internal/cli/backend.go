@@ -39,6 +39,9 @@ type backend interface {
 	Releases(ctx context.Context, name, stage string) ([]view.Release, error)
 	Promote(ctx context.Context, name, release, change, stage, actor, reason string, force bool) (view.Stage, error)
 	RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error)
+	// PlanRelease plans a release in each stage (a server's: only it has
+	// the pipeline's repository).
+	PlanRelease(ctx context.Context, name, release string, stages []string, actor string) (view.ReleasePlan, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.
@@ -107,6 +110,12 @@ func (l localBackend) ExtendTTL(ctx context.Context, ref string, by time.Duratio
 
 func (l localBackend) Promote(ctx context.Context, name, release, change, stage, actor, reason string, force bool) (view.Stage, error) {
 	return knit.NewPromote(l.Knit, knit.PromoteOptions{Pipeline: name, Release: release, Change: change, Stage: stage, Actor: actor, Reason: reason, Force: force}).Run(ctx)
+}
+
+// PlanRelease answers, here, that only the server following the
+// pipeline can plan its releases (knit.ReleasePlan without StageRuns).
+func (l localBackend) PlanRelease(ctx context.Context, name, release string, stages []string, actor string) (view.ReleasePlan, error) {
+	return knit.NewReleasePlan(l.Knit, knit.ReleasePlanOptions{Pipeline: name, Release: release, Stages: stages, Actor: actor}).Run(ctx)
 }
 
 func (l localBackend) RollbackStage(ctx context.Context, name, stage, actor, reason string) (view.Stage, error) {

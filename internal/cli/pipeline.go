@@ -57,8 +57,62 @@ a rollback would apply (rollbackTo in -o json).`,
 	}
 	outputFlag(rollback, &output)
 	rollback.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
-	cmd.AddCommand(status, rollback)
+	cmd.AddCommand(status, rollback, newPipelinePlanCmd(d))
 	return cmd
+}
+
+func newPipelinePlanCmd(d *deps) *cobra.Command {
+	var output, release string
+	var stages []string
+	cmd := &cobra.Command{
+		Use:   "plan PIPELINE --release R [--stage STAGE]...",
+		Short: "What a release would change in each stage: a plan per stage, applying nothing",
+		Long: `Plans release R (knit releases PIPELINE lists them) in every stage, or only those
+named: each stage's environment as the server would apply R there (the stage's file at R's
+commit, with R's promote parameters), against what the environment has applied, judged by
+the policies its apply would be. Nothing is applied and no revision is recorded; a stage
+whose environment another run holds says locked. It asks the server that follows the
+pipeline (--server URL; operators), which has the repository.`,
+		Example: `  knit pipeline plan web --release r-3f2a9c1b --server https://knit.example.com
+  knit pipeline plan web --release r-3f2a9c1b --stage prod -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if release == "" {
+				return fmt.Errorf("--release is required: knit releases %s lists them", args[0])
+			}
+			return d.withBackend(cmd.Context(), output, func(b backend) error {
+				p, err := b.PlanRelease(cmd.Context(), args[0], release, stages, d.actor())
+				if err != nil {
+					return err
+				}
+				return render(d.stdout, output, p, printReleasePlan)
+			})
+		},
+	}
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&release, "release", "", "the release to plan (required)")
+	cmd.Flags().StringArrayVar(&stages, "stage", nil, "only this stage (repeatable; default every stage)")
+	return cmd
+}
+
+func printReleasePlan(w io.Writer, p view.ReleasePlan) {
+	fmt.Fprintf(w, "release %s of pipeline %s (commit %s): nothing applied\n", p.Release, p.Pipeline, shortHash(p.Commit))
+	for _, s := range p.Stages {
+		add, change, destroy := s.Totals()
+		holds := "holds no release"
+		if s.Current != "" {
+			holds = "holds " + s.Current
+		}
+		fmt.Fprintf(w, "stage %s (%s, %s): %s", s.Stage, s.Env, holds, s.Status)
+		if s.Status == view.StagePlanned {
+			fmt.Fprintf(w, ", ~%d +%d -%d", change, add, destroy)
+		}
+		fmt.Fprintln(w)
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", firstLine(s.Error))
+		}
+		printPlanned(w, s.Components, s.Decisions)
+	}
 }
 
 func printPipeline(w io.Writer, p view.Pipeline) {

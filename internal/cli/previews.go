@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	kprogress "knit.dev/knit/internal/progress"
 	"knit.dev/knit/internal/view"
 )
 
@@ -55,11 +56,17 @@ func printPreviews(w io.Writer, ps []view.Preview) {
 		if p.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", firstLine(p.Error))
 		}
-		for _, c := range p.Components {
-			fmt.Fprintf(w, "  %-20s %-12s %s\n", c.Name, c.Status, c.Counts())
-		}
-		for _, dec := range p.Decisions {
-			fmt.Fprintf(w, "  %s: %s\n", dec.Kind, dec.String())
-		}
+		printPlanned(w, p.Components, p.Decisions)
+	}
+}
+
+// printPlanned prints the components and policy decisions of a plan
+// that applies nothing (a preview, a stage of a release plan).
+func printPlanned(w io.Writer, cs []view.PreviewComponent, ds []kprogress.Decision) {
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-20s %-12s %s\n", c.Name, c.Status, c.Counts())
+	}
+	for _, dec := range ds {
+		fmt.Fprintf(w, "  %s: %s\n", dec.Kind, dec.String())
 	}
 }

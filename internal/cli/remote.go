@@ -436,3 +436,8 @@ func (r *remoteBackend) Promote(ctx context.Context, name, release, change, stag
 func (r *remoteBackend) RollbackStage(ctx context.Context, name, stage, _, reason string) (view.Stage, error) {
 	return r.c.RollbackStage(ctx, name, stage, reason)
 }
+
+// PlanRelease is run as the token's name on the server.
+func (r *remoteBackend) PlanRelease(ctx context.Context, name, release string, stages []string, _ string) (view.ReleasePlan, error) {
+	return r.c.PlanRelease(ctx, name, release, stages)
+}

@@ -441,6 +441,9 @@ func runServe(ctx context.Context, d *deps, k *knit.Knit, cfg server.Config, ctl
 	if set.Git != nil { // a nil *Reconciler in the interface would read as GitOps on
 		cfg.Git = set.Git
 	}
+	if set.Promotion != nil {
+		cfg.Pipelines = set.Promotion
+	}
 	if srv, err = server.New(k, cfg); err != nil {
 		return err
 	}

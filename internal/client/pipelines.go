@@ -48,3 +48,11 @@ func (c *Client) RollbackStage(ctx context.Context, name, stage, reason string) 
 	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/rollback", nil, map[string]any{"stage": stage, "reason": reason}, &st)
 	return st, err
 }
+
+// PlanRelease asks what release would change in each stage of pipeline
+// name (only stages, when given): a plan per stage, applying nothing.
+func (c *Client) PlanRelease(ctx context.Context, name, release string, stages []string) (view.ReleasePlan, error) {
+	var p view.ReleasePlan
+	err := c.do(ctx, "POST", "/pipelines/"+url.PathEscape(name)+"/plan", nil, map[string]any{"release": release, "stages": stages}, &p)
+	return p, err
+}

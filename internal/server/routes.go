@@ -41,10 +41,12 @@ func (s *Server) routes() {
 	h("POST /api/v1/runs/{id}/cancel", s.authed(operator, s.cancelRun))
 	h("GET /api/v1/runs/{id}/events", s.authed(viewer, s.runEvents))
 
-	h("GET /api/v1/pipelines/{name}", s.authed(viewer, s.getPipeline))
-	h("GET /api/v1/pipelines/{name}/releases", s.authed(viewer, s.listReleases))
-	h("POST /api/v1/pipelines/{name}/promote", s.authed(operator, s.promote))
-	h("POST /api/v1/pipelines/{name}/rollback", s.authed(operator, s.rollbackStage))
+	pa := pipelineAPI{s}
+	h("GET /api/v1/pipelines/{name}", s.authed(viewer, pa.getPipeline))
+	h("GET /api/v1/pipelines/{name}/releases", s.authed(viewer, pa.listReleases))
+	h("POST /api/v1/pipelines/{name}/promote", s.authed(operator, pa.promote))
+	h("POST /api/v1/pipelines/{name}/rollback", s.authed(operator, pa.rollbackStage))
+	h("POST /api/v1/pipelines/{name}/plan", s.authed(operator, pa.planRelease))
 
 	h("GET /api/v1/diff", s.authed(viewer, s.diffEnvironments))
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))

@@ -45,6 +45,10 @@ type Config struct {
 	// Git, when set, is the GitOps reconciler a signed webhook wakes (nil:
 	// GitOps off; pass a nil interface, not a nil pointer).
 	Git GitOps
+	// Pipelines, when set, builds the runs of a pipeline's releases for
+	// POST /api/v1/pipelines/{name}/plan (promotion.Controller; nil: no
+	// pipelines followed, a nil interface as for Git).
+	Pipelines knit.StageRuns
 	// WebhookSecret is the HMAC key of POST /api/v1/webhooks/git.
 	WebhookSecret string
 	Logger        *slog.Logger

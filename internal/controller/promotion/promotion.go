@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/controller/clock"
@@ -66,6 +67,10 @@ type Controller struct {
 	head   string
 	polled time.Time
 	told   told
+	// opened makes w once, for Run and for StageRun's callers (a replica
+	// that is not the leader answers StageRun too).
+	opened  sync.Once
+	openErr error
 }
 
 // New is a controller over k queueing its applies on q.
@@ -88,11 +93,9 @@ func New(k *knit.Knit, q Queue, cfg Config) *Controller {
 // Run follows the repository and judges the rules every tick until ctx
 // ends. A repository it cannot watch is an error at once.
 func (c *Controller) Run(ctx context.Context) error {
-	w, err := gitwatch.New(c.cfg.Git)
-	if err != nil {
-		return fmt.Errorf("pipelines: cannot watch the repository: %w", err)
+	if err := c.open(); err != nil {
+		return err
 	}
-	c.w = w
 	t := c.clock.NewTicker(c.cfg.Tick)
 	defer t.Stop()
 	for {
@@ -103,6 +106,19 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-t.C():
 		}
 	}
+}
+
+// open makes the controller's watcher of the repository, once.
+func (c *Controller) open() error {
+	c.opened.Do(func() {
+		w, err := gitwatch.New(c.cfg.Git)
+		if err != nil {
+			c.openErr = fmt.Errorf("pipelines: cannot watch the repository: %w", err)
+			return
+		}
+		c.w = w
+	})
+	return c.openErr
 }
 
 // Step does one round: fetch when due, then for every pipeline follow
@@ -216,35 +232,11 @@ func (c *Controller) apply(ctx context.Context, pipeline string, st spec.Stage, 
 // stage's own file is its copy at r's commit, or the copy the stage got
 // last when r's is older (stageData).
 func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Stage, file string, r view.ReleaseRecord, envID, from string) error {
-	dir, err := c.w.Checkout(ctx, r.Commit)
-	if err != nil {
-		return err
-	}
-	params, err := paramsOf(r.Params)
-	if err != nil {
-		return err
-	}
 	f, err := c.k.Facts(ctx, pipeline)
 	if err != nil {
 		return err
 	}
-	var env *spec.Environment
-	var fileCommit string
-	var carried *view.StageFileRecord
-	rel, err := stageRel(file, st)
-	if err == nil {
-		var own, data []byte
-		if own, err = readInTree(dir, rel); err != nil {
-			err = fmt.Errorf("stage %s: %w", st.Name, err)
-		} else if data, fileCommit, carried, err = c.stageData(ctx, f, f.StageIndex(st.Name), rel, r.Commit, own); err == nil {
-			env, err = c.parse(dir, rel, st, data, params)
-		}
-	}
-	if err == nil && env.ID() != envID {
-		// The stage's file at r's commit is another environment than the
-		// pipeline's stage (another team's, perhaps): never apply it.
-		err = fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(fileCommit), envID)
-	}
+	req, fileCommit, carried, err := c.stageRun(ctx, f, st, file, r, envID)
 	if err != nil {
 		failed := view.StageState{Pipeline: pipeline, Release: r.ID, Stage: st.Name, State: store.StageFailed,
 			Reason: view.WaitApplyFailed, Message: err.Error(), Actor: c.cfg.Actor}
@@ -254,10 +246,6 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		c.tellEnded(failed, envID)
 		return nil
 	}
-	actor, source := runAuthor(r)
-	req := knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
-		Actor: actor, Source: source, Reason: fmt.Sprintf("pipeline %s: release %s to %s", pipeline, r.ID, st.Name),
-		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + fileCommit + ":" + rel}
 	id, err := c.q.EnqueueWith(req, envID, nil)
 	if err != nil {
 		return err
@@ -268,6 +256,47 @@ func (c *Controller) applyFrom(ctx context.Context, pipeline string, st spec.Sta
 		return err
 	}
 	return c.gotFile(ctx, f, st.Name, fileCommit, carried, r.ID, id, envID)
+}
+
+// stageRun is the run applying release r to stage st of pipeline f (file
+// is the pipeline's file, envID the stage's environment), with the commit
+// of the stage file it reads and the stage change it carries, if any. An
+// error is why r cannot be applied there (its stage file does not load,
+// or names another environment than the stage's).
+func (c *Controller) stageRun(ctx context.Context, f *knit.PipelineFacts, st spec.Stage, file string, r view.ReleaseRecord, envID string) (knit.RunRequest, string, *view.StageFileRecord, error) {
+	dir, err := c.w.Checkout(ctx, r.Commit)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, err
+	}
+	params, err := paramsOf(r.Params)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, err
+	}
+	rel, err := stageRel(file, st)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, err
+	}
+	own, err := readInTree(dir, rel)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, fmt.Errorf("stage %s: %w", st.Name, err)
+	}
+	data, fileCommit, carried, err := c.stageData(ctx, f, f.StageIndex(st.Name), rel, r.Commit, own)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, err
+	}
+	env, err := c.parse(dir, rel, st, data, params)
+	if err != nil {
+		return knit.RunRequest{}, "", nil, err
+	}
+	if env.ID() != envID {
+		// The stage's file at r's commit is another environment than the
+		// pipeline's stage (another team's, perhaps): never apply it.
+		return knit.RunRequest{}, "", nil, fmt.Errorf("stage %s: %s names environment %s at %s, the pipeline's stage is %s", st.Name, st.File, env.ID(), short(fileCommit), envID)
+	}
+	actor, source := runAuthor(r)
+	return knit.RunRequest{Kind: engine.KindApply, Env: env, Root: filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), Tree: dir,
+		Actor: actor, Source: source, Reason: fmt.Sprintf("pipeline %s: release %s to %s", f.Record.Name, r.ID, st.Name),
+		Commit: r.Commit, Author: r.Author, Message: r.Message, Origin: c.cfg.Git.URL + "@" + fileCommit + ":" + rel}, fileCommit, carried, nil
 }
 
 // judge follows the runs applying releases of pipeline name and starts

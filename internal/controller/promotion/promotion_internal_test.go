@@ -129,7 +129,7 @@ func newController(t *testing.T, fc *clock.Fake, files map[string]string) (*knit
 	q := &runQueue{k: k}
 	c := New(k, q, Config{Git: gitwatch.Config{URL: "file://" + bare, CacheDir: filepath.Join(dir, "git")},
 		Files: []string{"pipelines/web.yaml"}, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if c.w, err = gitwatch.New(c.cfg.Git); err != nil {
+	if err := c.open(); err != nil {
 		t.Fatal(err)
 	}
 	return k, c, q
