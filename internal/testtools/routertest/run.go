@@ -76,11 +76,16 @@ func (r *Run) script(t testing.TB, rel string, env []string, args ...string) {
 // readAddr reads the HOST:PORT a script wrote into dir/addr.
 func readAddr(t testing.TB, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "addr"))
+	return strings.TrimSpace(readFile(t, filepath.Join(dir, "addr")))
+}
+
+func readFile(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(b))
+	return string(b)
 }
 
 // KillUnder kills every process that a pid file under dir names (files
