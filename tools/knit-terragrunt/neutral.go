@@ -25,6 +25,7 @@ var neutralized = map[string]string{
 	"get_aws_caller_identity_arn":     "asks AWS with the importer's credentials; the import does not: set the value by hand",
 	"get_aws_caller_identity_user_id": "asks AWS with the importer's credentials; the import does not: set the value by hand",
 	"get_env":                         "reads the importer's environment, which the import does not copy into files (its default, when given, is used)",
+	"get_working_dir":                 "names the folder Terragrunt runs the tool in (its download of the module; Terragrunt's version parses the unit again with none of these guards); knit runs the tool elsewhere: set the value by hand",
 }
 
 const markerTag = "\x00knit-terragrunt\x00"

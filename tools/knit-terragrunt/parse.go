@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/gruntwork-io/terragrunt/config"
+	"github.com/gruntwork-io/terragrunt/config/hclparse"
 	"github.com/gruntwork-io/terragrunt/options"
 	"github.com/gruntwork-io/terragrunt/pkg/log"
 	"github.com/gruntwork-io/terragrunt/pkg/log/format"
@@ -20,16 +22,18 @@ import (
 // parsed files, so a root.hcl is parsed once); it is safe for concurrent
 // use.
 type parser struct {
-	ctx  context.Context
-	root string // the tree's folder, symlinks resolved
-	log  log.Logger
+	ctx   context.Context
+	root  string // the tree's folder, symlinks resolved
+	log   log.Logger
+	stamp *stamper
 }
 
 func newParser(root string) *parser {
 	return &parser{
-		ctx:  config.WithConfigValues(context.Background()),
-		root: root,
-		log:  log.New(log.WithOutput(io.Discard), log.WithLevel(log.ErrorLevel), log.WithFormatter(quietFormatter())),
+		ctx:   config.WithConfigValues(context.Background()),
+		root:  root,
+		log:   log.New(log.WithOutput(io.Discard), log.WithLevel(log.ErrorLevel), log.WithFormatter(quietFormatter())),
+		stamp: newStamper(root),
 	}
 }
 
@@ -57,12 +61,17 @@ func (p *parser) options(file string) (*options.TerragruntOptions, error) {
 }
 
 // parsingContext is a context for one unit: the neutral functions in
-// place of those that run commands or reach clouds, and outputs (the
-// dependency values, see refs.go) in place of the ones Terragrunt would
-// fetch by running tofu in each dependency.
+// place of those that run commands or reach clouds, guarded ones in place
+// of those that read files (guard.go; the parser stamps each file's calls
+// for them, stamp.go), and outputs (the dependency values, see refs.go)
+// in place of the ones Terragrunt would fetch by running tofu in each
+// dependency.
 func (p *parser) parsingContext(opts *options.TerragruntOptions, outputs *cty.Value) *config.ParsingContext {
 	ctx := config.NewParsingContext(p.ctx, p.log, opts)
-	ctx.PredefinedFunctions = neutralFunctions(p.root, opts.WorkingDir)
+	ctx.ParserOptions = append(ctx.ParserOptions, hclparse.WithFileUpdate(p.stamp.update))
+	fns := neutralFunctions(p.root, opts.WorkingDir)
+	maps.Copy(fns, newGuard(p.root, opts.TerragruntConfigPath, ctx, p.log).functions())
+	ctx.PredefinedFunctions = fns
 	ctx.DecodedDependencies = outputs
 	return ctx
 }
@@ -177,5 +186,6 @@ func (p *parser) rel(path string) string {
 
 // relErr is err's message with the root's folder left out of paths.
 func (p *parser) relErr(err error) string {
-	return strings.ReplaceAll(err.Error(), p.root+string(filepath.Separator), "")
+	msg := strings.ReplaceAll(err.Error(), `Call to function "`+includePathFunc+`" failed: `, "")
+	return strings.ReplaceAll(msg, p.root+string(filepath.Separator), "")
 }
