@@ -108,8 +108,9 @@ func TestImportTerragruntSymlinks(t *testing.T) {
 }
 
 // A unit whose include (or read_terragrunt_config) names a file outside
-// the folder being imported is refused, naming the file; the other units
-// are imported.
+// the folder being imported is refused, naming the call's file:line and
+// the file, before that file is read (find_in_parent_folders looks no
+// higher than the tree); the other units are imported.
 func TestImportTerragruntIncludeOutside(t *testing.T) {
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
@@ -127,7 +128,10 @@ func TestImportTerragruntIncludeOutside(t *testing.T) {
 	if strings.Contains(r.stdout, "outside") || !strings.Contains(r.stdout, "name: ok") || strings.Contains(r.stdout, "name: inc") {
 		t.Errorf("want only the ok unit, nothing from outside:\n%s", r.stdout)
 	}
-	for _, want := range []string{"env/inc/terragrunt.hcl: unit: not imported: Terragrunt could not evaluate it: include \"root\": ", "root.hcl is outside the folder being imported", "env/read/terragrunt.hcl: unit: not imported", "secret.hcl is outside the folder being imported"} {
+	for _, want := range []string{
+		"env/inc/terragrunt.hcl: unit: not imported", `env/inc/terragrunt.hcl:2,10-33: Error in function call; Call to function "find_in_parent_folders" failed: find_in_parent_folders("root.hcl"): no such file in the folders above env/inc/terragrunt.hcl up to the folder being imported (folders above that are not read)`,
+		"env/read/terragrunt.hcl: unit: not imported", `env/read/terragrunt.hcl:2,7-30: Error in function call; Call to function "read_terragrunt_config" failed: read_terragrunt_config("../../../secret.hcl") reads `, "secret.hcl, outside the folder being imported",
+	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stderr)
 		}
