@@ -60,6 +60,9 @@ type backend interface {
 	// started on a server), hands every event to req.OnEvent and returns
 	// the result once the run ends. A nil result means it never started.
 	Run(ctx context.Context, req knit.RunRequest) (*engine.Result, error)
+	// LiveEnvironments are the live environments a set of team generates
+	// from (knit.Fleet.Live).
+	LiveEnvironments(ctx context.Context, team string) ([]view.LiveEnvironment, error)
 	// Remote reports whether the backend is a server.
 	Remote() bool
 	Close() error
@@ -124,6 +127,10 @@ func (l localBackend) RollbackStage(ctx context.Context, name, stage, actor, rea
 
 func (l localBackend) Accept(ctx context.Context, ref, actor, reason string) (view.Environment, error) {
 	return knit.NewAccept(l.Knit, ref, actor, reason).Run(ctx)
+}
+
+func (l localBackend) LiveEnvironments(ctx context.Context, team string) ([]view.LiveEnvironment, error) {
+	return knit.NewFleet(l.Knit).Live(ctx, team)
 }
 
 func (localBackend) Remote() bool { return false }

@@ -34,6 +34,10 @@ func newRemoteBackend(url, token string) (*remoteBackend, error) {
 	return &remoteBackend{c: c, poll: 200 * time.Millisecond}, nil
 }
 
+func (r *remoteBackend) LiveEnvironments(ctx context.Context, team string) ([]view.LiveEnvironment, error) {
+	return r.c.LiveEnvironments(ctx, team)
+}
+
 func (*remoteBackend) Remote() bool { return true }
 func (*remoteBackend) Close() error { return nil }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,14 +29,16 @@ An invalid file prints every problem and exits 1.
 An EnvironmentSet file prints every environment it generates: YAML
 documents separated by ---, or a JSON list. A gitBranches generator
 matches the branches of the server's repository, which a local render
-cannot list: name them with --branches feature/a,feature/b.`,
+cannot list: name them with --branches feature/a,feature/b. An
+environments generator selects among the live environments of the store
+knit is pointed at: the local data dir, or the server of --server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "yaml" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use yaml or json", output)
 			}
 			if isSetFile(file) {
-				return renderSet(d, file, output, explain, branches, cmd.Flags().Changed("branches"))
+				return renderSet(cmd.Context(), d, file, output, explain, branches, cmd.Flags().Changed("branches"))
 			}
 			if cmd.Flags().Changed("branches") {
 				return fmt.Errorf("--branches is for an EnvironmentSet file with a gitBranches generator; %s is not a set", file)
@@ -74,7 +77,7 @@ func isSetFile(file string) bool {
 
 // renderSet prints every environment the set file generates, each as
 // render prints one: YAML documents, or one JSON list.
-func renderSet(d *deps, file, output string, explain bool, branches []string, branchesGiven bool) error {
+func renderSet(ctx context.Context, d *deps, file, output string, explain bool, branches []string, branchesGiven bool) error {
 	set, diags := spec.LoadSet(file, d.specOptions())
 	if err := diags.Err(); err != nil {
 		return err
@@ -82,7 +85,11 @@ func renderSet(d *deps, file, output string, explain bool, branches []string, br
 	if at, ok := set.BranchGenerator(); ok && !branchesGiven {
 		return fmt.Errorf("%s: the gitBranches generator matches the branches of the server's repository, which a local render cannot list; name them with --branches feature/a,feature/b", at)
 	}
-	envs, diags := set.Expand(branches)
+	in, err := setInputs(ctx, set, branches, d.liveEnvironments)
+	if err != nil {
+		return err
+	}
+	envs, diags := set.ExpandOver(in)
 	if err := diags.Err(); err != nil {
 		return err
 	}
@@ -111,6 +118,6 @@ func renderSet(d *deps, file, output string, explain bool, branches []string, br
 	if len(envs) == 0 {
 		fmt.Fprintf(d.stderr, "%s generates no environment\n", file)
 	}
-	_, err := d.stdout.Write(b.Bytes())
+	_, err = d.stdout.Write(b.Bytes())
 	return err
 }

@@ -28,7 +28,9 @@ func newValidateCmd(d *deps) *cobra.Command {
   Environment          the environment, its template and overrides
   EnvironmentTemplate  the template on its own (its defaults, and a
                        placeholder for each parameter without one)
-  EnvironmentSet       every environment the set generates
+  EnvironmentSet       every environment the set generates (an
+                       environments generator: over the live
+                       environments of the data dir, or of --server)
   Pipeline             the pipeline and each stage's environment file
                        (relative to the pipeline file's folder)
 
@@ -43,7 +45,7 @@ hint where one helps. Exit 0 when valid (warnings allowed), 1 when not.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			v := validate(cmd.Context(), file, d.specOptions())
+			v := validate(cmd.Context(), file, d.specOptions(), d.liveEnvironments)
 			if output == "json" {
 				if err := writeJSON(d.stdout, v); err != nil {
 					return err
@@ -88,7 +90,7 @@ type validateView struct {
 
 // validate checks what file names, by its kind (a folder or a .rego file:
 // policies).
-func validate(ctx context.Context, file string, opts spec.Options) validateView {
+func validate(ctx context.Context, file string, opts spec.Options, live liveSource) validateView {
 	if info, err := os.Stat(file); err == nil && info.IsDir() || strings.HasSuffix(file, ".rego") {
 		return validatePolicies(ctx, file)
 	}
@@ -100,7 +102,7 @@ func validate(ctx context.Context, file string, opts spec.Options) validateView 
 	case spec.KindTemplate:
 		return validateTemplate(file, opts)
 	case spec.KindSet:
-		return validateSet(file, opts)
+		return validateSet(ctx, file, opts, live)
 	case spec.KindPipeline:
 		return validatePipeline(file, opts)
 	}
@@ -145,9 +147,21 @@ func validateTemplate(file string, opts spec.Options) validateView {
 }
 
 // validateSet checks an environment set: every environment it generates
-// (without a server's branches), reported like one file's.
-func validateSet(file string, opts spec.Options) validateView {
-	envs, diags := spec.CheckSet(file, opts)
+// (without a server's branches; over the live environments of the store
+// the flags name, when it has an environments generator), reported like
+// one file's.
+func validateSet(ctx context.Context, file string, opts spec.Options, live liveSource) validateView {
+	var envs []*spec.Environment
+	set, diags := spec.LoadSet(file, opts)
+	if !diags.HasErrors() {
+		in, err := setInputs(ctx, set, nil, live)
+		if err != nil {
+			diags = append(diags, diag.Diagnostic{Severity: diag.Error, Pos: diag.Pos{File: file}, Field: "spec.generators", Message: err.Error(),
+				Hint: "an environments generator reads the live environments of the local data dir (--data-dir) or of the server (--server)"})
+		} else {
+			envs, diags = set.ExpandOver(in)
+		}
+	}
 	v := newValidateView(file, spec.KindSet, diags, "environment set of "+plural(len(envs), "environment"))
 	v.Environments = len(envs)
 	for _, env := range envs {

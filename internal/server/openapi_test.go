@@ -375,6 +375,18 @@ func TestEveryEndpointConformsToTheDocument(t *testing.T) {
 		}
 	})
 
+	t.Run("live environments", func(t *testing.T) {
+		h := h.in(t)
+		var live []map[string]any
+		h.do(call{method: "GET", path: "/api/v1/live-environments?team=pay", token: payViewer}, 200).decode(t, &live)
+		if len(live) != 1 || live[0]["team"] != "pay" || live[0]["name"] != "prod" {
+			t.Fatalf("pay's live environments: %+v (ops/web exports nothing to pay)", live)
+		}
+		h.do(call{method: "GET", path: "/api/v1/live-environments", token: viewer, invalid: true}, 400)
+		h.do(call{method: "GET", path: "/api/v1/live-environments?team=ops", token: payViewer}, 403)
+		h.do(call{method: "GET", path: "/api/v1/live-environments?team=ops", invalid: true}, 401)
+	})
+
 	t.Run("webhook", func(t *testing.T) {
 		h := h.in(t)
 		body := `{"ref":"refs/heads/main"}`

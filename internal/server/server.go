@@ -155,6 +155,8 @@ type Server struct {
 	ready  chan struct{}
 	// views caches encoded environment views by version.
 	views *viewCache
+	// fleet reads the live environments sets generate from.
+	fleet *knit.Fleet
 }
 
 // New builds a server over k and cfg.Queue. Nothing listens until Open.
@@ -177,7 +179,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	cfg.HTTP = cfg.HTTP.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
-		queue: cfg.Queue, views: newViewCache(cfg.ViewCacheBytes)}
+		queue: cfg.Queue, views: newViewCache(cfg.ViewCacheBytes), fleet: newFleet(k)}
 	s.met = newMetrics(k, s.views, cfg.Queue, cfg.Git)
 	cfg.Queue.OnFinish(s.met.runFinished)
 	s.routes()

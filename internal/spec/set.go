@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -20,10 +18,11 @@ import (
 
 // Environment sets (knit.dev/v1): one EnvironmentSet file declares many
 // environments from one template, one per element its generators yield
-// (a list, the branches of the server's repository, or the cartesian
-// product of two generators). Expanding a set gives plain Environments,
-// each resolved and validated as if written by hand; spec never talks to
-// git: the caller passes the branch list in.
+// (a list, the branches of the server's repository, the live environments
+// whose labels match, or the cartesian product of two generators).
+// Expanding a set gives plain Environments, each resolved and validated
+// as if written by hand; spec never talks to git nor to a store: the
+// caller passes the branches and live environments in (SetInputs).
 
 // KindSet is the kind of an environment set file.
 const KindSet = "EnvironmentSet"
@@ -48,7 +47,10 @@ type Set struct {
 	TTL string
 	// AutoApprove is copied into each generated environment.
 	AutoApprove bool
-	Generators  []*Generator
+	// Labels become each generated environment's metadata.labels, values
+	// executed over the element like envName.
+	Labels     map[string]string
+	Generators []*Generator
 
 	opts     Options
 	pos      map[string]diag.Pos
@@ -57,10 +59,11 @@ type Set struct {
 
 // Generator yields elements: exactly one of its fields is set.
 type Generator struct {
-	List        []map[string]any
-	GitBranches *BranchGenerator
-	Matrix      []*Generator
-	path        string
+	List         []map[string]any
+	GitBranches  *BranchGenerator
+	Environments *EnvGenerator
+	Matrix       []*Generator
+	path         string
 }
 
 // BranchGenerator yields one element per branch of the server's
@@ -77,6 +80,9 @@ type SetElement struct {
 	Name   string         `json:"name"`
 	Vars   map[string]any `json:"vars"`
 	Params map[string]any `json:"params,omitempty"`
+	// Producer is the TEAM/ENV an environments generator made the element
+	// from ("" for other generators).
+	Producer string `json:"producer,omitempty"`
 	// path is the generator entry the element came from.
 	path string
 }
@@ -122,6 +128,7 @@ func ParseSet(name, dir, root string, data []byte, opts Options) (*Set, diag.Dia
 				"template":    d.templateRef(&s.Template),
 				"ttl":         d.str(&s.TTL),
 				"autoApprove": d.boolean(&s.AutoApprove),
+				"labels":      d.setLabels(&s.Labels),
 				"parameters":  d.paramValues(&s.Parameters),
 				"generators": func(v *yaml.Node, p string) {
 					d.sequence(v, p, func(_ int, item *yaml.Node, ip string) {
@@ -160,7 +167,7 @@ func ParseSet(name, dir, root string, data []byte, opts Options) (*Set, diag.Dia
 		d.errorf(at("spec"), "spec.template", "add template: {path: ...}", "a set needs spec.template: its environments are built from it")
 	}
 	if len(s.Generators) == 0 && !d.bad["spec.generators"] {
-		d.errorf(at("spec"), "spec.generators", "add generators: [{list: {elements: [...]}}] or [{gitBranches: {pattern: ...}}]", "a set needs at least one generator")
+		d.errorf(at("spec"), "spec.generators", "add generators: [{list: {elements: [...]}}], [{gitBranches: {pattern: ...}}] or [{environments: {selector: ...}}]", "a set needs at least one generator")
 	}
 	if s.TeamName != "" {
 		if why := checkName(s.TeamName); why != "" {
@@ -190,123 +197,20 @@ func (d *decoder) paramValues(dst *map[string]any) field {
 	}
 }
 
-// generator decodes one generator entry; depth counts matrix nesting.
-func (d *decoder) generator(n *yaml.Node, p string, depth int) *Generator {
-	g := &Generator{path: p}
-	set := 0
-	d.mapping(n, p, false, map[string]field{
-		"list": func(v *yaml.Node, lp string) {
-			set++
-			g.List = []map[string]any{}
-			d.mapping(v, lp, false, map[string]field{
-				"elements": func(v *yaml.Node, ep string) {
-					d.sequence(v, ep, func(_ int, item *yaml.Node, ip string) {
-						m, ok := d.value(item, ip, 0).(map[string]any)
-						if !ok {
-							d.mismatch(item, ip, "write each element as a mapping of parameters", "expected a mapping, found %s", kindName(item))
-							return
-						}
-						g.List = append(g.List, m)
-					})
-				},
-			})
-		},
-		"gitBranches": func(v *yaml.Node, bp string) {
-			set++
-			g.GitBranches = &BranchGenerator{}
-			d.mapping(v, bp, false, map[string]field{"pattern": d.str(&g.GitBranches.Pattern)})
-			pat := g.GitBranches.Pattern
-			if _, err := path.Match(pat, ""); err != nil || pat == "" {
-				d.errorf(v, join(bp, "pattern"), `write a glob such as "feature/*" ("*" does not match "/")`, "gitBranches needs a valid pattern, found %s", quote(pat))
-			}
-		},
-		"matrix": func(v *yaml.Node, mp string) {
-			set++
-			if depth > 0 {
-				d.errorf(v, mp, "put the matrix at the top of generators", "a matrix inside a matrix is not supported")
-				return
-			}
-			d.mapping(v, mp, false, map[string]field{
-				"generators": func(v *yaml.Node, gp string) {
-					d.sequence(v, gp, func(_ int, item *yaml.Node, ip string) {
-						if sub := d.generator(item, ip, depth+1); sub != nil {
-							g.Matrix = append(g.Matrix, sub)
-						}
-					})
-				},
-			})
-			if len(g.Matrix) != 2 {
-				d.errorf(v, mp, "a matrix combines exactly two generators", "matrix has %d generators", len(g.Matrix))
-				g.Matrix = nil
-			}
-		},
-	})
-	if set != 1 {
-		d.errorf(n, p, "write one of list:, gitBranches: or matrix:", "a generator is exactly one of list, gitBranches or matrix (found %d)", set)
-		return nil
-	}
-	return g
-}
-
-var notSlug = regexp.MustCompile(`[^a-z0-9]+`)
-
-// Slug is a branch name made DNS-safe: lower case, runs of other
-// characters as one "-", at most 40 characters.
-func Slug(branch string) string {
-	s := strings.Trim(notSlug.ReplaceAllString(strings.ToLower(branch), "-"), "-")
-	if len(s) > 40 {
-		s = strings.TrimRight(s[:40], "-")
-	}
-	return s
-}
-
-// elements evaluates g over branches.
-func (g *Generator) elements(branches []string) []SetElement {
-	switch {
-	case g.GitBranches != nil:
-		var out []SetElement
-		for _, b := range branches {
-			if ok, _ := path.Match(g.GitBranches.Pattern, b); ok {
-				out = append(out, SetElement{path: g.path, Vars: map[string]any{"branch": map[string]any{"name": b, "slug": Slug(b)}}})
-			}
-		}
-		return out
-	case g.Matrix != nil:
-		var out []SetElement
-		for _, a := range g.Matrix[0].elements(branches) {
-			for _, b := range g.Matrix[1].elements(branches) {
-				e := SetElement{path: a.path, Vars: maps.Clone(a.Vars), Params: maps.Clone(a.Params)}
-				maps.Copy(e.Vars, b.Vars)
-				if b.Params != nil {
-					if e.Params == nil {
-						e.Params = map[string]any{}
-					}
-					maps.Copy(e.Params, b.Params)
-				}
-				out = append(out, e)
-				if len(out) > MaxSetElements {
-					return out // enough to report the bound
-				}
-			}
-		}
-		return out
-	}
-	out := make([]SetElement, 0, len(g.List))
-	for i, m := range g.List {
-		params, _ := m["parameters"].(map[string]any)
-		out = append(out, SetElement{path: fmt.Sprintf("%s.list.elements[%d]", g.path, i), Vars: m, Params: params})
-	}
-	return out
-}
-
-// Elements evaluates the set's generators over the repository's branches
-// and names each element, checking the names: valid, unique, and at most
-// MaxSetElements of them.
+// Elements is ElementsOver the repository's branches and no live
+// environment.
 func (s *Set) Elements(branches []string) ([]SetElement, diag.Diagnostics) {
+	return s.ElementsOver(SetInputs{Branches: branches})
+}
+
+// ElementsOver evaluates the set's generators over in and names each
+// element, checking the names: valid, unique, and at most MaxSetElements
+// of them.
+func (s *Set) ElementsOver(in SetInputs) ([]SetElement, diag.Diagnostics) {
 	var ds diag.Diagnostics
 	var all []SetElement
 	for _, g := range s.Generators {
-		all = append(all, g.elements(branches)...)
+		all = append(all, g.elements(in)...)
 		if len(all) > MaxSetElements {
 			return nil, diag.Diagnostics{s.errAt("spec.generators", fmt.Sprintf("the set's generators yield more than %d elements", MaxSetElements),
 				"split the set, or narrow its lists and branch patterns")}
@@ -315,26 +219,26 @@ func (s *Set) Elements(branches []string) ([]SetElement, diag.Diagnostics) {
 	if s.nameTmpl == nil {
 		return nil, ds
 	}
-	seen := map[string]string{}
+	seen := map[string]SetElement{}
 	for i := range all {
 		e := &all[i]
 		var b bytes.Buffer
 		if err := s.nameTmpl.Execute(&b, e.Vars); err != nil {
 			ds = append(ds, s.errAt(e.path, "envName cannot be made for this element: "+cleanTmplErr(err),
-				"the pattern may use only the element's fields (list fields, .branch.name, .branch.slug)"))
+				"the pattern may use only the element's fields (list fields, .branch.name, .branch.slug, .env.team, .env.name, .env.labels.KEY, .env.outputs.COMPONENT.OUTPUT)"+producerHint(*e, s.TeamName)))
 			continue
 		}
 		e.Name = b.String()
 		if why := checkName(e.Name); why != "" {
-			ds = append(ds, s.errAt(e.path, "the generated envName "+why, nameHint+"; change spec.envName or the element"))
+			ds = append(ds, s.errAt(e.path, "the generated envName "+why+fromProducer(*e), nameHint+"; change spec.envName or the element"))
 			continue
 		}
 		if prev, dup := seen[e.Name]; dup {
-			ds = append(ds, s.errAt(e.path, fmt.Sprintf("two elements generate the envName %s (the other is at %s)", quote(e.Name), s.posOf(prev)),
+			ds = append(ds, s.errAt(e.path, fmt.Sprintf("two elements generate the envName %s (%s)", quote(e.Name), s.collision(prev, *e)),
 				"make spec.envName use a field that differs between elements"))
 			continue
 		}
-		seen[e.Name] = e.path
+		seen[e.Name] = *e
 	}
 	if ds.HasErrors() {
 		ds.Sort()
@@ -370,17 +274,13 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	var ds diag.Diagnostics
 	for k, v := range s.Parameters {
 		if str, ok := v.(string); ok && strings.Contains(str, "{{") {
-			t, err := template.New(k).Option("missingkey=error").Parse(str)
-			var b bytes.Buffer
-			if err == nil {
-				err = t.Execute(&b, e.Vars)
-			}
+			got, err := execPattern(k, str, e.Vars)
 			if err != nil {
 				ds = append(ds, s.errAt("spec.parameters."+k, "parameter "+k+" cannot be made for element "+quote(e.Name)+": "+cleanTmplErr(err),
-					"a parameter pattern may use only the element's fields"))
+					"a parameter pattern may use only the element's fields"+producerHint(e, s.TeamName)))
 				continue
 			}
-			v = b.String()
+			v = got
 		}
 		params[k] = v
 	}
@@ -392,9 +292,19 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 		return nil, ds
 	}
 	pos["spec.envName"] = nearestIn(s.pos, e.path, s.File)
+	meta := Metadata{Name: e.Name}
+	labels, more := s.labelsOf(e)
+	ds = append(ds, more...)
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	meta.Labels = labels
+	if e.Producer != "" {
+		meta.Annotations = map[string]string{AnnotationGeneratedFrom: e.Producer}
+	}
 	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: s.File, Dir: s.Dir, Root: s.Root, Text: s.Text,
 		opts: s.opts, pos: pos, bad: map[string]bool{},
-		Metadata: Metadata{Name: e.Name},
+		Metadata: meta,
 		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL}}
 	if s.TTL != "" {
 		pos["spec.ttl"] = nearestIn(s.pos, "spec.ttl", s.File)
@@ -421,8 +331,8 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 }
 
 // CheckSet loads the set file at path and expands it with no branches
-// (outside a server a gitBranches generator yields nothing): what
-// `knit validate -f SET` reports.
+// and no live environment (outside a server a gitBranches generator
+// yields nothing).
 func CheckSet(file string, opts Options) ([]*Environment, diag.Diagnostics) {
 	s, ds := LoadSet(file, opts)
 	if ds.HasErrors() {
@@ -449,26 +359,19 @@ func LoadSet(file string, opts Options) (*Set, diag.Diagnostics) {
 // written ("file:line:col"), if it has one: such a set generates
 // environments only from a list of branches (the server's repository's).
 func (s *Set) BranchGenerator() (string, bool) {
-	var find func(gs []*Generator) (string, bool)
-	find = func(gs []*Generator) (string, bool) {
-		for _, g := range gs {
-			if g.GitBranches != nil {
-				return s.posOf(g.path + ".gitBranches"), true
-			}
-			if at, ok := find(g.Matrix); ok {
-				return at, true
-			}
-		}
-		return "", false
-	}
-	return find(s.Generators)
+	return s.findGenerator(func(g *Generator) bool { return g.GitBranches != nil }, ".gitBranches")
 }
 
-// Expand is every environment of the set, given the repository's
-// branches, each resolved and validated; any error in any element makes
-// the whole set invalid (nothing of it should run half).
+// Expand is ExpandOver the repository's branches and no live environment.
 func (s *Set) Expand(branches []string) ([]*Environment, diag.Diagnostics) {
-	els, ds := s.Elements(branches)
+	return s.ExpandOver(SetInputs{Branches: branches})
+}
+
+// ExpandOver is every environment of the set over in, each resolved and
+// validated; any error in any element makes the whole set invalid
+// (nothing of it should run half).
+func (s *Set) ExpandOver(in SetInputs) ([]*Environment, diag.Diagnostics) {
+	els, ds := s.ElementsOver(in)
 	if ds.HasErrors() {
 		return nil, ds
 	}
@@ -488,4 +391,25 @@ func (s *Set) Expand(branches []string) ([]*Environment, diag.Diagnostics) {
 	}
 	ds.Sort()
 	return envs, ds
+}
+
+// collision says which two elements generate one name: the producers of
+// an environments generator's, else where the first is written.
+func (s *Set) collision(prev, e SetElement) string {
+	if prev.Producer != "" && e.Producer != "" {
+		return "made from " + prev.Producer + " and from " + e.Producer
+	}
+	if prev.Producer != "" {
+		return "the other is made from " + prev.Producer
+	}
+	return "the other is at " + s.posOf(prev.path)
+}
+
+// fromProducer is " (made from TEAM/ENV)" for an element an environments
+// generator made, "" otherwise.
+func fromProducer(e SetElement) string {
+	if e.Producer == "" {
+		return ""
+	}
+	return " (made from " + e.Producer + ")"
 }

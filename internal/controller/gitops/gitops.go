@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,8 @@ type Reconciler struct {
 	soon   map[string]bool
 	// previews runs the previews of branches beside the loop.
 	previews *previewWorker
+	// fleet reads the live environments of environments generators.
+	fleet *knit.Fleet
 }
 
 // Settings the reconciler keeps in the store.
@@ -144,7 +147,7 @@ func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
 	}
 	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
 		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{},
-		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout)}
+		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout), fleet: knit.NewFleet(k)}
 }
 
 // Run polls the repository on a ticker (and on Wake) while it holds the
@@ -266,10 +269,11 @@ func (g *Reconciler) notify(ev notify.Event) {
 func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 	g.mu.Lock()
 	m, err := g.state(ctx)
-	var last, known string
+	var last, known, fleet string
 	var policies bool
+	var wants map[string]gitWant
 	if err == nil {
-		last, known, policies = m.commit, m.branches, m.policies
+		last, known, policies, fleet, wants = m.commit, m.branches, m.policies, m.fleet, maps.Clone(m.wants)
 	}
 	g.mu.Unlock()
 	if err != nil {
@@ -300,7 +304,15 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 		return
 	}
 	moved := known != strings.Join(branches, "\n")
-	if len(commits) == 0 && last != "" && moved {
+	// Sets generate environments from the live environments too.
+	fleetMoved, err := g.fleetMoved(ctx, fleet, wants)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("git: read the live environments", "err", err)
+		}
+		return
+	}
+	if len(commits) == 0 && last != "" && (moved || fleetMoved) {
 		c, err := w.At(ctx, last)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -308,9 +320,14 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 			}
 			return
 		}
-		g.log.Info("git: branches changed: re-evaluating environment sets", "commit", short(last))
+		what := "branches"
+		if !moved {
+			what = "live environments"
+		}
+		g.log.Info("git: "+what+" changed: re-evaluating environment sets", "commit", short(last))
 		commits = append(commits, c)
 	}
+	moved = moved || fleetMoved
 	g.lastPoll.Store(g.clock.Now().UnixNano())
 	for _, c := range commits {
 		if err := g.recordCommit(ctx, c, branches, moved); err != nil {

@@ -24,7 +24,9 @@ type gitMemo struct {
 	// commit and branches are settingCommit and settingBranches ("":
 	// unset); policies: SettingRepoPolicies is set.
 	commit, branches string
-	policies         bool
+	// fleet is settingFleet ("": unset).
+	fleet    string
+	policies bool
 	wants            map[string]gitWant
 	files, invalid   map[string]string
 	// valid are environments whose newest revision was read and is not
@@ -65,6 +67,9 @@ func loadMemo(ctx context.Context, k *knit.Knit) (gitMemo, error) {
 	}
 	if m.branches, err = optionalSetting(ctx, rs, settingBranches); err != nil {
 		return m, fmt.Errorf("read the last branches: %w", err)
+	}
+	if m.fleet, err = optionalSetting(ctx, rs, settingFleet); err != nil {
+		return m, fmt.Errorf("read what the environments generators read: %w", err)
 	}
 	policies, err := optionalSetting(ctx, rs, knit.SettingRepoPolicies)
 	if err != nil {
@@ -117,6 +122,8 @@ func (m *gitMemo) write(ctx context.Context, k *knit.Knit, kv map[string]string)
 			m.commit = v
 		case key == settingBranches:
 			m.branches = v
+		case key == settingFleet:
+			m.fleet = v
 		case key == knit.SettingRepoPolicies:
 			m.policies = v != ""
 		case strings.HasPrefix(key, settingWant):

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -106,12 +107,16 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 	declared := map[string][]treeFile{} // env ID → the valid files declaring it
 	kept := map[string]bool{}           // env IDs an invalid file declared before
 	sums := newContentSums()
-	st := setState{files, invalid, changed, declared, kept, kv, sums, newTreeView(c.Dir, sums)}
+	var later []laterSet
+	st := setState{files, invalid, changed, declared, kept, kv, sums, newTreeView(c.Dir, sums), deferLive, &later}
 	g.parses.begin()
 	for _, p := range c.Files {
 		if err := g.recordFile(ctx, c, p, branches, branchesMoved, st); err != nil {
 			return err
 		}
+	}
+	if err := g.recordLater(ctx, c, branches, branchesMoved, st, wants, m.fleet, later); err != nil {
+		return err
 	}
 	for _, ch := range c.Changes {
 		if !ch.Removed {
@@ -380,6 +385,10 @@ type setState struct {
 	kv             map[string]string
 	sums           contentSums
 	view           *treeView
+	// live is what environments generators read (deferLive: the set is
+	// evaluated later, and added to later).
+	live  func(team string) ([]spec.LiveEnvironment, error)
+	later *[]laterSet
 }
 
 // recordSet adds the environments of set file p to st: one per element
@@ -388,7 +397,11 @@ type setState struct {
 // element) is recorded as an invalid file and keeps every environment it
 // generated before, as a broken environment file does.
 func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string, content []byte, branches []string, branchesMoved bool, st setState) error {
-	els, envs, sums, diags, err := g.setEnvs(c, p, content, branches, st.sums)
+	els, envs, sums, diags, err := g.setEnvs(c, p, content, setInputs{branches, st.live}, st.sums)
+	if errors.Is(err, errDeferred) {
+		*st.later = append(*st.later, laterSet{p, content})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -423,16 +436,25 @@ func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string,
 	return nil
 }
 
-// setEnvs are the elements of set file p at commit c over branches, the
+// setEnvs are the elements of set file p at commit c over in, the
 // environment of each and its content sum (the set file, the element, and
 // what the environment reads): what GitOps records and a preview compares.
 // Diagnostics with errors: the set does not validate, nothing of it counts.
-func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, branches []string, cs contentSums) ([]spec.SetElement, []*spec.Environment, []string, diag.Diagnostics, error) {
+// An error is the live environments' (errDeferred: evaluate it later).
+func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, in setInputs, cs contentSums) ([]spec.SetElement, []*spec.Environment, []string, diag.Diagnostics, error) {
 	folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
 	set, diags := spec.ParseSet(p, folder, c.Dir, content, g.cfg.Spec.InRepo(c.Dir))
 	var els []spec.SetElement
 	if !diags.HasErrors() {
-		els, diags = set.Elements(branches)
+		sin := spec.SetInputs{Branches: in.branches}
+		if _, ok := set.EnvironmentGenerator(); ok && in.live != nil {
+			live, err := in.live(set.TeamName)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			sin.Environments = live
+		}
+		els, diags = set.ElementsOver(sin)
 	}
 	envs := make([]*spec.Environment, 0, len(els))
 	for _, el := range els {

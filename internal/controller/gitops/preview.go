@@ -290,6 +290,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 	if known != "" {
 		branches = strings.Split(known, "\n")
 	}
+	in := setInputs{branches, newFleetPass(ctx, g.fleet, tornDownByGit(wants)).live}
 	var out []branchEnv
 	declared := map[string]bool{}
 	sums := newContentSums()
@@ -303,7 +304,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		case spec.KindTemplate:
 			continue // its environments' sums include it: they differ when it does
 		case spec.KindSet:
-			els, envs, envSums, diags, err := g.setEnvs(c, p, content, branches, sums)
+			els, envs, envSums, diags, err := g.setEnvs(c, p, content, in, sums)
 			if err != nil {
 				return nil, err
 			}
@@ -320,7 +321,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 				}
 				continue
 			}
-			same, err := unchangedElements(g, watched, p, content, branches, els, envs)
+			same, err := unchangedElements(g, watched, p, content, in, els, envs)
 			if err != nil {
 				return nil, err
 			}

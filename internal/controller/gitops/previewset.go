@@ -22,7 +22,7 @@ import (
 // unchangedElements names the elements of set file p at the branch's
 // commit whose element sums equal those of the same elements in the
 // watched tree (none when the watched tree has no valid set there).
-func unchangedElements(g *Reconciler, watched, p string, content []byte, branches []string, els []spec.SetElement, envs []*spec.Environment) (map[string]bool, error) {
+func unchangedElements(g *Reconciler, watched, p string, content []byte, in setInputs, els []spec.SetElement, envs []*spec.Environment) (map[string]bool, error) {
 	out := map[string]bool{}
 	if watched == "" {
 		return out, nil
@@ -33,7 +33,7 @@ func unchangedElements(g *Reconciler, watched, p string, content []byte, branche
 	} else if err != nil {
 		return nil, fmt.Errorf("the watched branch's %s: %w", p, err)
 	}
-	wEls, wEnvs, _, diags, err := g.setEnvs(gitwatch.Commit{Hash: "watched", Dir: watched}, p, before, branches, newContentSums())
+	wEls, wEnvs, _, diags, err := g.setEnvs(gitwatch.Commit{Hash: "watched", Dir: watched}, p, before, in, newContentSums())
 	if err != nil || diags.HasErrors() {
 		return out, err // an invalid watched set: every element previews
 	}

@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -38,9 +39,10 @@ type wantRuns struct {
 func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	g.mu.Lock()
 	var wants map[string]pendingWant
+	var all map[string]gitWant
 	m, err := g.state(ctx)
 	if err == nil {
-		wants = m.pending()
+		wants, all = m.pending(), maps.Clone(m.wants)
 	}
 	g.mu.Unlock()
 	if err != nil {
@@ -52,6 +54,9 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	now := g.clock.Now()
 	for id, pw := range wants {
 		want := pw.gitWant
+		if want.Teardown && g.teardownWaits(ctx, id, all) {
+			continue
+		}
 		if !g.wants.claim(id, now) {
 			continue
 		}
