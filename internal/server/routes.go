@@ -53,7 +53,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/change-sets", s.authed(viewer, s.listChangeSets))
 	h("GET /api/v1/audit", s.authed(viewer, s.listAudit))
 	h("GET /api/v1/previews", s.authed(viewer, s.listPreviews))
-	h("GET /api/v1/live-environments", s.authed(viewer, s.listLiveEnvironments))
+	h("GET /api/v1/live-environments", s.authed(viewer, fleetAPI{s, s.fleet}.list))
 	h("POST /api/v1/webhooks/git", s.gitWebhook)
 }
 

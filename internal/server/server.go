@@ -179,7 +179,7 @@ func New(k *knit.Knit, cfg Config) (*Server, error) {
 	cfg.HTTP = cfg.HTTP.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, k: k, log: cfg.Logger, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, ready: make(chan struct{}),
-		queue: cfg.Queue, views: newViewCache(cfg.ViewCacheBytes), fleet: newFleet(k)}
+		queue: cfg.Queue, views: newViewCache(cfg.ViewCacheBytes), fleet: knit.NewFleet(k)}
 	s.met = newMetrics(k, s.views, cfg.Queue, cfg.Git)
 	cfg.Queue.OnFinish(s.met.runFinished)
 	s.routes()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 
 	"knit.dev/knit/internal/gitwatch"
@@ -125,9 +126,17 @@ func tornDownByGit(wants map[string]gitWant) map[string]bool {
 	return going
 }
 
-// fleetMoved reports whether the live environments the last commit's
+// fleetWatch is what the reconciler reads of the fleet: the live
+// environments, and which environments were generated from which.
+type fleetWatch struct {
+	k     *knit.Knit
+	fleet *knit.Fleet
+	log   *slog.Logger
+}
+
+// moved reports whether the live environments the last commit's
 // environments generators read (recorded, settingFleet) differ now.
-func (g *Reconciler) fleetMoved(ctx context.Context, recorded string, wants map[string]gitWant) (bool, error) {
+func (f fleetWatch) moved(ctx context.Context, recorded string, wants map[string]gitWant) (bool, error) {
 	if recorded == "" {
 		return false, nil
 	}
@@ -135,7 +144,7 @@ func (g *Reconciler) fleetMoved(ctx context.Context, recorded string, wants map[
 	if err := json.Unmarshal([]byte(recorded), &m); err != nil {
 		return true, nil // unreadable: evaluate again, which rewrites it
 	}
-	pass := newFleetPass(ctx, g.fleet, tornDownByGit(wants))
+	pass := newFleetPass(ctx, f.fleet, tornDownByGit(wants))
 	for _, team := range m.Teams {
 		if _, err := pass.live(team); err != nil {
 			return false, err
@@ -144,10 +153,10 @@ func (g *Reconciler) fleetMoved(ctx context.Context, recorded string, wants map[
 	return pass.memo() != recorded, nil
 }
 
-// heldTeardown names the environments generated from producer id that are
+// held names the environments generated from producer id that are
 // not torn down yet: its teardown waits for them. A store that cannot be
 // read holds it too (the error says why).
-func (g *Reconciler) heldTeardown(ctx context.Context, id string, wants map[string]gitWant) ([]string, error) {
+func (f fleetWatch) held(ctx context.Context, id string, wants map[string]gitWant) ([]string, error) {
 	var left []string
 	for gid, w := range wants {
 		if w.Element == nil || w.Element.Producer != id {
@@ -157,7 +166,7 @@ func (g *Reconciler) heldTeardown(ctx context.Context, id string, wants map[stri
 			left = append(left, gid)
 			continue
 		}
-		e, err := knit.NewRecords(g.k).ResolveEnv(ctx, gid)
+		e, err := knit.NewRecords(f.k).ResolveEnv(ctx, gid)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, knit.ErrNotFound) {
 			continue // never recorded: nothing to tear down
 		}
@@ -187,7 +196,7 @@ func deferLive(string) ([]spec.LiveEnvironment, error) { return nil, errDeferred
 // more, or its want is a teardown already) generates nothing. What they
 // read is recorded (settingFleet) as the next poll will read it: without
 // the environments they no longer generate either.
-func (g *Reconciler) recordLater(ctx context.Context, c gitwatch.Commit, branches []string, branchesMoved bool, st setState, wants map[string]gitWant, recorded string, later []laterSet) error {
+func recordLater(ctx context.Context, g *Reconciler, c gitwatch.Commit, branches []string, branchesMoved bool, st setState, wants map[string]gitWant, recorded string, later []laterSet) error {
 	going := tornDownByGit(wants)
 	undecided := map[string]bool{} // what the later sets generated: they say again
 	for _, s := range later {
@@ -203,7 +212,7 @@ func (g *Reconciler) recordLater(ctx context.Context, c gitwatch.Commit, branche
 		}
 	}
 	gone()
-	pass := newFleetPass(ctx, g.fleet, going)
+	pass := newFleetPass(ctx, g.fleet.fleet, going)
 	st.live = pass.live
 	for _, s := range later {
 		if err := g.recordSet(ctx, c, s.path, s.content, branches, branchesMoved, st); err != nil {
@@ -221,16 +230,16 @@ func (g *Reconciler) recordLater(ctx context.Context, c gitwatch.Commit, branche
 // teardownWaits reports whether the teardown of id must wait for the
 // environments generated from it to be torn down first; the log says for
 // which (a later poll tries again).
-func (g *Reconciler) teardownWaits(ctx context.Context, id string, wants map[string]gitWant) bool {
-	left, err := g.heldTeardown(ctx, id, wants)
+func (f fleetWatch) teardownWaits(ctx context.Context, id string, wants map[string]gitWant) bool {
+	left, err := f.held(ctx, id, wants)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			g.log.Error("git: read what was generated from an environment to tear down", "env", id, "err", err)
+			f.log.Error("git: read what was generated from an environment to tear down", "env", id, "err", err)
 		}
 		return true
 	case len(left) > 0:
-		g.log.Info("git: the teardown waits for the environments generated from it", "env", id, "generated", left)
+		f.log.Info("git: the teardown waits for the environments generated from it", "env", id, "generated", left)
 		return true
 	}
 	return false

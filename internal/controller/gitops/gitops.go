@@ -120,7 +120,7 @@ type Reconciler struct {
 	// previews runs the previews of branches beside the loop.
 	previews *previewWorker
 	// fleet reads the live environments of environments generators.
-	fleet *knit.Fleet
+	fleet fleetWatch
 }
 
 // Settings the reconciler keeps in the store.
@@ -147,7 +147,7 @@ func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
 	}
 	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
 		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{},
-		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout), fleet: knit.NewFleet(k)}
+		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout), fleet: fleetWatch{k, knit.NewFleet(k), cfg.Logger}}
 }
 
 // Run polls the repository on a ticker (and on Wake) while it holds the
@@ -305,7 +305,7 @@ func (g *Reconciler) pollGit(ctx context.Context, w *gitwatch.Watcher) {
 	}
 	moved := known != strings.Join(branches, "\n")
 	// Sets generate environments from the live environments too.
-	fleetMoved, err := g.fleetMoved(ctx, fleet, wants)
+	fleetMoved, err := g.fleet.moved(ctx, fleet, wants)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.log.Error("git: read the live environments", "err", err)

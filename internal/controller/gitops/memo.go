@@ -25,10 +25,10 @@ type gitMemo struct {
 	// unset); policies: SettingRepoPolicies is set.
 	commit, branches string
 	// fleet is settingFleet ("": unset).
-	fleet    string
-	policies bool
-	wants            map[string]gitWant
-	files, invalid   map[string]string
+	fleet          string
+	policies       bool
+	wants          map[string]gitWant
+	files, invalid map[string]string
 	// valid are environments whose newest revision was read and is not
 	// an invalid file's (see wantFor); recording an invalid file's
 	// revision drops its environment.

@@ -115,7 +115,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 			return err
 		}
 	}
-	if err := g.recordLater(ctx, c, branches, branchesMoved, st, wants, m.fleet, later); err != nil {
+	if err := recordLater(ctx, g, c, branches, branchesMoved, st, wants, m.fleet, later); err != nil {
 		return err
 	}
 	for _, ch := range c.Changes {

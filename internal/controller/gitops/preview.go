@@ -290,7 +290,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 	if known != "" {
 		branches = strings.Split(known, "\n")
 	}
-	in := setInputs{branches, newFleetPass(ctx, g.fleet, tornDownByGit(wants)).live}
+	in := setInputs{branches, newFleetPass(ctx, g.fleet.fleet, tornDownByGit(wants)).live}
 	var out []branchEnv
 	declared := map[string]bool{}
 	sums := newContentSums()

@@ -54,7 +54,7 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	now := g.clock.Now()
 	for id, pw := range wants {
 		want := pw.gitWant
-		if want.Teardown && g.teardownWaits(ctx, id, all) {
+		if want.Teardown && g.fleet.teardownWaits(ctx, id, all) {
 			continue
 		}
 		if !g.wants.claim(id, now) {
