@@ -185,13 +185,14 @@ func printReleases(w io.Writer, rs []view.Release) {
 		fmt.Fprintf(w, "%s  %s  commit %s by %s: %s\n", r.ID, string(r.Params), shortHash(r.Commit), author, r.Message)
 		for _, e := range r.History {
 			line := fmt.Sprintf("  %s  %-8s %-10s", e.At.Local().Format(time.DateTime), e.Stage, e.State)
-			if e.RunID != "" {
+			rolledBack := e.RolledBack()
+			if e.RunID != "" && !rolledBack { // a rollback's run is not the one that failed: the message names both
 				line += " run " + e.RunID
 			}
 			if e.Reason != "" {
 				line += " " + e.Reason
 			}
-			if e.State == string(words.StageQueued) && e.Message != "" { // a person's retry or rollback: who, and why
+			if (rolledBack || e.State == string(words.StageQueued)) && e.Message != "" { // who, and why
 				line += ": " + e.Message
 			}
 			fmt.Fprintln(w, line)

@@ -30,3 +30,27 @@ func TestPipelineStatusSaysEachStagesGates(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasesTellARollbackFromTheRunThatFailed (issue 37): the failed
+// state a rollout's rollback records names the rollback run; knit
+// releases must not print that run as the one that failed verification.
+func TestReleasesTellARollbackFromTheRunThatFailed(t *testing.T) {
+	var out bytes.Buffer
+	printReleases(&out, []view.Release{{ID: "r-2", Params: []byte(`{"version":"2"}`), Commit: "c0ffee", Author: "alice", History: []view.ReleaseEvent{
+		{Stage: "staging", State: "applying", RunID: "run-apply"},
+		{Stage: "staging", State: "failed", Reason: "VerificationFailed", RunID: "run-apply", Message: "verification Failed"},
+		{Stage: "staging", State: "failed", Reason: "VerificationFailed", RunID: "run-back",
+			Message: view.RolledBackMessage("staging", "run-back", "run-apply", "verification Failed")},
+	}}})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("knit releases:\n%s", out.String())
+	}
+	if !strings.Contains(lines[2], "run run-apply VerificationFailed") {
+		t.Errorf("the failed apply's line: %q", lines[2])
+	}
+	if strings.Contains(lines[3], "run run-back VerificationFailed") ||
+		!strings.Contains(lines[3], "VerificationFailed: staging rolls back (run run-back) after run run-apply failed") {
+		t.Errorf("the rollback's line reads as the run that failed: %q", lines[3])
+	}
+}

@@ -167,6 +167,21 @@ type ReleaseEvent struct {
 	At      time.Time `json:"at"`
 }
 
+// RolledBackMessage is the message of a release's failed state in stage
+// once rollout policy started run rollback after run failed (why): the
+// state's RunID is then the rollback's (promotion.RolledBack).
+func RolledBackMessage(stage, rollback, failed, why string) string {
+	return fmt.Sprintf("%s rolls back (run %s) after run %s failed: %s", stage, rollback, failed, why)
+}
+
+// RolledBack reports whether e's run is the rollback that followed the
+// release's failure in the stage, not the run that failed: its own
+// status (often succeeded) is not the release's.
+func (e ReleaseEvent) RolledBack() bool {
+	return e.State == string(words.StageFailed) && e.RunID != "" &&
+		strings.HasPrefix(e.Message, e.Stage+" rolls back (run "+e.RunID+") after run ")
+}
+
 // ReleaseApproval is a person's approval of a release entering a stage.
 type ReleaseApproval struct {
 	Stage  string    `json:"stage"`

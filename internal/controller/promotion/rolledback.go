@@ -45,7 +45,7 @@ func (c *Controller) RolledBack(ctx context.Context, failed, rollback string) er
 			}
 			next := *s
 			next.RunID, next.Actor, next.ChangedAt = rollback, c.cfg.Actor, c.clock.Now()
-			next.Message = fmt.Sprintf("%s rolls back (run %s) after run %s failed: %s", s.Stage, rollback, failed, s.Message)
+			next.Message = view.RolledBackMessage(s.Stage, rollback, failed, s.Message)
 			err = c.k.SetStage(ctx, next, s.State, f.Envs[s.Stage])
 			if !errors.Is(err, store.ErrConflict) {
 				return err
