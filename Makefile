@@ -45,11 +45,12 @@ demo: tools-demo build-knit ## validate, graph and run the example environment
 test: tools ## every test, end-to-end ones included
 	go vet ./...
 	GOOS=darwin go build ./... && GOOS=darwin go vet ./...   # knit runs on macOS too
-	go test -race -count=1 -timeout 45m ./...   # the e2e package alone runs past go test's default 10m; the race detector found real bugs; keep it on
+	@# -parallel 4: the e2e tests run in parallel (see test/e2e's package doc), mostly waiting on tofu; 4 keeps a 2-core machine busy, not swamped.
+	go test -race -count=1 -timeout 45m -parallel 4 ./...   # the e2e package runs past go test's default 10m on a loaded machine; the race detector found real bugs; keep it on
 	cd tools/knit-terragrunt && go vet ./... && go test -count=1 ./...   # a module of its own: ./... above does not reach it
 
 test-e2e-postgres: tools ## the end-to-end tests again, each knit on a PostgreSQL store of its own
-	KNIT_E2E_STORE=postgres go test -count=1 -timeout 30m ./test/e2e
+	KNIT_E2E_STORE=postgres go test -count=1 -timeout 30m -parallel 4 ./test/e2e
 
 test-short: ## unit tests only, no tools needed
 	go test -short ./...

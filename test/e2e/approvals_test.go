@@ -74,6 +74,7 @@ func onlyDestroys(t *testing.T, runs []string) map[string]bool {
 // server, destroys: the wrapper around tofu sees only destroys, and the
 // environment ends torn down with its files gone.
 func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.loggingTofu()
 	files := w.path("files")
@@ -149,6 +150,7 @@ func TestApprovingTheTeardownOfARemovedGitFileDestroys(t *testing.T) {
 // removed from the file) runs no tool but destroys, and ends with the
 // components gone.
 func TestApprovingAGatedDestroyAppliesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.loggingTofu()
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
@@ -191,6 +193,7 @@ func TestApprovingAGatedDestroyAppliesNothing(t *testing.T) {
 // inputs. Approving is then refused as stale, saying why; nothing runs and
 // the environment stays as it was. Planned again, it is approved and applied.
 func TestAPlanOfAnEditedFileMakesTheWaitingApprovalStale(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	env := func(app string) string {

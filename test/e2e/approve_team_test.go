@@ -36,6 +36,7 @@ spec:
 // a token that may decide still works: it sends the waiting plan's
 // checksum itself.
 func TestCLIThroughTheServerCannotDecideAnotherTeamsPlan(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mark := w.path("app-applied")
 	w.write(map[string]string{"pay.yaml": teamEnv(mark)})

@@ -135,6 +135,7 @@ func (w *world) status(env string) envStatus {
 // those behind the first planned ahead) under one checksum; one
 // `knit approve ENV --change SUM` applies it all, with no further prompt.
 func TestAGatedEnvironmentAppliesAfterOneChangeSetApproval(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/path/main.tf": pathModule, "modules/web/main.tf": pathModule})
 	w.writeFileEnv(fiveInFourLevels())
@@ -180,6 +181,7 @@ func TestAGatedEnvironmentAppliesAfterOneChangeSetApproval(t *testing.T) {
 // the five gated components stops once, with every destroy plan in one
 // change set; one approval destroys them all, dependents first.
 func TestAGatedTeardownIsApprovedOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/path/main.tf": pathModule, "modules/web/main.tf": pathModule})
 	w.writeFileEnv(fiveInFourLevels())
@@ -210,6 +212,7 @@ func TestAGatedTeardownIsApprovedOnce(t *testing.T) {
 // resource meanwhile) stops for a new approval and says what differs;
 // what it does not affect is applied.
 func TestADownstreamPlanThatGainsAResourceStopsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/path/main.tf": pathModule, "modules/web/main.tf": pathModule})
 	w.writeFileEnv(fiveInFourLevels())
@@ -256,6 +259,7 @@ resource "local_file" "extra" {
 // approving it by that checksum applies it. Each apply ends the run that
 // waited before it as superseded, naming its successor.
 func TestApprovingOneSiblingLeavesTheOthersPlanValid(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/path/main.tf": pathModule})
 	doc := strings.Replace(envFile("sib",
@@ -347,6 +351,7 @@ func (w *world) runs(env string) []runRow {
 // or its metadata name, through the server; nothing is decided or
 // applied. A token of every team approves it by its checksum.
 func TestATeamTokenCannotDecideAnotherTeamsChangeSet(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mark := w.path("app-applied")
 	w.write(map[string]string{"pay.yaml": teamEnv(mark)})

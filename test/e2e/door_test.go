@@ -399,6 +399,7 @@ func doorRows() []doorRow {
 // (the API, --server), another team's operator is refused first, and
 // nothing runs.
 func TestEveryDoorIsJudgedByTheRepositoryPolicies(t *testing.T) {
+	t.Parallel()
 	for _, row := range doorRows() {
 		t.Run(row.name, func(t *testing.T) {
 			d := newDoor(t, row)
@@ -432,6 +433,7 @@ type rolloutRow struct {
 // verification is followed by a rollback that brings the good release
 // back.
 func TestEveryDoorFollowsAFailedVerificationWithARollback(t *testing.T) {
+	t.Parallel()
 	rows := []rolloutRow{
 		{name: "GitOpsCommit", act: func(d *door, url string, broken *releases) {
 			broken.set("3")

@@ -48,6 +48,7 @@ func (w *world) writeFileEnv(doc string) {
 }
 
 func TestDriftNamesExactlyTheDriftedComponentsInParallel(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	var comps []string
@@ -144,6 +145,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestReconcileAppliesAutoApprovedAndWaitsForApprovalOfTheRest(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	doc := strings.Replace(envFile("recon",
@@ -193,6 +195,7 @@ func TestReconcileAppliesAutoApprovedAndWaitsForApprovalOfTheRest(t *testing.T) 
 }
 
 func TestStaleApprovalIsRefusedWithAReason(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	doc := strings.Replace(envFile("stale", fileComp("conf", "v1", "")), "autoApprove: true", "autoApprove: false", 1)
@@ -218,6 +221,7 @@ func TestStaleApprovalIsRefusedWithAReason(t *testing.T) {
 }
 
 func TestUpstreamDriftMarksDependentsAffectedAndReconcileFixesBothInOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	w.writeFileEnv(envFile("up",
@@ -286,6 +290,7 @@ func TestUpstreamDriftMarksDependentsAffectedAndReconcileFixesBothInOrder(t *tes
 // --reconcile refuses the environment, as the server's scheduler skips it,
 // so a drifted component being torn down is never re-applied.
 func TestDriftReconcileLeavesAnEnvironmentBeingTornDownAlone(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	doc := envFile("doomed", fileComp("net", "v1", ""), fileComp("web", "v1", "      dependsOn: [net]\n      autoApprove: false\n"))

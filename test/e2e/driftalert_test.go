@@ -14,6 +14,7 @@ import (
 // environment drifted (not applied); the audit trail calls each check a
 // drift-check, never a reconcile.
 func TestScheduledAlertDriftLeavesTheEnvironmentDrifted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	env := strings.Replace(envFile("sched", fileComp("tell", "tell", "      drift: {policy: alert}\n")),

@@ -17,6 +17,7 @@ import (
 // (drift.resolved), and of nothing while the checks find what the one
 // before found.
 func TestADriftScheduleTellsOnlyOfChanges(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var mu sync.Mutex
 	var kinds []string

@@ -51,6 +51,7 @@ spec:
 // for an existing and a missing environment, and an unknown one is an
 // error with exit 1.
 func TestDiffDevAndProd(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src/mod")
 	w.write(map[string]string{"src/mod/main.tf": greetModule})

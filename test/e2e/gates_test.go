@@ -26,6 +26,7 @@ func (w *world) exists(name string) bool {
 }
 
 func TestTeardownTrueIsGatedLikeAnyChange(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	w.writeFileEnv(fileEnv("", netComp, appComp, webComp))
@@ -64,6 +65,7 @@ func TestTeardownTrueIsGatedLikeAnyChange(t *testing.T) {
 }
 
 func TestAComponentRemovedFromTheFileIsDestroyed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	w.writeFileEnv(fileEnv("", netComp, appComp, webComp))
@@ -92,6 +94,7 @@ func TestAComponentRemovedFromTheFileIsDestroyed(t *testing.T) {
 }
 
 func TestAPlanOfAnEditedFileMovesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	web := fileComp("web", "web", "      dependsOn: [net]\n")

@@ -74,6 +74,7 @@ func nodeEnv(name, events string, comps ...string) string {
 }
 
 func TestGitOpsCommitWhileTheCLIHoldsTheLockIsApplied(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	events := w.path("events.log")
 	repo := newGitRepo(t, map[string]string{
@@ -109,6 +110,7 @@ func TestGitOpsCommitWhileTheCLIHoldsTheLockIsApplied(t *testing.T) {
 }
 
 func TestGitOpsQueuedCommitIsAppliedAfterSIGTERMAndRestart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	events := w.path("events.log")
 	slow := func(name string) string {
@@ -142,6 +144,7 @@ func TestGitOpsQueuedCommitIsAppliedAfterSIGTERMAndRestart(t *testing.T) {
 }
 
 func TestTwoServersOnOneDataDirApplyEveryQuickCommitUpToHead(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	envs := []string{"a", "b"}
@@ -205,6 +208,7 @@ func (s *server) pollAge() float64 {
 }
 
 func TestRenamingOrDeletingACopyOfAnEnvironmentFileDestroysNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	ops := envFile("ops", countedComp("db", ""), countedComp("app", "      dependsOn: [db]\n"))
@@ -265,6 +269,7 @@ func TestRenamingOrDeletingACopyOfAnEnvironmentFileDestroysNothing(t *testing.T)
 }
 
 func TestACommitChangingOnlyAModuleReappliesTheComponentsThatUseIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	repo := newGitRepo(t, map[string]string{
@@ -308,6 +313,7 @@ func TestACommitChangingOnlyAModuleReappliesTheComponentsThatUseIt(t *testing.T)
 }
 
 func TestRelativePathsResolveFromTheFilesFolderInBothModes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	inner := gitEnv("inner", files, "v1", "", false)
@@ -358,6 +364,7 @@ func (s *server) invalidRecord(path string) string {
 }
 
 func TestAnInvalidFileIsRecordedUnderItsPathAndForgottenWithIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	evil := strings.Replace(gitEnv("evil", files, "v1", "", false), "teamName: shop", "teamName: ../../../../tmp/x", 1)
@@ -426,6 +433,7 @@ func (s *server) invalidErrors(id, path string) string {
 // as the CLI refuses it, naming the link, and nothing of what it points to
 // is copied anywhere. The commit removing the links is applied.
 func TestGitOpsRefusesASymlinkOutOfTheFilesFolder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	thief := strings.ReplaceAll(gitEnv("thief", files, "v1", "", false), "./modules/file", "./leak")

@@ -56,6 +56,7 @@ spec:
 // saw, and so does an OpenTofu check block whose assertion fails; knit
 // health judges the applied environment on demand.
 func TestApplyIsVerifiedByHealthChecks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var status atomic.Int32
 	status.Store(200)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,18 @@ import (
 var (
 	crdsGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetsGVR = schema.GroupVersionResource{Group: "crds.knit.test", Version: "v1", Resource: "widgets"}
+	// crdTests is held by each test that creates and deletes the
+	// cluster-scoped CRDs *.crds.knit.test on the shared API server, so
+	// those tests run one at a time while the rest run in parallel.
+	crdTests sync.Mutex
 )
+
+// holdCRDs makes t the only test using the *.crds.knit.test CRDs until it
+// ends (its cleanups, registered after, run first).
+func holdCRDs(t *testing.T) {
+	crdTests.Lock()
+	t.Cleanup(crdTests.Unlock)
+}
 
 // widgetsEnv is an environment with the chart of
 // internal/runner/helm/testdata/crds (a CRD in crds/, a Widget of its kind
@@ -45,6 +57,8 @@ spec:
 // teardown plan shows the CRDs Helm keeps as kept, never DESTROY; the
 // teardown leaves them, and its summary says what it left and why.
 func TestHelmCRDsFolderInstallsAndTeardownKeeps(t *testing.T) {
+	t.Parallel()
+	holdCRDs(t)
 	k := newKubeWorld(t)
 	dyn := dynamic.NewForConfigOrDie(k.c.Config)
 	crds := []string{"widgets.crds.knit.test", "gadgets.crds.knit.test"}
@@ -175,6 +189,8 @@ spec:
 // one approval of its change set applies both; after the CRD is deleted
 // (its custom resources with it), one drift --reconcile restores both.
 func TestCustomResourcesOfAnUpstreamsCRDs(t *testing.T) {
+	t.Parallel()
+	holdCRDs(t)
 	k := newKubeWorld(t)
 	dyn := dynamic.NewForConfigOrDie(k.c.Config)
 	crds := []string{"widgets.crds.knit.test", "gadgets.crds.knit.test"}

@@ -14,6 +14,7 @@ import (
 // changed with the order Helm's loader added the subcharts in, so most
 // no-op applies planned it again).
 func TestAChartWithSubchartsSchemaAndHooksIsUpToDateOnEveryNoOpApply(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	if err := os.WriteFile(k.path("kubeconfig"), k.c.Kubeconfig, 0o600); err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ spec:
 // reads old → new in `knit plan` and its JSON, and teardown removes the
 // namespace knit created for the release, waiting until it is gone.
 func TestHelmPodinfoReadableDiffAndNothingLeftBehind(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	if err := os.WriteFile(k.path("kubeconfig"), k.c.Kubeconfig, 0o600); err != nil {
 		t.Fatal(err)

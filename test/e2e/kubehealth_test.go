@@ -71,6 +71,7 @@ func (k *kubeWorld) setDeploymentStatus(observed int64, replicas, available int3
 // controller reports it available, the check succeeds. The cluster's
 // token, in the kubeconfig output, shows nowhere.
 func TestChartUpgradeIsVerifiedByAKubernetesCheck(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	k.write(map[string]string{"env.yaml": k.kubeHealthEnv(1, false)})
 	k.ok("apply", "-f", "env.yaml")

@@ -16,6 +16,7 @@ import (
 // kubeconfig is the test cluster's own file, outside the environment's
 // folder.
 func TestKubernetesDriftBehindAScriptWithoutPlan(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	k.write(map[string]string{
 		"web/service.yaml": `apiVersion: v1
@@ -92,6 +93,7 @@ spec:
 // applies every Kubernetes object again, as creates there, instead of
 // finding the components "up to date"; plans name the cluster.
 func TestKubernetesAnotherClusterIsACreate(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	other := kubetest.StartAnother(t)
 	k.write(map[string]string{"env.yaml": fmt.Sprintf(`apiVersion: knit.dev/v1

@@ -272,6 +272,7 @@ func before(t *testing.T, crs map[string]store.ComponentRun, a, b string) {
 }
 
 func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	k.write(map[string]string{"env.yaml": k.clusterEnv("k8s", 1, "")})
 	r := k.ok("apply", "-f", "env.yaml", "-o", "json")
@@ -390,6 +391,7 @@ func TestKubernetesOrderedApplyPlanDiffAndTeardown(t *testing.T) {
 }
 
 func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	// config needs a person's approval, app does not.
 	k.write(map[string]string{"env.yaml": k.clusterEnv("kdrift", 1, "      autoApprove: false\n")})
@@ -499,6 +501,7 @@ func TestKubernetesDriftReconcileAndPrune(t *testing.T) {
 // install, which rolls back. (In a namespace that exists, the plan finds
 // it: see TestAnObjectAdmissionRejectsFailsThePlan.)
 func TestKubernetesFailedInstallRollsBackAndSkipsDependents(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	// Cluster access from a kubeconfig file beside the environment: this
 	// test needs no Terraform component.
@@ -574,6 +577,7 @@ spec:
 }
 
 func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	sum := sha256.Sum256([]byte("knit-k8s-e2e-seed"))
 	password := hex.EncodeToString(sum[:])
@@ -660,6 +664,7 @@ func TestKubernetesSensitiveOutputNeverInPlainText(t *testing.T) {
 // own binary; without one, only the helm and manifests components fail,
 // saying how to get it, and the rest of the environment goes on.
 func TestKubernetesComponentsRunInKnitKube(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var v struct{ KubeRunner string }
 	if err := json.Unmarshal([]byte(w.ok("version", "-o", "json").stdout), &v); err != nil {

@@ -103,6 +103,7 @@ func (k *kubeWorld) standInController() {
 // once the (stand-in) controller has rolled the old pods out again.
 // Then `knit rollback` by hand does the same after a good upgrade.
 func TestChartUpgradeFailingItsKubernetesCheckIsRolledBack(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	v2 := map[string]string{}
 	for n, s := range appChart {

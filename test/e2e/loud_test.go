@@ -69,6 +69,7 @@ func (h *hookReceiver) of(kind string) []hookEvent {
 // a few lines naming the component. A commit that puts the file back as it
 // was applies it again and ends the alarm.
 func TestAnInvalidCommitIsLoud(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	hook := newHookReceiver(t)
@@ -202,6 +203,7 @@ spec:
 // "exit status 1", in the CLI's line, the API's component code and reason,
 // and the run.failed notification; knit logs still has the whole log.
 func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"envs/modules/db/main.tf": requiredVarModule, "envs/causes.yaml": causeEnv})
 	cause := regexp.MustCompile(`Invalid value for variable: The database needs storage_gb of at least 10\.`)
@@ -256,6 +258,7 @@ func TestAFailingPlanLeadsWithTheToolsError(t *testing.T) {
 // plans without configuring OpenTofu's plaintext fallback, so no log of an
 // apply, a drift check or a teardown says "Unencrypted method".
 func TestNoLogOfANormalRunWarnsOfUnencryptedState(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"files/.keep": "", "modules/file/main.tf": fileModule,
 		"env.yaml": strings.ReplaceAll(gitEnv("quiet", w.path("files"), "v1", "", false), "./modules/file", w.path("modules/file"))})

@@ -1,5 +1,23 @@
 // Package e2e runs the real knit binary against the real OpenTofu and
 // providers that `make tools` installs, in temporary folders.
+//
+// Tests run in parallel (make test passes -parallel 4; most of a test is
+// waiting on tofu). Rule for a new test: call t.Parallel() first, unless it
+// must run alone, and then say why in a comment where the call would be.
+// A parallel test keeps to what is its own:
+//   - its folder, data dir, HOME and store: newWorld (newKubeWorld adds a
+//     namespace of the shared API server);
+//   - its repositories: newGitRepo; its servers on port 0: startServer,
+//     startReplicas; never a fixed port;
+//   - its variables in w.env or cmd.Env: never os.Setenv or t.Setenv (which
+//     t.Parallel forbids), never os.Chdir (set cmd.Dir);
+//   - no package-level variable it changes. Cluster-scoped Kubernetes
+//     objects are shared by every test: hold a lock while using them, as
+//     the CRD tests do (holdCRDs).
+//
+// Wait on events (a file the tool writes, a line in a log: waitFor,
+// eventually), never on time: a provisioner that must be "long enough to
+// interrupt" waits for a file the test writes, or is cut short.
 package e2e
 
 import (

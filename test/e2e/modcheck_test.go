@@ -33,6 +33,7 @@ func (w *world) noToolRan(what string) {
 // type and a valueFrom the producer's module has no output for, each at
 // its line in the environment file, without starting the tool.
 func TestValidateKnowsTheModule(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.write(map[string]string{
@@ -100,6 +101,7 @@ func TestValidateKnowsTheModule(t *testing.T) {
 // before knit first fetches it (validation never fetches), and is checked
 // from the fetched copy afterwards, still without the tool or git.
 func TestValidateChecksGitModuleOnceFetched(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src/mod")
 	w.write(map[string]string{"src/mod/db/main.tf": sizedModule})
@@ -142,6 +144,7 @@ func TestValidateChecksGitModuleOnceFetched(t *testing.T) {
 // commit as the CLI does: a commit giving the module an input it does not
 // declare is recorded invalid with the file:line error and applies nothing.
 func TestGitOpsCommitCheckedAgainstTheModule(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	good := gitEnv("mod", files, "v1", "", false)

@@ -27,6 +27,7 @@ output "content" { value = local_file.f.content }
 // oras-go to Debian's docker-registry; only the hostile archive, which a
 // real registry would not serve, comes from the in-house ocitest.
 func TestModuleFromOCIRegistry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	reg := ocireg.Start(t)
 	reg.PushModule(t, "modules/file", "v1", ociModule("one"))
@@ -99,6 +100,7 @@ func TestModuleFromOCIRegistry(t *testing.T) {
 // serves the package only with the credentials `docker login` stored
 // (DOCKER_CONFIG), and the password lands in no file knit writes.
 func TestModuleFromOCIRegistryWithLogin(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	reg := ocireg.Start(t, ocireg.Auth("robot"))
 	reg.PushModule(t, "modules/net", "v1", ociModule("private"))

@@ -13,6 +13,7 @@ import (
 // off: inside a new network namespace (unshare -n) where the kernel allows
 // it, else with every proxy variable pointing at a closed loopback port.
 func TestProviderMirrorWorksWithNoNetwork(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"mod/main.tf": `
 terraform {

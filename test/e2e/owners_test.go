@@ -12,6 +12,7 @@ import (
 // lists it and reads why; another team's does not see it. A file no
 // owner rule names stays the admins' (team git).
 func TestAnInvalidFileIsVisibleToTheTeamOwningItsPath(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	typo := strings.Replace(gitEnv("warehouse", files, "v1", "", false), "type: terraform", "type: terrafrom", 1)

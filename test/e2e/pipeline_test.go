@@ -129,6 +129,7 @@ func (p pipelineStatus) stage(name string) (cur, lastState, waiting, reason stri
 // operator's makes two and prod runs v3; knit releases --stage prod says
 // why prod is on it.
 func TestPipelinePromotesThroughStages(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	w.write(map[string]string{
@@ -344,6 +345,7 @@ func TestPipelinePromotesThroughStages(t *testing.T) {
 // of a minute some seconds away; the release verified in dev waits,
 // WindowClosed, and enters prod once the window opens, not before.
 func TestPromotionWaitsForItsWindow(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprint(rw, "ok") }))

@@ -28,6 +28,7 @@ require_approval contains {"msg": "staging takes a look first", "component": "ap
 // approval out is the stage's: R0 is verified in staging (it was
 // recorded ApplyFailed) and enters prod after the soak.
 func TestAReleaseThatWaitsForApprovalInAStageMovesOnOnceApproved(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { fmt.Fprint(rw, "ok") }))

@@ -21,6 +21,7 @@ import (
 // qa's approval, verified in qa, waiting for prod's window; a second
 // release whose health check fails in dev is release.failed there.
 func TestPipelineNotificationsArriveSigned(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	type heard struct{ Kind, Pipeline, Release, Stage string }

@@ -15,6 +15,7 @@ import (
 // and it is verified, with no new commit and no dummy change. Torn down
 // outside the pipeline, prod's status in it says so.
 func TestAReleaseThatFailedInAStageIsPromotedAgain(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	var down atomic.Bool

@@ -105,6 +105,7 @@ func signedHook(t *testing.T) (*httptest.Server, func() []map[string]any) {
 // only it applies, at the release prod runs; the first never does. A
 // commit that changes only stages/dev.yaml applies at once.
 func TestAChangeOfProdsOwnFileWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := newProbeLog(t)
@@ -197,6 +198,7 @@ func TestAChangeOfProdsOwnFileWaitsForApproval(t *testing.T) {
 // a stage's file nobody approved. Once the change is approved it applies
 // at R0, the release prod runs, and then R1 enters prod with the file.
 func TestAStageChangeAndANewReleaseInOneCommit(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := newProbeLog(t)

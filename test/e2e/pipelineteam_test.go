@@ -17,6 +17,7 @@ func otherTeamStage(stage, team string) string {
 // records no pipeline and applies nothing; once the file names shop, the
 // server reads the pipeline.
 func TestPipelineStageOfAnotherTeamIsRefused(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	files := map[string]string{

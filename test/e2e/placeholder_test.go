@@ -132,6 +132,7 @@ func (w *world) noPlaceholderIn(dirs ...string) {
 // placeholder, marked so, values not shown), and one approval applies
 // all three levels with no further prompt, from the real ids.
 func TestANewEnvironmentOfUnknownIdsAppliesAfterOneApproval(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.threeLevels(idModuleWith("", ""))
 	r := w.knit("apply", "-f", "env.yaml", "-o", "json")
@@ -189,6 +190,7 @@ func TestANewEnvironmentOfUnknownIdsAppliesAfterOneApproval(t *testing.T) {
 // a real id) stops for a new approval and says what differs; what the
 // change set covered is applied.
 func TestAPlaceholderPlanThatGainsAResourceStopsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.threeLevels(idModuleWith("", `
 resource "local_file" "extra" {
@@ -229,6 +231,7 @@ resource "local_file" "extra" {
 // placeholder served, and after the change set's approval it stops for
 // its own approval with that reason, while the rest is applied.
 func TestAModuleThatRejectsThePlaceholderStopsForItsOwnApproval(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.threeLevels(idModuleWith(`  validation {
     condition     = can(regex("^[0-9a-f]{8}-", var.upstream))
@@ -272,6 +275,7 @@ func TestAModuleThatRejectsThePlaceholderStopsForItsOwnApproval(t *testing.T) {
 // its plan changes from the placeholder is shown as known after apply,
 // never as the placeholder. One approval applies both, from the new id.
 func TestAValueFromAPlaceholderIsShownAsKnownAfterApply(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.threeLevels(idModuleWith("", ""))
 	w.ok("apply", "-f", "env.yaml", "--auto-approve")

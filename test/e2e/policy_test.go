@@ -35,6 +35,7 @@ func (w *world) examplePolicy(name string) string {
 // nothing (the counting wrapper sees no destroy), and the result, its
 // JSON and the audit trail name the policy's file and rule.
 func TestPolicyDeniesADestroyInProd(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	file := w.examplePolicy("no_prod_destroy.rego")
@@ -108,6 +109,7 @@ require_approval contains {"msg": "a needs a second look", "component": "a"} if 
 // require_approval rule gates a component with autoApprove: true, and
 // knit approve applies the exact plan that waited.
 func TestPolicyWarnsAndRequiresApproval(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.write(map[string]string{"policies/gate.rego": warnAndGate})
@@ -157,6 +159,7 @@ func TestPolicyWarnsAndRequiresApproval(t *testing.T) {
 // A policy that does not parse fails the plan with its file:line, and
 // changes nothing.
 func TestPolicySyntaxErrorFailsThePlanWithFileAndLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.write(map[string]string{"policies/bad.rego": "package knit\n\ndeny contains msg if {\n\tmsg := \"x\" +\n}\n"})
@@ -180,6 +183,7 @@ func TestPolicySyntaxErrorFailsThePlanWithFileAndLine(t *testing.T) {
 // knit policy test passes on the shipped examples, exits 2 when one of
 // their tests fails and 1 when one is broken (opa test's exit codes).
 func TestPolicyTestOnTheShippedExamples(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	examples := filepath.Join(repo, "policies", "examples")
 	r := w.ok("policy", "test", examples)
@@ -223,6 +227,7 @@ func TestPolicyTestOnTheShippedExamples(t *testing.T) {
 // prod is denied, tofu destroys nothing, and the API's run shows the
 // decision with its file (by repository path) and rule.
 func TestGitOpsPolicyDeniesADestroyInProd(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	rule, err := os.ReadFile(filepath.Join(repo, "policies", "examples", "no_prod_destroy.rego"))
@@ -309,6 +314,7 @@ func TestGitOpsPolicyDeniesADestroyInProd(t *testing.T) {
 // variable its module does not declare sensitive, so the tool's plan
 // shows it) never reaches the policy input.
 func TestThePolicyInputHoldsNoSecret(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.write(map[string]string{"policies/p.rego": "package knit\n\nwarn contains \"seen\" if true\n"})
@@ -331,6 +337,7 @@ func TestThePolicyInputHoldsNoSecret(t *testing.T) {
 
 // knit serve --policies judges every run the server starts.
 func TestServePoliciesJudgeEveryRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"server-policies/warn.rego": "package knit\n\nwarn contains \"judged by the server\" if true\n"})
 	repo := newGitRepo(t, map[string]string{
@@ -360,6 +367,7 @@ func TestServePoliciesJudgeEveryRun(t *testing.T) {
 // A policy that loops is stopped by the time bound: the plan fails with a
 // clear error, and nothing of an apply runs.
 func TestALoopingPolicyIsStoppedByTheTimeBound(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.write(map[string]string{"policies/loop.rego": `package knit
@@ -418,6 +426,7 @@ deny contains {"msg": "b's file is never re-created", "component": "b", "resourc
 // so the file is not re-created unjudged; the next run that plans b
 // (--refresh) plans the re-creation, and the policy denies it.
 func TestTheJudgedPlanIsThePlanThatApplies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/keep/main.tf": keepModule, "policies/keep.rego": noRecreate})
 	target := w.path("files/b.txt")

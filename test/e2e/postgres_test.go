@@ -21,6 +21,7 @@ import (
 // error; the sensitive output never shows in a dump of the database or any
 // file of the data dir; and the records really are in PostgreSQL.
 func TestPostgresStoreKeepsSecretsAndItsDSNPrivate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	c := pgtest.Start(t)
 	dsn := c.DB(t)
@@ -145,6 +146,7 @@ func randomHex(t *testing.T) string {
 // with its history, outputs (a sensitive one still sealed) and tokens; a
 // second migrate into the same database is refused.
 func TestStoreMigrateCopiesSQLiteIntoPostgres(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env = without(w.env, "KNIT_STORE_DSN=") // the source is SQLite
 	c := pgtest.Start(t)
@@ -209,6 +211,7 @@ spec:
 // migrate names the tables it leaves as the store's migrations made them,
 // the River run queue's among them, each with why.
 func TestStoreMigrateSaysWhichTablesItDoesNotCopy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env = without(w.env, "KNIT_STORE_DSN=") // the source is SQLite
 	w.ok("token", "create", "root", "--role", "admin")

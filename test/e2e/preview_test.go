@@ -101,6 +101,7 @@ func (r *gitRepo) pushBranch(branch string, files map[string]string) string {
 // that team's token; a branch named with shell metacharacters is
 // previewed, running nothing of its name.
 func TestABranchIsPreviewedAndItsMergeAppliesThePreviewedPlan(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.loggingTofu()
 	w.sandboxReachable() // the previews' tofu runs as nobody
@@ -250,6 +251,7 @@ func TestABranchIsPreviewedAndItsMergeAppliesThePreviewedPlan(t *testing.T) {
 // branches at once is previewed at most DefaultPreviewsPerPoll (4) heads
 // per poll, the others at the next polls, until every one is.
 func TestManyBranchesArePreviewedAFewPerPoll(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	hook := newHookReceiver(t)
 	repo := newGitRepo(t, map[string]string{"envs/README.md": "no environments\n"})
@@ -321,6 +323,7 @@ spec:
 // previews a destroy whose checksum the teardown after the merge has, and
 // the audit trail links the two.
 func TestABranchChangingATemplateASetOrRemovingAFileIsPreviewed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.loggingTofu()
 	w.sandboxReachable() // the previews' tofu runs as nobody

@@ -82,6 +82,7 @@ func (s *server) auditOf(env, action string) []struct{ Action, Detail, RunID str
 // A real value that reads as the placeholder (web's literal input, then
 // net's id again) is never taken for it: web still previews ~1.
 func TestAPreviewPlansDownstreamOfAChangedOutputWithPlaceholders(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.loggingTofu()
 	w.sandboxReachable() // the previews' tofu runs as nobody

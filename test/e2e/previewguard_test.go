@@ -28,6 +28,7 @@ func branchPolicy(marker string) string {
 // policy judges the preview, and its message, full of HTML and Markdown,
 // arrives in the preview.ready Markdown as text.
 func TestAPreviewIsJudgedByTheWatchedBranchsPoliciesOnly(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	hook := newHookReceiver(t)
 	repo := newGitRepo(t, map[string]string{
@@ -92,6 +93,7 @@ func TestAPreviewIsJudgedByTheWatchedBranchsPoliciesOnly(t *testing.T) {
 // holds (the preview gives way); at the preview's deadline its tool is
 // stopped and the preview recorded as timed out.
 func TestAPreviewThatSleepsForeverNeverHoldsTheWatchedBranch(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	hook := newHookReceiver(t)
 	repo := newGitRepo(t, map[string]string{

@@ -77,6 +77,7 @@ exec %s "$@"
 //     key (on PostgreSQL too: KNIT_E2E_STORE=postgres), and the state is
 //     unchanged.
 func TestABranchsCodeRunsWithNoPower(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.sandboxReachable()
 	marks := marksDir(t)

@@ -42,6 +42,7 @@ output "pw" {
 // password is nowhere in the preview record, the API answer or the
 // Markdown; the placeholder is.
 func TestAPreviewSeesNoSensitiveValueOfTheState(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.sandboxReachable()
 	marks := marksDir(t)

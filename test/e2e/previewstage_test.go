@@ -14,6 +14,7 @@ import (
 // environments), planned with the branch's release; a branch changing
 // only stages/prod.yaml previews prod alone; neither applies anything.
 func TestABranchChangingATemplateOrAStageFilePreviewsThePipelinesStages(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	w.loggingTofu()

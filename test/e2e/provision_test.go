@@ -113,6 +113,7 @@ func (w *world) writeEnv(doc string) {
 }
 
 func TestDiamondAppliesInOrderInParallelWithTypedInputs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{
 		"modules/node/main.tf": nodeModule,
@@ -163,6 +164,7 @@ output "encoded" { value = jsonencode({ replicas = var.replicas, labels = var.la
 }
 
 func TestFailureSkipsDependentsAndRerunCompletesOnlyWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/node/main.tf": nodeModule})
 	doc := envFile("fail",
@@ -232,6 +234,7 @@ func componentStatuses(t *testing.T, out string) map[string]string {
 }
 
 func TestReapplyOfUnchangedEnvironmentRunsNoTool(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// A tofu that counts its own invocations.
 	w.write(map[string]string{
@@ -286,6 +289,7 @@ func (w *world) startSlowApply(env string, delay int, stderr io.Writer) *exec.Cm
 }
 
 func TestKilledApplyResumesAndConcurrentApplyIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	cmd := w.startSlowApply("kill", 8, nil)
 
@@ -366,6 +370,7 @@ func stateResources(t *testing.T, w *world, env, component string) int {
 }
 
 func TestTeardownIsExactReverseAndHonoursDestroyProtection(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/node/main.tf": nodeModule})
 	comps := []string{
@@ -425,6 +430,7 @@ func TestTeardownIsExactReverseAndHonoursDestroyProtection(t *testing.T) {
 }
 
 func TestGitModuleAtTagAndVariablesFileAtBranch(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// A module repository: v1 says "one"; a later commit on main says "two".
 	src := w.path("src/mod")
@@ -470,6 +476,7 @@ output "said" { value = "${var.greeting} ${var.colour}" }
 }
 
 func TestSensitiveOutputsNeverAppearInPlainText(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// The secret is computed by the module, so that it is in no source file
 	// knit copies: any copy of it in the data dir is knit's doing.
@@ -553,6 +560,7 @@ resource "terraform_data" "c" {
 }
 
 func TestPlanOfNewEnvironmentPlansWithKnownUpstreamValues(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/node/main.tf": nodeModule + `
 output "region" { value = "eu-${var.name}" }

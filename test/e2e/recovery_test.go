@@ -130,6 +130,7 @@ spec:
 // ends that process group before it applies the component again: at no
 // moment do two copies run, and only the second copy finishes.
 func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	events := w.path("events.log")
 	marker := fmt.Sprintf("knit-e2e-%d", time.Now().UnixNano())
@@ -232,6 +233,7 @@ func (w *world) notifyConfig(name, url string) string {
 // short flush, no retry schedule), and the next server, with a receiver
 // that answers, delivers the event.
 func TestShutdownWithAHangingReceiverIsBoundedAndTheEventSurvives(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	env := `apiVersion: knit.dev/v1
 kind: Environment
@@ -294,6 +296,7 @@ spec:
 // recovery at the start of a CLI run: kill -9 of knit apply leaves the
 // script running; the next knit apply of the environment ends it first.
 func TestCLIKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	events := w.path("events.log")
 	marker := fmt.Sprintf("knit-e2e-cli-%d", time.Now().UnixNano())

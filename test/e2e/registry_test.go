@@ -35,6 +35,7 @@ func publishVPC(t *testing.T, reg *regtest.Server) string {
 // allows, the plan says which, validation reads the fetched module, and a
 // constraint nothing satisfies fails naming the versions there are.
 func TestModuleFromRegistry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	reg := regtest.Start(t)
 	addr := publishVPC(t, reg)
@@ -97,6 +98,7 @@ func TestModuleFromRegistry(t *testing.T) {
 // from the CLI config knit hands the tool, and the token is in no output,
 // log, event or file knit writes.
 func TestModuleFromRegistryWithToken(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	reg := regtest.Start(t)
 	addr := publishVPC(t, reg)

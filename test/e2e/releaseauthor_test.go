@@ -47,6 +47,7 @@ type prodWaits struct {
 //   - a commit signed with bob's trusted key, claiming carol: the release
 //     is bob's, verified: bob is refused, alice alone lets it in.
 func TestAPipelineReleaseIsItsSignersOnly(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	key := w.trustedKey("bob")
@@ -181,6 +182,7 @@ func TestAPipelineReleaseIsItsSignersOnly(t *testing.T) {
 // the run was the server's own, which any token approved alone); alice's
 // then applies it.
 func TestAStageGateTrustsOnlyAVerifiedReleaseAuthor(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprint(rw, "ok") }))

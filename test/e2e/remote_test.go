@@ -56,6 +56,7 @@ func normalize(s string) string {
 // TestCLIThroughTheServer runs the CLI against a real knit serve and checks
 // each command shows what it shows locally, with the same exit code.
 func TestCLIThroughTheServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{"envs/modules/secret/main.tf": secretModule, "envs/remote.yaml": remoteEnv(files)})

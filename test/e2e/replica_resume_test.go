@@ -79,6 +79,7 @@ func streamAt(t *testing.T, s *server, path, pattern string) (got string, ok boo
 // replica is killed end once the run ends elsewhere, naming the run that
 // resumed it (they never ended).
 func TestStreamsOfARunFollowItAcrossReplicasAndEndAfterItsReplicaDies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -137,6 +138,7 @@ func TestStreamsOfARunFollowItAcrossReplicasAndEndAfterItsReplicaDies(t *testing
 // third replica resumes it again, the commit is applied once, and no
 // River job stays running for a dead replica.
 func TestARunWhoseResumeIsKilledToo(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -171,6 +171,7 @@ func indent(s, pad string) string {
 }
 
 func TestThreeReplicasApplyThirtyEnvironmentsOnceEachWithinTheirConcurrency(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -262,6 +263,7 @@ func TestThreeReplicasApplyThirtyEnvironmentsOnceEachWithinTheirConcurrency(t *t
 // stopped (SIGTERM: it interrupts the run and queues its resume) in the
 // middle of an apply: another replica finishes it, applying once.
 func TestAReplicaKilledMidApplyIsResumedElsewhereAndAppliesOnce(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) { stopMidApply(t, sig) })
 	}

@@ -47,6 +47,7 @@ func (rs *replicaSet) holder(rel string) string {
 }
 
 func TestAnApprovalThroughAnotherReplicaAppliesThePlanAndNoReplicaKeepsTheSecret(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	secret := "tfsecret-" + randomHex(t)
 	w.write(map[string]string{"vault.txt": secret + "\n"})
@@ -226,6 +227,7 @@ spec:
 // before the kill, so that this host cannot judge its knit dead: the
 // resume takes it over because its run lost the environment's lock.
 func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -286,6 +288,7 @@ func TestAReplicaKilledMidTerraformApplyIsFinishedElsewhereAndTheResourceExistsO
 
 // kill -9 of the leader: the drift schedule resumes on another replica.
 func TestDriftSchedulesResumeOnAnotherReplicaWhenTheLeaderIsKilled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {

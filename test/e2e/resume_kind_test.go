@@ -25,6 +25,7 @@ type historyRun struct {
 // SQLite knit serve during a drift check: the restarted server resumes
 // it as a drift check (it resumed it as an apply).
 func TestServerKilledMidDriftCheckResumesItAsADriftCheck(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -94,6 +95,7 @@ spec:
 // of the replica running a rollback: the leader resumes it (it was never
 // resumed) as a rollback to the revision it recorded (revision 1's spec).
 func TestReplicaKilledMidRollbackIsResumed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out := w.path("out")
 	if err := os.MkdirAll(out, 0o755); err != nil {

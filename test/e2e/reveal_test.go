@@ -12,6 +12,7 @@ import (
 // with no server, on either store, shows the secret only with an entry in
 // the audit trail naming who saw it (as a reveal through a server does).
 func TestLocalRevealIsAudited(t *testing.T) {
+	t.Parallel()
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			w := newWorld(t)

@@ -11,6 +11,7 @@ import (
 // marked bad), and the rollback upgrades the release again with the good
 // revision's values, a new Helm revision of the old chart and values.
 func TestRollbackOfAHelmRelease(t *testing.T) {
+	t.Parallel()
 	k := newKubeWorld(t)
 	k.write(map[string]string{"bad-replicas": "2\n"})
 	env := func(replicas int) string {

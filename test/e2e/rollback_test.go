@@ -148,6 +148,7 @@ func (r *signedReceiver) of(kind string) (string, bool) {
 // own output shows the old release), and the audit trail and signed
 // notifications name the check and the status it saw.
 func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, broken := endpoint(t)
 	marks := w.path("marks")
@@ -203,6 +204,7 @@ func TestFailedRolloutRollsBackThroughTheServer(t *testing.T) {
 // the check's limits is Inconclusive, which pauses even under onFailure
 // rollback, and knit rollback then goes back.
 func TestRolloutPausesUntilAPersonDecides(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, broken := endpoint(t)
 	marks := w.path("marks")
@@ -263,6 +265,7 @@ func TestRolloutPausesUntilAPersonDecides(t *testing.T) {
 // again), and SIGTERM during a rollback (recorded interrupted, lock
 // released, the next rollback finishes the job).
 func TestRollbackOnABadDay(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, broken := endpoint(t)
 	marks := w.path("marks")

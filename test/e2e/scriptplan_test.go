@@ -27,6 +27,7 @@ spec:
 // the first apply must not leave it unapplied and its consumer without
 // its output.
 func TestAScriptWhosePlanSaysNoChangesIsAppliedFirst(t *testing.T) {
+	t.Parallel()
 	w := newScriptWorld(t)
 	w.write(map[string]string{"env.yaml": scriptsEnv("splan",
 		`    - name: naming
@@ -57,6 +58,7 @@ func TestAScriptWhosePlanSaysNoChangesIsAppliedFirst(t *testing.T) {
 // has nothing to destroy, and must not keep teardown from destroying what
 // it depends on.
 func TestTeardownAfterAMiddleComponentFailedDestroysEveryLiveComponent(t *testing.T) {
+	t.Parallel()
 	w := newScriptWorld(t)
 	files := w.path("files")
 	if err := os.MkdirAll(files, 0o755); err != nil {

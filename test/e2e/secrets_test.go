@@ -6,6 +6,7 @@ import (
 )
 
 func TestToolsNeverSeeKnitsOwnEnvironment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env = append(w.env, "KNIT_TOKEN=knit_supersecret", "KNIT_DB_DSN=postgres://u:p@h/db")
 	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
@@ -34,6 +35,7 @@ spec:
 }
 
 func TestAShortSensitiveValueIsMaskedInLogsAndOutput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
 kind: Environment

@@ -221,6 +221,7 @@ spec:
 }
 
 func TestGitOpsLifecycleThroughTheServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{
@@ -327,6 +328,7 @@ func TestGitOpsLifecycleThroughTheServer(t *testing.T) {
 }
 
 func TestServerKilledMidApplyResumesOnRestart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	events := w.path("events.log")
 	env := strings.ReplaceAll(envFile("crash",
@@ -387,6 +389,7 @@ func (w *world) startServerWithToken(token string, args ...string) *server {
 }
 
 func TestScheduledDriftActsUnderEachPolicy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	comp := func(name, policy string) string {
@@ -425,6 +428,7 @@ func TestScheduledDriftActsUnderEachPolicy(t *testing.T) {
 // still runs from its own commit's modules (its tree is kept, or written
 // again).
 func TestAnEnvironmentLeftAloneForManyCommitsStillRuns(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	repo := newGitRepo(t, map[string]string{

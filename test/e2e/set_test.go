@@ -58,6 +58,7 @@ func setRepo(t *testing.T, w *world, set string) *gitRepo {
 // environments; removing one element tears its environment down (through
 // the engine's teardown, as a removed file's), the others untouched.
 func TestGitOpsListSetCreatesOneEnvironmentPerElementAndTearsDownARemovedOne(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	repo := setRepo(t, w, listSet("alpha", "beta", "gamma"))
 	first := git(t, repo.work, "rev-parse", "HEAD")
@@ -104,6 +105,7 @@ func TestGitOpsListSetCreatesOneEnvironmentPerElementAndTearsDownARemovedOne(t *
 // poll, with no commit on the watched branch; deleting the branch tears
 // it down.
 func TestGitOpsBranchSetFollowsBranches(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	repo := setRepo(t, w, envSet("pr-{{ .branch.slug }}", `{name: "pr-{{ .branch.slug }}"}`, "    - gitBranches: {pattern: \"feature/*\"}\n"))
 	head := git(t, repo.work, "rev-parse", "HEAD")
@@ -129,6 +131,7 @@ func TestGitOpsBranchSetFollowsBranches(t *testing.T) {
 // A template and a set in the watched folder are neither applied nor
 // recorded as invalid environment files.
 func TestGitOpsTemplateInTheWatchedFolderIsNotAnInvalidEnvironment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	repo := newGitRepo(t, map[string]string{
 		"envs/modules/file/main.tf": fileModule,
@@ -149,6 +152,7 @@ func TestGitOpsTemplateInTheWatchedFolderIsNotAnInvalidEnvironment(t *testing.T)
 // knit validate -f SET expands the set and reports each mistake at its
 // line; a valid set names how many environments it makes.
 func TestValidateASet(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	git(t, w.dir, "init", "-q") // the repository's root bounds the template's path
 	w.write(map[string]string{
@@ -170,6 +174,7 @@ func TestValidateASet(t *testing.T) {
 // documents, or a JSON list with origins under --explain); a gitBranches
 // set needs --branches locally and says so at the generator's line.
 func TestRenderASet(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	git(t, w.dir, "init", "-q") // the repository's root bounds the template's path
 	w.write(map[string]string{

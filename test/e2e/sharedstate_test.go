@@ -86,6 +86,7 @@ func replicaB(t *testing.T, w *world) []string {
 // again. The secret that flows into state is nowhere in clear: not in a
 // dump of the database, not in either data dir.
 func TestReplicasShareTerraformStateAndPlans(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	c := pgtest.Start(t)
 	dsn := c.DB(t)
@@ -181,6 +182,7 @@ func noSecretUnder(t *testing.T, dir, secret string) int {
 // into the store (kept on disk as terraform.tfstate.imported), and a drift
 // check finds everything in sync, not missing.
 func TestUpgradeMovesLocalStateIntoTheStore(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.env = without(w.env, "KNIT_STORE_DSN=")
 	secret := "tfsecret-" + randomHex(t)

@@ -11,6 +11,7 @@ import (
 // SIGINT a person's Ctrl-C would: the tool is interrupted, the run is
 // recorded as interrupted, knit exits 1, and the next apply completes.
 func TestInterruptStopsTheToolRecordsTheRunAndReleasesTheLock(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var stderr strings.Builder
 	cmd := w.startSlowApply("sigint", 20, &stderr)

@@ -50,6 +50,7 @@ func (w *world) trustedKey(principal string) string {
 // allowed signers file, is bob's whatever author it claims: bob may not
 // approve it, alice alone may.
 func TestTheTwoPersonRuleTrustsOnlySignedAuthors(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	key := w.trustedKey("bob")

@@ -95,6 +95,7 @@ func (g stateGrant) call(t *testing.T, method, query string, body []byte) (int, 
 // finished, the same grant gets 403 on GET, POST and DELETE, and the
 // state is the run's own.
 func TestAStateGrantIsFencedByItsRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := w.path("gate")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -159,6 +160,7 @@ func TestAStateGrantIsFencedByItsRun(t *testing.T) {
 // with its state in the store, and the resource was created once (no
 // resume created it again).
 func TestAStoreOutageMidApplyLosesNoState(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := w.path("gate")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -216,6 +218,7 @@ output "id" { value = terraform_data.d.id }
 // resource is created once (one provisioner finished), and once the
 // paused replica resumes (SIGCONT) the state stays the newer run's.
 func TestAReplicaPausedPastItsLeaseCannotAct(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := w.path("paused")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -67,6 +67,7 @@ func (w *world) lastRun(env string) (status string, finished time.Time) {
 // the tool's exit, knit's peak RSS stays under 200 MiB, and the stored
 // log keeps the first and last lines with a note of what it left out.
 func TestAMillionLinesFinishSoonAfterTheToolInFlatMemory(t *testing.T) {
+	t.Parallel()
 	w := newScriptWorld(t)
 	exit := w.path("tool-exit")
 	w.write(map[string]string{"env.yaml": scriptEnv("million", "seq 1 1000000 >&2; date +%s%N > "+exit)})
@@ -119,6 +120,7 @@ func tail(s string) string { return s[max(0, len(s)-2000):] }
 // interrupted, and the lock is free for the next apply. It used to run on
 // at 100 % CPU for ten minutes and more.
 func TestSIGTERMEndsAnApplyMidStream(t *testing.T) {
+	t.Parallel()
 	w := newScriptWorld(t)
 	started := w.path("started")
 	w.write(map[string]string{
@@ -206,6 +208,7 @@ spec:
 // included): neither a line of the 3-line key nor the token printed before
 // knit knew it is anywhere, and the live lines are masked as the stored ones.
 func TestSecretsNeverReachEventsLogsStoreOrDataDir(t *testing.T) {
+	t.Parallel()
 	w := newScriptWorld(t)
 	outputs, _ := json.Marshal(map[string]string{"key": pemValue, "token": newToken})
 	w.write(map[string]string{"env.yaml": secretsEnv(w.dir), "token": newToken, "outputs": string(outputs)})

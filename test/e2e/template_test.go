@@ -64,6 +64,7 @@ func templateWorld(t *testing.T) *world {
 }
 
 func TestDevAndProdFromOneTemplateAreAppliedWithTheirParameters(t *testing.T) {
+	t.Parallel()
 	w := templateWorld(t)
 	w.ok("apply", "-f", "envs/dev.yaml")
 	w.ok("apply", "-f", "envs/prod.yaml")
@@ -116,6 +117,7 @@ func (w *world) revisionOf(env string) int {
 }
 
 func TestTemplateMistakesFailWithTheirFileAndLine(t *testing.T) {
+	t.Parallel()
 	w := templateWorld(t)
 	w.write(map[string]string{
 		"envs/bad.yaml": templatedEnv("bad", "{tier: staging, sise: 3}", `  overrides:
@@ -163,6 +165,7 @@ spec:
 `
 
 func TestGitOpsCommitToTheBaseFileAppliesEveryEnvironmentBuiltOnIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	apps := func(net string) string {
@@ -209,6 +212,7 @@ func TestGitOpsCommitToTheBaseFileAppliesEveryEnvironmentBuiltOnIt(t *testing.T)
 }
 
 func TestGitOpsCommitToATemplateAloneAppliesTheEnvironmentsUsingIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	files := w.path("files")
 	tmpl := strings.ReplaceAll(webTemplate, "FILES", files)

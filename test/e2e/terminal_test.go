@@ -12,6 +12,7 @@ import (
 // pseudo-terminal (util-linux `script`): "yes" applies the component's plan,
 // anything else leaves it awaiting approval (exit 3).
 func TestInteractiveApprovalAtATerminal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
 kind: Environment
@@ -42,6 +43,7 @@ spec:
 // terminal lists the components it destroys, in the order it destroys
 // them, and those destroyProtection keeps; "no" destroys nothing.
 func TestTeardownPromptListsWhatItDestroys(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"env.yaml": `apiVersion: knit.dev/v1
 kind: Environment

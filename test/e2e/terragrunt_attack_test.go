@@ -26,6 +26,7 @@ variable "token" {
 // the importer's variables; each is listed with its file:line, and the
 // inputs built from them are left out.
 func TestImportTerragruntRunsNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	pwned := w.path("pwned")
@@ -83,6 +84,7 @@ inputs = {
 // symlink out of it lead the import outside: both are reported and not
 // followed, as Terragrunt does not follow symlinked folders.
 func TestImportTerragruntSymlinks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	w.write(map[string]string{
@@ -112,6 +114,7 @@ func TestImportTerragruntSymlinks(t *testing.T) {
 // the file, before that file is read (find_in_parent_folders looks no
 // higher than the tree); the other units are imported.
 func TestImportTerragruntIncludeOutside(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	w.write(map[string]string{
@@ -141,6 +144,7 @@ func TestImportTerragruntIncludeOutside(t *testing.T) {
 // Ten thousand units, a root include each, import in one go: the report
 // counts them all, each environment validates.
 func TestImportTerragruntTenThousandUnits(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	files := map[string]string{

@@ -44,6 +44,7 @@ func terragruntSource(t *testing.T) string {
 // Terragrunt's own fixtures import: each report (what could not be
 // translated, and knit validate's verdict) is the golden file's.
 func TestImportTerragruntFixtures(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	// All of them: some units take modules from folders beside theirs.

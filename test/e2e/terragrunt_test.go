@@ -109,6 +109,7 @@ func variable(t *testing.T, c *spec.Component, name string) spec.Variable {
 // qa environment then applies with the real tofu, the module fetched from
 // git at its tag and the webserver fed the database's real outputs.
 func TestImportTerragruntLiveExample(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	requireKnitTerragrunt(t)
 	liveTree(t, w)

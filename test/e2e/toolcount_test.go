@@ -84,6 +84,7 @@ func countedComp(name, extra string) string {
 // one plan; a teardown one destroy. TestGatedComponentToolProcesses counts
 // the gated path.
 func TestToolProcessesPerComponent(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	env := func(extraB string) string {
@@ -162,6 +163,7 @@ func TestToolProcessesPerComponent(t *testing.T) {
 // install the same provider into the shared plugin cache: both succeed, and
 // the cache they filled serves a third environment.
 func TestTwoProcessesShareOneDataDir(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	envOf := func(name string) string {
@@ -198,6 +200,7 @@ func TestTwoProcessesShareOneDataDir(t *testing.T) {
 // plan, show (the old and new values of what it updates, for the person
 // who decides) and apply.
 func TestGatedComponentToolProcesses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	env := func(extra string) string {
@@ -229,6 +232,7 @@ func TestGatedComponentToolProcesses(t *testing.T) {
 // time, so a fresh data dir starts no `version` process; a changed binary
 // is asked again.
 func TestTheToolVersionIsAskedOncePerBinary(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.countingTofu()
 	w.writeEnv(envFile("count", countedComp("a", "")))
@@ -269,6 +273,7 @@ func mustRead(t *testing.T, path string) string {
 // if knit runs b's init ahead, in a slot a leaves idle. b still costs two
 // tool processes, and its log starts with the init.
 func TestNewComponentIsInitialisedWhileItsDependencyApplies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	log := w.path("ends.log")
 	w.write(map[string]string{

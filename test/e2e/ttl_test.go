@@ -20,6 +20,7 @@ func ttlEnv(name, ttl string) string {
 // the expiry moves by exactly the extension); another team's operator
 // may not.
 func TestEphemeralEnvironmentThroughTheServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
 	w.writeFileEnv(ttlEnv("kept", "1h"))

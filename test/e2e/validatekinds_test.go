@@ -15,6 +15,7 @@ import (
 // at the error's file:line:col; a kind knit does not read is told the
 // kinds it does.
 func TestValidateReadsEveryKind(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	typo := strings.Replace(webPipeline, "      file: ../stages/prod.yaml", "      fiel: ../stages/prod.yaml", 1)
 	w.write(map[string]string{

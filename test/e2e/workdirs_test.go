@@ -42,6 +42,7 @@ func copyTree(t *testing.T, src, dst string) {
 // clean (the sync of the module no longer deletes that file first), and an
 // edit of the file by hand is drift of exactly that resource.
 func TestDriftOfTheExampleRightAfterApplyIsClean(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	copyTree(t, filepath.Join(repo, "examples", "webshop"), w.path("webshop"))
 	w.ok("apply", "-f", "webshop/environment.yaml")
@@ -94,6 +95,7 @@ func TestDriftOfTheExampleRightAfterApplyIsClean(t *testing.T) {
 // by every command that reads the file, naming the link and its target,
 // and nothing of the data dir is copied.
 func TestASymlinkedModuleOutOfTheFolderIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// Another team's work dir, with a secret in it.
 	w.write(map[string]string{"modules/file/main.tf": fileModule})
@@ -158,6 +160,7 @@ spec:
 // value, nor the PEM's secret line. Both values are computed at run time,
 // so no source file (nor the revision knit stores) holds them.
 func TestScriptSecretsAreNeverInTheDataDirInClear(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bodySum := sha256.Sum256([]byte("knit-e2e-pem"))
 	body := hex.EncodeToString(bodySum[:])
