@@ -76,9 +76,10 @@ func (s *session) lockEnv(ctx context.Context, now time.Time) error {
 }
 
 // load, once the run holds the lock, ends what a crashed knit left
-// running, records the run's revision (returned) and reads what the run
-// starts from: the components' states, the open approvals and the
-// components removed from the file.
+// running, prepares the revision an apply or teardown converges to (create
+// records it with the run) or finds the applied one a plan or drift check
+// is (returned), and reads what the run starts from: the components'
+// states, the open approvals and the components removed from the file.
 func (s *session) load(ctx context.Context, now time.Time) (int, error) {
 	// Every run holds the lock, and now we do: a run of this environment
 	// still recorded as running belongs to a knit that died, and so does
@@ -111,7 +112,8 @@ func (s *session) load(ctx context.Context, now time.Time) (int, error) {
 	return rev, nil
 }
 
-// create records the run at revision rev, supersedes the runs that
+// create records the run, with the revision an apply or teardown
+// converges to (else at revision rev), in one write, supersedes the runs that
 // stopped at a gate (an apply or teardown decides every gate again) and
 // loads the approved change set it goes on by; a drift check notes the
 // environment's status before it.
@@ -119,9 +121,12 @@ func (s *session) create(ctx context.Context, rev int, now time.Time) error {
 	id, kind := s.env.ID(), s.kind
 	s.run = store.Run{ID: s.handle.ID, Env: id, Kind: kind, Revision: rev, Status: store.StatusRunning,
 		Actor: s.opts.Actor, Reason: s.opts.Reason, Source: s.opts.Source, PID: s.e.PID, StartedAt: now}
-	if err := s.e.Store.CreateRun(ctx, s.run); err != nil {
-		return fmt.Errorf("record run: %w", err)
+	// The run and the revision it converges to are one write.
+	rev, err := s.revisions.record(ctx, s.run)
+	if err != nil {
+		return err
 	}
+	s.run.Revision = rev
 	if kind == KindApply || kind == KindRollback || kind == KindTeardown {
 		// This run decides every gate again: the runs that stopped at one
 		// end superseded by it.

@@ -24,13 +24,18 @@ type revisions struct {
 	// convergesTo is the revision an apply or teardown converges to, made
 	// the applied one once the policies let the run go on (markApplied).
 	convergesTo int
+	// toRecord is that revision before it is recorded, with its
+	// environment: the run's start records it with the run (record).
+	toRecord *store.Revision
+	envRec   store.Environment
 }
 
-// revision records the spec an apply or teardown converges to as a new
-// revision, which markApplied makes the one ENV means once the policies
-// let the run go on. A plan or a drift check records
-// none: a plan of an edited file must not move what was applied. Their run
-// names the applied revision when the spec is the applied one (0 otherwise).
+// revision prepares the spec an apply or teardown converges to as a new
+// revision, which record writes with the run and markApplied makes the one
+// ENV means once the policies let the run go on. A plan or a drift check
+// records none: a plan of an edited file must not move what was applied.
+// Their run names the applied revision when the spec is the applied one (0
+// otherwise).
 func (rv *revisions) revision(ctx context.Context, now time.Time) (int, error) {
 	body, err := json.Marshal(rv.s.env)
 	if err != nil {
@@ -52,17 +57,10 @@ func (rv *revisions) revision(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		rev, err := rv.s.e.Store.PutRevision(ctx, store.Environment{
-			ID: id, Team: rv.s.env.Spec.TeamName, Name: rv.s.env.Spec.EnvName, Metadata: rv.s.env.Metadata.Name,
-		}, store.Revision{Env: id, Hash: hash, Source: rv.origin(), Spec: body, CreatedAt: now,
-			Root: cmp.Or(root, rv.s.env.Dir), Commit: rv.s.opts.Commit, Author: rv.s.opts.Author, Message: rv.s.opts.Message, File: rv.s.env.Text})
-		if err != nil {
-			return 0, fmt.Errorf("record revision: %w", err)
-		}
-		// It becomes the one ENV means once the policies let the run go
-		// on (markApplied): a denied run changes nothing, ENV included.
-		rv.convergesTo = rev.Number
-		return rev.Number, nil
+		rv.envRec = store.Environment{ID: id, Team: rv.s.env.Spec.TeamName, Name: rv.s.env.Spec.EnvName, Metadata: rv.s.env.Metadata.Name}
+		rv.toRecord = &store.Revision{Env: id, Hash: hash, Source: rv.origin(), Spec: body, CreatedAt: now,
+			Root: cmp.Or(root, rv.s.env.Dir), Commit: rv.s.opts.Commit, Author: rv.s.opts.Author, Message: rv.s.opts.Message, File: rv.s.env.Text}
+		return 0, nil
 	}
 	e, err := rv.s.e.Store.Environment(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && e.AppliedRevision == 0) {
@@ -79,6 +77,22 @@ func (rv *revisions) revision(ctx context.Context, now time.Time) (int, error) {
 		return applied.Number, nil
 	}
 	return 0, nil
+}
+
+// record writes the run's start: run, at the revision revision prepared
+// (whose number it takes), in one write. It returns the run's revision.
+func (rv *revisions) record(ctx context.Context, run store.Run) (int, error) {
+	rev, err := rv.s.e.Store.StartRun(ctx, rv.envRec, rv.toRecord, run)
+	if err != nil {
+		return 0, fmt.Errorf("record run: %w", err)
+	}
+	if rv.toRecord == nil {
+		return run.Revision, nil
+	}
+	// It becomes the one ENV means once the policies let the run go on
+	// (markApplied): a denied run changes nothing, ENV included.
+	rv.convergesTo = rev.Number
+	return rev.Number, nil
 }
 
 // markApplied makes the revision an apply or teardown converges to the

@@ -64,6 +64,12 @@ func (f *failingStore) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	return f.Store.CreateRun(ctx, r)
 }
+func (f *failingStore) StartRun(ctx context.Context, e store.Environment, rev *store.Revision, r store.Run) (store.Revision, error) {
+	if err := f.write("StartRun"); err != nil {
+		return store.Revision{}, err
+	}
+	return f.Store.StartRun(ctx, e, rev, r)
+}
 func (f *failingStore) FinishRun(ctx context.Context, id string, status store.RunStatus, msg string, at time.Time) error {
 	if err := f.write("FinishRun"); err != nil {
 		return err

@@ -338,6 +338,11 @@ type Store interface {
 	SetAppliedRevision(ctx context.Context, env string, n int) error
 
 	CreateRun(ctx context.Context, r Run) error
+	// StartRun records a run's start in one transaction: rev, when not nil,
+	// as PutRevision records it (of env), then r at that revision (its
+	// number replaces r.Revision) as CreateRun records it. It returns the
+	// revision (zero when rev is nil). A failure writes nothing.
+	StartRun(ctx context.Context, env Environment, rev *Revision, r Run) (Revision, error)
 	// FinishRun sets a run's final status, error and finish time. It
 	// refuses (ErrLockLost), writing nothing, a run no longer recorded
 	// running (another run marked it interrupted), or whose environment's

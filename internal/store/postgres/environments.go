@@ -21,42 +21,46 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 	}
 	var out store.Revision
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		r := rev
-		if r.CreatedAt.IsZero() {
-			now, err := s.now(ctx, tx)
-			if err != nil {
-				return err
-			}
-			r.CreatedAt = now
-		}
-		latest, err := revision(ctx, tx, env.ID, 0)
-		switch {
-		case err == nil && latest.Hash == r.Hash:
-			out = latest
-			return nil
-		case err == nil:
-			r.Number = latest.Number + 1
-		case errors.Is(err, store.ErrNotFound):
-			r.Number = 1
-		default:
-			return err
-		}
-		if err := upsertEnvironment(ctx, tx, env, r); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, r.Env, r.Number, r.Hash, r.Source, r.Spec, ts(r.CreatedAt),
-			r.Root, r.Commit, r.Author, r.Message, r.Errors, orEmpty(r.File), r.Verification)
-		if err != nil {
-			return fmt.Errorf("insert revision: %w", err)
-		}
-		out = r
-		return nil
+		out, err = s.putRevision(ctx, tx, env, rev)
+		return err
 	})
 	if err != nil {
 		return store.Revision{}, fmt.Errorf("put revision of %s: %w", env.ID, err)
 	}
 	return out, nil
+}
+
+// putRevision is PutRevision's write in tx, of a prepared rev (a zero
+// creation time becomes the database's now).
+func (s *Store) putRevision(ctx context.Context, tx pgx.Tx, env store.Environment, r store.Revision) (store.Revision, error) {
+	if r.CreatedAt.IsZero() {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return store.Revision{}, err
+		}
+		r.CreatedAt = now
+	}
+	latest, err := revision(ctx, tx, env.ID, 0)
+	switch {
+	case err == nil && latest.Hash == r.Hash:
+		return latest, nil
+	case err == nil:
+		r.Number = latest.Number + 1
+	case errors.Is(err, store.ErrNotFound):
+		r.Number = 1
+	default:
+		return store.Revision{}, err
+	}
+	if err := upsertEnvironment(ctx, tx, env, r); err != nil {
+		return store.Revision{}, err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO revisions (`+revisionColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, r.Env, r.Number, r.Hash, r.Source, r.Spec, ts(r.CreatedAt),
+		r.Root, r.Commit, r.Author, r.Message, r.Errors, orEmpty(r.File), r.Verification)
+	if err != nil {
+		return store.Revision{}, fmt.Errorf("insert revision: %w", err)
+	}
+	return r, nil
 }
 
 // upsertEnvironment creates env at rev or points it at rev, keeping the

@@ -17,22 +17,26 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if r.ID == "" || r.Env == "" {
 		return errors.New("create run: ID and Env are required")
 	}
-	return s.write(ctx, func(tx pgx.Tx) error {
-		started := r.StartedAt
-		if started.IsZero() {
-			now, err := s.now(ctx, tx)
-			if err != nil {
-				return err
-			}
-			started = now
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(started), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
+	return s.write(ctx, func(tx pgx.Tx) error { return s.createRun(ctx, tx, r) })
+}
+
+// createRun is CreateRun's write in tx (a zero StartedAt becomes the
+// database's now).
+func (s *Store) createRun(ctx context.Context, tx pgx.Tx, r store.Run) error {
+	started := r.StartedAt
+	if started.IsZero() {
+		now, err := s.now(ctx, tx)
 		if err != nil {
-			return fmt.Errorf("create run %s: %w", r.ID, err)
+			return err
 		}
-		return nil
-	})
+		started = now
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(started), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // FinishRun implements store.Store; a missing run is store.ErrNotFound. It

@@ -24,34 +24,39 @@ func (s *Store) PutRevision(ctx context.Context, env store.Environment, rev stor
 	}
 	var out store.Revision
 	err = s.write(ctx, func(tx *txn) error {
-		latest, err := revision(ctx, tx, env.ID, 0)
-		switch {
-		case err == nil && latest.Hash == rev.Hash:
-			out = latest
-			return nil
-		case err == nil:
-			rev.Number = latest.Number + 1
-		case errors.Is(err, store.ErrNotFound):
-			rev.Number = 1
-		default:
-			return err
-		}
-		if err := upsertEnvironment(ctx, tx, env, rev); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
-			rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors, orEmpty(rev.File), rev.Verification)
-		if err != nil {
-			return fmt.Errorf("insert revision: %w", err)
-		}
-		out = rev
-		return nil
+		out, err = putRevision(ctx, tx, env, rev)
+		return err
 	})
 	if err != nil {
 		return store.Revision{}, fmt.Errorf("put revision of %s: %w", env.ID, err)
 	}
 	return out, nil
+}
+
+// putRevision is PutRevision's write in tx, of a prepared rev with its
+// creation time.
+func putRevision(ctx context.Context, tx *txn, env store.Environment, rev store.Revision) (store.Revision, error) {
+	latest, err := revision(ctx, tx, env.ID, 0)
+	switch {
+	case err == nil && latest.Hash == rev.Hash:
+		return latest, nil
+	case err == nil:
+		rev.Number = latest.Number + 1
+	case errors.Is(err, store.ErrNotFound):
+		rev.Number = 1
+	default:
+		return store.Revision{}, err
+	}
+	if err := upsertEnvironment(ctx, tx, env, rev); err != nil {
+		return store.Revision{}, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO revisions (`+revisionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev.Env, rev.Number, rev.Hash, rev.Source, rev.Spec, ts(rev.CreatedAt),
+		rev.Root, rev.Commit, rev.Author, rev.Message, rev.Errors, orEmpty(rev.File), rev.Verification)
+	if err != nil {
+		return store.Revision{}, fmt.Errorf("insert revision: %w", err)
+	}
+	return rev, nil
 }
 
 // upsertEnvironment creates env at rev or points it at rev, keeping the

@@ -21,14 +21,17 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
-	return s.write(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
-		if err != nil {
-			return fmt.Errorf("create run %s: %w", r.ID, err)
-		}
-		return nil
-	})
+	return s.write(ctx, func(tx *txn) error { return createRun(ctx, tx, r) })
+}
+
+// createRun is CreateRun's write in tx, of a run with its start time.
+func createRun(ctx context.Context, tx *txn, r store.Run) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Env, r.Kind, r.Revision, r.Status, r.Actor, r.Reason, r.Source, r.Error, r.PID, ts(r.StartedAt), ts(r.FinishedAt), r.SupersededBy, nullBytes(r.Policy))
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // FinishRun implements store.Store; a missing run is store.ErrNotFound. It

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"Revisions", plain(testRevisions)},
 		{"Environments", plain(testEnvironments)},
 		{"Runs", plain(testRuns)},
+		{"StartRun", plain(testStartRun)},
 		{"InterruptRuns", plain(testInterruptRuns)},
 		{"ComponentRuns", plain(testComponentRuns)},
 		{"LastComponentRun", plain(testLastComponentRun)},
