@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -141,6 +142,7 @@ func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
 	s := w.startServer(args...)
 	var first map[int]bool
 	s.eventually("the script runs", func() bool { first = sampler.now(); return len(first) == 1 })
+	w.waitToolRecorded("qa/long")
 	if err := s.cmd.Process.Kill(); err != nil { // kill -9, mid-apply
 		t.Fatal(err)
 	}
@@ -167,6 +169,20 @@ func TestServerKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
 	if starts, ends := strings.Count(string(log), "start "), strings.Count(string(log), "end "); starts != 2 || ends != 1 {
 		t.Errorf("the script started %d times and finished %d times, want 2 and 1:\n%s", starts, ends, log)
 	}
+}
+
+// waitToolRecorded waits until knit has recorded a tool of env as
+// running. The tool starts a moment before its record is written: a knit
+// killed in that moment leaves a tool no later run knows of, which is not
+// what the tests that kill knit mid-tool look at (and, on a loaded
+// machine, they hit that moment).
+func (w *world) waitToolRecorded(env string) {
+	w.t.Helper()
+	st := w.openStore()
+	waitFor(w.t, 2*time.Minute, func() bool {
+		ps, err := st.ListToolProcesses(context.Background(), env)
+		return err == nil && len(ps) > 0
+	})
 }
 
 // groupAlive reports whether a live process of group pgid is left.
@@ -308,6 +324,7 @@ func TestCLIKilledMidScriptEndsTheOldToolBeforeRunningItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*time.Minute, func() bool { return len(sampler.now()) == 1 })
+	w.waitToolRecorded("qa/cli")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

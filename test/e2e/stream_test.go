@@ -67,7 +67,9 @@ func (w *world) lastRun(env string) (status string, finished time.Time) {
 // the tool's exit, knit's peak RSS stays under 200 MiB, and the stored
 // log keeps the first and last lines with a note of what it left out.
 func TestAMillionLinesFinishSoonAfterTheToolInFlatMemory(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its tool prints at full speed (a core) and the test
+	// bounds how soon knit finishes after it; beside other tests on two
+	// cores that bound measures the machine, not knit.
 	w := newScriptWorld(t)
 	exit := w.path("tool-exit")
 	w.write(map[string]string{"env.yaml": scriptEnv("million", "seq 1 1000000 >&2; date +%s%N > "+exit)})
@@ -120,7 +122,9 @@ func tail(s string) string { return s[max(0, len(s)-2000):] }
 // interrupted, and the lock is free for the next apply. It used to run on
 // at 100 % CPU for ten minutes and more.
 func TestSIGTERMEndsAnApplyMidStream(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its tool floods at full speed (a core), and knit must
+	// end within its own grace (cli.StopGrace) under that flood; beside
+	// other tests on two cores it did not (seen at load 37).
 	w := newScriptWorld(t)
 	started := w.path("started")
 	w.write(map[string]string{
