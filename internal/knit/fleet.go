@@ -2,11 +2,13 @@ package knit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
+	"knit.dev/knit/internal/engine"
 	"knit.dev/knit/internal/spec"
 	"knit.dev/knit/internal/store"
 	"knit.dev/knit/internal/view"
@@ -25,14 +27,15 @@ type Fleet struct {
 	seen map[string]fleetEntry // by environment ID
 }
 
-// fleetEntry is what Fleet read of one environment at one version.
+// fleetEntry is what Fleet read of one environment at one version: the
+// producer (engine.LoadProducer: no spec when it is not live).
 type fleetEntry struct {
 	version int64
-	live    bool
-	labels  map[string]string
-	spec    *spec.Environment                // the applied spec: what it exports, to whom
-	outputs map[string]map[string]OutputView // sensitive ones masked
+	p       engine.Producer
 }
+
+// live reports whether the environment is applied and not torn down.
+func (e fleetEntry) live() bool { return e.p.Spec != nil && !e.p.Spec.Spec.Teardown }
 
 // NewFleet is a Fleet over k's store, empty until its first read.
 func NewFleet(k *Knit) *Fleet { return &Fleet{k: k, seen: map[string]fleetEntry{}} }
@@ -57,19 +60,22 @@ func (f *Fleet) Live(ctx context.Context, team string) ([]view.LiveEnvironment, 
 	}
 	ids := make([]string, 0, len(f.seen))
 	for id, e := range f.seen {
-		if e.live {
+		if e.live() {
 			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)
 	out := []view.LiveEnvironment{}
 	for _, id := range ids {
-		e := f.seen[id]
-		outs := exportedOutputs(e.spec, e.outputs, team)
-		if e.spec.Spec.TeamName != team && len(outs) == 0 && !exportsAnything(e.spec, team) {
+		p := f.seen[id].p
+		if p.Spec.Spec.TeamName != team && !exportsAnything(p.Spec, team) {
 			continue
 		}
-		out = append(out, view.LiveEnvironment{Team: e.spec.Spec.TeamName, Name: e.spec.Spec.EnvName, Labels: e.labels, Outputs: outs})
+		outs, err := exportedOutputs(p, team)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, view.LiveEnvironment{Team: p.Spec.Spec.TeamName, Name: p.Spec.Spec.EnvName, Labels: p.Spec.Metadata.Labels, Outputs: outs})
 	}
 	return out, nil
 }
@@ -101,54 +107,49 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	return nil
 }
 
-// read reads environment v at its version: live when it has an applied
-// revision that is not a teardown, and its last run did not tear it down.
+// read reads environment v at its version, as a producer.
 func (f *Fleet) read(ctx context.Context, v store.EnvironmentVersion) (fleetEntry, error) {
-	k := f.k
-	e, err := k.store.Environment(ctx, v.ID)
-	if err != nil {
-		return fleetEntry{}, fmt.Errorf("read %s: %w", v.ID, err)
-	}
-	// The version read first: a write between the two reads re-reads it next time.
-	entry := fleetEntry{version: v.Version}
-	if e.AppliedRevision == 0 || e.Status == store.EnvTornDown {
-		return entry, nil
-	}
-	env, err := k.appliedSpec(ctx, e)
+	// The version is read first: a write between the two reads re-reads it next time.
+	p, err := engine.LoadProducer(ctx, f.k.store, v.ID)
 	if err != nil {
 		return fleetEntry{}, err
 	}
-	if env.Spec.Teardown {
-		return entry, nil
-	}
-	outs, err := k.outputs(ctx, e, "", false)
-	if err != nil {
-		return fleetEntry{}, fmt.Errorf("read the outputs of %s: %w", e.ID, err)
-	}
-	entry.live, entry.spec, entry.outputs, entry.labels = true, env, outs, env.Metadata.Labels
-	return entry, nil
+	return fleetEntry{version: v.Version, p: p}, nil
 }
 
-// exportedOutputs are the outputs env exports to team, by component, the
-// sensitive ones left out (they would be written in clear into the
-// generated environment's spec).
-func exportedOutputs(env *spec.Environment, outs map[string]map[string]OutputView, team string) map[string]map[string]any {
-	got := map[string]map[string]any{}
-	for c, os := range outs {
-		for name, o := range os {
-			if o.Sensitive || !exportsTo(env, c+"."+name, team) {
-				continue
-			}
-			if got[c] == nil {
-				got[c] = map[string]any{}
-			}
-			got[c][name] = o.Value
+// exportsAnything reports whether env exports any output to team.
+func exportsAnything(env *spec.Environment, team string) bool {
+	for _, x := range env.Spec.Exports {
+		if env.Spec.ExportsTo(x.Output, team) {
+			return true
 		}
 	}
-	if len(got) == 0 {
-		return nil
+	return false
+}
+
+// exportedOutputs are the outputs p exports to team and holds, by
+// component then name, the sensitive ones left out (they would be written
+// in clear into the generated environment's spec).
+func exportedOutputs(p engine.Producer, team string) (map[string]map[string]any, error) {
+	got := map[string]map[string]any{}
+	for name, v := range p.Exported(team) {
+		if v.Sensitive {
+			continue
+		}
+		var val any
+		if err := json.Unmarshal(v.Value, &val); err != nil {
+			return nil, fmt.Errorf("%s %s: stored output is unreadable: %w", p.ID, name, err)
+		}
+		comp, out, _ := strings.Cut(name, ".")
+		if got[comp] == nil {
+			got[comp] = map[string]any{}
+		}
+		got[comp][out] = val
 	}
-	return got
+	if len(got) == 0 {
+		return nil, nil
+	}
+	return got, nil
 }
 
 // SetInputs are live environments as spec's generators read them.

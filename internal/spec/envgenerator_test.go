@@ -244,3 +244,35 @@ func TestEnvironmentsGeneratorIsBounded(t *testing.T) {
 		t.Fatalf("1,000 matching environments: %d elements, %s", len(els), ds)
 	}
 }
+
+func TestGeneratedEnvironmentsCarryTheSetsLabelsAndExportsAndReadTheirProducer(t *testing.T) {
+	set := strings.Replace(envSet("app-{{ .env.name }}", `{endpoint: x}`, clusterSelector),
+		"  generators:", "  labels: {role: app, region: \"{{ .env.labels.region }}\"}\n  exports: [{output: app.id, teams: [ops]}]\n  generators:", 1)
+	tmpl := strings.Replace(appTemplate, "      variables:", "      outputs: [{name: id}]\n      variables:", 1)
+	dir := repo(t, map[string]string{"templates/app.yaml": tmpl, "modules/app/main.tf": modApp + `output "id" { value = "x" }` + "\n", "envs/set.yaml": set})
+	data, err := os.ReadFile(filepath.Join(dir, "envs/set.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ds := ParseSet("envs/set.yaml", filepath.Join(dir, "envs"), dir, data, Options{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	envs, ds := s.ExpandOver(SetInputs{Environments: fleet()[:1]})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	e := envs[0]
+	if got := fmt.Sprint(e.Metadata.Labels, e.Spec.Exports, e.Upstreams()); got != "map[region:eu role:app] [{app.id [ops]}] [platform/eu-1]" {
+		t.Fatalf("labels, exports, upstreams: %s", got)
+	}
+	// A label made of a hostile value is refused with the producer named.
+	_, ds = s.ExpandOver(SetInputs{Environments: []LiveEnvironment{cluster("platform", "x", map[string]string{"role": "cluster", "region": ""}, "")}})
+	if !ds.HasErrors() {
+		bad := []LiveEnvironment{{Team: "platform", Name: "y", Labels: map[string]string{"role": "cluster"}}}
+		_, ds = s.ExpandOver(SetInputs{Environments: bad})
+	}
+	if !strings.Contains(ds.String(), "label region cannot be made for element") {
+		t.Fatalf("a label the producer lacks: %s", ds)
+	}
+}

@@ -126,11 +126,15 @@ func (s *EnvSpec) ExportsTo(output, team string) bool {
 }
 
 // Upstreams are the environments (TEAM/ENV) whose outputs this one reads,
-// sorted, each once.
+// sorted, each once; an environment a set generated from another
+// (AnnotationGeneratedFrom) reads its producer.
 func (e *Environment) Upstreams() []string {
 	seen := map[string]bool{}
 	for _, r := range e.EnvOutputRefs() {
 		seen[r.Environment()] = true
+	}
+	if p := e.Metadata.Annotations[AnnotationGeneratedFrom]; p != "" {
+		seen[p] = true
 	}
 	out := make([]string, 0, len(seen))
 	for id := range seen {

@@ -49,7 +49,9 @@ type Set struct {
 	AutoApprove bool
 	// Labels become each generated environment's metadata.labels, values
 	// executed over the element like envName.
-	Labels     map[string]string
+	Labels map[string]string
+	// Exports are copied into each generated environment's spec.exports.
+	Exports    []Export
 	Generators []*Generator
 
 	opts     Options
@@ -129,6 +131,7 @@ func ParseSet(name, dir, root string, data []byte, opts Options) (*Set, diag.Dia
 				"ttl":         d.str(&s.TTL),
 				"autoApprove": d.boolean(&s.AutoApprove),
 				"labels":      d.setLabels(&s.Labels),
+				"exports":     d.exports(&s.Exports),
 				"parameters":  d.paramValues(&s.Parameters),
 				"generators": func(v *yaml.Node, p string) {
 					d.sequence(v, p, func(_ int, item *yaml.Node, ip string) {
@@ -305,7 +308,7 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: s.File, Dir: s.Dir, Root: s.Root, Text: s.Text,
 		opts: s.opts, pos: pos, bad: map[string]bool{},
 		Metadata: meta,
-		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL}}
+		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL, Exports: s.Exports}}
 	if s.TTL != "" {
 		pos["spec.ttl"] = nearestIn(s.pos, "spec.ttl", s.File)
 	}
