@@ -24,10 +24,17 @@ type App struct {
 func (r *Run) App(t testing.TB, version string, errorPercent int) *App {
 	t.Helper()
 	a := &App{Version: version, run: r, state: r.folder(t, "app"), targets: r.Targets()}
-	r.script(t, "canary-nginx/modules/app/app.sh", a.env(errorPercent), "start")
+	a.Start(t, errorPercent)
+	return a
+}
+
+// Start starts the instance again (stopped or not), on its port if that
+// is free, else on another.
+func (a *App) Start(t testing.TB, errorPercent int) {
+	t.Helper()
+	a.run.script(t, "canary-nginx/modules/app/app.sh", a.env(errorPercent), "start")
 	a.Addr = readAddr(t, a.state)
 	a.URL = "http://" + a.Addr
-	return a
 }
 
 // Targets is the folder of Prometheus targets the apps register in.

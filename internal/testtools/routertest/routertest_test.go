@@ -3,6 +3,7 @@ package routertest
 import (
 	"context"
 	"math"
+	"net"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,31 @@ func TestPrometheusScrapesTheApps(t *testing.T) {
 	}
 	if _, _, err := p.Query(context.Background(), "sum(("); err == nil || !strings.Contains(err.Error(), "parse") {
 		t.Errorf("a bad query: %v", err)
+	}
+}
+
+// TestAnAppWhosePortIsTakenMovesToAFreeOne: an instance started again
+// takes its old port when it is free, and another when something else
+// holds it (a parallel test, another process), and answers there.
+func TestAnAppWhosePortIsTakenMovesToAFreeOne(t *testing.T) {
+	r := NewRun(t)
+	a := r.App(t, "v1", 0)
+	first := a.Addr
+	a.Start(t, 0)
+	if a.Addr != first {
+		t.Errorf("restarted on %s, not its free port %s", a.Addr, first)
+	}
+	a.Stop(t)
+	ln, err := net.Listen("tcp", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a.Start(t, 0)
+	if a.Addr == first {
+		t.Fatalf("started on %s, which another listener holds", first)
+	}
+	if c := Send(t, a.URL, 10); c.ByVersion["v1"] != 10 {
+		t.Errorf("on its new port: %+v", c)
 	}
 }
