@@ -138,6 +138,7 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 		return nil, err
 	}
 	rc.Sensitive = sensitive
+	rc.Unreviewed = st.s.opts.Preview && st.s.opts.Sandbox != nil
 	rc.CheckFailed = st.s.verification.checkFailed(st.c.Name)
 	if prev := st.s.state(st.c.Name); prev.Status == stateApplied || prev.Status == stateDrifted || prev.Status == stateAwaiting {
 		rc.Applied = prev.Fingerprint // what the store says was applied last, wherever it was

@@ -39,6 +39,9 @@ var ErrUnknownRef = errors.New("unknown git ref")
 type Cache struct {
 	// Dir is the cache's root folder; it is created on first use.
 	Dir string
+	// Anonymous is for a run that may not use the server's credentials (a
+	// preview of a branch nobody reviewed): see anonymous.go.
+	Anonymous bool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -119,6 +122,17 @@ func (c *Cache) withMirror(ctx context.Context, url, ref string, fn func(mirror 
 	}
 	key := urlKey(url)
 	mirrors := filepath.Join(c.Dir, "mirrors")
+	net := os.Environ()
+	if c.Anonymous {
+		if err := anonymousURL(url); err != nil {
+			return err
+		}
+		mirrors = filepath.Join(c.Dir, "mirrors-anonymous")
+		var err error
+		if net, err = c.anonymousEnv(); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(mirrors, 0o755); err != nil {
 		return err
 	}
@@ -132,7 +146,10 @@ func (c *Cache) withMirror(ctx context.Context, url, ref string, fn func(mirror 
 	defer unlock()
 
 	mirror := filepath.Join(mirrors, key+".git")
-	if err := update(ctx, mirror, url, ref); err != nil {
+	if err := update(ctx, mirror, url, ref, net); err != nil {
+		if c.Anonymous && ctx.Err() == nil {
+			return fmt.Errorf("%w (%v)", ErrNeedsCredentials, err)
+		}
 		return err
 	}
 	return fn(mirror)
@@ -153,15 +170,16 @@ func (c *Cache) urlMutex(key string) *sync.Mutex {
 }
 
 // update clones the mirror the first time and fetches it afterwards, except
-// when ref is a full commit hash the mirror already holds.
-func update(ctx context.Context, mirror, url, ref string) error {
+// when ref is a full commit hash the mirror already holds. Both run with
+// the environment net.
+func update(ctx context.Context, mirror, url, ref string, net []string) error {
 	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil {
 		tmp, err := os.MkdirTemp(filepath.Dir(mirror), ".clone-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if _, err := run(ctx, "", nil, "clone", "--mirror", "--quiet", "--", url, tmp); err != nil {
+		if _, err := runEnv(ctx, "", net, "clone", "--mirror", "--quiet", "--", url, tmp); err != nil {
 			return err
 		}
 		return os.Rename(tmp, mirror)
@@ -171,7 +189,7 @@ func update(ctx context.Context, mirror, url, ref string) error {
 			return nil
 		}
 	}
-	_, err := run(ctx, mirror, nil, "fetch", "--quiet", "--prune", "--force", "origin")
+	_, err := runEnv(ctx, mirror, net, "fetch", "--quiet", "--prune", "--force", "origin")
 	return err
 }
 
@@ -230,13 +248,18 @@ func (c *Cache) export(ctx context.Context, mirror, commit string) (string, erro
 // credentials. gitDir, when set, selects the repository. Stderr is kept for
 // the error.
 func run(ctx context.Context, gitDir string, env []string, args ...string) ([]byte, error) {
+	return runEnv(ctx, gitDir, append(os.Environ(), env...), args...)
+}
+
+// runEnv is run with exactly the environment env (plus the settings that
+// keep git from prompting).
+func runEnv(ctx context.Context, gitDir string, env []string, args ...string) ([]byte, error) {
 	full := args
 	if gitDir != "" {
 		full = append([]string{"--git-dir=" + gitDir}, args...)
 	}
 	cmd := procexec.Command(ctx, "git", full...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(append([]string{}, env...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -148,7 +148,7 @@ func (op *Preview) record(ctx context.Context) (store.Preview, error) {
 	if res != nil {
 		p.RunID, p.Checksum = res.RunID, res.Checksum
 		if res.Status != store.StatusSucceeded {
-			p.Status, p.Error = store.PreviewFailed, firstNonEmpty(res.Error, p.Error, "the plan "+string(res.Status))
+			p.Status, p.Error = store.PreviewFailed, firstNonEmpty(res.Error, p.Error, failedComponent(res), "the plan "+string(res.Status))
 		}
 		p.Components, _ = json.Marshal(previewComponents(res)) // plain data: cannot fail
 		if res.Policy != nil {
@@ -209,6 +209,17 @@ func (op *Preview) previewEnv(ctx context.Context, req PreviewRequest) (*spec.En
 	torn := *applied // the cached spec is shared: plan a copy torn down
 	torn.Spec.Teardown = true
 	return &torn, e.AppliedRevision, nil
+}
+
+// failedComponent says why the first failed component of res failed
+// ("app: failed: …"), "" when none did.
+func failedComponent(res *engine.Result) string {
+	for _, c := range res.Components {
+		if c.Status == engine.Failed && c.Code != "" {
+			return c.Name + ": " + c.Code
+		}
+	}
+	return ""
 }
 
 func previewComponents(res *engine.Result) []view.PreviewComponent {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,6 +36,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
@@ -52,6 +54,16 @@ const (
 	maxManifest        = 4 << 20
 )
 
+// ErrNeedsCredentials marks a registry that refused an Anonymous cache.
+var ErrNeedsCredentials = errors.New("needs the server's registry credentials; previews of unreviewed branches run without them: merge the branch, or ask an admin")
+
+// refusedAuth reports whether err is the registry asking for credentials.
+func refusedAuth(err error) bool {
+	var resp *errcode.ErrorResponse
+	return errors.Is(err, auth.ErrBasicCredentialNotFound) ||
+		errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden)
+}
+
 // ErrRefused marks a package knit will not unpack (wrong type, hostile or
 // oversized archive); the message says what.
 var ErrRefused = errors.New("module package refused")
@@ -61,6 +73,11 @@ var ErrRefused = errors.New("module package refused")
 // runs (and processes) may share one Dir.
 type Cache struct {
 	Dir string
+	// Anonymous is for a run that may not use the server's credentials (a
+	// preview of a branch nobody reviewed): no stored credential is used,
+	// and a registry that asks for one fails with ErrNeedsCredentials. A
+	// digest already unpacked names its content exactly and is reused.
+	Anonymous bool
 	// Limits; zero means the Default.
 	MaxArchive, MaxUnpacked int64
 	MaxFiles                int
@@ -91,11 +108,14 @@ func (c *Cache) Pull(ctx context.Context, repo, ref string) (dir, dig string, er
 	// Plain HTTP only to a registry on this machine (tests, a local
 	// mirror); anything else speaks TLS.
 	r.PlainHTTP = isLoopback(r.Reference.Host())
-	if r.Client, err = client(); err != nil {
+	if r.Client, err = client(c.Anonymous); err != nil {
 		return "", "", err
 	}
 	desc, err := r.Resolve(ctx, ref)
 	if err != nil {
+		if c.Anonymous && refusedAuth(err) {
+			return "", "", fmt.Errorf("%w (%v)", ErrNeedsCredentials, err)
+		}
 		if errors.Is(err, errdef.ErrNotFound) {
 			return "", "", fmt.Errorf("no such tag or digest in the registry: %w", err)
 		}
@@ -301,7 +321,10 @@ func writeEntry(root *os.Root, zf *zip.File, p string, budget int64) (int64, err
 // docker, podman or oras login stored ($DOCKER_CONFIG/config.json or
 // ~/.docker/config.json, and its credential helpers), as OpenTofu does.
 // They stay in this process: never in argv, logs or errors.
-func client() (*auth.Client, error) {
+func client(anonymous bool) (*auth.Client, error) {
+	if anonymous {
+		return &auth.Client{Client: retry.DefaultClient, Cache: auth.NewCache()}, nil // no Credential: anonymous
+	}
 	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("registry credentials: %w", err)

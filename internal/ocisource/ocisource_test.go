@@ -66,6 +66,30 @@ func TestPullWithDockerCredentials(t *testing.T) {
 	}
 }
 
+// An Anonymous pull (a preview's) uses no docker login: the htpasswd
+// registry refuses it with ErrNeedsCredentials although the server's
+// docker config would let it in; a digest the server already unpacked
+// names its content and is reused.
+func TestPullAnonymously(t *testing.T) {
+	reg := ocireg.Start(t, ocireg.Auth("robot"))
+	reg.PushModule(t, "private/file", "v1", map[string]string{"main.tf": "# private\n"})
+	t.Setenv("DOCKER_CONFIG", reg.DockerConfig(t))
+	dir := t.TempDir()
+	anon := &ocisource.Cache{Dir: dir, Anonymous: true}
+	_, _, err := anon.Pull(context.Background(), reg.Host+"/private/file", "v1")
+	if !errors.Is(err, ocisource.ErrNeedsCredentials) || strings.Contains(err.Error(), reg.Password) ||
+		!strings.Contains(err.Error(), "previews of unreviewed branches run without them") {
+		t.Fatalf("anonymous pull of a private package: %v", err)
+	}
+	_, dig, err := (&ocisource.Cache{Dir: dir}).Pull(context.Background(), reg.Host+"/private/file", "v1")
+	if err != nil {
+		t.Fatalf("the server's pull: %v", err)
+	}
+	if _, got, err := anon.Pull(context.Background(), reg.Host+"/private/file", dig); err != nil || got != dig {
+		t.Fatalf("anonymous pull of a digest the server unpacked: %v", err)
+	}
+}
+
 func TestPullRefusesBadInput(t *testing.T) {
 	reg := ocitest.Start(t)
 	good := ocitest.Zip(t, map[string]string{"main.tf": "\n"})

@@ -19,10 +19,15 @@ type client struct {
 	// tokenErr is why the token could not be read; reported only when
 	// the registry asks for one.
 	tokenErr error
-	http     *http.Client
+	// anonymous: no token may be used (Cache.Anonymous).
+	anonymous bool
+	http      *http.Client
 }
 
 func (c *Cache) client(host string) *client {
+	if c.Anonymous {
+		return &client{host: host, anonymous: true, http: httpClient()}
+	}
 	tok, err := c.Credentials.Token(host)
 	return &client{host: host, token: tok, tokenErr: err, http: httpClient()}
 }
@@ -69,6 +74,8 @@ func (c *client) get(ctx context.Context, u *url.URL, accept string) (*http.Resp
 
 func (c *client) refused(u *url.URL, status int) error {
 	switch {
+	case c.anonymous:
+		return fmt.Errorf("%s answered %d: %w", redactURL(u.String()), status, ErrNeedsCredentials)
 	case c.tokenErr != nil:
 		return fmt.Errorf("%s answered %d, and the token could not be read: %v", redactURL(u.String()), status, c.tokenErr)
 	case c.token == "":

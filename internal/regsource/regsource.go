@@ -53,6 +53,10 @@ const DefaultHost = "registry.opentofu.org"
 // message lists the versions there are.
 var ErrNoVersion = errors.New("no version matches")
 
+// ErrNeedsCredentials marks a registry that refused an Anonymous cache:
+// the module needs credentials the run may not use.
+var ErrNeedsCredentials = errors.New("needs the server's registry credentials; previews of unreviewed branches run without them: merge the branch, or ask an admin")
+
 // Cache keeps downloaded registry modules under Dir. Set Dir, Git (for
 // modules whose download is a git source) and Credentials; a finished
 // module folder is never modified, so several runs and processes may share
@@ -64,6 +68,12 @@ type Cache struct {
 	Git func(ctx context.Context, url, ref string) (dir, commit string, err error)
 	// Credentials find the registry's token.
 	Credentials Credentials
+	// Anonymous is for a run that may not use the server's credentials (a
+	// preview of a branch nobody reviewed): no token is read or sent, and
+	// a registry that refuses fails with ErrNeedsCredentials, unless the
+	// cache already holds what was asked (see reviewed). Set Git to a
+	// fetcher that is anonymous too.
+	Anonymous bool
 	// Limits of an archive download; zero means the Default.
 	MaxArchive, MaxUnpacked int64
 	MaxFiles                int
@@ -106,6 +116,32 @@ func (c *Cache) Pull(ctx context.Context, addr, constraint string) (m Module, er
 	if err != nil {
 		return Module{}, err
 	}
+	m, err = c.pull(ctx, a, addr, constraint)
+	if c.Anonymous && errors.Is(err, ErrNeedsCredentials) {
+		if known, ok := c.reviewed(a, addr, constraint); ok {
+			return known, nil
+		}
+	}
+	return m, err
+}
+
+// reviewed is what the cache holds for addr at constraint, for an
+// Anonymous pull the registry refused: the exact version when constraint
+// names one, else the version the same constraint last resolved to. What
+// the cache holds was fetched by a run that could use the credentials, or
+// needed none; another version, or the same module under another host
+// name, is not there.
+func (c *Cache) reviewed(a Addr, addr, constraint string) (Module, bool) {
+	if exactVersion(constraint) {
+		if m, ok := c.known(a, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(constraint), "="))); ok {
+			return m, true
+		}
+	}
+	var m Module
+	return m, readJSON(c.resolvedFile(addr, constraint), &m) && isDir(m.Dir)
+}
+
+func (c *Cache) pull(ctx context.Context, a Addr, addr, constraint string) (m Module, err error) {
 	cl := c.client(a.Host)
 	base, err := cl.discover(ctx)
 	if err != nil {

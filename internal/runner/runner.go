@@ -43,6 +43,10 @@ type Component struct {
 	// gets no credential, no key and no state it could write back (its
 	// state is a plaintext copy in WorkDir). Only Plan is ever asked.
 	Sandbox *procexec.Sandbox
+	// Unreviewed marks the component of a branch nobody reviewed from its
+	// fingerprint on (Sandbox is set only for the plan's tool): its
+	// sources are fetched with none of the server's credentials.
+	Unreviewed bool
 	// Applied is the fingerprint of the component's last apply as the
 	// store records it ("": never applied, or not known). A runner that
 	// cannot check reality compares with it, not with files of its own in

@@ -131,22 +131,26 @@ func (r *Runner) layout(ctx context.Context, c runner.Component, in runner.Input
 		return nil, err
 	}
 	r.collected.Add(1)
+	f := r.srcs.of(c)
+	if err := anonymousSource(r.opts.DataDir, c, src); err != nil {
+		return nil, err
+	}
 	l := &layout{files: map[string]file{}, sub: sub}
 	switch src.Kind {
 	case spec.SourceGit:
-		if root, l.commit, err = r.git.Checkout(ctx, src.URL, src.Ref); err != nil {
+		if root, l.commit, err = f.git.Checkout(ctx, src.URL, src.Ref); err != nil {
 			return nil, err
 		}
 	case spec.SourceOCI:
 		// The manifest digest names the package's content, as a commit
 		// names a git tree: it goes into the fingerprint.
-		if root, l.commit, err = r.oci.Pull(ctx, src.URL, src.Ref); err != nil {
+		if root, l.commit, err = f.oci.Pull(ctx, src.URL, src.Ref); err != nil {
 			return nil, err
 		}
 	case spec.SourceRegistry:
 		// The version the constraint chose and the content it downloaded
 		// go into the fingerprint, as a commit does.
-		m, err := r.reg.Pull(ctx, src.URL, src.Ref)
+		m, err := f.reg.Pull(ctx, src.URL, src.Ref)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +260,7 @@ func (r *Runner) addVariablesFile(ctx context.Context, c runner.Component, l *la
 		if ref == "" {
 			ref = src.Ref
 		}
-		if data, err = r.git.ReadFile(ctx, src.URL, ref, path.Join(src.Subdir, vf.Path)); err != nil {
+		if data, err = r.srcs.of(c).git.ReadFile(ctx, src.URL, ref, path.Join(src.Subdir, vf.Path)); err != nil {
 			return err
 		}
 	}
@@ -288,7 +292,7 @@ func (r *Runner) addOverlay(ctx context.Context, c runner.Component, l *layout, 
 		if ref == "" {
 			ref = src.Ref
 		}
-		dir, _, err := r.git.Checkout(ctx, src.URL, ref)
+		dir, _, err := r.srcs.of(c).git.Checkout(ctx, src.URL, ref)
 		if err != nil {
 			return err
 		}

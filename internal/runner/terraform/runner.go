@@ -64,6 +64,8 @@ type Runner struct {
 	git  *gitsource.Cache
 	oci  *ocisource.Cache
 	reg  *regsource.Cache
+	// srcs fetch a component's modules (fetchers.go).
+	srcs sources
 
 	hashes   fileHashes
 	configs  configCache
@@ -98,6 +100,7 @@ func New(bin Binary, opts Options) *Runner {
 	r.reg = regsource.InDataDir(opts.DataDir)
 	r.reg.Git = r.git.Checkout
 	r.reg.Credentials = regsource.Credentials{CLIConfig: bin.CLIConfig, Env: os.Environ()}
+	r.srcs = sources{server: fetchers{git: r.git, oci: r.oci, reg: r.reg}, anon: anonymousFetchers(r.git, r.oci, r.reg)}
 	if v := r.versions.parsed(opts.ToolVersion); v != nil && r.crypt.openTofu() {
 		r.plugins.locking = !v.LessThan(openTofuCacheLocking)
 	}

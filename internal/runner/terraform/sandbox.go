@@ -58,16 +58,21 @@ func (r *Runner) prepareSandboxed(ctx context.Context, c runner.Component, p *pr
 	if err != nil {
 		return err
 	}
-	p.s = r.sandboxSession(c, p.dir, p.wd, extra)
+	cli, err := sandboxCLIConfig(r.bin.CLIConfig, p.wd)
+	if err != nil {
+		return err
+	}
+	p.s = r.sandboxSession(c, p.dir, p.wd, cli, extra)
 	return r.initIfNeeded(ctx, p, true)
 }
 
 // sandboxSession is a session whose commands run confined by c.Sandbox,
-// with the tool's settings and extra's TF_VAR_* only.
-func (r *Runner) sandboxSession(c runner.Component, dir, wd string, extra map[string]string) *session {
+// with the tool's settings (cli: its CLI config without credentials, see
+// sandboxCLIConfig) and extra's TF_VAR_* only.
+func (r *Runner) sandboxSession(c runner.Component, dir, wd, cli string, extra map[string]string) *session {
 	env := []string{"TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1"}
-	if r.bin.CLIConfig != "" {
-		env = append(env, "TF_CLI_CONFIG_FILE="+r.bin.CLIConfig)
+	if cli != "" {
+		env = append(env, "TF_CLI_CONFIG_FILE="+cli)
 	}
 	for k, v := range extra {
 		if strings.HasPrefix(k, "TF_VAR_") {
