@@ -137,6 +137,7 @@ func (s *server) tornDown(env string) bool {
 // environments' change (no commit but the cluster's); a retired cluster's
 // app is torn down before it.
 func TestGitOpsAppsGeneratedFromClustersFollowThem(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	repo := fleetRepo(t, w, clustersSet("platform", "c1", "c2", "c3"), appsSet("{{ .env.outputs.cluster.endpoint }}"))
 	head := git(t, repo.work, "rev-parse", "HEAD")
@@ -190,6 +191,7 @@ func TestGitOpsAppsGeneratedFromClustersFollowThem(t *testing.T) {
 // name collides with a cluster's makes the set invalid, naming both
 // producers, and changes nothing generated before.
 func TestGitOpsEnvironmentsGeneratorAttacks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	monitors := strings.NewReplacer("name: apps", "name: monitors", "app-{{", "mon-{{").Replace(appsSet("{{ .env.name }}"))
 	repo := fleetRepo(t, w, clustersSet("platform", "c1"), appsSet("{{ .env.outputs.cluster.endpoint }}"))
