@@ -2,9 +2,10 @@ package postgres
 
 import (
 	"context"
-	"github.com/jackc/pgx/v5"
 	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"knit.dev/knit/internal/store"
 )
