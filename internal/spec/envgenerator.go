@@ -150,29 +150,8 @@ func producerHint(e SetElement, team string) string {
 // label values or patterns over the element ("{{ .region }}").
 func (d *decoder) setLabels(dst *map[string]string) field {
 	return func(v *yaml.Node, p string) {
-		n := resolve(v)
-		if n == nil || n.Kind != yaml.MappingNode {
-			d.mismatch(v, p, "write labels: {KEY: VALUE}", "expected a mapping, found %s", kindName(v))
-			return
-		}
-		*dst = map[string]string{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], resolve(n.Content[i+1])
-			kp := join(p, k.Value)
-			d.pos[kp] = d.at(k)
-			if why := labelKeyProblem(k.Value); why != "" {
-				d.errorf(k, kp, "label keys are as Kubernetes writes them: role, example.com/tier", "%s", why)
-				continue
-			}
-			if val == nil || val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
-				d.mismatch(n.Content[i+1], kp, `write the value as a string: role: "cluster"`, "expected a label value, found %s", kindName(n.Content[i+1]))
-				continue
-			}
-			if !strings.Contains(val.Value, "{{") && !labelValue.MatchString(val.Value) {
-				d.errorf(val, kp, "a label value is at most 63 letters, digits, '-', '_', '.'", "%s is not a label value", quote(val.Value))
-				continue
-			}
-			(*dst)[k.Value] = val.Value
+		if m, _ := d.labelMap(v, p, "labels", true); m != nil {
+			*dst = m
 		}
 	}
 }

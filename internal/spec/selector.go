@@ -140,12 +140,26 @@ func (d *decoder) selector(dst *Selector) field {
 // matchLabels decodes matchLabels into dst, returning how many pairs
 // are written (valid or not).
 func (d *decoder) matchLabels(v *yaml.Node, p string, dst *Selector) int {
+	m, n := d.labelMap(v, p, "matchLabels", false)
+	if m != nil {
+		dst.MatchLabels = m
+	}
+	return n
+}
+
+// labelMap decodes a mapping of labels written at p (what names the
+// field in the hint), each key and value checked as Kubernetes checks
+// them; patterns lets a value be a pattern over a set's element
+// ("{{ .region }}"), checked once executed. It returns the valid pairs
+// (nil when v is no mapping) and how many pairs are written (1 for a
+// value that is no mapping).
+func (d *decoder) labelMap(v *yaml.Node, p, what string, patterns bool) (map[string]string, int) {
 	n := resolve(v)
 	if n == nil || n.Kind != yaml.MappingNode {
-		d.mismatch(v, p, "write matchLabels: {KEY: VALUE}", "expected a mapping, found %s", kindName(v))
-		return 1
+		d.mismatch(v, p, "write "+what+": {KEY: VALUE}", "expected a mapping, found %s", kindName(v))
+		return nil, 1
 	}
-	dst.MatchLabels = map[string]string{}
+	out := map[string]string{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], resolve(n.Content[i+1])
 		kp := join(p, k.Value)
@@ -158,13 +172,13 @@ func (d *decoder) matchLabels(v *yaml.Node, p string, dst *Selector) int {
 			d.mismatch(n.Content[i+1], kp, `write the value as a string: role: "cluster"`, "expected a label value, found %s", kindName(n.Content[i+1]))
 			continue
 		}
-		if !labelValue.MatchString(val.Value) {
+		if !(patterns && strings.Contains(val.Value, "{{")) && !labelValue.MatchString(val.Value) {
 			d.errorf(val, kp, "a label value is at most 63 letters, digits, '-', '_', '.'", "%s is not a label value", quote(val.Value))
 			continue
 		}
-		dst.MatchLabels[k.Value] = val.Value
+		out[k.Value] = val.Value
 	}
-	return len(n.Content) / 2
+	return out, len(n.Content) / 2
 }
 
 // requirement decodes one matchExpressions entry.
