@@ -131,6 +131,13 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 	if res == nil {
 		return err
 	}
+	// A step of a rollout: the rest of it runs here too (its runs' errors
+	// are the rollout's to act on: an abort turns it back).
+	first := res
+	res, rollout, ferr := d.followRollout(ctx, b, res)
+	if res != first || ferr != nil {
+		err = ferr
+	}
 	switch v.output {
 	case "policy-input":
 		if res.Policy == nil || res.Policy.Input == nil {
@@ -160,6 +167,8 @@ func (d *deps) run(ctx context.Context, v runView, request func(backend) (knit.R
 		return fmt.Errorf("run %s: %w", res.RunID, err)
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("interrupted: run %s recorded as interrupted", res.RunID)}
+	case rollout != "":
+		return rolloutExit(res, rollout, nil)
 	case v.exit != nil:
 		return v.exit(res)
 	}

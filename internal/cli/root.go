@@ -141,6 +141,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newApplyCmd(d),
 		newTeardownCmd(d),
 		newRollbackCmd(d),
+		newRolloutCmd(d),
 		newTTLCmd(d),
 		newPreviewsCmd(d),
 		newPipelineCmd(d),

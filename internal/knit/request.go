@@ -76,6 +76,10 @@ type RunRequest struct {
 	// Caller is who asked for the run, when a person's token did (the API,
 	// the dashboard): checked again when the run leaves its queue.
 	Caller *Caller `json:"caller,omitempty"`
+	// Rollout, when set, makes the run a step of a rollout by the
+	// environment's strategy (Env is that step's environment): Rollouts.Next
+	// says what follows it.
+	Rollout *RolloutStep `json:"rollout,omitempty"`
 }
 
 // options are the engine's options of req, judged by judge, parallelism par.

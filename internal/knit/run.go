@@ -52,6 +52,10 @@ func (a *Run) Start(ctx context.Context) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if env, err = a.strategy(ctx, &req, env); err != nil {
+		return nil, err
+	}
+	a.Request = req // a rollout's step: what follows it reads the request
 	par := req.Parallelism
 	if par <= 0 {
 		par = a.k.cfg.Parallelism

@@ -310,3 +310,17 @@ func (v *validator) anyMarked(p, field string) {
 	}
 	v.err(p, "", "no component is marked "+field+": true", "mark the components the rollout brings up a second time ("+field+": true)")
 }
+
+// StableRef is the valueFrom ref as it reads while no second instance is
+// up: a marked component's own output for one of its second instance's
+// (app.url for app-canary.url); any other ref as it is.
+func (e *Environment) StableRef(ref string) string {
+	r, ok := ParseValueFrom(ref)
+	if !ok {
+		return ref
+	}
+	if base, ok := e.InstanceOf(r.Component); ok {
+		return base.Name + strings.TrimPrefix(ref, r.Component)
+	}
+	return ref
+}

@@ -1,0 +1,108 @@
+package knit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"knit.dev/knit/internal/store"
+)
+
+// RolloutView is where an environment's rollout stands, for people: its
+// state, step and weight, the run it is at, and what each step found.
+type RolloutView struct {
+	Env      string         `json:"env"`
+	ID       string         `json:"id"`
+	State    string         `json:"state"`
+	Step     int            `json:"step"`
+	Steps    int            `json:"steps"`
+	Weight   int            `json:"weight"`
+	RunID    string         `json:"runId,omitempty"`
+	Stable   int            `json:"stableRevision"`
+	Reason   string         `json:"reason,omitempty"`
+	Evidence []StepEvidence `json:"evidence,omitempty"`
+}
+
+// ErrRolloutNotPaused: a promote of a rollout that does not wait for one.
+var ErrRolloutNotPaused = fmt.Errorf("%w: the rollout is not paused", ErrNotPaused)
+
+// Status is env's newest rollout as ctx's caller may see it
+// (ErrNoRollout when it has none).
+func (a *Rollouts) Status(ctx context.Context, ref string) (RolloutView, error) {
+	e, err := a.k.resolveEnv(ctx, ref)
+	if err != nil {
+		return RolloutView{}, err
+	}
+	r, err := a.read(ctx, e.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return RolloutView{}, fmt.Errorf("%w: %s has had none (a canary strategy rolls out changes of an applied environment)", ErrNoRollout, e.ID)
+	}
+	if err != nil {
+		return RolloutView{}, err
+	}
+	v := RolloutView{Env: e.ID, ID: r.rec.ID, State: r.rec.State, Step: r.rec.Step, Weight: r.rec.Weight, RunID: r.rec.RunID,
+		Stable: r.detail.Stable, Reason: r.detail.Reason, Evidence: r.detail.Evidence}
+	if _, next, err := a.specs(ctx, r); err == nil && next.Spec.Canary() != nil {
+		v.Steps = len(next.Spec.Canary().Steps)
+	}
+	return v, nil
+}
+
+// Promote goes on with ref's rollout paused for a person, as actor: the
+// step after the pause is recorded and its run returned. A rollout that is
+// not paused is refused (ErrRolloutNotPaused); of two promotes at once,
+// one goes on and the other is refused (store.ErrConflict).
+func (a *Rollouts) Promote(ctx context.Context, ref, actor, reason string) (RolloutAction, error) {
+	r, err := a.controlled(ctx, ref)
+	if err != nil {
+		return RolloutAction{}, err
+	}
+	if r.rec.State != RolloutPaused {
+		return RolloutAction{}, fmt.Errorf("%w: %s's rollout %s is %s at step %d", ErrRolloutNotPaused, r.rec.Env, r.rec.ID, r.rec.State, r.rec.Step)
+	}
+	r.rec.State = RolloutRunning
+	r.rec.Step++
+	if err := a.save(ctx, r, &store.AuditEvent{Actor: actor, Action: auditRollout, Reason: reason,
+		Detail: fmt.Sprintf("rollout %s promoted past its pause at step %d", r.rec.ID, r.rec.Step-1)}); err != nil {
+		return RolloutAction{}, err
+	}
+	return a.advance(ctx, r)
+}
+
+// Abort turns ref's rollout back as actor: weight 0, the canary destroyed,
+// the environment on its stable revision. The returned run starts it.
+func (a *Rollouts) Abort(ctx context.Context, ref, actor, reason string) (RolloutAction, error) {
+	r, err := a.controlled(ctx, ref)
+	if err != nil {
+		return RolloutAction{}, err
+	}
+	if r.rec.State == RolloutAborting {
+		return RolloutAction{}, fmt.Errorf("%w: %s's rollout %s is aborting already", store.ErrConflict, r.rec.Env, r.rec.ID)
+	}
+	why := fmt.Sprintf("aborted by %s at step %d, weight %d", actor, r.rec.Step, r.rec.Weight)
+	if reason != "" {
+		why += ": " + reason
+	}
+	return a.abort(ctx, r, why)
+}
+
+// controlled is ref's rollout under way, for a person's control: the
+// environment resolved as ctx's caller sees it, the caller an operator of
+// its team.
+func (a *Rollouts) controlled(ctx context.Context, ref string) (*rollout, error) {
+	e, err := a.k.resolveEnv(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorizeRun(ctx, e.ID, RunRequest{}); err != nil {
+		return nil, err
+	}
+	r, err := a.active(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w under way in %s (knit rollout status %s)", ErrNoRollout, e.ID, e.ID)
+	}
+	return r, nil
+}
