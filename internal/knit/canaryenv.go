@@ -116,9 +116,9 @@ func canaryForm(stable, next *spec.Environment, promoted bool, weight int, analy
 func canaryInstance(c *spec.Component) *spec.Component {
 	base := c.Name
 	c.Name = base + spec.CanarySuffix
-	own := func(ref string) string {
-		if rest, ok := strings.CutPrefix(ref, base+"."); ok {
-			return c.Name + "." + rest
+	own := func(ref spec.ValueFrom) spec.ValueFrom {
+		if rest, ok := strings.CutPrefix(string(ref), base+"."); ok {
+			return spec.ValueFrom(c.Name + "." + rest)
 		}
 		return ref
 	}

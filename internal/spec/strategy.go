@@ -314,13 +314,13 @@ func (v *validator) anyMarked(p, field string) {
 // StableRef is the valueFrom ref as it reads while no second instance is
 // up: a marked component's own output for one of its second instance's
 // (app.url for app-canary.url); any other ref as it is.
-func (e *Environment) StableRef(ref string) string {
+func (e *Environment) StableRef(ref ValueFrom) ValueFrom {
 	r, ok := ParseValueFrom(ref)
 	if !ok {
 		return ref
 	}
 	if base, ok := e.InstanceOf(r.Component); ok {
-		return base.Name + strings.TrimPrefix(ref, r.Component)
+		return ValueFrom(base.Name + strings.TrimPrefix(string(ref), r.Component))
 	}
 	return ref
 }
