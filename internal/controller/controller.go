@@ -18,6 +18,7 @@ import (
 	"knit.dev/knit/internal/controller/gitops"
 	"knit.dev/knit/internal/controller/health"
 	"knit.dev/knit/internal/controller/promotion"
+	"knit.dev/knit/internal/controller/rollout"
 	"knit.dev/knit/internal/controller/runqueue"
 	"knit.dev/knit/internal/controller/ttl"
 	"knit.dev/knit/internal/knit"
@@ -103,6 +104,8 @@ type Set struct {
 	Health *health.Scheduler
 	// Promotion moves releases through pipelines (nil: none configured).
 	Promotion *promotion.Controller
+	// Rollout carries rollouts by an environment's strategy on.
+	Rollout *rollout.Driver
 
 	log    *slog.Logger
 	actor  string
@@ -148,6 +151,7 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 		pc.Actor, pc.Logger, pc.Clock, pc.Notify = cfg.Actor, cfg.Logger, cfg.Clock, d
 		s.Promotion = promotion.New(k, s.Queue, pc)
 	}
+	s.Rollout = rollout.New(k, s.Queue, cfg.Clock, cfg.Logger)
 	s.Queue.OnFinish(s.runEnded)
 	if q, ok := s.Queue.(endsElsewhere); ok {
 		q.OnEnded(s.schedulesFollow)
@@ -174,6 +178,7 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	if _, elsewhere := s.Queue.(endsElsewhere); !elsewhere {
 		s.schedulesFollow(o.Job.Env)
 	}
+	s.Rollout.RunEnded(o.Job.Req, o.Result)
 	after := knit.After(o.Job.Req, o.Result, s.actor)
 	for _, ev := range after.Notices {
 		if s.runURL != nil {
@@ -201,7 +206,12 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 
 // Resume queues again the runs a crash or a shutdown interrupted (see
 // runqueue.Queue.Resume). Call it once, before Run.
-func (s *Set) Resume(ctx context.Context) error { return s.Queue.Resume(ctx) }
+func (s *Set) Resume(ctx context.Context) error {
+	if err := s.Queue.Resume(ctx); err != nil {
+		return err
+	}
+	return s.Rollout.Resume(ctx)
+}
 
 // Run runs every controller until ctx ends and waits for all of them (the
 // queue for the runs ctx's end interrupts), then flushes the notifications
@@ -216,9 +226,9 @@ func (s *Set) Run(ctx context.Context) error {
 	if s.Promotion != nil {
 		singletons = append(singletons, s.Promotion.Run)
 	}
-	runs := append([]func(context.Context) error{s.Queue.Run}, singletons...)
+	runs := append([]func(context.Context) error{s.Queue.Run, s.Rollout.Run}, singletons...)
 	if s.leader != nil {
-		runs = []func(context.Context) error{s.Queue.Run, func(ctx context.Context) error {
+		runs = []func(context.Context) error{s.Queue.Run, s.Rollout.Run, func(ctx context.Context) error {
 			return s.leader.Run(ctx, func(ctx context.Context) {
 				if err := runAll(ctx, singletons); err != nil {
 					s.log.Error("controllers", "err", err)

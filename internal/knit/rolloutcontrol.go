@@ -106,3 +106,43 @@ func (a *Rollouts) controlled(ctx context.Context, ref string) (*rollout, error)
 	}
 	return r, nil
 }
+
+// Resume is what carries on each rollout a crash or a stop left between
+// steps, by environment: a rollout at a run whose record is gone or
+// ended (the crash came before its run started, or before what follows
+// it was decided) runs that step again, at the same weight; one whose run
+// was interrupted is left to the run's resume, which carries the step on;
+// one between steps goes on (Continue). Paused rollouts wait.
+func (a *Rollouts) Resume(ctx context.Context) (map[string]RolloutAction, error) {
+	recs, err := a.k.store.Rollouts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]RolloutAction{}
+	for _, rec := range recs {
+		r, err := a.active(ctx, rec.Env)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil || r.rec.State == RolloutPaused {
+			continue
+		}
+		if r.detail.Current == nil {
+			if out[rec.Env], err = a.Continue(ctx, rec.Env); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		run, err := a.k.store.Run(ctx, r.rec.RunID)
+		switch {
+		case err == nil && (run.Status == store.StatusRunning || run.Status == store.StatusInterrupted):
+			continue // interrupted: the queue resumes it
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		if out[rec.Env], err = a.run(ctx, r, r.detail.Current.Phase); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
