@@ -130,6 +130,7 @@ func (w *world) canaryEndsAt(conf, version string) {
 // upstreams (what the analysis steps see), and at the end the stable app
 // runs the new version, the router is back at 0 and the canary is gone.
 func TestCanaryRollsOutStepByStep(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, conf, seen := versions(t, ""), w.path("router.conf"), w.path("seen")
 	steps := "          - setWeight: 10\n" + observe("at-10", conf, seen) + "          - setWeight: 50\n" + observe("at-50", conf, seen) + "          - setWeight: 100\n"
@@ -175,6 +176,7 @@ func TestCanaryRollsOutStepByStep(t *testing.T) {
 // to 0, the canary is destroyed, the stable app stays on version 1, the
 // command fails naming the check and what it saw.
 func TestCanaryFailingAnalysisAborts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, conf := versions(t, "2"), w.path("router.conf")
 	steps := `          - setWeight: 10
@@ -206,6 +208,7 @@ func TestCanaryFailingAnalysisAborts(t *testing.T) {
 // a rollout that is not paused is refused; knit rollout promote goes on
 // to the end; an abort of a paused rollout turns it back.
 func TestCanaryPausesForAPerson(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	url, conf := versions(t, ""), w.path("router.conf")
 	steps := "          - setWeight: 10\n          - pause: {}\n          - setWeight: 50\n"
