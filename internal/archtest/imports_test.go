@@ -69,6 +69,7 @@ var rules = []rule{
 	controllerRule(mod + "controller/riverqueue"),
 	controllerRule(mod + "controller/leader"),
 	controllerRule(mod + "controller/queuetest"),
+	controllerRule(mod + "controller/rollout"),
 	{Pkg: mod + "ocisource", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
 		Why: "fetching OCI module packages is a leaf: the terraform runner decides what to do with them"},
 	{Pkg: mod + "regsource", Forbid: func(p string) bool { return strings.HasPrefix(p, mod) },
