@@ -64,6 +64,19 @@ func stableChecks(e *spec.Environment, checks []spec.HealthCheck) {
 // set, as the environment's checks. It has no strategy of its own: it is
 // one step's, which the rollout carries on.
 func canaryForm(stable, next *spec.Environment, promoted bool, weight int, analysis []spec.HealthCheck) (*spec.Environment, error) {
+	c := next.Spec.Canary()
+	if c == nil {
+		return nil, fmt.Errorf("%s has no canary strategy", next.ID())
+	}
+	return secondForm(stable, next, promoted, spec.CanarySuffix, c.Traffic.Component, c.Traffic.WeightInput, weight, analysis)
+}
+
+// secondForm is the environment of a rollout's run: the stable revision's
+// components (next's, once promoted), each component next's strategy
+// marks beside them as its second instance (NAME+suffix) with next's
+// definition, the router's input at value, and checks as the
+// environment's checks.
+func secondForm(stable, next *spec.Environment, promoted bool, suffix, routerName, input string, value any, checks []spec.HealthCheck) (*spec.Environment, error) {
 	base := stable
 	if promoted {
 		base = next
@@ -72,37 +85,33 @@ func canaryForm(stable, next *spec.Environment, promoted bool, weight int, analy
 	if err != nil {
 		return nil, err
 	}
-	c := next.Spec.Canary()
-	if c == nil {
-		return nil, fmt.Errorf("%s has no canary strategy", next.ID())
-	}
 	copied, err := cloneEnv(next)
 	if err != nil {
 		return nil, err
 	}
 	for _, comp := range copied.Spec.Components {
-		if comp.Canary {
-			env.Spec.Components = append(env.Spec.Components, canaryInstance(comp))
+		if copied.Marked(comp) {
+			env.Spec.Components = append(env.Spec.Components, secondInstance(comp, suffix))
 		}
 	}
 	for _, comp := range env.Spec.Components {
 		comp.Canary, comp.BlueGreen = false, false
 		instanceRefs(next, comp)
 	}
-	router := env.Component(c.Traffic.Component)
+	router := env.Component(routerName)
 	if router == nil {
-		return nil, fmt.Errorf("the router %s is no component of %s", c.Traffic.Component, env.ID())
+		return nil, fmt.Errorf("the router %s is no component of %s", routerName, env.ID())
 	}
 	for i := range router.Variables {
-		if router.Variables[i].Name == c.Traffic.WeightInput {
-			router.Variables[i].Value = weight
+		if router.Variables[i].Name == input {
+			router.Variables[i].Value = value
 		}
 	}
-	if len(analysis) > 0 {
+	if len(checks) > 0 {
 		if env.Spec.Health == nil {
 			env.Spec.Health = &spec.HealthPolicy{}
 		}
-		env.Spec.Health.Checks = append(env.Spec.Health.Checks, analysis...)
+		env.Spec.Health.Checks = append(env.Spec.Health.Checks, checks...)
 	}
 	// A step's failure aborts the rollout, which turns it back itself:
 	// no rollback of its own follows it.
@@ -110,12 +119,12 @@ func canaryForm(stable, next *spec.Environment, promoted bool, weight int, analy
 	return env, nil
 }
 
-// canaryInstance turns c (a copy) into its canary instance: named
-// NAME-canary, its own health checks reading its own outputs, its own
-// Helm release.
-func canaryInstance(c *spec.Component) *spec.Component {
+// secondInstance turns c (a copy) into its second instance: named
+// NAME+suffix (app-canary, app-green), its own health checks reading its
+// own outputs, its own Helm release.
+func secondInstance(c *spec.Component, suffix string) *spec.Component {
 	base := c.Name
-	c.Name = base + spec.CanarySuffix
+	c.Name = base + suffix
 	own := func(ref spec.ValueFrom) spec.ValueFrom {
 		if rest, ok := strings.CutPrefix(string(ref), base+"."); ok {
 			return spec.ValueFrom(c.Name + "." + rest)
@@ -131,7 +140,7 @@ func canaryInstance(c *spec.Component) *spec.Component {
 		}
 	}
 	if c.Chart != nil && c.Chart.Release != "" {
-		c.Chart.Release += spec.CanarySuffix
+		c.Chart.Release += suffix
 	}
 	return c
 }

@@ -42,8 +42,8 @@ func (a *Rollouts) Status(ctx context.Context, ref string) (RolloutView, error) 
 	}
 	v := RolloutView{Env: e.ID, ID: r.rec.ID, State: r.rec.State, Step: r.rec.Step, Weight: r.rec.Weight, RunID: r.rec.RunID,
 		Stable: r.detail.Stable, Reason: r.detail.Reason, Evidence: r.detail.Evidence}
-	if _, next, err := a.specs(ctx, r); err == nil && next.Spec.Canary() != nil {
-		v.Steps = len(next.Spec.Canary().Steps)
+	if _, next, err := a.specs(ctx, r); err == nil {
+		v.Steps = len(rolloutSteps(next))
 	}
 	return v, nil
 }

@@ -41,7 +41,7 @@ func (a *Run) strategy(ctx context.Context, req *RunRequest, env *spec.Environme
 		active.rec.RunID = req.RunID // what follows this run follows the step
 		return env, NewRollouts(a.k).save(ctx, active, nil)
 	}
-	if env.Spec.Canary() == nil {
+	if env.Spec.Strategy() == nil {
 		return stableForm(env)
 	}
 	rec, err := a.k.store.Environment(ctx, env.ID())
@@ -63,7 +63,7 @@ func (a *Run) strategy(ctx context.Context, req *RunRequest, env *spec.Environme
 	if err != nil {
 		return nil, err
 	}
-	if active == nil && (stable.Spec.Canary() == nil || !markedChanged(stable, env)) {
+	if active == nil && (stable.Spec.Strategy() == nil || !markedChanged(stable, env)) {
 		return stableForm(env)
 	}
 	return a.startRollout(ctx, req, env, stableRev, active)
@@ -116,13 +116,13 @@ func (a *Run) startRollout(ctx context.Context, req *RunRequest, env *spec.Envir
 	return act.Run.Env, nil
 }
 
-// markedChanged reports whether next changes a component stable marks
-// canary (or marks one more or fewer).
+// markedChanged reports whether next changes a component stable's
+// strategy marks (canary, blueGreen), or marks one more or fewer.
 func markedChanged(stable, next *spec.Environment) bool {
 	marked := func(e *spec.Environment) map[string]*spec.Component {
 		m := map[string]*spec.Component{}
 		for _, c := range e.Spec.Components {
-			if c.Canary {
+			if e.Marked(c) {
 				m[c.Name] = c
 			}
 		}

@@ -97,7 +97,7 @@ func (a *Rollouts) advance(ctx context.Context, r *rollout) (RolloutAction, erro
 	if err != nil {
 		return RolloutAction{}, err
 	}
-	steps := next.Spec.Canary().Steps
+	steps := rolloutSteps(next)
 	if r.rec.Step >= len(steps) {
 		return a.run(ctx, r, PhasePromote)
 	}
@@ -188,7 +188,35 @@ func (a *Rollouts) run(ctx context.Context, r *rollout, phase string) (RolloutAc
 		return RolloutAction{}, err
 	}
 	var env *spec.Environment
-	steps := next.Spec.Canary().Steps
+	steps := rolloutSteps(next)
+	blueGreen := next.Spec.Strategy().BlueGreen != nil
+	switch {
+	case blueGreen:
+		env, r.rec.Weight, err = blueGreenRun(phase, stable, next)
+	default:
+		env, err = canaryRun(r, phase, stable, next, steps)
+	}
+	if err != nil {
+		return RolloutAction{}, err
+	}
+	step := &RolloutStep{ID: r.rec.ID, Phase: phase, Step: r.rec.Step}
+	r.rec.RunID, r.detail.Current = NewRunID(), step
+	d := r.detail
+	req := RunRequest{Kind: engine.KindApply, Env: env, Rollout: step, RunID: r.rec.RunID, Actor: d.Actor, Source: SourceRollout,
+		AutoApprove: d.AutoApprove, Origin: d.Origin, Root: d.Root, Commit: d.Commit, Author: d.Author, Message: d.Message, Tree: d.Tree,
+		Reason: fmt.Sprintf("rollout %s: %s", r.rec.ID, describeStep(phase, r.rec.Step, r.rec.Weight, len(steps), blueGreen))}
+	if phase == PhaseAborted {
+		req.Origin, req.Root, req.Commit, req.Author, req.Message, req.Tree = "", "", "", "", "", ""
+	}
+	if err := a.save(ctx, r, &store.AuditEvent{Action: auditRollout, RunID: req.RunID, Detail: req.Reason}); err != nil {
+		return RolloutAction{}, err
+	}
+	return RolloutAction{Run: &req}, nil
+}
+
+// canaryRun is the environment of a canary rollout's run of phase; it
+// sets r's weight to the run's.
+func canaryRun(r *rollout, phase string, stable, next *spec.Environment, steps []spec.CanaryStep) (env *spec.Environment, err error) {
 	switch phase {
 	case PhaseUp, PhaseAbort:
 		r.rec.Weight = 0
@@ -207,26 +235,14 @@ func (a *Rollouts) run(ctx context.Context, r *rollout, phase string) (RolloutAc
 	case PhaseAborted:
 		env, err = stableForm(stable)
 	}
-	if err != nil {
-		return RolloutAction{}, err
-	}
-	step := &RolloutStep{ID: r.rec.ID, Phase: phase, Step: r.rec.Step}
-	r.rec.RunID, r.detail.Current = NewRunID(), step
-	d := r.detail
-	req := RunRequest{Kind: engine.KindApply, Env: env, Rollout: step, RunID: r.rec.RunID, Actor: d.Actor, Source: SourceRollout,
-		AutoApprove: d.AutoApprove, Origin: d.Origin, Root: d.Root, Commit: d.Commit, Author: d.Author, Message: d.Message, Tree: d.Tree,
-		Reason: fmt.Sprintf("rollout %s: %s", r.rec.ID, describeStep(phase, r.rec.Step, r.rec.Weight, len(steps)))}
-	if phase == PhaseAborted {
-		req.Origin, req.Root, req.Commit, req.Author, req.Message, req.Tree = "", "", "", "", "", ""
-	}
-	if err := a.save(ctx, r, &store.AuditEvent{Action: auditRollout, RunID: req.RunID, Detail: req.Reason}); err != nil {
-		return RolloutAction{}, err
-	}
-	return RolloutAction{Run: &req}, nil
+	return env, err
 }
 
 // describeStep says what a run of a rollout does.
-func describeStep(phase string, step, weight, steps int) string {
+func describeStep(phase string, step, weight, steps int, blueGreen bool) string {
+	if blueGreen {
+		return describeColors(phase)
+	}
 	switch phase {
 	case PhaseUp:
 		return "the canary comes up at weight 0"

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,50 @@ func exampleWorld(t *testing.T, name string) (*world, *routertest.Run, string) {
 func (w *world) output(env, component, name string) string {
 	w.t.Helper()
 	return strings.TrimSpace(w.ok("output", env, component, name).stdout)
+}
+
+// TestExampleCanaryNginxRunsOnLoopback: the canary example's first apply
+// (a plain one) starts Prometheus, the app (v1) and nginx; the router
+// sends every request to v1; Prometheus scrapes the app under its
+// component's name (the label the example's analysis queries); teardown
+// stops every process.
+func TestExampleCanaryNginxRunsOnLoopback(t *testing.T) {
+	w, _, file := exampleWorld(t, "canary-nginx")
+	w.ok("apply", "-f", file)
+	router := w.output("shop/canary-nginx", "router", "url")
+	if c := routertest.Send(t, router, 50); c.ByVersion["v1"] != 50 {
+		t.Fatalf("through the router: %+v", c)
+	}
+	prom := &routertest.Prometheus{URL: w.output("shop/canary-nginx", "prometheus", "url")}
+	prom.Await(t, `sum(haproxy_frontend_http_responses_total{component="app",version="v1",code="2xx"})`,
+		func(v float64) bool { return v >= 50 })
+
+	w.ok("teardown", "-f", file, "--auto-approve")
+	if c := routertest.Send(t, router, 1); c.Failed != 1 {
+		t.Errorf("the router answers after teardown: %+v", c)
+	}
+	if _, _, err := prom.Query(context.Background(), "up"); err == nil {
+		t.Errorf("Prometheus answers after teardown")
+	}
+}
+
+// TestExampleBlueGreenHAProxyRunsOnLoopback: the blue/green example's
+// first apply starts the app (v1) and haproxy; the live and the preview
+// address both reach it while no green is up; teardown stops both.
+func TestExampleBlueGreenHAProxyRunsOnLoopback(t *testing.T) {
+	w, _, file := exampleWorld(t, "blue-green-haproxy")
+	w.ok("apply", "-f", file)
+	live := w.output("shop/blue-green-haproxy", "router", "url")
+	preview := w.output("shop/blue-green-haproxy", "router", "preview_url")
+	for _, u := range []string{live, preview} {
+		if c := routertest.Send(t, u, 20); c.ByVersion["v1"] != 20 {
+			t.Fatalf("%s: %+v", u, c)
+		}
+	}
+	w.ok("teardown", "-f", file, "--auto-approve")
+	if c := routertest.Send(t, live, 1); c.Failed != 1 {
+		t.Errorf("the router answers after teardown: %+v", c)
+	}
 }
 
 // TestExampleAppModulesAreOne: both examples ship the same app module
