@@ -84,6 +84,7 @@ func (w *world) noGreen() {
 // the app on v2 serving; the load generator saw no request lost or failed
 // from start to end.
 func TestBlueGreenSwitchesAllTrafficAtOnceThroughHAProxy(t *testing.T) {
+	t.Parallel()
 	w, file, _, load := blueGreenWorld(t, "1s")
 	blue := w.output(bgEnv, "app", "url")
 	toV2(w, file)
@@ -130,6 +131,7 @@ func TestBlueGreenSwitchesAllTrafficAtOnceThroughHAProxy(t *testing.T) {
 // after the abort reaches blue (v1), green is destroyed, the environment
 // stays on v1, and no request was lost or failed.
 func TestBlueGreenAbortAfterTheFlipSendsTrafficBackToBlue(t *testing.T) {
+	t.Parallel()
 	w, file, _, load := blueGreenWorld(t, "")
 	toV2(w, file)
 	r := w.knit("apply", "-f", file)
@@ -164,6 +166,7 @@ func TestBlueGreenAbortAfterTheFlipSendsTrafficBackToBlue(t *testing.T) {
 // switch ever flipping: not one live request reaches it, none fails, and
 // the rollout aborts with the check's evidence, the environment on v1.
 func TestBlueGreenGreenFailingAtPreviewNeverServes(t *testing.T) {
+	t.Parallel()
 	w, file, _, load := blueGreenWorld(t, "1s")
 	toV2(w, file)
 	text := w.read(file)

@@ -41,6 +41,7 @@ func (w *world) output(env, component, name string) string {
 // component's name (the label the example's analysis queries); teardown
 // stops every process.
 func TestExampleCanaryNginxRunsOnLoopback(t *testing.T) {
+	t.Parallel()
 	w, _, file := exampleWorld(t, "canary-nginx")
 	w.ok("apply", "-f", file)
 	router := w.output("shop/canary-nginx", "router", "url")
@@ -64,6 +65,7 @@ func TestExampleCanaryNginxRunsOnLoopback(t *testing.T) {
 // first apply starts the app (v1) and haproxy; the live and the preview
 // address both reach it while no green is up; teardown stops both.
 func TestExampleBlueGreenHAProxyRunsOnLoopback(t *testing.T) {
+	t.Parallel()
 	w, _, file := exampleWorld(t, "blue-green-haproxy")
 	w.ok("apply", "-f", file)
 	live := w.output("shop/blue-green-haproxy", "router", "url")
@@ -82,6 +84,7 @@ func TestExampleBlueGreenHAProxyRunsOnLoopback(t *testing.T) {
 // TestExampleAppModulesAreOne: both examples ship the same app module
 // (each example is a folder people copy whole), byte for byte.
 func TestExampleAppModulesAreOne(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"main.tf", "app.sh"} {
 		a, err := os.ReadFile(filepath.Join(repo, "examples", "canary-nginx", "modules", "app", f))
 		if err != nil {
