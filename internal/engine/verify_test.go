@@ -226,7 +226,7 @@ spec:
 	}
 	rate.Store("0.5")
 	res, _ = h.e.Apply(context.Background(), parse(t, src("2")), engine.Options{Actor: "tester"})
-	const want = "health check error-rate: failed (1) > failureLimit (0): result 0.5: result < 0.01 does not hold"
+	const want = "health check error-rate: failed (1) > failureLimit (0): result 0.5 of query sum(rate(errors[5m])): result < 0.01 does not hold"
 	if res.Status != store.StatusFailed || !strings.Contains(res.Error, want) {
 		t.Errorf("high error rate: %s %q, want it to say %q", res.Status, res.Error, want)
 	}

@@ -66,7 +66,8 @@ func (c Condition) String() string {
 
 // Measure runs the query once: the condition holding is Successful, not
 // holding Failed, NaN Inconclusive; no answer, an API error or a result
-// that is not one number is an Error.
+// that is not one number is an Error. The message names the value and
+// the query that gave it (the evidence a failed analysis is judged by).
 func (p *Prometheus) Measure(ctx context.Context) Measurement {
 	u, err := queryURL(p.URL, p.Query)
 	if err != nil {
@@ -89,9 +90,9 @@ func (p *Prometheus) Measure(ctx context.Context) Measurement {
 	case math.IsNaN(x):
 		m.Phase, m.Message = PhaseInconclusive, "result is NaN"
 	case p.Condition.Holds(x):
-		m.Phase, m.Message = PhaseSuccessful, fmt.Sprintf("result %g: %s holds", x, p.Condition)
+		m.Phase, m.Message = PhaseSuccessful, fmt.Sprintf("result %g of query %s: %s holds", x, short(p.Query), p.Condition)
 	default:
-		m.Phase, m.Message = PhaseFailed, fmt.Sprintf("result %g: %s does not hold", x, p.Condition)
+		m.Phase, m.Message = PhaseFailed, fmt.Sprintf("result %g of query %s: %s does not hold", x, short(p.Query), p.Condition)
 	}
 	return m
 }

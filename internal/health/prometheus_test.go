@@ -56,8 +56,8 @@ func TestPrometheusCheck(t *testing.T) {
 		value   float64
 		message string
 	}{
-		{"below the threshold", vector("0.005"), PhaseSuccessful, 0.005, "result 0.005: result < 0.01 holds"},
-		{"above the threshold", vector("0.25"), PhaseFailed, 0.25, "result 0.25: result < 0.01 does not hold"},
+		{"below the threshold", vector("0.005"), PhaseSuccessful, 0.005, "result 0.005 of query " + q + ": result < 0.01 holds"},
+		{"above the threshold", vector("0.25"), PhaseFailed, 0.25, "result 0.25 of query " + q + ": result < 0.01 does not hold"},
 		{"a scalar", `{"status":"success","data":{"resultType":"scalar","result":[1700000000,"0.001"]}}`, PhaseSuccessful, 0.001, ""},
 		{"NaN", vector("NaN"), PhaseInconclusive, 0, "result is NaN"},
 		{"no series", `{"status":"success","data":{"resultType":"vector","result":[]}}`, PhaseError, 0, "the query gave 0 series; it must give one number"},

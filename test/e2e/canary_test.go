@@ -95,8 +95,8 @@ type rolloutStatus struct {
 	State, Reason string
 	Step, Weight  int
 	Evidence      []struct {
-		Phase, Status, Verification string
-		Weight                      int
+		Phase, Status, Verification, RunID string
+		Step, Weight                       int
 	}
 }
 
