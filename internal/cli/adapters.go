@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -155,4 +157,18 @@ func locateTools(ctx context.Context, d *deps, v *versionView) {
 			v.KubeRunnerErr = err.Error()
 		}
 	}
+}
+
+// storeReachable reports whether a store is there to read without making
+// one: a PostgreSQL DSN is named, or the data dir holds SQLite's file.
+func (d *deps) storeReachable() bool {
+	if dsn, err := d.storeDSN(); err == nil && dsn != "" {
+		return true
+	}
+	dir, err := d.dataDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, sqlite.DBFile))
+	return err == nil
 }

@@ -222,6 +222,8 @@ func resultExit(r *engine.Result, detailed bool) error {
 		return &ExitError{Code: ExitFailure}
 	case r.Awaiting():
 		return &ExitError{Code: ExitApproval}
+	case r.WaitingUpstream(): // a gate too: another environment's output
+		return &ExitError{Code: ExitApproval}
 	case detailed && r.HasChanges():
 		return &ExitError{Code: ExitChanges}
 	}

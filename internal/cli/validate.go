@@ -46,6 +46,9 @@ hint where one helps. Exit 0 when valid (warnings allowed), 1 when not.`,
 				return err
 			}
 			v := validate(cmd.Context(), file, d.specOptions(), d.liveEnvironments)
+			if err := d.checkEnvReads(cmd.Context(), file, d.specOptions(), &v); err != nil {
+				return err
+			}
 			if output == "json" {
 				if err := writeJSON(d.stdout, v); err != nil {
 					return err

@@ -61,13 +61,20 @@ type NotExportedError struct {
 	Teams []string
 }
 
-func (e *NotExportedError) Error() string {
+func (e *NotExportedError) Error() string { return e.Why() + ": " + e.Fix() }
+
+// Why is the refusal without its fix.
+func (e *NotExportedError) Why() string {
 	why := "does not export it"
 	if len(e.Teams) > 0 {
 		why = "exports it only to team " + strings.Join(e.Teams, ", ")
 	}
-	return fmt.Sprintf("%s does not export %s to team %s (it %s): add {output: %s, teams: [%s]} to the spec.exports of %s, or read another output",
-		e.Producer, e.Output, e.Team, why, e.Output, e.Team, e.Producer)
+	return fmt.Sprintf("%s does not export %s to team %s (it %s)", e.Producer, e.Output, e.Team, why)
+}
+
+// Fix is what the producer's owners could do.
+func (e *NotExportedError) Fix() string {
+	return fmt.Sprintf("add {output: %s, teams: [%s]} to the spec.exports of %s, or read another output", e.Output, e.Team, e.Producer)
 }
 
 // ErrNotExported is what every NotExportedError is (errors.Is).

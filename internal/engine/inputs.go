@@ -24,8 +24,8 @@ func (e *missingOutputError) Error() string {
 // as state returns them. It also returns the sensitive values among them,
 // for redaction, and the names of the inputs that hold them, so the runner
 // never writes them in clear.
-func resolveInputs(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, map[string]bool, error) {
-	in, secrets, sensitive, missing, err := resolveKnown(c, state)
+func resolveInputs(c *spec.Component, state func(name string) store.ComponentState, ext *envReader) (runner.Inputs, []string, map[string]bool, error) {
+	in, secrets, sensitive, missing, err := resolveKnown(c, state, ext)
 	if err == nil && len(missing) > 0 {
 		err = missing[0]
 	}
@@ -34,7 +34,9 @@ func resolveInputs(c *spec.Component, state func(name string) store.ComponentSta
 
 // resolveKnown is resolveInputs that goes on past an output the producer
 // does not have (yet): it lists those instead, and leaves their inputs out.
-func resolveKnown(c *spec.Component, state func(name string) store.ComponentState) (runner.Inputs, []string, map[string]bool, []*missingOutputError, error) {
+// Another environment's output is read through ext: one it does not hold
+// yet is an *UpstreamNotReadyError, one not exported a *NotExportedError.
+func resolveKnown(c *spec.Component, state func(name string) store.ComponentState, ext *envReader) (runner.Inputs, []string, map[string]bool, []*missingOutputError, error) {
 	in := runner.Inputs{}
 	var missing []*missingOutputError
 	var secrets []string
@@ -45,22 +47,14 @@ func resolveKnown(c *spec.Component, state func(name string) store.ComponentStat
 			in[v.Name] = v.Value
 			continue
 		}
-		ref, ok := spec.ParseValueFrom(v.ValueFrom)
-		if !ok {
-			return nil, nil, nil, nil, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
+		val, out, ok, err := inputValue(v, state, ext)
+		if err != nil {
+			return nil, nil, nil, nil, err
 		}
-		out, ok := state(ref.Component).Outputs[ref.Output]
 		if !ok {
+			ref, _ := spec.ParseValueFrom(v.ValueFrom)
 			missing = append(missing, &missingOutputError{Variable: v.Name, Producer: ref.Component, Output: ref.Output})
 			continue
-		}
-		var val any
-		if err := json.Unmarshal(out.Value, &val); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
-		}
-		val, err := element(val, ref)
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("input %s: %w", v.Name, err)
 		}
 		in[v.Name] = val
 		if out.Sensitive {
@@ -72,6 +66,32 @@ func resolveKnown(c *spec.Component, state func(name string) store.ComponentStat
 		}
 	}
 	return in, secrets, sensitive, missing, nil
+}
+
+// inputValue is v's value from its producer's output: this environment's
+// (ok false when the producer holds no such output yet) or another's.
+func inputValue(v spec.Variable, state func(name string) store.ComponentState, ext *envReader) (any, store.OutputValue, bool, error) {
+	if er, ok := v.ValueFrom.EnvOutput(); ok {
+		val, out, err := ext.value(v.Name, er)
+		return val, out, err == nil, err
+	}
+	ref, ok := spec.ParseValueFrom(v.ValueFrom)
+	if !ok {
+		return nil, store.OutputValue{}, false, fmt.Errorf("input %s: bad valueFrom %q", v.Name, v.ValueFrom)
+	}
+	out, ok := state(ref.Component).Outputs[ref.Output]
+	if !ok {
+		return nil, out, false, nil
+	}
+	var val any
+	if err := json.Unmarshal(out.Value, &val); err != nil {
+		return nil, out, false, fmt.Errorf("input %s: stored output %s is unreadable: %w", v.Name, v.ValueFrom, err)
+	}
+	val, err := element(val, ref)
+	if err != nil {
+		return nil, out, false, fmt.Errorf("input %s: %w", v.Name, err)
+	}
+	return val, out, true, nil
 }
 
 // element is val, or its element [ref.Index] when ref has an index.

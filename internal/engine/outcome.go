@@ -86,4 +86,5 @@ func (r *Result) driftLeft() bool {
 var envStatuses = map[store.RunStatus]store.EnvStatus{
 	store.StatusSucceeded: EnvApplied, store.StatusFailed: EnvFailed,
 	store.StatusAwaiting: EnvAwaiting, store.StatusInterrupted: EnvInterrupted,
+	store.StatusWaiting: store.EnvWaiting,
 }

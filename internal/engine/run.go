@@ -53,6 +53,8 @@ type session struct {
 	judging      *judging
 	changes      *changes
 	verification *verification
+	// upstream reads the outputs of other environments this one reads.
+	upstream *envReader
 }
 
 // wire makes the run's collaborators.
@@ -66,6 +68,7 @@ func (s *session) wire() {
 	s.judging = &judging{s: s, gate: s.gate, approvals: s.approvals, planned: s.planned}
 	s.changes = &changes{s: s, gate: s.gate, approvals: s.approvals, planned: s.planned}
 	s.verification = &verification{s: s}
+	s.upstream = newEnvReader(s.db, s.e.Store, s.env)
 }
 
 // NewRunID returns a new run ID: sortable by time, unique by its random tail.
@@ -219,6 +222,8 @@ func (s *session) outcome(ctx context.Context, err error) store.RunStatus {
 		return store.StatusFailed
 	case s.result.Awaiting():
 		return store.StatusAwaiting
+	case s.result.WaitingUpstream():
+		return store.StatusWaiting
 	}
 	return store.StatusSucceeded
 }

@@ -44,6 +44,9 @@ func (s *session) newStep(name string, first Status) *step {
 // fail records the step as failed (interrupted if the run was cancelled),
 // keeping the component's previous outputs.
 func (st *step) fail(ctx context.Context, err error) error {
+	if nr, ok := upstreamNotReady(err); ok && !canceled(ctx, err) {
+		return st.waitUpstream(nr)
+	}
 	status := Failed
 	if canceled(ctx, err) {
 		status = Canceled
@@ -118,7 +121,7 @@ func (st *step) prepareInputs(ctx context.Context, fingerprint, ahead bool) (*pr
 	if err != nil {
 		return nil, err
 	}
-	in, secrets, sensitive, unknown, err := resolveKnown(st.c, st.s.producerState)
+	in, secrets, sensitive, unknown, err := resolveKnown(st.c, st.s.producerState, st.s.upstream)
 	// What the component output as sensitive before is masked in its log too.
 	st.secrets = append(secrets, storedSecrets(st.s.state(st.c.Name).Outputs)...)
 	if err != nil {

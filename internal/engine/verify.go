@@ -58,7 +58,7 @@ type verification struct {
 // the run succeeds only when each is Successful. Runs whose components
 // failed or wait for approval, and runs without checks, are not verified.
 func (v *verification) verify(ctx context.Context) error {
-	if !v.s.applies() || ctx.Err() != nil || v.s.result.Failed() || v.s.result.Awaiting() {
+	if !v.s.applies() || ctx.Err() != nil || v.s.result.Failed() || v.s.result.Awaiting() || v.s.result.WaitingUpstream() {
 		return nil
 	}
 	targets := v.healthTargets()
@@ -107,7 +107,7 @@ func (v *verification) healthTargets() []health.Target {
 	v.mu.Lock()
 	failures := v.checkFailures
 	v.mu.Unlock()
-	targets := v.s.e.healthTargets(v.s.env, names, states)
+	targets := v.s.e.healthTargets(v.s.env, names, states, v.s.upstream)
 	// A check block that failed in an apply is a failed check of its
 	// component, decided by the tool: nothing to measure again.
 	for _, name := range names {
@@ -155,7 +155,7 @@ func (e *Engine) CheckHealth(ctx context.Context, env *spec.Environment) (health
 			}
 		}
 	}
-	return e.verifier().Verify(ctx, e.healthTargets(env, names, states)), nil
+	return e.verifier().Verify(ctx, e.healthTargets(env, names, states, newEnvReader(ctx, e.Store, env))), nil
 }
 
 func (e *Engine) verifier() Verifier {
@@ -168,9 +168,9 @@ func (e *Engine) verifier() Verifier {
 // healthTargets are the checks of the named components, then env's own;
 // valueFrom reads states' outputs, and every sensitive output is kept out
 // of evidence.
-func (e *Engine) healthTargets(env *spec.Environment, names []string, states map[string]store.ComponentState) []health.Target {
-	out := outputReader(states)
-	var secrets []string
+func (e *Engine) healthTargets(env *spec.Environment, names []string, states map[string]store.ComponentState, ext *envReader) []health.Target {
+	out := outputReader(states, ext)
+	secrets := ext.secrets(env)
 	for _, st := range states {
 		secrets = append(secrets, storedSecrets(st.Outputs)...)
 	}
@@ -192,7 +192,7 @@ func (e *Engine) healthTargets(env *spec.Environment, names []string, states map
 		}
 		henv := health.Env{Resolve: out, Dir: e.workDir(env, c), Vars: vars, Secrets: secrets, Mask: mask}
 		if c.IsKubernetes() {
-			henv.Workloads, henv.NoWorkloads = e.workloads(env, c, states)
+			henv.Workloads, henv.NoWorkloads = e.workloads(env, c, states, ext)
 		}
 		for _, h := range c.Health {
 			targets = append(targets, target(c.Name, h, henv))
@@ -209,7 +209,7 @@ func (e *Engine) healthTargets(env *spec.Environment, names []string, states map
 
 // workloads is how a kubernetes check of c looks at its workloads: through
 // c's runner, with c's inputs (its cluster access) read from states.
-func (e *Engine) workloads(env *spec.Environment, c *spec.Component, states map[string]store.ComponentState) (func(context.Context, []string) (health.Workloads, error), error) {
+func (e *Engine) workloads(env *spec.Environment, c *spec.Component, states map[string]store.ComponentState, ext *envReader) (func(context.Context, []string) (health.Workloads, error), error) {
 	r, err := e.runnerFor(c)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (e *Engine) workloads(env *spec.Environment, c *spec.Component, states map[
 	if !ok {
 		return nil, fmt.Errorf("the %s runner cannot look at workloads", c.Type)
 	}
-	in, _, sensitive, err := resolveInputs(c, func(name string) store.ComponentState { return states[name] })
+	in, _, sensitive, err := resolveInputs(c, func(name string) store.ComponentState { return states[name] }, ext)
 	if err != nil {
 		return nil, err
 	}
@@ -236,10 +236,19 @@ func target(component string, h spec.HealthCheck, env health.Env) health.Target 
 	return health.Target{Component: component, Check: c, Broken: err}
 }
 
-// outputReader reads component.output from states, as a string (a
-// check's URL).
-func outputReader(states map[string]store.ComponentState) func(ref string) (string, error) {
+// outputReader reads component.output from states, or another
+// environment's output through ext, as a string (a check's URL).
+func outputReader(states map[string]store.ComponentState, ext *envReader) func(ref string) (string, error) {
 	return func(ref string) (string, error) {
+		if er, ok := spec.ValueFrom(ref).EnvOutput(); ok {
+			v, _, err := ext.value("url", er)
+			if s, isStr := v.(string); err == nil && isStr {
+				return s, nil
+			} else if err == nil {
+				err = errors.New("output " + er.String() + " is not a string")
+			}
+			return "", err
+		}
 		r, ok := spec.ParseValueFrom(spec.ValueFrom(ref))
 		if !ok {
 			return "", fmt.Errorf("bad valueFrom %q", ref)

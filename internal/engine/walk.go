@@ -43,6 +43,10 @@ func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, store.Ca
 	switch vr.Status {
 	case dag.Waiting:
 		held := vr.Blocker
+		if b := s.result.Component(held); b != nil && b.Cause.ReasonCode == string(ReasonUpstreamEnvironmentNotReady) {
+			return Waiting, b.Cause, "waiting: upstream " + held + " waits for another environment",
+				fmt.Sprintf("waiting: %s waits for %s", held, b.Cause.Upstream)
+		}
 		if s.kind == KindTeardown {
 			// The walk is reversed: what holds a component back is a
 			// dependent, whose destroy awaits approval.

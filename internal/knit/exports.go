@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"knit.dev/knit/internal/diag"
 	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/spec"
 )
 
 // ErrNotExported is a read of another environment's output that its
@@ -45,4 +47,18 @@ func (rs *Records) ExportedOutputs(ctx context.Context, producer, consumerTeam s
 		out[name] = ov
 	}
 	return out, nil
+}
+
+// CheckEnvReads is what the store says of env's reads of other
+// environments' outputs, placed in env's file: a read its producer
+// (applied) does not export to env's team is an error, with the fix; one
+// whose producer or output is not there yet a warning (the consumer will
+// wait, UpstreamEnvironmentNotReady); environments reading each other in
+// a cycle an error naming it. knit validate asks it when a store is there.
+func (rs *Records) CheckEnvReads(ctx context.Context, env *spec.Environment) (diag.Diagnostics, error) {
+	ps, err := engine.CheckEnvReads(ctx, rs.k.store, env)
+	if err != nil {
+		return nil, err
+	}
+	return ps.Diagnostics(env), nil
 }

@@ -56,6 +56,9 @@ func (a *Run) Start(ctx context.Context) (*engine.Run, error) {
 		return nil, err
 	}
 	a.Request = req // a rollout's step: what follows it reads the request
+	if err := a.envRules(ctx, req, env); err != nil {
+		return nil, err
+	}
 	par := req.Parallelism
 	if par <= 0 {
 		par = a.k.cfg.Parallelism

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"knit.dev/knit/internal/diag"
 )
 
 // ValueFrom is where a value is read from, as written at valueFrom:
@@ -149,34 +151,71 @@ func (e *Environment) Upstreams() []string {
 // checks), in the file's order.
 func (e *Environment) EnvOutputRefs() []EnvOutputRef {
 	var out []EnvOutputRef
-	for _, vf := range e.valueFroms() {
-		if r, ok := vf.EnvOutput(); ok {
-			out = append(out, r)
-		}
+	for _, r := range e.EnvReads() {
+		out = append(out, r.Ref)
 	}
 	return out
 }
 
-// valueFroms lists every valueFrom written in the environment (the
-// environment's kubeconfig is every helm and manifests component's copy).
-func (e *Environment) valueFroms() []ValueFrom {
-	var out []ValueFrom
-	for _, c := range e.Spec.Components {
-		for _, v := range c.InputVariables() {
-			out = append(out, v.ValueFrom)
+// EnvRead is one read of another environment's output: the field that
+// writes it (e.g. spec.components[0].variables[1].valueFrom; Pos finds
+// its line) and what it reads.
+type EnvRead struct {
+	Field string
+	Ref   EnvOutputRef
+}
+
+// EnvReads lists every well-formed read of another environment's output,
+// in the file's order; an inherited kubeconfig's is read once, at
+// spec.kubeconfig.
+func (e *Environment) EnvReads() []EnvRead {
+	var out []EnvRead
+	add := func(field string, v ValueFrom) {
+		if r, ok := v.EnvOutput(); ok {
+			out = append(out, EnvRead{Field: field, Ref: r})
 		}
-		out = append(out, healthValueFroms(c.Health)...)
+	}
+	for i, c := range e.Spec.Components {
+		p := fmt.Sprintf("spec.components[%d]", i)
+		for j, v := range c.Variables {
+			add(fmt.Sprintf("%s.variables[%d].valueFrom", p, j), v.ValueFrom)
+		}
+		if c.Kubeconfig != nil && !c.Kubeconfig.inherited {
+			kubeReads(p+".kubeconfig", c.Kubeconfig, add)
+		}
+		healthReads(p+".health", c.Health, add)
+	}
+	if k := e.Spec.Kubeconfig; k != nil {
+		kubeReads("spec.kubeconfig", k, add)
 	}
 	if h := e.Spec.Health; h != nil {
-		out = append(out, healthValueFroms(h.Checks)...)
+		healthReads("spec.health.checks", h.Checks, add)
 	}
-	var used []ValueFrom
-	for _, v := range out {
-		if v != "" {
-			used = append(used, v)
+	return out
+}
+
+func kubeReads(p string, k *Kubeconfig, add func(string, ValueFrom)) {
+	add(p+".valueFrom", k.ValueFrom)
+	for _, part := range []struct {
+		name string
+		v    *KubeValue
+	}{{"server", k.Server}, {"ca", k.CA}, {"token", k.Token}} {
+		if part.v != nil {
+			add(p+"."+part.name+".valueFrom", part.v.ValueFrom)
 		}
 	}
-	return used
+}
+
+// healthReads lists the valueFroms of checks' URLs.
+func healthReads(p string, checks []HealthCheck, add func(string, ValueFrom)) {
+	for i, h := range checks {
+		if h.HTTP != nil {
+			add(fmt.Sprintf("%s[%d].http.url.valueFrom", p, i), h.HTTP.URL.ValueFrom)
+		}
+		if h.Prometheus != nil {
+			add(fmt.Sprintf("%s[%d].prometheus.url.valueFrom", p, i), h.Prometheus.URL.ValueFrom)
+		}
+	}
 }
 
 // valueFromField decodes a valueFrom: a string (the same environment's
@@ -207,20 +246,6 @@ func (d *decoder) valueFromField(dst *ValueFrom) field {
 	}
 }
 
-// healthValueFroms lists the valueFroms of checks' URLs.
-func healthValueFroms(checks []HealthCheck) []ValueFrom {
-	var out []ValueFrom
-	for _, h := range checks {
-		if h.HTTP != nil {
-			out = append(out, h.HTTP.URL.ValueFrom)
-		}
-		if h.Prometheus != nil {
-			out = append(out, h.Prometheus.URL.ValueFrom)
-		}
-	}
-	return out
-}
-
 func (d *decoder) exports(dst *[]Export) field {
 	return func(v *yaml.Node, path string) {
 		d.sequence(v, path, func(_ int, item *yaml.Node, p string) {
@@ -229,4 +254,28 @@ func (d *decoder) exports(dst *[]Export) field {
 			*dst = append(*dst, e)
 		})
 	}
+}
+
+// EnvReadProblem is what a store found wrong with one read of another
+// environment's output (Field, as EnvReads names it): an Error, or a
+// warning.
+type EnvReadProblem struct {
+	Field, Message, Hint string
+	Error                bool
+}
+
+// EnvReadProblems are a file's, in its order.
+type EnvReadProblems []EnvReadProblem
+
+// Diagnostics places each problem in e's file.
+func (ps EnvReadProblems) Diagnostics(e *Environment) diag.Diagnostics {
+	var out diag.Diagnostics
+	for _, p := range ps {
+		d := errAt(e, p.Field, "", p.Message, p.Hint)
+		if !p.Error {
+			d.Severity = diag.Warning
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -21,6 +21,7 @@ const (
 	StatusAwaiting    = words.RunAwaiting
 	StatusVerifying   = words.RunVerifying
 	StatusSuperseded  = words.RunSuperseded
+	StatusWaiting     = words.RunWaiting
 )
 
 // RunStatuses is the closed set, in the order the OpenAPI document lists it.
@@ -55,6 +56,7 @@ const (
 	EnvDrifted     = words.EnvDrifted
 	EnvTornDown    = words.EnvTornDown
 	EnvPaused      = words.EnvPaused
+	EnvWaiting     = words.EnvWaiting
 )
 
 // EnvStatuses is the closed set, in the order the OpenAPI document lists it.

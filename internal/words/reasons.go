@@ -60,6 +60,10 @@ const (
 	// ReasonPolicyDenied: not run, because a policy denied the run's plan
 	// (the run's Policy names the file and rule of each denial).
 	ReasonPolicyDenied Reason = "PolicyDenied"
+	// ReasonUpstreamEnvironmentNotReady: not run, because an input reads
+	// an output another environment does not hold yet (Upstream: that
+	// environment, TEAM/ENV); it runs once the producer applies it.
+	ReasonUpstreamEnvironmentNotReady Reason = "UpstreamEnvironmentNotReady"
 )
 
 // Reasons is the closed set, in the order the OpenAPI document lists it.
@@ -69,7 +73,7 @@ func Reasons() []Reason {
 		ReasonUpstreamFailed, ReasonDependencyCycle, ReasonKnownAfterApply, ReasonRefused,
 		ReasonToolFailed, ReasonRecordFailed, ReasonInterrupted, ReasonDrifted, ReasonUpstreamDrifted,
 		ReasonNeverApplied, ReasonUnchecked, ReasonRejected, ReasonUpstreamRejected,
-		ReasonVerificationFailed, ReasonVerificationInconclusive, ReasonPolicyDenied,
+		ReasonVerificationFailed, ReasonVerificationInconclusive, ReasonPolicyDenied, ReasonUpstreamEnvironmentNotReady,
 	}
 }
 

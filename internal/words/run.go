@@ -23,11 +23,15 @@ const (
 	// RunSuperseded is a run that stopped at the approval gate and was
 	// replaced by a later run of its environment.
 	RunSuperseded RunStatus = "superseded"
+	// RunWaiting is a run that stopped because an input reads another
+	// environment's output not there yet (ReasonUpstreamEnvironmentNotReady):
+	// a wait, not a failure; the producer's apply starts it again.
+	RunWaiting RunStatus = "waiting"
 )
 
 // RunStatuses is the closed set, in the order the OpenAPI document lists it.
 func RunStatuses() []RunStatus {
-	return []RunStatus{RunQueued, RunRefused, RunRunning, RunSucceeded, RunFailed, RunInterrupted, RunAwaiting, RunVerifying, RunSuperseded}
+	return []RunStatus{RunQueued, RunRefused, RunRunning, RunSucceeded, RunFailed, RunInterrupted, RunAwaiting, RunVerifying, RunSuperseded, RunWaiting}
 }
 
 // RunKind is what a run does to its environment.
@@ -69,9 +73,11 @@ const (
 	// waits for a person: knit approve accepts the revision, knit rollback
 	// goes back to the last good one.
 	EnvPaused EnvStatus = "paused"
+	// EnvWaiting: its last run waits for another environment's output.
+	EnvWaiting EnvStatus = "waiting"
 )
 
 // EnvStatuses is the closed set, in the order the OpenAPI document lists it.
 func EnvStatuses() []EnvStatus {
-	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown, EnvPaused}
+	return []EnvStatus{EnvNew, EnvApplied, EnvFailed, EnvAwaiting, EnvRejected, EnvInterrupted, EnvDrifted, EnvTornDown, EnvPaused, EnvWaiting}
 }

@@ -1,0 +1,79 @@
+package knit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"knit.dev/knit/internal/engine"
+	"knit.dev/knit/internal/spec"
+	"knit.dev/knit/internal/store"
+)
+
+// consumers are the environments (TEAM/ENV, sorted) whose applied
+// revision reads an output of producer, and that are not torn down: what
+// depends on it. Every team's count: a dependency is a fact of the fleet,
+// whoever asks.
+func (k *Knit) consumers(ctx context.Context, producer string) ([]string, error) {
+	all, err := k.store.Environments(ctx, store.EnvironmentFilter{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range all {
+		if e.ID == producer || e.AppliedRevision == 0 || e.Status == store.EnvTornDown {
+			continue
+		}
+		env, err := k.appliedSpec(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(env.Upstreams(), producer) {
+			out = append(out, e.ID)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Consumers lists the environments that read outputs of ref (TEAM/ENV or
+// a metadata name), as the producer's view shows them: the caller must
+// see the producer; consumers of other teams are named all the same (the
+// producer's owners must know who depends on them).
+func (rs *Records) Consumers(ctx context.Context, ref string) ([]string, error) {
+	e, err := rs.k.resolveEnv(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return rs.k.consumers(ctx, e.ID)
+}
+
+// ErrHasConsumers is a teardown of an environment other environments
+// still read outputs of (errors.Is; the error names them).
+var ErrHasConsumers = fmt.Errorf("%w: other environments read its outputs", store.ErrConflict)
+
+// envRules are the door's rules about environments reading each other:
+// no run of an environment in a cycle of reads (A reads B reads A), and
+// no teardown of a producer while consumers depend on it (they go first).
+func (a *Run) envRules(ctx context.Context, req RunRequest, env *spec.Environment) error {
+	if req.Kind == engine.KindTeardown || env.Spec.Teardown {
+		users, err := a.k.consumers(ctx, env.ID())
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return fmt.Errorf("%w: %s is read by %s: tear them down first (or remove their valueFrom {environment: %s})",
+				ErrHasConsumers, env.ID(), strings.Join(users, ", "), env.ID())
+		}
+		return nil
+	}
+	cyc, err := engine.EnvCycle(ctx, a.k.store, env)
+	if err != nil {
+		return err
+	}
+	if cyc != nil {
+		return fmt.Errorf("%w: %s", store.ErrConflict, cyc)
+	}
+	return nil
+}
