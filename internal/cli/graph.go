@@ -14,14 +14,20 @@ import (
 
 func newGraphCmd(d *deps) *cobra.Command {
 	var file, format string
+	var envs bool
 	cmd := &cobra.Command{
-		Use:   "graph (-f FILE | ENV) [--format text|dot|mermaid|json]",
+		Use:   "graph (-f FILE | ENV | --environments) [--format text|dot|mermaid|json]",
 		Short: "Show an environment's components and their dependencies",
 		Long: `Print the dependency graph of an environment, from a file or, for ENV, as
 it is applied (locally, or on --server): components by level (level 0 has no
 dependencies; each level needs only earlier ones) and the edges that
 dependsOn and valueFrom create. dot feeds Graphviz; mermaid pastes into
-Markdown; json is for programs.`,
+Markdown; json is for programs.
+
+With --environments, the graph of environments instead (locally, or on
+--server): an edge from each producer to each environment that reads
+outputs it exports (valueFrom {environment, output}), each node with its
+status.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			render, ok := graphFormats[format]
@@ -31,6 +37,13 @@ Markdown; json is for programs.`,
 			var view graphView
 			var err error
 			switch {
+			case envs && (file != "" || len(args) > 0):
+				return fmt.Errorf("--environments draws every environment: pass no -f FILE or ENV")
+			case envs:
+				err = d.withBackend(cmd.Context(), "text", func(b backend) error {
+					view, err = environmentsGraph(cmd.Context(), b)
+					return err
+				})
 			case file != "" && len(args) > 0:
 				return fmt.Errorf("pass -f FILE or ENV, not both")
 			case file != "":
@@ -54,6 +67,7 @@ Markdown; json is for programs.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "environment file")
+	cmd.Flags().BoolVar(&envs, "environments", false, "the graph of environments reading each other's outputs")
 	cmd.Flags().StringVar(&format, "format", "text", "text, dot, mermaid or json")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "same as --format")
 	return cmd
@@ -105,6 +119,8 @@ type graphView struct {
 	Environment string      `json:"environment"`
 	Nodes       []graphNode `json:"nodes"`
 	Levels      [][]string  `json:"levels"`
+	// nodes is what the nodes are, for people ("" means components).
+	nodes string
 }
 
 // newGraphView lays out g, the graph of environment id, by level.
@@ -140,7 +156,11 @@ var graphFormats = map[string]func(io.Writer, graphView) error{
 }
 
 func graphText(w io.Writer, v graphView) error {
-	fmt.Fprintf(w, "%s: %d components in %d levels\n", v.Environment, len(v.Nodes), len(v.Levels))
+	what := v.nodes
+	if what == "" {
+		what = "components"
+	}
+	fmt.Fprintf(w, "%s: %d %s in %d levels\n", v.Environment, len(v.Nodes), what, len(v.Levels))
 	width := 0
 	for _, n := range v.Nodes {
 		width = max(width, len(n.Name)+len(n.Type)+3)
@@ -198,7 +218,7 @@ var mermaidKeywords = map[string]bool{
 // contain '-', which names often do, nor be a keyword such as "end". The
 // name itself is the node's label.
 func mermaidID(name string) string {
-	id := strings.ReplaceAll(name, "-", "_")
+	id := strings.NewReplacer("-", "_", "/", "__").Replace(name)
 	if mermaidKeywords[id] {
 		id += "_"
 	}

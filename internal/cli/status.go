@@ -135,6 +135,9 @@ func revisionNote(v knit.EnvironmentView) string {
 func printEnvironmentStatus(w io.Writer, v knit.EnvironmentView) {
 	fmt.Fprintf(w, "%s: %s (%s)\n", v.ID, engine.EnvLabel(v.Status), revisionNote(v))
 	printInvalid(w, "", v.Invalid)
+	if len(v.Consumers) > 0 {
+		fmt.Fprintf(w, "read by %s (they follow its exported outputs)\n", strings.Join(v.Consumers, ", "))
+	}
 	if !v.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "expires at %s (%s): knit ttl %s --extend 24h keeps it longer\n", v.ExpiresAt.Local().Format(time.DateTime), until(v.ExpiresAt), v.ID)
 	}

@@ -21,7 +21,7 @@ func (d *deps) checkEnvReads(ctx context.Context, file string, opts spec.Options
 	if env == nil || len(env.EnvReads()) == 0 {
 		return nil
 	}
-	return d.withKnit(ctx, "", func(k *knit.Knit) error {
+	return d.withKnit(ctx, "text", func(k *knit.Knit) error {
 		ds, err := knit.NewRecords(k).CheckEnvReads(ctx, env)
 		if err != nil {
 			return err

@@ -107,6 +107,7 @@ type Set struct {
 	// Rollout carries rollouts by an environment's strategy on.
 	Rollout *rollout.Driver
 
+	k      *knit.Knit
 	log    *slog.Logger
 	actor  string
 	notify *notify.Dispatcher
@@ -128,7 +129,7 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{log: cfg.Logger, actor: cfg.Actor, notify: d, runURL: cfg.RunURL, leader: cfg.Leader, tasks: cfg.LeaderTasks, Queue: cfg.Queue}
+	s := &Set{k: k, log: cfg.Logger, actor: cfg.Actor, notify: d, runURL: cfg.RunURL, leader: cfg.Leader, tasks: cfg.LeaderTasks, Queue: cfg.Queue}
 	if s.Queue == nil {
 		s.Queue = runqueue.New(k, runqueue.Config{Max: cfg.MaxConcurrentRuns, Actor: cfg.Actor, Logger: cfg.Logger, Clock: cfg.Clock})
 	}
@@ -186,6 +187,9 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 		}
 		s.notify.Notify(ev)
 	}
+	if after.Downstream {
+		s.consumersFollow(o)
+	}
 	if after.StageRollback && s.Promotion != nil {
 		if err := s.Promotion.RollbackEnded(context.Background(), o.Job.Env, o.Job.ID); err != nil {
 			s.log.Error("record a rollback in its pipeline", "env", o.Job.Env, "run", o.Job.ID, "err", err)
@@ -200,6 +204,20 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 	} else if s.Promotion != nil { // a pipeline stage's history names it
 		if err := s.Promotion.RolledBack(context.Background(), o.Job.ID, id); err != nil {
 			s.log.Error("record the rollback in its pipeline", "env", o.Job.Env, "run", id, "err", err)
+		}
+	}
+}
+
+// consumersFollow queues an apply of each environment that reads outputs
+// o's run changed (knit.Knit.ConsumerRuns), in its turn in the queue.
+func (s *Set) consumersFollow(o runqueue.Outcome) {
+	reqs, err := s.k.ConsumerRuns(context.Background(), o.Job.Env, o.Job.ID, s.actor)
+	if err != nil {
+		s.log.Error("list the consumers of changed exports", "env", o.Job.Env, "err", err)
+	}
+	for _, req := range reqs {
+		if _, err := s.Queue.Enqueue(req, req.EnvRef); err != nil {
+			s.log.Error("start a consumer's apply after its producer changed", "env", req.EnvRef, "producer", o.Job.Env, "err", err)
 		}
 	}
 }

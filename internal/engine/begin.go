@@ -99,6 +99,7 @@ func (s *session) load(ctx context.Context, now time.Time) (int, error) {
 	if s.states, err = s.e.Store.ComponentStates(ctx, id); err != nil {
 		return 0, fmt.Errorf("read component states: %w", err)
 	}
+	s.exportsBefore = exportedValues(s.env, s.states)
 	open, err := s.e.Store.ListApprovals(ctx, store.ApprovalFilter{Env: id, Statuses: []string{store.ApprovalPending, store.ApprovalApproved}})
 	if err != nil {
 		return 0, fmt.Errorf("read open approvals: %w", err)

@@ -208,6 +208,9 @@ type Result struct {
 	// Before is, for a drift check, the environment's status when it
 	// started: what the check's result changed (drift found, resolved).
 	Before store.EnvStatus `json:"before,omitempty"`
+	// ExportsChanged are the exported outputs (COMPONENT.OUTPUT) whose
+	// value the run changed: their consumers follow (knit.After).
+	ExportsChanged []string `json:"exportsChanged,omitempty"`
 }
 
 // Failed reports whether any component ended in an error status.

@@ -53,8 +53,10 @@ type session struct {
 	judging      *judging
 	changes      *changes
 	verification *verification
-	// upstream reads the outputs of other environments this one reads.
-	upstream *envReader
+	// upstream reads the outputs of other environments this one reads;
+	// exportsBefore are the exported outputs' values when the run began.
+	upstream      *envReader
+	exportsBefore map[string][]byte
 }
 
 // wire makes the run's collaborators.
@@ -183,6 +185,7 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 		}
 	}
 	s.result.Rollout = s.verification.rollout(joinErrs(errs))
+	s.exportsChanged()
 	s.result.SortByGraph(s.env.Graph())
 	// The run's record, audit event and environment status are one write:
 	// they commit together or not at all. If that write fails, the run is

@@ -26,6 +26,11 @@ type AfterRun struct {
 	// Notices are what people hear of the run: each component waiting for
 	// approval, then how the run ended (a drift check: only what changed).
 	Notices []notify.Event
+	// Downstream: the run changed outputs its environment exports, so the
+	// environments that read them (its consumers) are planned and
+	// reconciled again, each under its own autoApprove: Knit.ConsumerRuns
+	// are their requests, through the one door like any run.
+	Downstream bool
 }
 
 // Source of the rollback runs a failed rollout starts.
@@ -44,6 +49,7 @@ func After(req RunRequest, res *engine.Result, actor string) AfterRun {
 	}
 	a.StageRollback = req.Kind == engine.KindRollback && req.Source != SourceRollout && req.Source != SourceRecovery
 	a.Notices = notices(req, res)
+	a.Downstream = len(res.ExportsChanged) > 0
 	return a
 }
 

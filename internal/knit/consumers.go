@@ -77,3 +77,45 @@ func (a *Run) envRules(ctx context.Context, req RunRequest, env *spec.Environmen
 	}
 	return nil
 }
+
+// SourceUpstream is the source of the runs a producer's changed exports start.
+const SourceUpstream = "upstream"
+
+// ConsumerRuns are the runs that follow a run (runID) of producer that
+// changed outputs it exports (AfterRun.Downstream): an apply of each
+// consumer's applied revision, as actor, gated by the consumer's own
+// autoApprove (the request approves nothing). At most MaxConsumerRuns,
+// in name order; more consumers than that are an error naming how many
+// were left out (the run queue bounds how many run at once).
+func (k *Knit) ConsumerRuns(ctx context.Context, producer, runID, actor string) ([]RunRequest, error) {
+	users, err := k.consumers(ctx, producer)
+	if err != nil {
+		return nil, err
+	}
+	var out []RunRequest
+	for i, c := range users {
+		if i == MaxConsumerRuns {
+			return out, fmt.Errorf("%s has %d consumers: only the first %d follow its change (MaxConsumerRuns)", producer, len(users), MaxConsumerRuns)
+		}
+		out = append(out, RunRequest{Kind: engine.KindApply, EnvRef: c, Actor: actor, Source: SourceUpstream,
+			Reason: fmt.Sprintf("outputs exported by %s changed (run %s)", producer, runID)})
+	}
+	return out, nil
+}
+
+// MaxConsumerRuns bounds the runs one change of a producer's exports
+// starts at once.
+const MaxConsumerRuns = 1000
+
+// viewConsumers are e's consumers when its applied revision exports
+// anything (an environment that exports nothing has none to list).
+func (k *Knit) viewConsumers(ctx context.Context, e store.Environment) ([]string, error) {
+	if e.AppliedRevision == 0 {
+		return nil, nil
+	}
+	env, err := k.appliedSpec(ctx, e)
+	if err != nil || len(env.Spec.Exports) == 0 {
+		return nil, err
+	}
+	return k.consumers(ctx, e.ID)
+}

@@ -315,6 +315,9 @@ func (rs *Records) Environment(ctx context.Context, ref string) (EnvironmentView
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return v, err
 	}
+	if v.Consumers, err = k.viewConsumers(ctx, d.Environment); err != nil {
+		return v, err
+	}
 	byName := make(map[string]*store.ComponentDetail, len(d.Components))
 	for i := range d.Components {
 		byName[d.Components[i].Name] = &d.Components[i]

@@ -119,6 +119,10 @@ type EnvironmentView struct {
 	// Health is the environment's last health check (after an apply, by
 	// knit health, or on its schedule); nil when none ran.
 	Health *Health `json:"health,omitempty"`
+	// Consumers are the environments (TEAM/ENV) whose applied revisions
+	// read outputs this one exports (spec.exports): what follows its
+	// changes, and what must be torn down before it.
+	Consumers []string `json:"consumers,omitempty"`
 }
 
 // Health is the outcome of one health check of an environment: the worst
