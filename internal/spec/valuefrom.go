@@ -66,7 +66,7 @@ func (v *validator) valueFrom(fp string, value ValueFrom, c *Component) {
 	}
 	ref, ok := ParseValueFrom(value)
 	if !ok {
-		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]"
+		hint := "e.g. valueFrom: networking.vpc_id or networking.private_subnets[0]; another environment's output: valueFrom: {environment: TEAM/ENV, output: COMPONENT.OUTPUT}"
 		if m := oldValueFrom.FindStringSubmatch(string(value)); m != nil {
 			hint = fmt.Sprintf("this is CloudKnit's old form; write valueFrom: %s.%s", m[1], m[2])
 			if !v.known(m[1]) {
