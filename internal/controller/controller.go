@@ -209,9 +209,9 @@ func (s *Set) runEnded(o runqueue.Outcome) {
 }
 
 // consumersFollow queues an apply of each environment that reads outputs
-// o's run changed (knit.Knit.ConsumerRuns), in its turn in the queue.
+// o's run changed (knit.Consumers.Runs), in its turn in the queue.
 func (s *Set) consumersFollow(o runqueue.Outcome) {
-	reqs, err := s.k.ConsumerRuns(context.Background(), o.Job.Env, o.Job.ID, s.actor)
+	reqs, err := knit.NewConsumers(s.k).Runs(context.Background(), o.Job.Env, o.Job.ID, s.actor)
 	if err != nil {
 		s.log.Error("list the consumers of changed exports", "env", o.Job.Env, "err", err)
 	}

@@ -28,7 +28,7 @@ type AfterRun struct {
 	Notices []notify.Event
 	// Downstream: the run changed outputs its environment exports, so the
 	// environments that read them (its consumers) are planned and
-	// reconciled again, each under its own autoApprove: Knit.ConsumerRuns
+	// reconciled again, each under its own autoApprove: Consumers.Runs
 	// are their requests, through the one door like any run.
 	Downstream bool
 }

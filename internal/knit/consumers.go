@@ -11,11 +11,19 @@ import (
 	"knit.dev/knit/internal/store"
 )
 
-// consumers are the environments (TEAM/ENV, sorted) whose applied
-// revision reads an output of producer, and that are not torn down: what
-// depends on it. Every team's count: a dependency is a fact of the fleet,
-// whoever asks.
-func (k *Knit) consumers(ctx context.Context, producer string) ([]string, error) {
+// Consumers answers which environments read another's outputs: the
+// producer's view, the door's teardown rule and the runs a producer's
+// changed exports start.
+type Consumers struct{ k *Knit }
+
+// NewConsumers is k's consumers.
+func NewConsumers(k *Knit) *Consumers { return &Consumers{k: k} }
+
+// of are the environments (TEAM/ENV, sorted) whose applied revision reads
+// an output of producer, and that are not torn down: what depends on it.
+// Every team's count: a dependency is a fact of the fleet, whoever asks.
+func (cs *Consumers) of(ctx context.Context, producer string) ([]string, error) {
+	k := cs.k
 	all, err := k.store.Environments(ctx, store.EnvironmentFilter{})
 	if err != nil {
 		return nil, err
@@ -46,7 +54,7 @@ func (rs *Records) Consumers(ctx context.Context, ref string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	return rs.k.consumers(ctx, e.ID)
+	return NewConsumers(rs.k).of(ctx, e.ID)
 }
 
 // ErrHasConsumers is a teardown of an environment other environments
@@ -58,7 +66,7 @@ var ErrHasConsumers = fmt.Errorf("%w: other environments read its outputs", stor
 // no teardown of a producer while consumers depend on it (they go first).
 func (a *Run) envRules(ctx context.Context, req RunRequest, env *spec.Environment) error {
 	if req.Kind == engine.KindTeardown || env.Spec.Teardown {
-		users, err := a.k.consumers(ctx, env.ID())
+		users, err := NewConsumers(a.k).of(ctx, env.ID())
 		if err != nil {
 			return err
 		}
@@ -81,14 +89,14 @@ func (a *Run) envRules(ctx context.Context, req RunRequest, env *spec.Environmen
 // SourceUpstream is the source of the runs a producer's changed exports start.
 const SourceUpstream = "upstream"
 
-// ConsumerRuns are the runs that follow a run (runID) of producer that
+// Runs are the runs that follow a run (runID) of producer that
 // changed outputs it exports (AfterRun.Downstream): an apply of each
 // consumer's applied revision, as actor, gated by the consumer's own
 // autoApprove (the request approves nothing). At most MaxConsumerRuns,
 // in name order; more consumers than that are an error naming how many
 // were left out (the run queue bounds how many run at once).
-func (k *Knit) ConsumerRuns(ctx context.Context, producer, runID, actor string) ([]RunRequest, error) {
-	users, err := k.consumers(ctx, producer)
+func (cs *Consumers) Runs(ctx context.Context, producer, runID, actor string) ([]RunRequest, error) {
+	users, err := cs.of(ctx, producer)
 	if err != nil {
 		return nil, err
 	}
@@ -107,15 +115,15 @@ func (k *Knit) ConsumerRuns(ctx context.Context, producer, runID, actor string) 
 // starts at once.
 const MaxConsumerRuns = 1000
 
-// viewConsumers are e's consumers when its applied revision exports
+// forView are e's consumers when its applied revision exports
 // anything (an environment that exports nothing has none to list).
-func (k *Knit) viewConsumers(ctx context.Context, e store.Environment) ([]string, error) {
+func (cs *Consumers) forView(ctx context.Context, e store.Environment) ([]string, error) {
 	if e.AppliedRevision == 0 {
 		return nil, nil
 	}
-	env, err := k.appliedSpec(ctx, e)
+	env, err := cs.k.appliedSpec(ctx, e)
 	if err != nil || len(env.Spec.Exports) == 0 {
 		return nil, err
 	}
-	return k.consumers(ctx, e.ID)
+	return cs.of(ctx, e.ID)
 }

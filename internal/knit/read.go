@@ -315,7 +315,7 @@ func (rs *Records) Environment(ctx context.Context, ref string) (EnvironmentView
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return v, err
 	}
-	if v.Consumers, err = k.viewConsumers(ctx, d.Environment); err != nil {
+	if v.Consumers, err = NewConsumers(k).forView(ctx, d.Environment); err != nil {
 		return v, err
 	}
 	byName := make(map[string]*store.ComponentDetail, len(d.Components))
