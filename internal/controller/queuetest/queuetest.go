@@ -58,6 +58,7 @@ func Run(t *testing.T, newQueue New) {
 		test func(*testing.T, New)
 	}{
 		{"EnqueueRunsOnceAndIsKnownByID", testEnqueue},
+		{"ARunIDGivenIsKept", testGivenRunID},
 		{"RefusedRunTellsWhy", testRefused},
 		{"QueuedRunWaitsAndCancels", testCancelQueued},
 		{"CancelRunning", testCancelRunning},

@@ -160,7 +160,8 @@ func (q *Queue) Run(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue adds a run of env and returns its ID.
+// Enqueue adds a run of env and returns its ID: req.RunID when set, else
+// a new one.
 func (q *Queue) Enqueue(req knit.RunRequest, env string) (string, error) {
 	return q.EnqueueWith(req, env, nil)
 }
@@ -168,8 +169,10 @@ func (q *Queue) Enqueue(req knit.RunRequest, env string) (string, error) {
 // EnqueueWith is Enqueue with a callback told whether the run started
 // (see Job.onStart).
 func (q *Queue) EnqueueWith(req knit.RunRequest, env string, onStart func(error)) (string, error) {
-	j := &Job{ID: knit.NewRunID(), Env: env, Req: req, Queued: q.clock.Now(), started: make(chan struct{}), onStart: onStart}
-	j.Req.RunID = j.ID
+	if req.RunID == "" { // a request may name its run (a rollout's step, recorded under that ID)
+		req.RunID = knit.NewRunID()
+	}
+	j := &Job{ID: req.RunID, Env: env, Req: req, Queued: q.clock.Now(), started: make(chan struct{}), onStart: onStart}
 	q.mu.Lock()
 	if q.stopping() {
 		q.mu.Unlock()
