@@ -42,6 +42,9 @@ type backend interface {
 	// PlanRelease plans a release in each stage (a server's: only it has
 	// the pipeline's repository).
 	PlanRelease(ctx context.Context, name, release string, stages []string, actor string) (view.ReleasePlan, error)
+	// FleetStatus and FleetAct are a set's rollout in waves (fleet.go).
+	FleetStatus(ctx context.Context, ref, selector string) (view.Fleet, error)
+	FleetAct(ctx context.Context, ref, action, actor, reason string) (view.Fleet, error)
 
 	// Target is the environment a run acts on: the spec ref is applied at
 	// (nil where a server resolves it) and its team/env ID.

@@ -145,6 +145,7 @@ Exit codes: 0 ok, 1 error, 2 changes or drift present, 3 stopped at an approval 
 		newTTLCmd(d),
 		newPreviewsCmd(d),
 		newPipelineCmd(d),
+		newFleetCmd(d),
 		newReleasesCmd(d),
 		newPromoteCmd(d),
 		newDriftCmd(d),

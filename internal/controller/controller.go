@@ -166,6 +166,9 @@ func (s *Set) schedulesFollow(env string) {
 	s.Drift.RunEnded(env)
 	s.TTL.RunEnded(env)
 	s.Health.RunEnded(env)
+	if s.Git != nil {
+		s.Git.WakeWaves() // a set's rollout in waves may move on
+	}
 }
 
 // runEnded carries out what the library decides follows a run's end

@@ -77,6 +77,8 @@ type Knit struct {
 	tokens   tokenCache
 	// restorer writes an environment's files again (SetDirRestorer).
 	restorer atomic.Pointer[func(ctx context.Context, dir string) error]
+	// fleetNudge is told of an operator's fleet action (SetFleetNudge).
+	fleetNudge atomic.Pointer[func()]
 }
 
 // Open builds a Knit from cfg. It starts nothing: a tool is looked for

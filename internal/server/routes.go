@@ -48,6 +48,11 @@ func (s *Server) routes() {
 	h("POST /api/v1/pipelines/{name}/rollback", s.authed(operator, pa.rollbackStage))
 	h("POST /api/v1/pipelines/{name}/plan", s.authed(operator, pa.planRelease))
 
+	fl := wavesAPI{s}
+	h("GET /api/v1/fleets", s.authed(viewer, fl.list))
+	h("GET /api/v1/fleets/{team}/{set}", s.authed(viewer, fl.get))
+	h("POST /api/v1/fleets/{team}/{set}/actions", s.authed(operator, fl.act))
+
 	h("GET /api/v1/diff", s.authed(viewer, s.diffEnvironments))
 	h("GET /api/v1/approvals", s.authed(viewer, s.listApprovals))
 	h("GET /api/v1/change-sets", s.authed(viewer, s.listChangeSets))

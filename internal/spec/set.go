@@ -53,6 +53,8 @@ type Set struct {
 	// Exports are copied into each generated environment's spec.exports.
 	Exports    []Export
 	Generators []*Generator
+	// Rollout is the set's spec.rollout (waves.go).
+	Rollout *SetRollout
 
 	opts     Options
 	pos      map[string]diag.Pos
@@ -133,6 +135,7 @@ func ParseSet(name, dir, root string, data []byte, opts Options) (*Set, diag.Dia
 				"labels":      d.setLabels(&s.Labels),
 				"exports":     d.exports(&s.Exports),
 				"parameters":  d.paramValues(&s.Parameters),
+				"rollout":     d.setRollout(&s.Rollout),
 				"generators": func(v *yaml.Node, p string) {
 					d.sequence(v, p, func(_ int, item *yaml.Node, ip string) {
 						if g := d.generator(item, ip, 0); g != nil {
@@ -296,7 +299,7 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	}
 	pos["spec.envName"] = nearestIn(s.pos, e.path, s.File)
 	meta := Metadata{Name: e.Name}
-	labels, more := s.labelsOf(e)
+	labels, more := s.ElementLabels(e)
 	ds = append(ds, more...)
 	if ds.HasErrors() {
 		return nil, ds
@@ -308,7 +311,7 @@ func (s *Set) Environment(e SetElement) (*Environment, diag.Diagnostics) {
 	env := &Environment{APIVersion: APIVersionKnit, Kind: KindEnvironment, File: s.File, Dir: s.Dir, Root: s.Root, Text: s.Text,
 		opts: s.opts, pos: pos, bad: map[string]bool{},
 		Metadata: meta,
-		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL, Exports: s.Exports}}
+		Spec:     EnvSpec{TeamName: s.TeamName, EnvName: e.Name, Template: s.Template, Parameters: params, AutoApprove: s.AutoApprove, TTL: s.TTL, Exports: s.Exports, Rollout: s.envRollout()}}
 	if s.TTL != "" {
 		pos["spec.ttl"] = nearestIn(s.pos, "spec.ttl", s.File)
 	}

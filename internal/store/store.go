@@ -447,6 +447,7 @@ type Store interface {
 	TFStates
 	Pipelines
 	Rollouts
+	WaveRollouts
 
 	AppendAudit(ctx context.Context, e AuditEvent) error
 	// Audit lists events oldest first (by ID): of f.Env and by f.Actor

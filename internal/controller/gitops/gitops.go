@@ -121,6 +121,8 @@ type Reconciler struct {
 	previews *previewWorker
 	// fleet reads the live environments of environments generators.
 	fleet fleetWatch
+	// waves steps the sets' rollouts in waves (waves.go).
+	waves *rollouts
 }
 
 // Settings the reconciler keeps in the store.
@@ -145,9 +147,11 @@ func New(k *knit.Knit, q Queue, cfg Config) *Reconciler {
 	if cfg.Spec.Docs == nil {
 		cfg.Spec.Docs = spec.NewDocCache() // a template shared by many files is parsed once
 	}
-	return &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
+	g := &Reconciler{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock),
 		nudge: make(chan struct{}, 1), retries: map[clock.Timer]bool{},
 		previews: newPreviewWorker(cfg.PreviewWorkers, cfg.PreviewTimeout), fleet: fleetWatch{k, knit.NewFleet(k), cfg.Logger}}
+	g.waves = &rollouts{g: g, nudge: make(chan struct{}, 1)}
+	return g
 }
 
 // Run polls the repository on a ticker (and on Wake) while it holds the
@@ -167,6 +171,7 @@ func (g *Reconciler) Run(ctx context.Context) error {
 	// A revision applied long ago runs from its commit's tree, which the
 	// watcher may have pruned since.
 	g.k.SetDirRestorer(w.Restore)
+	g.k.State().SetFleetNudge(g.WakeWaves)
 	poll := g.cfg.Poll
 	if poll <= 0 {
 		poll = time.Minute
@@ -181,9 +186,10 @@ func (g *Reconciler) Run(ctx context.Context) error {
 		if lease.current(ctx) {
 			g.pollGit(ctx, w)
 			g.reconcileWants(ctx, w)
+			g.waves.stepWaves(ctx, w)
 			g.previewBranches(ctx, w) // starts them beside the loop
 		}
-		if !g.waitGit(ctx, pollT.C(), leaseT.C(), lease) {
+		if !g.waitGit(ctx, w, pollT.C(), leaseT.C(), lease) {
 			return nil
 		}
 	}
@@ -191,13 +197,17 @@ func (g *Reconciler) Run(ctx context.Context) error {
 
 // waitGit waits for the next poll: its tick, a nudge, or a chance to take
 // the lease; it renews a held lease meanwhile. It is false once ctx ends.
-func (g *Reconciler) waitGit(ctx context.Context, poll, renew <-chan time.Time, lease *gitLease) bool {
+func (g *Reconciler) waitGit(ctx context.Context, w *gitwatch.Watcher, poll, renew <-chan time.Time, lease *gitLease) bool {
 	for {
 		select {
 		case <-poll:
 			return true
 		case <-g.nudge:
 			return true
+		case <-g.waves.nudge:
+			if lease.held() {
+				g.waves.stepWaves(ctx, w) // a run ended: no fetch needed
+			}
 		case <-renew:
 			if !lease.held() {
 				return true // try to take it

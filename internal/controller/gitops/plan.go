@@ -45,6 +45,10 @@ type gitWant struct {
 	// Signer is the commit's verified signer (gitwatch.Commit.Signer):
 	// the run's actor when set; else the actor is Author, unverified.
 	Signer string `json:"signer,omitempty"`
+	// Wave, when set, is the set (team/name) whose rollout in waves
+	// starts this want's run in its turn (waves.go): reconcileWants
+	// leaves it alone.
+	Wave string `json:"wave,omitempty"`
 }
 
 func (w gitWant) same(o gitWant) bool {
@@ -108,7 +112,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 	kept := map[string]bool{}           // env IDs an invalid file declared before
 	sums := newContentSums()
 	var later []laterSet
-	st := setState{files, invalid, changed, declared, kept, kv, sums, newTreeView(c.Dir, sums), deferLive, &later}
+	st := setState{files, invalid, changed, declared, kept, kv, map[string]string{}, sums, newTreeView(c.Dir, sums), deferLive, &later}
 	g.parses.begin()
 	for _, p := range c.Files {
 		if err := g.recordFile(ctx, c, p, branches, branchesMoved, st); err != nil {
@@ -140,7 +144,7 @@ func (g *Reconciler) recordCommit(ctx context.Context, c gitwatch.Commit, branch
 			return err // nothing of the commit is recorded: the next poll tries again
 		}
 		if ok {
-			kv[settingWant+id] = want
+			kv[settingWant+id] = encodeWant(holdForWave(want, wants[id], st.waved[id]))
 		}
 	}
 	for id, w := range wants {
@@ -222,7 +226,7 @@ func (g *Reconciler) declare(ctx context.Context, p, id, sum string, st setState
 // declaring one environment are a conflict: the one followed so far wins,
 // else the first by path, and a warning says so. A store that cannot be
 // read is an error: never "nothing changed".
-func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (string, bool, error) {
+func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, tf []treeFile, prev gitWant, changed map[string]gitwatch.Change) (gitWant, bool, error) {
 	pick := tf[0]
 	for _, f := range tf {
 		if f.path == prev.Path {
@@ -248,7 +252,7 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	if unchanged && !g.memo.valid[id] {
 		inv, err := knit.NewRecords(g.k).NewestInvalid(ctx, id)
 		if err != nil {
-			return "", false, fmt.Errorf("read the newest revision of %s: %w", id, err)
+			return gitWant{}, false, fmt.Errorf("read the newest revision of %s: %w", id, err)
 		}
 		unchanged = inv == nil
 		if unchanged && g.memo.valid != nil {
@@ -257,15 +261,15 @@ func (g *Reconciler) wantFor(ctx context.Context, c gitwatch.Commit, id string, 
 	}
 	switch {
 	case unchanged && prev.Path == pick.path:
-		return "", false, nil // nothing it reads changed
+		return gitWant{}, false, nil // nothing it reads changed
 	case unchanged:
 		// Moved, not changed: the same spec and files from another path.
 		prev.Commit, prev.Path, prev.Element = c.Hash, pick.path, pick.element
-		return encodeWant(prev), true, nil
+		return prev, true, nil
 	}
 	g.log.Info("git: applying", "env", id, "file", pick.path, "commit", short(c.Hash))
-	return encodeWant(gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true, Element: pick.element,
-		Reason: commitReason(c), Author: c.Author, Message: c.Message, Signer: c.Signer}), true, nil
+	return gitWant{Commit: c.Hash, Path: pick.path, Sum: pick.sum, Pending: true, Element: pick.element,
+		Reason: commitReason(c), Author: c.Author, Message: c.Message, Signer: c.Signer}, true, nil
 }
 
 func settingsByName(ctx context.Context, k *knit.Knit, prefix string) (map[string]string, error) {
@@ -383,8 +387,10 @@ type setState struct {
 	declared       map[string][]treeFile
 	kept           map[string]bool
 	kv             map[string]string
-	sums           contentSums
-	view           *treeView
+	// waved are the environments of sets with waves: env ID → set ID.
+	waved map[string]string
+	sums  contentSums
+	view  *treeView
 	// live is what environments generators read (deferLive: the set is
 	// evaluated later, and added to later).
 	live  func(team string) ([]spec.LiveEnvironment, error)
@@ -397,7 +403,7 @@ type setState struct {
 // element) is recorded as an invalid file and keeps every environment it
 // generated before, as a broken environment file does.
 func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string, content []byte, branches []string, branchesMoved bool, st setState) error {
-	els, envs, sums, diags, err := g.setEnvs(c, p, content, setInputs{branches, st.live}, st.sums)
+	set, els, envs, sums, diags, err := g.setEnvs(c, p, content, setInputs{branches, st.live}, st.sums)
 	if errors.Is(err, errDeferred) {
 		*st.later = append(*st.later, laterSet{p, content})
 		return nil
@@ -420,6 +426,9 @@ func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string,
 		el := els[i]
 		id, key := env.ID(), fileKey(p, &el)
 		st.declared[id] = append(st.declared[id], treeFile{path: p, sum: sums[i], element: &el})
+		if set.Waves() != nil {
+			st.waved[id] = set.TeamName + "/" + set.Name
+		}
 		generated[key] = true
 		if st.files[key] != id {
 			st.kv[settingFile+key] = id
@@ -441,7 +450,7 @@ func (g *Reconciler) recordSet(ctx context.Context, c gitwatch.Commit, p string,
 // what the environment reads): what GitOps records and a preview compares.
 // Diagnostics with errors: the set does not validate, nothing of it counts.
 // An error is the live environments' (errDeferred: evaluate it later).
-func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, in setInputs, cs contentSums) ([]spec.SetElement, []*spec.Environment, []string, diag.Diagnostics, error) {
+func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, in setInputs, cs contentSums) (*spec.Set, []spec.SetElement, []*spec.Environment, []string, diag.Diagnostics, error) {
 	folder := filepath.Join(c.Dir, filepath.FromSlash(path.Dir(p)))
 	set, diags := spec.ParseSet(p, folder, c.Dir, content, g.cfg.Spec.InRepo(c.Dir))
 	var els []spec.SetElement
@@ -450,7 +459,7 @@ func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, in set
 		if _, ok := set.EnvironmentGenerator(); ok && in.live != nil {
 			live, err := in.live(set.TeamName)
 			if err != nil {
-				return nil, nil, nil, nil, err
+				return nil, nil, nil, nil, nil, err
 			}
 			sin.Environments = live
 		}
@@ -463,16 +472,29 @@ func (g *Reconciler) setEnvs(c gitwatch.Commit, p string, content []byte, in set
 		envs = append(envs, env)
 	}
 	if diags.HasErrors() {
-		return nil, nil, nil, diags, nil
+		return nil, nil, nil, nil, diags, nil
 	}
 	sums := make([]string, len(envs))
 	for i, env := range envs {
 		elJSON, _ := json.Marshal(els[i]) // plain values decoded from YAML: cannot fail
 		sum, err := cs.env(env, append(append(append([]byte(nil), content...), 0), elJSON...))
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
+			return nil, nil, nil, nil, nil, fmt.Errorf("%s at %s: %w", p, short(c.Hash), err)
 		}
 		sums[i] = sum
 	}
-	return els, envs, sums, diags, nil
+	return set, els, envs, sums, diags, nil
+}
+
+// holdForWave is want, held for the rollout of set (its Wave set) when
+// the set rolls changes in waves and want changes an environment that has
+// a release already: it was applied, or waits in a rollout. A new
+// environment has none to keep: it applies at once, as do teardowns.
+func holdForWave(want, prev gitWant, set string) gitWant {
+	if set != "" && want.Pending && !want.Teardown && prev.Commit != "" && !prev.Teardown && (!prev.Pending || prev.Wave != "") {
+		want.Wave = set
+	} else if !want.Pending || set == "" {
+		want.Wave = ""
+	}
+	return want
 }

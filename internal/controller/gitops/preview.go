@@ -304,7 +304,7 @@ func (g *Reconciler) branchChanges(ctx context.Context, c gitwatch.Commit, branc
 		case spec.KindTemplate:
 			continue // its environments' sums include it: they differ when it does
 		case spec.KindSet:
-			els, envs, envSums, diags, err := g.setEnvs(c, p, content, in, sums)
+			_, els, envs, envSums, diags, err := g.setEnvs(c, p, content, in, sums)
 			if err != nil {
 				return nil, err
 			}

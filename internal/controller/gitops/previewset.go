@@ -33,7 +33,7 @@ func unchangedElements(g *Reconciler, watched, p string, content []byte, in setI
 	} else if err != nil {
 		return nil, fmt.Errorf("the watched branch's %s: %w", p, err)
 	}
-	wEls, wEnvs, _, diags, err := g.setEnvs(gitwatch.Commit{Hash: "watched", Dir: watched}, p, before, in, newContentSums())
+	_, wEls, wEnvs, _, diags, err := g.setEnvs(gitwatch.Commit{Hash: "watched", Dir: watched}, p, before, in, newContentSums())
 	if err != nil || diags.HasErrors() {
 		return out, err // an invalid watched set: every element previews
 	}

@@ -54,6 +54,9 @@ func (g *Reconciler) reconcileWants(ctx context.Context, w *gitwatch.Watcher) {
 	now := g.clock.Now()
 	for id, pw := range wants {
 		want := pw.gitWant
+		if want.Wave != "" {
+			continue // its set's rollout starts it in its wave (waves.go)
+		}
 		if want.Teardown && g.fleet.teardownWaits(ctx, id, all) {
 			continue
 		}
@@ -95,12 +98,12 @@ func (g *Reconciler) startedBefore(ctx context.Context, id string, pw pendingWan
 	if err != nil {
 		return false, err
 	}
-	return revs.Items[0].Commit == want.Commit && revs.Items[0].Source == g.origin(want), nil
+	return revs.Items[0].Commit == want.Commit && revs.Items[0].Source == origin(g.cfg.URL, want), nil
 }
 
 // origin is where an apply want's environment comes from: the revision's source.
-func (g *Reconciler) origin(want gitWant) string {
-	o := g.cfg.URL + "@" + want.Commit + ":" + want.Path
+func origin(url string, want gitWant) string {
+	o := url + "@" + want.Commit + ":" + want.Path
 	if want.Element != nil {
 		o += "#" + want.Element.Name
 	}
@@ -156,6 +159,23 @@ func (r *wantRuns) started(env string) {
 // startWant queues the run want asks of environment id: an apply of its
 // file, read again from its commit's tree, or a teardown.
 func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id string, want gitWant) error {
+	req, err := wantRequest(ctx, g, w, id, want)
+	if err != nil {
+		return err
+	}
+	if g.previews.yield(id) { // the watched branch goes first, on either queue
+		g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
+	}
+	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })
+	if err == nil {
+		g.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
+	}
+	return err
+}
+
+// wantRequest is the run want asks of environment id: an apply of its
+// file, read again from its commit's tree, or a teardown.
+func wantRequest(ctx context.Context, g *Reconciler, w *gitwatch.Watcher, id string, want gitWant) (knit.RunRequest, error) {
 	req := knit.RunRequest{Actor: want.Author, Source: knit.SourceGit, Reason: want.Reason,
 		Commit: want.Commit, Author: want.Author, Message: want.Message}
 	if want.Signer != "" {
@@ -167,29 +187,22 @@ func (g *Reconciler) startWant(ctx context.Context, w *gitwatch.Watcher, id stri
 	} else {
 		dir, err := w.Checkout(ctx, want.Commit)
 		if err != nil {
-			return err
+			return req, err
 		}
 		content, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(want.Path)))
 		if err != nil {
-			return err
+			return req, err
 		}
 		// Relative paths resolve from the file's folder, as in the CLI.
 		folder := filepath.Join(dir, filepath.FromSlash(path.Dir(want.Path)))
 		env, diags := g.wantedEnv(want, folder, dir, content)
 		if diags.HasErrors() {
-			return errors.New(diags.String())
+			return req, errors.New(diags.String())
 		}
 		req.Kind, req.Env, req.Root, req.Tree = engine.KindApply, env, folder, dir
-		req.Origin = g.origin(want)
+		req.Origin = origin(g.cfg.URL, want)
 	}
-	if g.previews.yield(id) { // the watched branch goes first, on either queue
-		g.log.Info("git: a branch's preview held the environment: stopping it for the watched branch's commit", "env", id, "commit", short(want.Commit))
-	}
-	run, err := g.q.EnqueueWith(req, id, func(err error) { g.wantStarted(id, want, err) })
-	if err == nil {
-		g.log.Info("git: queued", "env", id, "kind", req.Kind, "commit", short(want.Commit), "run", run)
-	}
-	return err
+	return req, nil
 }
 
 // wantStarted follows the start of a want's run. Once it started, the

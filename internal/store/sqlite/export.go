@@ -13,7 +13,8 @@ import (
 var Tables = []string{"environments", "revisions", "runs", "component_runs", "component_states", "approvals",
 	"change_sets", "audit_events", "tokens", "settings", "tool_processes", "notification_outbox", "notification_seqs",
 	"environment_expiries", "previews",
-	"pipelines", "pipeline_releases", "pipeline_stages", "pipeline_history", "pipeline_approvals", "pipeline_stage_files", "rollouts"}
+	"pipelines", "pipeline_releases", "pipeline_stages", "pipeline_history", "pipeline_approvals", "pipeline_stage_files", "rollouts",
+	"set_rollouts"}
 
 // Export reads every row of table, in the order they were written, as
 // stored: times as text (see ts), blobs as []byte, integers as int64, NULL

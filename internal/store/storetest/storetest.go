@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		fn   func(t *testing.T, s store.Store, c *clock)
 	}{
 		{"Revisions", plain(testRevisions)},
+		{"WaveRollouts", plain(testWaveRollouts)},
 		{"Environments", plain(testEnvironments)},
 		{"Runs", plain(testRuns)},
 		{"StartRun", plain(testStartRun)},
