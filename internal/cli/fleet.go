@@ -77,7 +77,7 @@ func (l localBackend) FleetStatus(ctx context.Context, ref, selector string) (vi
 	if err != nil {
 		return view.Fleet{}, err
 	}
-	return l.Records.Fleet(ctx, ref, sel)
+	return knit.NewFleetReads(l.Knit).Status(ctx, ref, sel)
 }
 
 func (l localBackend) FleetAct(ctx context.Context, ref, action, actor, reason string) (view.Fleet, error) {

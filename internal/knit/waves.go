@@ -66,8 +66,15 @@ func decodeRollout(rec store.WaveRollout) (*view.WaveRollout, error) {
 	return &r, nil
 }
 
-// Fleets are the sets with a rollout the caller may see, by ID.
-func (rs *Records) Fleets(ctx context.Context) ([]string, error) {
+// FleetReads are the read models of the sets' rollouts in waves, as the
+// caller sees them.
+type FleetReads struct{ k *Knit }
+
+// NewFleetReads is k's fleet reads.
+func NewFleetReads(k *Knit) *FleetReads { return &FleetReads{k: k} }
+
+// List is the sets with a rollout the caller may see, by ID.
+func (rs *FleetReads) List(ctx context.Context) ([]string, error) {
 	recs, err := rs.k.store.ListWaveRollouts(ctx, "")
 	if err != nil {
 		return nil, err
@@ -81,12 +88,12 @@ func (rs *Records) Fleets(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Fleet is knit fleet status of set ref (team/name, or a name that one
+// Status is knit fleet status of set ref (team/name, or a name that one
 // visible set has): each environment of its rollout with the release it
 // runs, its status and its wave, those whose labels sel matches (nil:
 // all), and why the next wave waits.
-func (rs *Records) Fleet(ctx context.Context, ref string, sel *spec.Selector) (view.Fleet, error) {
-	id, err := rs.fleetID(ctx, ref)
+func (rs *FleetReads) Status(ctx context.Context, ref string, sel *spec.Selector) (view.Fleet, error) {
+	id, err := rs.id(ctx, ref)
 	if err != nil {
 		return view.Fleet{}, err
 	}
@@ -108,7 +115,7 @@ func (rs *Records) Fleet(ctx context.Context, ref string, sel *spec.Selector) (v
 			continue
 		}
 		fe := view.FleetEnv{ID: e.ID, Labels: e.Labels, Wave: e.Wave + 1, State: e.State, Message: e.Message}
-		if err := rs.fleetRelease(ctx, &fe); err != nil {
+		if err := rs.release(ctx, &fe); err != nil {
 			return view.Fleet{}, err
 		}
 		f.Envs = append(f.Envs, fe)
@@ -116,9 +123,9 @@ func (rs *Records) Fleet(ctx context.Context, ref string, sel *spec.Selector) (v
 	return f, nil
 }
 
-// fleetRelease fills in what fe's environment runs: its applied revision,
+// release fills in what fe's environment runs: its applied revision,
 // that revision's commit and verification, and its status.
-func (rs *Records) fleetRelease(ctx context.Context, fe *view.FleetEnv) error {
+func (rs *FleetReads) release(ctx context.Context, fe *view.FleetEnv) error {
 	env, err := rs.k.store.Environment(ctx, fe.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		fe.Status = "unknown"
@@ -138,13 +145,13 @@ func (rs *Records) fleetRelease(ctx context.Context, fe *view.FleetEnv) error {
 	return nil
 }
 
-// fleetID resolves ref: a set's team/name, or a name only one set the
+// id resolves ref: a set's team/name, or a name only one set the
 // caller sees has.
-func (rs *Records) fleetID(ctx context.Context, ref string) (string, error) {
+func (rs *FleetReads) id(ctx context.Context, ref string) (string, error) {
 	if strings.Contains(ref, "/") {
 		return ref, nil
 	}
-	ids, err := rs.Fleets(ctx)
+	ids, err := rs.List(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -186,8 +193,8 @@ func NewFleetAction(k *Knit, opts FleetOptions) *FleetAction {
 
 // Run applies the action and returns the fleet after it.
 func (a *FleetAction) Run(ctx context.Context) (view.Fleet, error) {
-	rs := NewRecords(a.k)
-	id, err := rs.fleetID(ctx, a.Set)
+	rs := NewFleetReads(a.k)
+	id, err := rs.id(ctx, a.Set)
 	if err != nil {
 		return view.Fleet{}, err
 	}
@@ -219,7 +226,7 @@ func (a *FleetAction) Run(ctx context.Context) (view.Fleet, error) {
 			return view.Fleet{}, err
 		}
 		fleetChanged(a.k)
-		return rs.Fleet(ctx, id, nil)
+		return rs.Status(ctx, id, nil)
 	}
 }
 

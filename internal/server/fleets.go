@@ -16,7 +16,7 @@ type wavesAPI struct{ s *Server }
 // list answers the sets with a rollout in waves the caller may see.
 func (a wavesAPI) list(w http.ResponseWriter, r *http.Request) {
 	s := a.s
-	ids, err := knit.NewRecords(s.k).Fleets(r.Context())
+	ids, err := knit.NewFleetReads(s.k).List(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -37,7 +37,7 @@ func (a wavesAPI) get(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badReq(err.Error()))
 		return
 	}
-	f, err := knit.NewRecords(s.k).Fleet(r.Context(), r.PathValue("team")+"/"+r.PathValue("set"), sel)
+	f, err := knit.NewFleetReads(s.k).Status(r.Context(), r.PathValue("team")+"/"+r.PathValue("set"), sel)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -45,7 +45,7 @@ type WavePolicy struct {
 // rounded up, counting those of earlier waves). Exactly one is set.
 type WaveStep struct {
 	Selector *Selector `json:"selector,omitempty"`
-	Percent  int            `json:"percent,omitempty"`
+	Percent  int       `json:"percent,omitempty"`
 }
 
 // String says the step as the status does: "upgrade_testing=true" or "25%".

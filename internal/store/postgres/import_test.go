@@ -44,7 +44,7 @@ func TestImportFromSQLite(t *testing.T) {
 	}
 	for table, want := range map[string]int64{"environments": 2, "revisions": 3, "runs": 2, "component_runs": 2, "component_states": 1,
 		"outputs": 2, "approvals": 1, "change_sets": 1, "audit_events": 2, "tokens": 1, "settings": 1, "notification_outbox": 1,
-		"environment_expiries": 2, "tf_states": 2, "saved_plans": 1, "pipeline_releases": 2, "pipeline_stage_files": 1, "rollouts": 1} {
+		"environment_expiries": 2, "tf_states": 2, "saved_plans": 1, "pipeline_releases": 2, "pipeline_stage_files": 1, "rollouts": 1, "set_rollouts": 1} {
 		if counts[table] != want {
 			t.Errorf("copied %d rows of %s, want %d", counts[table], table, want)
 		}
@@ -134,6 +134,7 @@ func fill(t *testing.T, s store.Store) {
 		Change: store.StageChange{ID: "c-1", Commit: "c2", Hash: "h", Diff: "-1\n+2\n", State: "Pending", Release: "r-2",
 			Author: "bob", AuthorVerified: true, Subject: "more replicas", ChangedAt: at}}, nil))
 	must(t, s.PutRollout(ctx, store.Rollout{Env: "team/web", ID: "ro-1", State: "paused", Step: 1, Weight: 10, RunID: "run-1", Detail: "{}", UpdatedAt: at}, nil))
+	must(t, s.PutWaveRollout(ctx, store.WaveRollout{ID: "team/fleet", Team: "team", State: []byte(`{"wave":1}`), UpdatedAt: at}, nil))
 }
 
 // same checks that a and b read the same records.
@@ -157,6 +158,7 @@ func same(t *testing.T, a, b store.Store) {
 		"promotions":     func(s store.Store) (any, error) { return s.PromotionApprovals(ctx, "web") },
 		"stage files":    func(s store.Store) (any, error) { return s.StageFiles(ctx, "web") },
 		"rollouts":       func(s store.Store) (any, error) { return s.Rollouts(ctx) },
+		"set rollouts":   func(s store.Store) (any, error) { return s.ListWaveRollouts(ctx, "") },
 		"detail": func(s store.Store) (any, error) {
 			d, err := s.EnvironmentDetail(ctx, "team/web")
 			return d.Components, err
