@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The acceptance of issue 41 item 3: a set's template change rolled out
@@ -213,6 +212,7 @@ const acceptanceWaves = `      steps: [{selector: {matchLabels: {upgrade_testing
 // and c03 twice). Another team's operator cannot skip the halted wave;
 // the set's own operator aborts it.
 func TestASetRollsATemplateChangeInWavesAndHaltsAtTheSecondFailure(t *testing.T) {
+	t.Parallel()
 	w, s, repo, broken := waveWorld(t, 12, acceptanceWaves, 5)
 	broken.set("2-c02", "2-c03")
 	w.hold("c05")
@@ -281,7 +281,10 @@ func TestASetRollsATemplateChangeInWavesAndHaltsAtTheSecondFailure(t *testing.T)
 	if !found {
 		t.Errorf("no fleet-abort in the audit trail: %+v", audit.Items)
 	}
-	time.Sleep(time.Second) // a few polls: nothing more may apply
+	// A commit the reconciler records after the abort: its rollouts were
+	// stepped since, and nothing more may apply.
+	later := repo.commit("unrelated", map[string]string{"README.md": "fleet"})
+	s.logged("a later commit recorded", committed(later))
 	if got := w.applies(); len(got) != 0 {
 		t.Errorf("after the abort tofu applied %v", got)
 	}
