@@ -62,6 +62,7 @@ bench: tools terragrunt build ## measure knit against the least tool work, its b
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench
 	@$(BIN)/knit-bench -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -terragrunt $(TOOLS)/bin/terragrunt -out docs/benchmarks.md $(BENCHFLAGS)
 	@$(BIN)/knit-bench rollback -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md
+	@$(BIN)/knit-bench canary -knit $(BIN)/knit -tofu $(TOOLS)/bin/tofu -out docs/benchmarks.md
 
 bench-go: ## only the in-process figures of make bench (policy evaluation, environment sets, engine), printed as rows of its table; needs no tools
 	@go build -trimpath -o $(BIN)/knit-bench ./cmd/knit-bench

@@ -6,6 +6,7 @@
 //	knit-bench engine-fake -f FILE -data-dir DIR [-parallelism N]
 //	knit-bench generate -dir DIR [-kind terraform|script] [-shape chain|wide|layered] [-n N]
 //	knit-bench rollback [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] [-modules N] [-repeat N]
+//	knit-bench canary [-knit bin/knit] [-tofu .tools/bin/tofu] [-out docs/benchmarks.md] [-repeat N]
 //	knit-bench gobench [-bench REGEXP] [PACKAGES...]
 package main
 
@@ -36,6 +37,8 @@ func main() {
 		err = generate(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "rollback":
 		err = rollback(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "canary":
+		err = canary(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "gobench":
 		err = goBenchOnly(ctx, os.Args[2:])
 	default:
@@ -156,13 +159,27 @@ func suite(ctx context.Context, args []string) error {
 // rollback measures the rollback figures alone and rewrites their section
 // of the report.
 func rollback(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
+	return section(ctx, "rollback", args, bench.RollbackFigures, bench.RollbackSection, bench.WriteRollbackSection)
+}
+
+// canary measures the canary rollout figures alone and rewrites their
+// section of the report.
+func canary(ctx context.Context, args []string) error {
+	return section(ctx, "canary", args, bench.CanaryFigures, bench.CanarySection, bench.WriteCanarySection)
+}
+
+// section measures the figures of one marked section of the report (the
+// subcommand name) and rewrites it.
+func section(ctx context.Context, name string, args []string,
+	measure func(context.Context, bench.RollbackConfig) ([]bench.Figure, []string, error),
+	render func([]bench.Figure, []string, time.Duration) string, write func(path, section string) error) error {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	cfg := bench.RollbackConfig{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "knit-bench: "+f+"\n", a...) }}
-	out := fs.String("out", "docs/benchmarks.md", "the report whose rollback section is rewritten (empty: none)")
+	out := fs.String("out", "docs/benchmarks.md", "the report whose "+name+" section is rewritten (empty: none)")
 	fs.StringVar(&cfg.Knit, "knit", "bin/knit", "knit binary")
 	fs.StringVar(&cfg.Tofu, "tofu", ".tools/bin/tofu", "OpenTofu binary")
 	fs.StringVar(&cfg.CLIConfig, "tofurc", "", "OpenTofu CLI config (default: tofurc beside the binary's folder)")
-	fs.IntVar(&cfg.Modules, "modules", 20, "components of the environment rolled back")
+	fs.IntVar(&cfg.Modules, "modules", 20, "components of the environment rolled back (rollback only)")
 	fs.IntVar(&cfg.Repeat, "repeat", 5, "times each figure is taken (median kept)")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 4, "knit's parallelism")
 	_ = fs.Parse(args)
@@ -177,7 +194,7 @@ func rollback(ctx context.Context, args []string) error {
 	os.Setenv("KNIT_TF_CLI_CONFIG", cfg.CLIConfig)
 	os.Setenv("KNIT_ACTOR", "bench")
 	start := time.Now()
-	figs, commands, err := bench.RollbackFigures(ctx, cfg)
+	figs, commands, err := measure(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -185,7 +202,7 @@ func rollback(ctx context.Context, args []string) error {
 	if *out == "" {
 		return nil
 	}
-	return bench.WriteRollbackSection(*out, bench.RollbackSection(figs, commands, time.Since(start)))
+	return write(*out, render(figs, commands, time.Since(start)))
 }
 
 // binaries makes each named binary's path absolute and checks that it

@@ -62,6 +62,40 @@ func writeRollbackEnv(dir string, modules int, release, policy, url string) (str
 	return file, os.WriteFile(file, []byte(b.String()), 0o644)
 }
 
+// serveEndpoint serves h on a loopback port: its health check URL, and
+// what stops it.
+func serveEndpoint(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/healthz", func() { srv.Close() }, nil
+}
+
+// recorder runs knit for a section's figures and keeps each distinct
+// command line, templated ($WORK, $DATA, $TOOLS), for the report.
+type recorder struct {
+	cfg      RollbackConfig
+	commands []string
+	seen     map[string]bool
+}
+
+func (r *recorder) knit(ctx context.Context, data string, ok []int, args ...string) (Sample, error) {
+	args = append(args, "--parallelism", fmt.Sprint(r.cfg.Parallelism), "--tf-binary", r.cfg.Tofu)
+	line := "KNIT_DATA_DIR=$DATA knit " + strings.Join(args, " ")
+	line = strings.ReplaceAll(strings.ReplaceAll(line, r.cfg.Work, "$WORK"), filepath.Dir(r.cfg.Tofu), "$TOOLS")
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	if !r.seen[line] {
+		r.seen[line] = true
+		r.commands = append(r.commands, line)
+	}
+	return Exec(ctx, []string{"KNIT_DATA_DIR=" + data}, ok, r.cfg.Knit, args...)
+}
+
 // brokenEndpoint answers 503 for the releases marked broken, 200 otherwise.
 type brokenEndpoint struct {
 	mu     sync.Mutex
@@ -105,15 +139,12 @@ func (r recordedRun) took() time.Duration { return r.FinishedAt.Sub(r.StartedAt)
 // release back to the good one), each as the runs record it. It returns
 // the figures and the commands, templated ($WORK, $DATA, $TOOLS).
 func RollbackFigures(ctx context.Context, cfg RollbackConfig) ([]Figure, []string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ep := &brokenEndpoint{}
+	url, stop, err := serveEndpoint(ep)
 	if err != nil {
 		return nil, nil, err
 	}
-	ep := &brokenEndpoint{}
-	srv := &http.Server{Handler: ep, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/healthz"
+	defer stop()
 
 	dir := filepath.Join(cfg.Work, "rollback", "src")
 	files := map[string]string{}
@@ -122,18 +153,8 @@ func RollbackFigures(ctx context.Context, cfg RollbackConfig) ([]Figure, []strin
 			return nil, nil, err
 		}
 	}
-	var commands []string
-	seen := map[string]bool{}
-	knit := func(data string, ok []int, args ...string) (Sample, error) {
-		args = append(args, "--parallelism", fmt.Sprint(cfg.Parallelism), "--tf-binary", cfg.Tofu)
-		line := "KNIT_DATA_DIR=$DATA knit " + strings.Join(args, " ")
-		line = strings.ReplaceAll(strings.ReplaceAll(line, cfg.Work, "$WORK"), filepath.Dir(cfg.Tofu), "$TOOLS")
-		if !seen[line] {
-			seen[line] = true
-			commands = append(commands, line)
-		}
-		return Exec(ctx, []string{"KNIT_DATA_DIR=" + data}, ok, cfg.Knit, args...)
-	}
+	rec := &recorder{cfg: cfg}
+	knit := func(data string, ok []int, args ...string) (Sample, error) { return rec.knit(ctx, data, ok, args...) }
 	var toStart, rollback, apply []time.Duration
 	for i := range cfg.Repeat {
 		data := filepath.Join(cfg.Work, "rollback", fmt.Sprintf("knit-%d", i))
@@ -177,7 +198,7 @@ func RollbackFigures(ctx context.Context, cfg RollbackConfig) ([]Figure, []strin
 		}
 		apply = append(apply, runs[0].took())
 	}
-	commands = append(commands, "KNIT_DATA_DIR=$DATA knit history bench/rollback -o json")
+	commands := append(rec.commands, "KNIT_DATA_DIR=$DATA knit history bench/rollback -o json")
 	n := cfg.Modules
 	figs := []Figure{
 		{Name: fmt.Sprintf("rollback: failed check (its last measurement) → the rollback run's start, knit apply with rollout.onFailure: rollback, %d components (median of %d)", n, cfg.Repeat),
@@ -231,16 +252,24 @@ func history(ctx context.Context, cfg RollbackConfig, data string) ([]recordedRu
 // RollbackSection is the figures and commands as the marked section of
 // docs/benchmarks.md that `knit-bench rollback` owns (make bench keeps it).
 func RollbackSection(figs []Figure, commands []string, took time.Duration) string {
+	return markedSection(rollbackBegin, rollbackEnd, "Rollback", "rollback", figs, commands, took,
+		"The environment is a chain of terraform components (`terraform_data`, no work) whose every component takes the release as an input, with one environment health check (HTTP, one measurement) against a loopback endpoint knit-bench serves, which answers 503 for the broken release. "+
+			"Each repeat, in a fresh data dir: apply release 1; apply release 2, whose check fails, so `knit apply` starts the rollback run itself; then, as the comparison, apply release 2 again under `onFailure: none` with the endpoint healthy, and apply release 1 back: a plain apply of the same change the rollback made. "+
+			"**Failed check → rollback start** is the rollback run's recorded start minus the failed check's last measurement (the apply's `-o json` result): finishing the failed run (its record, lock) and beginning the rollback (lock, revision, states). "+
+			"**Rollback ÷ apply** compares the two runs' recorded durations (start to finish, verification included), pair by pair.")
+}
+
+// markedSection is a section of docs/benchmarks.md that `knit-bench
+// tool` owns: between begin and end, its title, when it was generated,
+// the figures, what they measure (text) and the commands.
+func markedSection(begin, end, title, tool string, figs []Figure, commands []string, took time.Duration, text string) string {
 	var b strings.Builder
-	b.WriteString(rollbackBegin + "\n## Rollback\n\n")
-	fmt.Fprintf(&b, "Generated by `knit-bench rollback` (`make bench` runs it after the suite) on %s (took %s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	b.WriteString(begin + "\n## " + title + "\n\n")
+	fmt.Fprintf(&b, "Generated by `knit-bench %s` (`make bench` runs it after the suite) on %s (took %s).\n\n", tool, time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
 	b.WriteString(Table(figs))
-	b.WriteString("\nThe environment is a chain of terraform components (`terraform_data`, no work) whose every component takes the release as an input, with one environment health check (HTTP, one measurement) against a loopback endpoint knit-bench serves, which answers 503 for the broken release. " +
-		"Each repeat, in a fresh data dir: apply release 1; apply release 2, whose check fails, so `knit apply` starts the rollback run itself; then, as the comparison, apply release 2 again under `onFailure: none` with the endpoint healthy, and apply release 1 back: a plain apply of the same change the rollback made. " +
-		"**Failed check → rollback start** is the rollback run's recorded start minus the failed check's last measurement (the apply's `-o json` result): finishing the failed run (its record, lock) and beginning the rollback (lock, revision, states). " +
-		"**Rollback ÷ apply** compares the two runs' recorded durations (start to finish, verification included), pair by pair.\n\n```sh\n")
+	b.WriteString("\n" + text + "\n\n```sh\n")
 	b.WriteString(strings.Join(commands, "\n"))
-	b.WriteString("\n```\n" + rollbackEnd + "\n")
+	b.WriteString("\n```\n" + end + "\n")
 	return b.String()
 }
 
@@ -249,17 +278,22 @@ const (
 	rollbackEnd   = "<!-- END knit-bench-rollback -->"
 )
 
-var rollbackMarked = regexp.MustCompile(`(?s)` + regexp.QuoteMeta(rollbackBegin) + `.*?` + regexp.QuoteMeta(rollbackEnd) + `\n?`)
-
 // WriteRollbackSection replaces the rollback section of the report at
 // path (appending it when absent), leaving the rest as it is.
 func WriteRollbackSection(path, section string) error {
+	return writeSection(path, rollbackBegin, rollbackEnd, section)
+}
+
+// writeSection replaces the section between begin and end of the report
+// at path with section (appending it when absent), leaving the rest as it is.
+func writeSection(path, begin, end, section string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if rollbackMarked.Match(old) {
-		return os.WriteFile(path, rollbackMarked.ReplaceAllLiteral(old, []byte(section)), 0o644)
+	re := regexp.MustCompile(`(?s)` + regexp.QuoteMeta(begin) + `.*?` + regexp.QuoteMeta(end) + `\n?`)
+	if re.Match(old) {
+		return os.WriteFile(path, re.ReplaceAllLiteral(old, []byte(section)), 0o644)
 	}
 	text := strings.TrimRight(string(old), "\n")
 	if text != "" {
