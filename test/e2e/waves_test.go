@@ -77,7 +77,8 @@ spec:
 
 // waveTofu makes tofu a wrapper logging "<command> <env>" to calls.log
 // whose apply waits while marks/hold-<env> exists (marks/held-<env> says
-// it waits).
+// it waits and holds its process ID); an apply is logged once it goes on,
+// so one killed while it waits was never applied nor counted.
 func (w *world) waveTofu() {
 	w.t.Helper()
 	marks := w.path("marks")
@@ -86,8 +87,8 @@ func (w *world) waveTofu() {
 	}
 	w.write(map[string]string{"bin/tofu": fmt.Sprintf(`#!/bin/sh
 env=$(basename "$(dirname "$(dirname "$PWD")")")
+if [ "$1" = apply ] && [ -f %[3]s/hold-$env ]; then echo $$ > %[3]s/held-$env; while [ -f %[3]s/hold-$env ]; do sleep 0.1; done; fi
 echo "$1 $env" >> %[1]s
-if [ "$1" = apply ] && [ -f %[3]s/hold-$env ]; then touch %[3]s/held-$env; while [ -f %[3]s/hold-$env ]; do sleep 0.1; done; fi
 exec %[2]s "$@"
 `, w.path("calls.log"), tofuBin, marks)})
 	if err := os.Chmod(w.path("bin/tofu"), 0o755); err != nil {
