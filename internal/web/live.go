@@ -38,12 +38,7 @@ func (w *live) env(rw http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(rw, err.Error(), statusOf(err))
 		return
 	}
-	st, err := w.openStream(rw)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
+	w.stream(rw, r, func(ctx context.Context) (string, string) {
 		runID, err := knit.NewRecords(w.k).LockHolder(ctx, id)
 		if err != nil {
 			return "", "?" // unreadable now: the next look tells
@@ -54,14 +49,20 @@ func (w *live) env(rw http.ResponseWriter, r *http.Request, s *session) {
 
 // all tells the environments list to refresh when any run starts or ends.
 func (w *live) all(rw http.ResponseWriter, r *http.Request, _ *session) {
+	w.stream(rw, r, func(ctx context.Context) (string, string) {
+		return "", w.allMark(ctx)
+	})
+}
+
+// stream opens a live view's event stream and watches look on it until
+// the browser goes.
+func (w *live) stream(rw http.ResponseWriter, r *http.Request, look func(ctx context.Context) (runID, mark string)) {
 	st, err := w.openStream(rw)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.watch(r.Context(), st, r.URL.Query().Get("since"), func(ctx context.Context) (string, string) {
-		return "", w.allMark(ctx)
-	})
+	w.watch(r.Context(), st, r.URL.Query().Get("since"), look)
 }
 
 // watch sends "changed" when look's mark moves away from since (the mark

@@ -52,6 +52,10 @@ var tones = func() map[string]Tone {
 	set(ToneBusy, view.StageChangeQueued, view.StageChangeApplying)
 	set(ToneOK, view.StageChangeApplied)
 	set(ToneBad, view.StageChangeFailed)
+	// A set's rollout in waves, and where each environment of it stands.
+	set(ToneOK, view.WaveEnvVerified, view.FleetDone)
+	set(ToneBusy, view.FleetRolling)
+	set(ToneAct, view.FleetHalted)
 	return m
 }()
 

@@ -152,6 +152,11 @@ func (w *Web) Register(mux *http.ServeMux) {
 	h("GET /pipelines/{name}", page(viewer, w.pipeline))
 	h("POST /pipelines/{name}/promote", page(operator, w.promote))
 	h("POST /pipelines/{name}/rollback", page(operator, w.rollback))
+	h("GET /environments/graph", page(viewer, w.envGraph))
+	h("GET /fleets", page(viewer, w.fleets))
+	h("GET /fleets/{team}/{set}", page(viewer, w.fleet))
+	h("GET /fleets/{team}/{set}/live", page(viewer, w.live.fleet))
+	h("POST /fleets/{team}/{set}/actions", page(operator, w.fleetAct))
 }
 
 func (w *Web) cacheable(h http.Handler) http.Handler {
