@@ -27,9 +27,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // harness is a River queue over a fresh database of cluster pg, with its
 // library on the PostgreSQL store; Start runs it and the leader's Reap.
 func harness(t *testing.T, pg *pgtest.Cluster, s queuetest.Setup) (queuetest.Harness, *riverqueue.Queue) {
+	return replica(t, pg.DB(t), t.TempDir(), s)
+}
+
+// replica is a River queue over database dsn, with its library's data
+// dir in dir (another replica of the same database: a copy of the
+// first's key there).
+func replica(t *testing.T, dsn, dir string, s queuetest.Setup) (queuetest.Harness, *riverqueue.Queue) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	dsn := pg.DB(t)
 	key, err := keyfile.Load(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,14 @@ package riverqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"knit.dev/knit/internal/store"
 )
 
 // tables are those the queue works in, which the PostgreSQL store's
@@ -34,7 +37,12 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// queuedJob reads run id's job: its args, and whether it still waits.
+// queuedJob reads run id's job: its args, and whether it still waits. A
+// job waits until its run is recorded (the engine records a run as it
+// takes the environment's lock, before anything runs): whatever became
+// of the job since, running for a replica killed before its first event,
+// re-queued by River's rescuer, or cancelled by the leader, a recorded
+// run started, and its record tells the rest.
 func (q *Queue) queuedJob(ctx context.Context, id string) (runArgs, bool, error) {
 	var (
 		a     runArgs
@@ -50,16 +58,20 @@ func (q *Queue) queuedJob(ctx context.Context, id string) (runArgs, bool, error)
 		return a, false, err
 	}
 	switch state {
-	case "available", "scheduled", "retryable", "pending":
-		return a, true, nil
-	case "running":
-		// Worked, but is its run recorded yet? Until its first event it
-		// still reads as queued.
-		var seen bool
-		err := q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM knit_run_events WHERE run_id = $1)`, id).Scan(&seen)
-		return a, !seen, err
+	case "available", "scheduled", "retryable", "pending", "running":
+		recorded, err := q.recorded(ctx, id)
+		return a, !recorded, err
 	}
 	return a, false, nil
+}
+
+// recorded reports whether run id has a record in the store: it started.
+func (q *Queue) recorded(ctx context.Context, id string) (bool, error) {
+	_, err := q.k.RunRecord(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // jobID is run id's job in River's table, and its environment.

@@ -35,18 +35,20 @@ type note struct {
 const followPoll = 2 * time.Second
 
 // hub is a replica's one LISTEN connection: it hands each notification
-// to the queue and wakes the streams following the run.
+// to the queue and wakes the streams following the run. Each time it
+// starts listening it calls listening, for what was sent before.
 type hub struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-	tell func(note)
+	pool      *pgxpool.Pool
+	log       *slog.Logger
+	tell      func(note)
+	listening func(context.Context)
 
 	mu        sync.Mutex
 	followers map[string]map[chan struct{}]bool
 }
 
-func newHub(pool *pgxpool.Pool, log *slog.Logger, tell func(note)) *hub {
-	return &hub{pool: pool, log: log, tell: tell, followers: map[string]map[chan struct{}]bool{}}
+func newHub(pool *pgxpool.Pool, log *slog.Logger, tell func(note), listening func(context.Context)) *hub {
+	return &hub{pool: pool, log: log, tell: tell, listening: listening, followers: map[string]map[chan struct{}]bool{}}
 }
 
 // run listens until ctx ends, connecting again after a failure (and then
@@ -78,6 +80,7 @@ func (h *hub) listen(ctx context.Context) error {
 	}
 	defer func() { _, _ = conn.Exec(context.Background(), "UNLISTEN *") }()
 	h.wakeAll() // anything sent before LISTEN is in the table
+	h.listening(ctx)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,7 +111,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, k *knit.Knit, cfg Config) (*Q
 	// host name and PID, and must not pass for the replica that died.
 	q := &Queue{k: k, pool: pool, log: cfg.Logger, cfg: cfg, id: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:8]),
 		jobs: map[string]*runqueue.Job{}, onStart: map[string]func(error){}}
-	q.hub = newHub(pool, cfg.Logger, q.notified)
+	q.hub = newHub(pool, cfg.Logger, q.notified, q.recheck)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{q: q})
 	quiet := slog.New(levelAtLeast{cfg.Logger.Handler(), slog.LevelWarn})
@@ -240,14 +242,14 @@ func (q *Queue) started(id string, err error) {
 // closes when it starts wherever it runs; false once it started (its
 // record tells the rest) or when no such run was queued.
 func (q *Queue) Job(id string) (*runqueue.Job, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	q.mu.Lock()
 	j, ok := q.jobs[id]
 	q.mu.Unlock()
 	if ok {
-		return j, true
+		return q.unlessRecorded(ctx, j)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	a, waiting, err := q.queuedJob(ctx, id)
 	if err != nil || !waiting {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -265,6 +267,45 @@ func (q *Queue) Job(id string) (*runqueue.Job, bool) {
 	}
 	q.mu.Unlock()
 	return j, true
+}
+
+// unlessRecorded is j, a job this replica knows as waiting, unless its
+// run is recorded: then it started, and j learns so here. The notice
+// that a run started rides on its first events; a replica killed before
+// they reached the database sends none.
+func (q *Queue) unlessRecorded(ctx context.Context, j *runqueue.Job) (*runqueue.Job, bool) {
+	if q.startedIfRecorded(ctx, j.ID) {
+		return nil, false
+	}
+	return j, true
+}
+
+// startedIfRecorded tells run id's job here that it started, if the
+// store has its record, and reports whether it did.
+func (q *Queue) startedIfRecorded(ctx context.Context, id string) bool {
+	recorded, err := q.recorded(ctx, id)
+	if err != nil {
+		q.log.Warn("run queue: look a run up", "run", id, "err", err)
+		return false
+	}
+	if recorded {
+		q.started(id, nil)
+	}
+	return recorded
+}
+
+// recheck tells every job this replica knows as waiting whose run is
+// recorded that it started: the hub calls it as it starts listening, since
+// notices sent while it was not are lost.
+func (q *Queue) recheck(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	q.mu.Lock()
+	ids := slices.Collect(maps.Keys(q.jobs))
+	q.mu.Unlock()
+	for _, id := range ids {
+		q.startedIfRecorded(ctx, id)
+	}
 }
 
 // Queued reports whether run id waits in the queue, and its environment.

@@ -125,8 +125,15 @@ func (q *Queue) resume(r view.Run, reason string) {
 		q.log.Error("run queue: queue a resume", "run", id, "env", env, "err", err)
 		return
 	}
-	if !res.UniqueSkippedAsDuplicate {
-		q.log.Info("resuming an interrupted run", "run", id, "env", env, "kind", kind, "as", req.Kind, "id", a.RunID)
+	if res.UniqueSkippedAsDuplicate {
+		return
+	}
+	q.log.Info("resuming an interrupted run", "run", id, "env", env, "kind", kind, "as", req.Kind, "id", a.RunID)
+	// r started (it is recorded), but a replica killed before its first
+	// event reached the database told no one: whoever queued it learns
+	// it now.
+	if err := q.hub.notify(ctx, note{Run: id, Env: env}); err != nil {
+		q.log.Warn("run queue: tell that an interrupted run had started", "run", id, "err", err)
 	}
 }
 

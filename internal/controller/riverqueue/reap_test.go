@@ -43,17 +43,8 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 			h, q := harness(t, pg, queuetest.Setup{Max: 2})
 			ctx := context.Background()
 			env := applyDirect(t, h.Knit)
-			dead := deadPID(t)
-			host, _ := os.Hostname()
 			first := knit.NewRunID()
-			if err := h.Store.CreateRun(ctx, store.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision, Status: store.StatusRunning,
-				Actor: "t", PID: dead, StartedAt: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h.Store.AcquireLock(ctx, store.Lock{Env: env, RunID: first, Owner: "t", PID: dead, Host: host},
-				time.Millisecond, func(store.Lock) bool { return true }); err != nil {
-				t.Fatal(err)
-			}
+			strand(t, h.Store, store.Run{ID: first, Env: env, Kind: c.kind, Revision: c.revision})
 			if c.interrupted {
 				if _, err := h.Store.InterruptRuns(ctx, env, func(int) bool { return false }, time.Now()); err != nil {
 					t.Fatal(err)
@@ -91,9 +82,25 @@ func TestAResumeWhoseReplicaDiedIsResumedAgain(t *testing.T) {
 	}
 }
 
-// applyDirect applies one environment through the library and returns
-// its ID.
-func applyDirect(t *testing.T, k *knit.Knit) string {
+// strand records run r running, holding its environment's lock, for a
+// process of this host that is gone: a run whose replica died.
+func strand(t *testing.T, st store.Store, r store.Run) {
+	t.Helper()
+	ctx := context.Background()
+	dead := deadPID(t)
+	host, _ := os.Hostname()
+	r.Status, r.Actor, r.PID, r.StartedAt = store.StatusRunning, "t", dead, time.Now()
+	if err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcquireLock(ctx, store.Lock{Env: r.Env, RunID: r.ID, Owner: "t", PID: dead, Host: host},
+		time.Millisecond, func(store.Lock) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// one is an environment of one script component applying apply.
+func one(t *testing.T, apply string) *spec.Environment {
 	t.Helper()
 	env, diags := spec.Parse("one.yaml", t.TempDir(), []byte(`apiVersion: knit.dev/v1
 kind: Environment
@@ -105,11 +112,19 @@ spec:
   components:
     - name: app
       type: script
-      script: {apply: "true"}
+      script: {apply: "`+apply+`"}
 `))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
+	return env
+}
+
+// applyDirect applies one environment through the library and returns
+// its ID.
+func applyDirect(t *testing.T, k *knit.Knit) string {
+	t.Helper()
+	env := one(t, "true")
 	if res, err := knit.NewRun(k, knit.RunRequest{Kind: engine.KindApply, Env: env, Actor: "t"}).Run(context.Background()); err != nil || res.Status != store.StatusSucceeded {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
