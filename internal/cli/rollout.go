@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,30 +15,35 @@ import (
 func newRolloutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show and steer an environment's rollout by its strategy (canary)",
-		Long: `An apply that changes the components a canary strategy marks, in an environment
+		Short: "Show and steer an environment's rollout by its strategy (canary, blueGreen)",
+		Long: `An apply that changes the components a strategy marks, in an environment
 already applied, rolls out step by step (spec.rollout.strategy). These commands
 show where the rollout stands and steer it:
 
   knit rollout status ENV     its state, step, weight and each step's evidence
   knit rollout promote ENV    go on past a pause that waits for a person
   knit rollout abort ENV      weight 0, the canary destroyed, back to the stable revision
+  knit rollout retry ENV      a failed rollout: its failed run again, at the same step
+                              and weight; an aborted one: again from its first step, of
+                              the same revision from the same stable revision
 
-promote and abort run the rollout's next runs here, in the foreground, as
-knit apply does (each judged by policy and gated like any run).
+Each is audited as you and leads to runs judged by policy and gated like any
+run. Here promote, abort and retry run the rollout's next runs in the
+foreground, as knit apply does; with --server the server runs them, and the
+command follows the first and prints where the rollout then stands.
 
-Exit codes: 0 done, 1 error or the rollout aborted, 3 paused again (knit rollout promote goes on).`,
+Exit codes: 0 done, 1 error or the rollout aborted or failed, 3 paused (knit rollout promote goes on).`,
 	}
 	var output, reason string
 	status := &cobra.Command{
 		Use: "status ENV", Short: "Where ENV's rollout stands", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lb, closer, err := d.local(cmd.Context(), "status")
+			b, err := d.backend(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer closer()
-			v, err := knit.NewRollouts(lb.Knit).Status(cmd.Context(), args[0])
+			defer b.Close()
+			v, err := rolloutStatus(cmd.Context(), b, args[0])
 			if err != nil {
 				return err
 			}
@@ -53,23 +59,32 @@ Exit codes: 0 done, 1 error or the rollout aborted, 3 paused again (knit rollout
 		c := &cobra.Command{
 			Use: use + " ENV [--reason …]", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				lb, closer, err := d.local(cmd.Context(), use)
+				b, err := d.backend(cmd.Context())
 				if err != nil {
 					return err
 				}
-				defer closer()
+				defer b.Close()
+				if rb, ok := b.(*remoteBackend); ok {
+					return d.steerRemote(cmd.Context(), rb, use, args[0], reason, output)
+				}
+				lb := b.(localBackend)
 				a, err := act(knit.NewRollouts(lb.Knit), cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				res, done, err := d.carryOn(cmd.Context(), lb, a, nil)
-				if res != nil {
+				if res != nil && output == "json" {
+					if jerr := writeJSON(d.stdout, res); jerr != nil {
+						return jerr
+					}
+				} else if res != nil {
 					printResult(d.stdout, res)
 				}
 				return rolloutExit(res, done, err)
 			},
 		}
 		c.Flags().StringVar(&reason, "reason", "", "why, recorded in the audit trail")
+		outputFlag(c, &output)
 		return c
 	}
 	cmd.AddCommand(status,
@@ -78,26 +93,25 @@ Exit codes: 0 done, 1 error or the rollout aborted, 3 paused again (knit rollout
 		}),
 		steer("abort", "Turn ENV's rollout back to the stable revision", func(r *knit.Rollouts, ctx context.Context, ref string) (knit.RolloutAction, error) {
 			return r.Abort(ctx, ref, d.actor(), reason)
+		}),
+		steer("retry", "Run ENV's failed or aborted rollout again", func(r *knit.Rollouts, ctx context.Context, ref string) (knit.RolloutAction, error) {
+			return r.Retry(ctx, ref, d.actor(), reason)
 		}))
 	return cmd
 }
 
-// local is the library on this machine, for the rollout commands.
-func (d *deps) local(ctx context.Context, use string) (localBackend, func(), error) {
-	b, err := d.backend(ctx)
-	if err != nil {
-		return localBackend{}, nil, err
-	}
-	lb, ok := b.(localBackend)
-	if !ok {
-		b.Close()
-		return localBackend{}, nil, fmt.Errorf("knit rollout %s runs on this machine's store: unset --server/KNIT_SERVER", use)
-	}
-	return lb, func() { b.Close() }, nil
-}
-
 func printRollout(d *deps, v knit.RolloutView) {
 	fmt.Fprintf(d.stdout, "%s: rollout %s %s at step %d of %d, weight %d (stable revision %d)\n", v.Env, v.ID, v.State, v.Step, v.Steps, v.Weight, v.Stable)
+	if len(v.Plan) > 0 {
+		steps := make([]string, len(v.Plan))
+		for i, p := range v.Plan {
+			steps[i] = p.String()
+			if i == v.Step {
+				steps[i] = "[" + steps[i] + "]"
+			}
+		}
+		fmt.Fprintf(d.stdout, "  %s: %s\n", v.Strategy, strings.Join(steps, " → "))
+	}
 	if v.Reason != "" {
 		fmt.Fprintf(d.stdout, "  %s\n", v.Reason)
 	}

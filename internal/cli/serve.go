@@ -437,7 +437,7 @@ func runServe(ctx context.Context, d *deps, k *knit.Knit, cfg server.Config, ctl
 	if err != nil {
 		return err
 	}
-	cfg.Queue = set.Queue
+	cfg.Queue, cfg.Rollouts = set.Queue, set.Rollout
 	if set.Git != nil { // a nil *Reconciler in the interface would read as GitOps on
 		cfg.Git = set.Git
 	}

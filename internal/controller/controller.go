@@ -153,11 +153,21 @@ func New(k *knit.Knit, cfg Config) (*Set, error) {
 		s.Promotion = promotion.New(k, s.Queue, pc)
 	}
 	s.Rollout = rollout.New(k, s.Queue, cfg.Clock, cfg.Logger)
+	knit.SetRolloutNotify(k, s.notifyRollout)
 	s.Queue.OnFinish(s.runEnded)
 	if q, ok := s.Queue.(endsElsewhere); ok {
 		q.OnEnded(s.schedulesFollow)
 	}
 	return s, nil
+}
+
+// notifyRollout tells a rollout's audit entry (knit.SetRolloutNotify),
+// with its run's link.
+func (s *Set) notifyRollout(ev notify.Event) {
+	if s.runURL != nil && ev.RunID != "" {
+		ev.URL = s.runURL(ev.RunID)
+	}
+	s.notify.Notify(ev)
 }
 
 // schedulesFollow has the schedules follow the end of a run of env,

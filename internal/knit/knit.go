@@ -79,6 +79,8 @@ type Knit struct {
 	restorer atomic.Pointer[func(ctx context.Context, dir string) error]
 	// fleetNudge is told of an operator's fleet action (SetFleetNudge).
 	fleetNudge atomic.Pointer[func()]
+	// rolloutNotify is told of rollouts' audit entries (SetRolloutNotify).
+	rolloutNotify rolloutNotifier
 }
 
 // Open builds a Knit from cfg. It starts nothing: a tool is looked for

@@ -70,19 +70,6 @@ type rolloutDetail struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// StepEvidence is what one run of a rollout did and found.
-type StepEvidence struct {
-	Step   int    `json:"step"`
-	Phase  string `json:"phase"`
-	RunID  string `json:"runId"`
-	Weight int    `json:"weight"`
-	Status string `json:"status"`
-	// Verification is the run's health checks' summary (an analysis's
-	// query and value among them).
-	Verification string    `json:"verification,omitempty"`
-	At           time.Time `json:"at"`
-}
-
 // rollout is one rollout as the library works with it.
 type rollout struct {
 	rec    store.Rollout
@@ -135,6 +122,7 @@ func (a *Rollouts) save(ctx context.Context, r *rollout, audit *store.AuditEvent
 		return err
 	}
 	r.rec.Version++
+	a.k.rolloutNotify.tell(audit)
 	return nil
 }
 

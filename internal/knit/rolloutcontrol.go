@@ -4,24 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"knit.dev/knit/internal/store"
 )
-
-// RolloutView is where an environment's rollout stands, for people: its
-// state, step and weight, the run it is at, and what each step found.
-type RolloutView struct {
-	Env      string         `json:"env"`
-	ID       string         `json:"id"`
-	State    string         `json:"state"`
-	Step     int            `json:"step"`
-	Steps    int            `json:"steps"`
-	Weight   int            `json:"weight"`
-	RunID    string         `json:"runId,omitempty"`
-	Stable   int            `json:"stableRevision"`
-	Reason   string         `json:"reason,omitempty"`
-	Evidence []StepEvidence `json:"evidence,omitempty"`
-}
 
 // ErrRolloutNotPaused: a promote of a rollout that does not wait for one.
 var ErrRolloutNotPaused = fmt.Errorf("%w: the rollout is not paused", ErrNotPaused)
@@ -43,7 +29,8 @@ func (a *Rollouts) Status(ctx context.Context, ref string) (RolloutView, error) 
 	v := RolloutView{Env: e.ID, ID: r.rec.ID, State: r.rec.State, Step: r.rec.Step, Weight: r.rec.Weight, RunID: r.rec.RunID,
 		Stable: r.detail.Stable, Reason: r.detail.Reason, Evidence: r.detail.Evidence}
 	if _, next, err := a.specs(ctx, r); err == nil {
-		v.Steps = len(rolloutSteps(next))
+		v.Strategy, v.Plan = strategyName(next), planOf(next)
+		v.Steps = len(v.Plan)
 	}
 	return v, nil
 }
@@ -53,7 +40,7 @@ func (a *Rollouts) Status(ctx context.Context, ref string) (RolloutView, error) 
 // not paused is refused (ErrRolloutNotPaused); of two promotes at once,
 // one goes on and the other is refused (store.ErrConflict).
 func (a *Rollouts) Promote(ctx context.Context, ref, actor, reason string) (RolloutAction, error) {
-	r, err := a.controlled(ctx, ref)
+	r, err := a.controlled(ctx, ref, underWay...)
 	if err != nil {
 		return RolloutAction{}, err
 	}
@@ -63,16 +50,17 @@ func (a *Rollouts) Promote(ctx context.Context, ref, actor, reason string) (Roll
 	r.rec.State = RolloutRunning
 	r.rec.Step++
 	if err := a.save(ctx, r, &store.AuditEvent{Actor: actor, Action: auditRollout, Reason: reason,
-		Detail: fmt.Sprintf("rollout %s promoted past its pause at step %d", r.rec.ID, r.rec.Step-1)}); err != nil {
+		Detail: fmt.Sprintf("rollout %s promoted by %s past its pause at step %d", r.rec.ID, actor, r.rec.Step-1)}); err != nil {
 		return RolloutAction{}, err
 	}
-	return a.advance(ctx, r)
+	return byPerson(a.advance(ctx, r))(actor)
 }
 
 // Abort turns ref's rollout back as actor: weight 0, the canary destroyed,
-// the environment on its stable revision. The returned run starts it.
+// the environment on its stable revision. The returned run starts it. A
+// rollout under way or failed (its canary may still be up) is aborted.
 func (a *Rollouts) Abort(ctx context.Context, ref, actor, reason string) (RolloutAction, error) {
-	r, err := a.controlled(ctx, ref)
+	r, err := a.controlled(ctx, ref, RolloutRunning, RolloutPaused, RolloutAborting, RolloutFailed)
 	if err != nil {
 		return RolloutAction{}, err
 	}
@@ -83,13 +71,17 @@ func (a *Rollouts) Abort(ctx context.Context, ref, actor, reason string) (Rollou
 	if reason != "" {
 		why += ": " + reason
 	}
-	return a.abort(ctx, r, why)
+	if err := a.save(ctx, r, &store.AuditEvent{Actor: actor, Action: auditRollout, Reason: reason,
+		Detail: fmt.Sprintf("rollout %s %s", r.rec.ID, why)}); err != nil {
+		return RolloutAction{}, err
+	}
+	return byPerson(a.abort(ctx, r, why))(actor)
 }
 
-// controlled is ref's rollout under way, for a person's control: the
-// environment resolved as ctx's caller sees it, the caller an operator of
-// its team.
-func (a *Rollouts) controlled(ctx context.Context, ref string) (*rollout, error) {
+// controlled is ref's rollout in one of states, for a person's control:
+// the environment resolved as ctx's caller sees it, the caller an
+// operator of its team.
+func (a *Rollouts) controlled(ctx context.Context, ref string, states ...string) (*rollout, error) {
 	e, err := a.k.resolveEnv(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -97,15 +89,18 @@ func (a *Rollouts) controlled(ctx context.Context, ref string) (*rollout, error)
 	if err := authorizeRun(ctx, e.ID, RunRequest{}); err != nil {
 		return nil, err
 	}
-	r, err := a.active(ctx, e.ID)
-	if err != nil {
+	r, err := a.read(ctx, e.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	if r == nil {
-		return nil, fmt.Errorf("%w under way in %s (knit rollout status %s)", ErrNoRollout, e.ID, e.ID)
+	if err == nil && slices.Contains(states, r.rec.State) {
+		return r, nil
 	}
-	return r, nil
+	return nil, fmt.Errorf("%w under way in %s (knit rollout status %s)", ErrNoRollout, e.ID, e.ID)
 }
+
+// under way are the states of a rollout that is not over.
+var underWay = []string{RolloutRunning, RolloutPaused, RolloutAborting}
 
 // Resume is what carries on each rollout a crash or a stop left between
 // steps, by environment: a rollout at a run whose record is gone or

@@ -24,7 +24,7 @@ import (
 func (a *Run) strategy(ctx context.Context, req *RunRequest, env *spec.Environment) (*spec.Environment, error) {
 	if req.Rollout != nil || req.Kind != engine.KindApply {
 		if req.Rollout != nil {
-			return env, nil
+			return env, NewRollouts(a.k).named(ctx, env.ID(), *req.Rollout, req.RunID)
 		}
 		return stableForm(env)
 	}
@@ -129,4 +129,16 @@ func markedChanged(stable, next *spec.Environment) bool {
 		return m
 	}
 	return !reflect.DeepEqual(marked(stable), marked(next))
+}
+
+// named records runID as the run of env's rollout at step, when a queue
+// handed the step's run another ID than the one the rollout recorded
+// (what follows the run follows the step).
+func (a *Rollouts) named(ctx context.Context, env string, step RolloutStep, runID string) error {
+	r, err := a.active(ctx, env)
+	if err != nil || r == nil || r.detail.Current == nil || *r.detail.Current != step || runID == "" || r.rec.RunID == runID {
+		return err
+	}
+	r.rec.RunID = runID
+	return a.save(ctx, r, nil)
 }

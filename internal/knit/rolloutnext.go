@@ -70,6 +70,10 @@ func (a *Rollouts) Next(ctx context.Context, req RunRequest, res *engine.Result)
 		if ev.Verification != "" {
 			why = fmt.Sprintf("step %d (%s) run %s: %s", st.Step, st.Phase, res.RunID, ev.Verification)
 		}
+		if res.Policy.Denied() { // nothing of it ran (the weight is the last run's): a person decides
+			r.rec.Weight = lastWeight(r.detail.Evidence[:len(r.detail.Evidence)-1], r.rec.Weight)
+			return a.end(ctx, r, RolloutFailed, why+fmt.Sprintf("; knit rollout retry %s once the policies allow it, or knit rollout abort %s", r.rec.Env, r.rec.Env))
+		}
 		if st.Phase == PhaseAbort || st.Phase == PhaseAborted || st.Phase == PhaseFinish || st.Phase == PhasePromote {
 			return a.end(ctx, r, RolloutFailed, why)
 		}
@@ -256,4 +260,15 @@ func describeStep(phase string, step, weight, steps int, blueGreen bool) string 
 		return "aborted: weight 0"
 	}
 	return "aborted: the stable revision, the canary destroyed"
+}
+
+// lastWeight is the weight the last run of evidence that succeeded left
+// (none: def).
+func lastWeight(evidence []StepEvidence, def int) int {
+	for i := len(evidence) - 1; i >= 0; i-- {
+		if evidence[i].Status == string(store.StatusSucceeded) {
+			return evidence[i].Weight
+		}
+	}
+	return def
 }

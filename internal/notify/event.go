@@ -53,6 +53,13 @@ const (
 	// the change waits for approvals (Pipeline and Stage say where,
 	// Release is the change's ID, c-…).
 	KindStagePending = words.NotifyStagePending
+	// KindRolloutStep: a rollout's step starts, pauses, or is promoted
+	// past its pause; KindRolloutAborted and KindRolloutPromoted: the
+	// rollout ended on the stable revision, or on the new one. Summary is
+	// the audit entry's detail.
+	KindRolloutStep     = words.NotifyRolloutStep
+	KindRolloutAborted  = words.NotifyRolloutAborted
+	KindRolloutPromoted = words.NotifyRolloutPromoted
 )
 
 // Kinds is every event kind, in the order error messages name them.

@@ -27,7 +27,7 @@ func TestNewRejectsBadSinks(t *testing.T) {
 		{"unparsable url", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example/%zz?token=SECRET"}},
 			[]string{`notify: sinks[0] "s": url does not parse`}},
 		{"unknown event", []Sink{{Name: "s", Kind: SinkSlack, URL: "https://x.example", Events: []string{"drift.found", "run-started"}}},
-			[]string{`notify: sinks[0] "s": event "run-started" is not one of run.failed, run.succeeded, drift.found, approval.needed, teardown.done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done, drift.resolved, release.awaiting-approval, release.window-closed, release.verified, release.failed, stage.pending`}},
+			[]string{`notify: sinks[0] "s": event "run-started" is not one of run.failed, run.succeeded, drift.found, approval.needed, teardown.done, invalid.revision, ttl.expiring, preview.ready, rollout.failed, rollback.done, drift.resolved, release.awaiting-approval, release.window-closed, release.verified, release.failed, stage.pending, rollout.step, rollout.aborted, rollout.promoted`}},
 		{"duplicate name", []Sink{ok, ok},
 			[]string{`notify: sinks[1] "ok": name is used by an earlier sink`}},
 		{"everything at once", []Sink{ok, {Kind: "email"}},

@@ -41,6 +41,9 @@ var slackTitles = map[Kind][2]string{
 	KindReleaseVerified:         {":white_check_mark:", "Release verified"},
 	KindReleaseFailed:           {":x:", "Release failed"},
 	KindStagePending:            {":memo:", "Stage change waits for approval"},
+	KindRolloutStep:             {":footprints:", "Rollout step"},
+	KindRolloutAborted:          {":leftwards_arrow_with_hook:", "Rollout aborted"},
+	KindRolloutPromoted:         {":rocket:", "Rollout promoted"},
 }
 
 // maxSlackSummary keeps a section under Slack's 3000-character limit.

@@ -118,10 +118,17 @@ func newHarnessWith(t *testing.T, cfg server.Config) *harness {
 // data dir, which knit opens itself), with controllers run as ctl says.
 func newHarnessOn(t *testing.T, cfg server.Config, st store.Store, ctl controller.Config) *harness {
 	t.Helper()
+	return newHarnessKnit(t, cfg, knit.Config{Store: st}, ctl)
+}
+
+// newHarnessKnit is newHarnessOn over a knit built from kc (its data dir
+// and runners the harness's).
+func newHarnessKnit(t *testing.T, cfg server.Config, kc knit.Config, ctl controller.Config) *harness {
+	t.Helper()
 	h := &harness{t: t, fixture: &fixture{tokens: map[string]string{}}}
 	h.runner = &fake.Runner{
 		OutputsFor: func(name string, _ runner.Inputs) runner.Outputs {
-			if strings.HasSuffix(name, "-db") {
+			if strings.HasSuffix(strings.TrimSuffix(name, "-canary"), "-db") { // a rollout's canary instance too
 				return runner.Outputs{"host": {Value: "db.internal"}, "password": {Value: "pw", Sensitive: true}}
 			}
 			return nil
@@ -130,7 +137,8 @@ func newHarnessOn(t *testing.T, cfg server.Config, st store.Store, ctl controlle
 	}
 	ctx := context.Background()
 	h.dir = t.TempDir()
-	k, err := adapters.Open(ctx, adapters.Config{Config: knit.Config{DataDir: h.dir, Store: st, Runners: map[string]runner.Runner{spec.TypeScript: h.runner}}})
+	kc.DataDir, kc.Runners = h.dir, map[string]runner.Runner{spec.TypeScript: h.runner}
+	k, err := adapters.Open(ctx, adapters.Config{Config: kc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +177,7 @@ func startServe(t *testing.T, k *knit.Knit, cfg server.Config, ctl controller.Co
 	if err != nil {
 		return nil, err
 	}
-	cfg.Listen, cfg.Queue = "127.0.0.1:0", set.Queue
+	cfg.Listen, cfg.Queue, cfg.Rollouts = "127.0.0.1:0", set.Queue, set.Rollout
 	if set.Git != nil {
 		cfg.Git = set.Git
 	}

@@ -28,6 +28,11 @@ func (s *Server) routes() {
 	h("GET /api/v1/environments/{team}/{env}/runs", s.authed(viewer, s.listRuns))
 	h("POST /api/v1/environments/{team}/{env}/runs", s.authed(operator, s.startRun))
 	h("POST /api/v1/environments/{team}/{env}/rollout/accept", s.authed(operator, s.acceptRollout))
+	ra := rolloutAPI{s}
+	h("GET /api/v1/environments/{team}/{env}/rollout", s.authed(viewer, ra.status))
+	h("POST /api/v1/environments/{team}/{env}/rollout/promote", s.authed(operator, ra.steer(ra.promote)))
+	h("POST /api/v1/environments/{team}/{env}/rollout/abort", s.authed(operator, ra.steer(ra.abort)))
+	h("POST /api/v1/environments/{team}/{env}/rollout/retry", s.authed(operator, ra.steer(ra.retry)))
 	h("GET /api/v1/environments/{team}/{env}/components/{name}/logs", s.authed(viewer, s.componentLogs))
 	h("DELETE /api/v1/environments/{team}/{env}/lock", s.authed(admin, s.unlock))
 	h("POST /api/v1/environments/{team}/{env}/ttl", s.authed(operator, s.extendTTL))

@@ -61,6 +61,16 @@ type Config struct {
 	// replica sharing the store (riverqueue.Queue); nil: runs are this
 	// process's only.
 	Remote RemoteRuns
+	// Rollouts carries out what a person's promote, abort or retry of a
+	// rollout leads to (rollout.Driver); nil: its run goes to Queue, and
+	// a pause it leads to waits for the next start.
+	Rollouts RolloutDriver
+}
+
+// RolloutDriver carries a rollout's next action out (rollout.Driver):
+// queues its run (returning the run's ID) or waits out its pause.
+type RolloutDriver interface {
+	Act(env string, a knit.RolloutAction) (runID string, err error)
 }
 
 // RemoteRuns streams a run executing elsewhere: its events from the first

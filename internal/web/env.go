@@ -48,6 +48,8 @@ type envPage struct {
 	Live         string
 	// ChangeSet is the change waiting to be approved at once, if any.
 	ChangeSet *view.ChangeSet
+	// Rollout is the newest rollout by the environment's strategy, if any.
+	Rollout *rolloutBar
 }
 
 func (w *Web) envRef(r *http.Request, s *session) (string, error) {
@@ -106,6 +108,9 @@ func (w *Web) envPage(r *http.Request, s *session, id string) (envPage, error) {
 				}
 			}
 		}
+	}
+	if p.Rollout, err = w.rolloutOf(ctx, v.ID); err != nil {
+		return p, err
 	}
 	p.Layout = w.graphs.of(p.Nodes)
 	js, err := json.Marshal(graphData{Layout: p.Layout, Nodes: p.Nodes})

@@ -157,7 +157,7 @@ func (w *live) envMark(ctx context.Context, id string) string {
 	if holder != "" {
 		mark += "|locked by " + holder
 	}
-	return digest(mark)
+	return digest(mark + w.rolloutMark(ctx, id))
 }
 
 // digest keeps marks short enough for a URL.

@@ -44,6 +44,15 @@ const (
 	// NotifyStagePending: a merged commit changed a stage's own file and
 	// the change waits, Pending, for approvals (applyStageChanges: pending).
 	NotifyStagePending NotifyKind = "stage.pending"
+	// NotifyRolloutStep: a rollout by the environment's strategy starts a
+	// step's run, pauses, or a person promotes it past a pause.
+	NotifyRolloutStep NotifyKind = "rollout.step"
+	// NotifyRolloutAborted: a rollout ended aborted: the environment is
+	// on its stable revision again.
+	NotifyRolloutAborted NotifyKind = "rollout.aborted"
+	// NotifyRolloutPromoted: a rollout ended with the new revision on the
+	// stable instances.
+	NotifyRolloutPromoted NotifyKind = "rollout.promoted"
 )
 
 // NotifyKinds is the closed set, in the order error messages and
@@ -52,7 +61,7 @@ func NotifyKinds() []NotifyKind {
 	return []NotifyKind{NotifyRunFailed, NotifyRunSucceeded, NotifyDriftFound, NotifyApprovalNeeded, NotifyTeardownDone,
 		NotifyInvalidRevision, NotifyTTLExpiring, NotifyPreviewReady, NotifyRolloutFailed, NotifyRollbackDone, NotifyDriftResolved,
 		NotifyReleaseAwaitingApproval, NotifyReleaseWindowClosed, NotifyReleaseVerified, NotifyReleaseFailed,
-		NotifyStagePending}
+		NotifyStagePending, NotifyRolloutStep, NotifyRolloutAborted, NotifyRolloutPromoted}
 }
 
 // oldSpellings are the first kinds' old spellings, still accepted where a

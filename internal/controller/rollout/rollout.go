@@ -85,6 +85,17 @@ func (d *Driver) context() context.Context {
 	return context.WithoutCancel(d.ctx)
 }
 
+// Act carries out for env what a person's promote, abort or retry led
+// to (a): it queues its run, returning the run's ID, or waits out its
+// pause.
+func (d *Driver) Act(env string, a knit.RolloutAction) (runID string, err error) {
+	if a.Run != nil {
+		return d.q.Enqueue(*a.Run, env)
+	}
+	d.act(env, a, nil)
+	return "", nil
+}
+
 // act carries a out for env: queue its run, or wait out its pause.
 func (d *Driver) act(env string, a knit.RolloutAction, err error) {
 	switch {
