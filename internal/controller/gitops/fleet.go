@@ -227,19 +227,47 @@ func recordLater(ctx context.Context, g *Reconciler, c gitwatch.Commit, branches
 	return nil
 }
 
+// consumersGoing are the environments reading producer id (its
+// consumers, applied and not torn down) whose want is a teardown too:
+// the commit tears them down first.
+func (f fleetWatch) consumersGoing(ctx context.Context, id string, wants map[string]gitWant) ([]string, error) {
+	users, err := knit.NewRecords(f.k).Consumers(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, knit.ErrNotFound) {
+		return nil, nil // never recorded: nothing reads it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read what reads %s: %w", id, err)
+	}
+	var going []string
+	for _, c := range users {
+		if w, ok := wants[c]; ok && w.Teardown {
+			going = append(going, c)
+		}
+	}
+	return going, nil
+}
+
 // teardownWaits reports whether the teardown of id must wait for the
-// environments generated from it to be torn down first; the log says for
-// which (a later poll tries again).
+// environments generated from it, or reading it and torn down by the same
+// commit, to be torn down first; the log says for which (a later poll
+// tries again).
 func (f fleetWatch) teardownWaits(ctx context.Context, id string, wants map[string]gitWant) bool {
 	left, err := f.held(ctx, id, wants)
+	var readers []string
+	if err == nil {
+		readers, err = f.consumersGoing(ctx, id, wants)
+	}
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			f.log.Error("git: read what was generated from an environment to tear down", "env", id, "err", err)
+			f.log.Error("git: read what was generated from an environment to tear down, or reads it", "env", id, "err", err)
 		}
 		return true
 	case len(left) > 0:
 		f.log.Info("git: the teardown waits for the environments generated from it", "env", id, "generated", left)
+		return true
+	case len(readers) > 0:
+		f.log.Info("git: the teardown waits for the environments reading it that the commit tears down", "env", id, "consumers", readers)
 		return true
 	}
 	return false

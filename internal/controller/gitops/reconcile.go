@@ -207,15 +207,21 @@ func wantRequest(ctx context.Context, g *Reconciler, w *gitwatch.Watcher, id str
 
 // wantStarted follows the start of a want's run. Once it started, the
 // environment's revision is recorded: the want is done. A lock held by
-// another run (the CLI, say) is retried with backoff; a start the
-// server's shutdown prevented is left pending for the next start. Any
-// other refusal is final for this want: the log says why.
+// another run (the CLI, say) is retried with backoff, and so is the
+// teardown of a producer other environments still read (they may be torn
+// down after it was queued, or by hand); a start the server's shutdown
+// prevented is left pending for the next start. Any other refusal is
+// final for this want: the log says why.
 func (g *Reconciler) wantStarted(id string, want gitWant, err error) {
 	switch {
-	case errors.Is(err, engine.ErrLocked):
+	case errors.Is(err, engine.ErrLocked), errors.Is(err, knit.ErrHasConsumers):
 		g.previews.yield(id) // one started since the run was queued
 		d := g.wants.refused(id, g.clock.Now())
-		g.log.Info("git: the environment is locked; trying again", "env", id, "commit", short(want.Commit), "in", d, "err", err)
+		why := "git: the environment is locked; trying again"
+		if !errors.Is(err, engine.ErrLocked) {
+			why = "git: the teardown waits for the environments reading it; trying again"
+		}
+		g.log.Info(why, "env", id, "commit", short(want.Commit), "in", d, "err", err)
 		g.retryLater(d)
 		return
 	case err != nil && g.stopping():
