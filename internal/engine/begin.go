@@ -37,6 +37,9 @@ func (e *Engine) begin(ctx context.Context, env *spec.Environment, kind store.Ru
 	return s, nil
 }
 
+// release frees the lock the run holds (begin took it).
+func (s *session) release() error { return s.lock.release(false) }
+
 // newSession is a run of kind on env (a teardown's: as it leaves env) with
 // its handle and collaborators, holding nothing yet.
 func newSession(ctx context.Context, e *Engine, env *spec.Environment, kind store.RunKind, opts Options, now time.Time) *session {
@@ -60,9 +63,9 @@ func newSession(ctx context.Context, e *Engine, env *spec.Environment, kind stor
 // cancels. A lock another run holds is refused, and the refusal is all
 // such a run records.
 func (s *session) lockEnv(ctx context.Context, now time.Time) error {
-	release, err := s.e.lock(ctx, s.env.ID(), s.handle.ID, s.opts.Actor, func(why error) { s.handle.cancel(why) })
+	held, err := s.e.lock(ctx, s.env.ID(), s.handle.ID, s.opts.Actor, func(why error) { s.handle.cancel(why) })
 	if err == nil {
-		s.release = release
+		s.lock = held
 		return nil
 	}
 	s.handle.cancel(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"knit.dev/knit/internal/procexec"
@@ -34,15 +35,16 @@ func (e *Engine) grace() time.Duration {
 }
 
 // lock takes the environment's lease and keeps renewing it until the
-// returned release is called. A holder on this host whose process is gone
-// (knit was killed) is taken over at once; otherwise the lease must expire,
-// as the store's clock judges. The lease in the store lasts LockLease plus
-// the tool grace: another host takes the environment over only once this
-// run's tools, stopped at the latest LockLease after the last renewal,
-// have had their grace. If the lease cannot be renewed, lost is called
-// once with why, and renewal stops; the watchdog, which does not depend
-// on this process running, stops the run's tools at the same deadline.
-func (e *Engine) lock(ctx context.Context, env, runID, actor string, lost func(error)) (release func() error, err error) {
+// returned hold is stopped or released. A holder on this host whose
+// process is gone (knit was killed) is taken over at once; otherwise the
+// lease must expire, as the store's clock judges. The lease in the store
+// lasts LockLease plus the tool grace: another host takes the environment
+// over only once this run's tools, stopped at the latest LockLease after
+// the last renewal, have had their grace. If the lease cannot be renewed,
+// lost is called once with why, and renewal stops; the watchdog, which
+// does not depend on this process running, stops the run's tools at the
+// same deadline.
+func (e *Engine) lock(ctx context.Context, env, runID, actor string, lost func(error)) (*envLock, error) {
 	lease := e.LockLease
 	if lease <= 0 {
 		lease = defaultLease
@@ -62,22 +64,47 @@ func (e *Engine) lock(ctx context.Context, env, runID, actor string, lost func(e
 		}
 		return nil, err
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	h := &envLock{e: e, db: context.WithoutCancel(ctx), env: env, runID: runID, stopCh: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		e.renew(ctx, env, runID, lease, start, stop, lost)
+		defer close(h.done)
+		e.renew(ctx, env, runID, lease, start, h.stopCh, lost)
 	}()
-	return func() error {
-		close(stop)
-		<-done
-		err := e.Store.ReleaseLock(context.WithoutCancel(ctx), env, runID)
-		werr := e.Watchdog.Release(runID)
-		if err != nil && !errors.Is(err, store.ErrLockLost) {
-			return fmt.Errorf("release the lock of %s: %w", env, err)
-		}
-		return werr
-	}, nil
+	return h, nil
+}
+
+// envLock is a run's hold of its environment's lock.
+type envLock struct {
+	e          *Engine
+	db         context.Context
+	env, runID string
+	once       sync.Once
+	stopCh     chan struct{}
+	done       chan struct{}
+}
+
+// stop ends the renewals, once: the lock is then held until its lease
+// ends or it is released.
+func (h *envLock) stop() {
+	h.once.Do(func() {
+		close(h.stopCh)
+		<-h.done
+	})
+}
+
+// release stops the renewals, frees the lock unless the run's outcome
+// freed it already (released: RunOutcome.ReleaseLock), and ends the
+// watchdog's lease.
+func (h *envLock) release(released bool) error {
+	h.stop()
+	var err error
+	if !released {
+		err = h.e.Store.ReleaseLock(h.db, h.env, h.runID)
+	}
+	werr := h.e.Watchdog.Release(h.runID)
+	if err != nil && !errors.Is(err, store.ErrLockLost) {
+		return fmt.Errorf("release the lock of %s: %w", h.env, err)
+	}
+	return werr
 }
 
 // renew extends the lease every third of it, and sooner after a renewal

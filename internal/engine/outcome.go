@@ -12,7 +12,7 @@ import (
 // event and the environment's new status, in one store write. A plan is
 // not audited and leaves the status alone: it changes nothing.
 func (s *session) recordOutcome(status store.RunStatus, err error) error {
-	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now()}
+	o := store.RunOutcome{RunID: s.run.ID, Status: status, At: s.e.now(), ReleaseLock: true}
 	if s.result.Policy != nil {
 		if b, err := json.Marshal(s.result.Policy); err == nil {
 			o.Policy = b

@@ -22,14 +22,14 @@ import (
 // records, judging (the policies), change sets and the verification
 // after an apply; each run kind's walk is its own walker (bodies).
 type session struct {
-	e       *Engine
-	env     *spec.Environment
-	kind    store.RunKind
-	opts    Options
-	run     store.Run
-	handle  *Run
-	release func() error
-	db      context.Context // for store writes: survives cancellation of the run
+	e      *Engine
+	env    *spec.Environment
+	kind   store.RunKind
+	opts   Options
+	run    store.Run
+	handle *Run
+	lock   *envLock
+	db     context.Context // for store writes: survives cancellation of the run
 
 	mu     sync.Mutex
 	states map[string]store.ComponentState
@@ -187,18 +187,24 @@ func (s *session) finish(ctx context.Context, runErr error, observed <-chan stru
 	s.result.Rollout = s.verification.rollout(joinErrs(errs))
 	s.exportsChanged()
 	s.result.SortByGraph(s.env.Graph())
-	// The run's record, audit event and environment status are one write:
-	// they commit together or not at all. If that write fails, the run is
-	// recorded failed (with why), unless the store refused it for a lost
-	// lock, which it would refuse again.
+	// The run's record, audit event, environment status and the release
+	// of its lock are one write: they commit together or not at all (no
+	// renewal of the lock may run meanwhile). If that write fails, the run
+	// is recorded failed (with why), unless the store refused it for a
+	// lost lock, which it would refuse again; the lock is then released
+	// on its own.
+	s.lock.stop()
+	released := true
 	if err := s.recordOutcome(status, joinErrs(errs)); err != nil {
 		errs = append(errs, err)
+		released = false
 		if !errors.Is(err, store.ErrLockLost) {
-			errs = append(errs, s.recordOutcome(store.StatusFailed, joinErrs(errs)))
+			rerr := s.recordOutcome(store.StatusFailed, joinErrs(errs))
+			errs, released = append(errs, rerr), rerr == nil
 		}
 		status = store.StatusFailed
 	}
-	errs = append(errs, s.release())
+	errs = append(errs, s.lock.release(released))
 	err := joinErrs(errs)
 	s.result.Status = status
 	if err != nil {

@@ -181,6 +181,9 @@ type RunOutcome struct {
 	// Verification, when set, is recorded as the Verification of the
 	// run's revision (how the apply's health checks ended).
 	Verification string
+	// ReleaseLock releases the run's lock on its environment, as
+	// ReleaseLock would, in the same transaction.
+	ReleaseLock bool
 }
 
 // VerificationDecision is a person's decision on a revision whose rollout

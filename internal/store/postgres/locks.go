@@ -95,12 +95,15 @@ func (s *Store) Lock(ctx context.Context, env string) (store.Lock, error) {
 // ReleaseLock implements store.Store. Releasing a lock runID does not hold
 // does nothing and is not an error.
 func (s *Store) ReleaseLock(ctx context.Context, env, runID string) error {
-	return s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE env = $1 AND run_id = $2`, env, runID); err != nil {
-			return fmt.Errorf("release lock on %s: %w", env, err)
-		}
-		return nil
-	})
+	return s.write(ctx, func(tx pgx.Tx) error { return releaseLock(ctx, tx, env, runID) })
+}
+
+// releaseLock is ReleaseLock's write in tx.
+func releaseLock(ctx context.Context, tx pgx.Tx, env, runID string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE env = $1 AND run_id = $2`, env, runID); err != nil {
+		return fmt.Errorf("release lock on %s: %w", env, err)
+	}
+	return nil
 }
 
 // lock reads env's lock; none is store.ErrNotFound.

@@ -73,7 +73,12 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.RunOutcome) error {
 			}
 		}
 		if o.EnvStatus != "" {
-			return s.setEnvironmentStatus(ctx, tx, r.Env, o.EnvStatus)
+			if err := s.setEnvironmentStatus(ctx, tx, r.Env, o.EnvStatus); err != nil {
+				return err
+			}
+		}
+		if o.ReleaseLock {
+			return releaseLock(ctx, tx, r.Env, o.RunID)
 		}
 		return nil
 	})

@@ -78,7 +78,7 @@ func upsertEnvironment(ctx context.Context, tx *txn, env store.Environment, rev 
 
 // Revision implements store.Store; a missing revision is store.ErrNotFound.
 func (s *Store) Revision(ctx context.Context, env string, n int) (store.Revision, error) {
-	return revision(ctx, s.db, env, n)
+	return revision(ctx, s.q, env, n)
 }
 
 // querier is what *sql.DB and *txn have in common.
@@ -88,7 +88,13 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func revision(ctx context.Context, q querier, env string, n int) (store.Revision, error) {
+// rowQuerier is what revision reads with: the statement cache or a
+// transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func revision(ctx context.Context, q rowQuerier, env string, n int) (store.Revision, error) {
 	query := `SELECT ` + revisionColumns + ` FROM revisions WHERE env = ? AND number = ?`
 	args := []any{env, n}
 	if n == 0 {

@@ -69,7 +69,7 @@ func (s *Store) PreviewsByChecksum(ctx context.Context, env, checksum string) ([
 }
 
 func (s *Store) previews(ctx context.Context, what, query string, args ...any) ([]store.Preview, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.q.QueryContext(ctx, query, args...) // every run asks (linkPreview): prepared once
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

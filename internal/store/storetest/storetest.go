@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store
 		{"FencingLiveRun", testFencingLiveRun},
 		{"FencingNoLock", testFencingNoLock},
 		{"RecordOutcome", testRecordOutcome},
+		{"RecordOutcomeReleasesTheLock", plain(testRecordOutcomeReleasesTheLock)},
 		{"Verification", plain(testVerification)},
 		{"AppliedRevision", plain(testAppliedRevision)},
 		{"DeleteUnappliedEnvironment", plain(testDeleteUnappliedEnvironment)},
