@@ -42,6 +42,7 @@ func (p releasePlan) counts(stage string) (status string, add, change, destroy i
 // and the local CLI (which has no repository) are refused; an unknown
 // release is named.
 func TestPipelinePlanShowsWhatAReleaseChangesInEachStage(t *testing.T) {
+	t.Parallel()
 	requireTofu(t)
 	w := newWorld(t)
 	probe := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprint(rw, "ok") }))
