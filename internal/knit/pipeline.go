@@ -313,6 +313,9 @@ func (f *PipelineFacts) Status(now time.Time) view.Pipeline {
 		switch {
 		case busy != nil:
 			reason, msg := view.WaitApplying, "run "+busy.RunID+" applies it"
+			if busy.RunID == "" && st.IsFleet() { // its rollout in waves says where it is
+				msg = busy.Message
+			}
 			if v.StageChange != nil && busy.RunID == v.StageChange.RunID && busy.RunID != "" {
 				msg = "run " + busy.RunID + " applies stage change " + v.StageChange.ID + " to it"
 			}
@@ -389,6 +392,13 @@ func (f *PipelineFacts) candidate(i int, newest int64, now time.Time) *view.Wait
 		w.Reason, w.Message = view.WaitReady, "every gate is open"
 	}
 	return w
+}
+
+// IsFleet reports whether stage name rolls releases across a selector's
+// environments in waves (spec.StageFleet).
+func (f *PipelineFacts) IsFleet(name string) bool {
+	i := f.stageIndex(name)
+	return i >= 0 && f.Def.Spec.Stages[i].IsFleet()
 }
 
 // StageIndex is the index of stage name (-1: none).

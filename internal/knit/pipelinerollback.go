@@ -66,6 +66,9 @@ func (a *RollbackStage) Run(ctx context.Context) (view.Stage, error) {
 	}
 	cur, busy := f.Status(k.now()).Stages[i], f.busyIn(stage)
 	switch {
+	case f.Def.Spec.Stages[i].IsFleet():
+		return view.Stage{}, fmt.Errorf("%w: %s is a fleet stage: its environments roll back by their own rollout.onFailure, and knit fleet abort %s stops its rollout",
+			store.ErrConflict, stage, cur.Env)
 	case busy != nil && (cur.Waiting == nil || cur.Waiting.Reason != view.WaitPaused):
 		return view.Stage{}, fmt.Errorf("%w: %s applies %s now (%s): roll back once it ends", store.ErrConflict, stage, busy.Release, busy.State)
 	case cur.Waiting != nil && cur.Waiting.Reason == view.WaitPaused:

@@ -56,6 +56,7 @@ type Stage struct {
 	// current release at once, StageChangesPending waits for approvals
 	// like a promotion. Empty: immediate, pending for the last stage.
 	ApplyStageChanges string `json:"applyStageChanges,omitempty"`
+	StageFleet
 }
 
 // What a change of a stage's own file does (Stage.ApplyStageChanges).
@@ -156,6 +157,8 @@ func (d *decoder) stageFields(s *Stage) map[string]field {
 		"file":              d.str(&s.File),
 		"soak":              d.str(&s.Soak),
 		"applyStageChanges": d.str(&s.ApplyStageChanges),
+		"selector":          d.stageSelector(&s.Selector),
+		"waves":             d.stageWaves(&s.Waves),
 		"windows": func(v *yaml.Node, at string) {
 			s.Windows = &Windows{}
 			d.mapping(v, at, false, map[string]field{"allow": windows(&s.Windows.Allow), "deny": windows(&s.Windows.Deny)})
@@ -201,11 +204,12 @@ func checkPipeline(p *Pipeline, pos map[string]diag.Pos) diag.Diagnostics {
 			bad(at+".name", fmt.Sprintf("stage %q is listed twice", s.Name), "give each stage its own name")
 		}
 		seen[s.Name] = true
-		if s.File == "" {
-			bad(at+".file", "missing required field", "the stage's environment file, e.g. file: stages/"+s.Name+".yaml")
+		if s.File == "" && s.Selector == nil {
+			bad(at+".file", "missing required field", "the stage's environment file, e.g. file: stages/"+s.Name+".yaml, or a selector of environments with waves")
 		} else if path.IsAbs(s.File) {
 			bad(at+".file", fmt.Sprintf("%s is an absolute path", quote(s.File)), "write it relative to the pipeline file's folder")
 		}
+		checkStageFleet(i, s, bad)
 		if s.Soak != "" {
 			if d, err := time.ParseDuration(s.Soak); err != nil || d < 0 {
 				bad(at+".soak", fmt.Sprintf("%s is not a duration", quote(s.Soak)), "e.g. 30m, 1h")

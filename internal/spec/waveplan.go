@@ -29,6 +29,9 @@ type PlannedWave struct {
 func (w *SetWaves) Plan(members []WaveMember) []PlannedWave {
 	ms := append([]WaveMember(nil), members...)
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	if len(w.Steps) == 0 {
+		return w.chunks(ms)
+	}
 	reached := map[string]bool{}
 	out := make([]PlannedWave, 0, len(w.Steps))
 	for _, st := range w.Steps {
@@ -64,6 +67,25 @@ func (w *SetWaves) Plan(members []WaveMember) []PlannedWave {
 		}
 		for _, id := range pw.IDs {
 			reached[id] = true
+		}
+		out = append(out, pw)
+	}
+	return out
+}
+
+// chunks are the waves of a fleet stage without steps: the members, by
+// ID, maxParallel at a time (one empty wave, with a note, when there are
+// none).
+func (w *SetWaves) chunks(ms []WaveMember) []PlannedWave {
+	if len(ms) == 0 {
+		return []PlannedWave{{Step: "all", IDs: []string{}, Note: "the selector matches no live environment"}}
+	}
+	n := w.Parallel(len(ms))
+	var out []PlannedWave
+	for i := 0; i < len(ms); i += n {
+		pw := PlannedWave{Step: fmt.Sprintf("%d-%d of %d", i+1, min(i+n, len(ms)), len(ms))}
+		for _, m := range ms[i:min(i+n, len(ms))] {
+			pw.IDs = append(pw.IDs, m.ID)
 		}
 		out = append(out, pw)
 	}

@@ -30,7 +30,12 @@ type WaveRollout struct {
 	File   string `json:"file"`
 	Commit string `json:"commit"`
 	Reason string `json:"reason,omitempty"`
-	Status string `json:"status"`
+	// Pipeline, Stage and Release are set for a pipeline's fleet stage:
+	// its rollout of Release (Set is then TEAM/PIPELINE.STAGE).
+	Pipeline string `json:"pipeline,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	Release  string `json:"release,omitempty"`
+	Status   string `json:"status"`
 	// Wave is the index of the wave being applied (len(Waves): all done).
 	Wave  int       `json:"wave"`
 	Waves []Wave    `json:"waves"`

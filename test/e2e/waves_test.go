@@ -144,7 +144,13 @@ type fleetJSON struct {
 
 func (w *world) fleet(s *server, args ...string) fleetJSON {
 	w.t.Helper()
-	out := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, append([]string{"fleet", "status", "fleet", "-o", "json"}, args...)...)
+	return w.fleetOf(s, "fleet", args...)
+}
+
+// fleetOf is knit fleet status NAME -o json, decoded.
+func (w *world) fleetOf(s *server, name string, args ...string) fleetJSON {
+	w.t.Helper()
+	out := w.knitWith([]string{"KNIT_SERVER=" + s.url, "KNIT_TOKEN=" + s.token}, append([]string{"fleet", "status", name, "-o", "json"}, args...)...)
 	var f fleetJSON
 	if out.code != 0 || json.Unmarshal([]byte(out.stdout), &f) != nil {
 		return fleetJSON{}

@@ -84,6 +84,9 @@ func loadStages(g *Reconciler, dir, file string) ([]stageEnv, error) {
 	out := make([]stageEnv, 0, len(p.Spec.Stages))
 	cs := newContentSums()
 	for i, st := range p.Spec.Stages {
+		if st.IsFleet() {
+			continue // a fleet's environments are previewed as their own files
+		}
 		s, err := loadStage(g, dir, file, st, promote, cs)
 		if err != nil {
 			return nil, err

@@ -136,7 +136,7 @@ func (ro *rollouts) stepWaves(ctx context.Context, w *gitwatch.Watcher) {
 func (ro *rollouts) stepSet(ctx context.Context, w *gitwatch.Watcher, set string, sw setWants, last string) error {
 	g := ro.g
 	r, ver, err := g.k.State().WaveRollout(ctx, set)
-	if err != nil {
+	if err != nil || r != nil && r.Pipeline != "" { // a pipeline's fleet stage: the promotion controller's
 		return err
 	}
 	if stale(r, sw.pending) {

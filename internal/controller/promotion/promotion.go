@@ -71,6 +71,7 @@ type Controller struct {
 	// that is not the leader answers StageRun too).
 	opened  sync.Once
 	openErr error
+	fleets  fleetStages
 }
 
 // New is a controller over k queueing its applies on q.
@@ -193,6 +194,10 @@ func (c *Controller) readPipeline(ctx context.Context, dir, file string, commit 
 	}
 	envs := map[string]string{}
 	for i, st := range p.Spec.Stages {
+		if st.IsFleet() {
+			envs[st.Name] = spec.FleetID(p.Spec.TeamName, p.Metadata.Name, st.Name)
+			continue
+		}
 		env := first
 		if i > 0 {
 			if env, err = c.loadStage(dir, file, p, i, content.Params); err != nil {
@@ -307,12 +312,16 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 		return err
 	}
 	for _, s := range f.States {
-		switch s.State {
-		case store.StageApplying:
+		switch {
+		case s.State == store.StageApplying && f.IsFleet(s.Stage):
+			if err := c.stepFleet(ctx, f, s); err != nil {
+				return err
+			}
+		case s.State == store.StageApplying:
 			if err := c.follow(ctx, s, f.Envs[s.Stage]); err != nil {
 				return err
 			}
-		case store.StageQueued: // a rollback a person asked for
+		case s.State == store.StageQueued: // a rollback a person asked for
 			i := f.StageIndex(s.Stage)
 			if r := f.ReleaseByID(s.Release); i >= 0 && r != nil {
 				if err := c.applyFrom(ctx, name, f.Def.Spec.Stages[i], c.fileOf(name), *r, f.Envs[s.Stage], s.State); err != nil {
@@ -343,7 +352,11 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 				r = x
 			}
 		}
-		if err := c.apply(ctx, name, f.Def.Spec.Stages[i], file, r, st.Env); err != nil {
+		apply := func() error { return c.apply(ctx, name, f.Def.Spec.Stages[i], file, r, st.Env) }
+		if f.Def.Spec.Stages[i].IsFleet() {
+			apply = func() error { return c.startFleet(ctx, f, i, r) }
+		}
+		if err := apply(); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,9 @@ import (
 func (c *Controller) readStageFiles(ctx context.Context, dir, file string, p *spec.Pipeline, commit gitwatch.Commit, envs map[string]string) error {
 	var errs []error
 	for i, st := range p.Spec.Stages {
+		if st.IsFleet() {
+			continue // no file of its own: each environment's is read at the release's commit
+		}
 		rel := path.Join(path.Dir(file), st.File)
 		data, err := readInTree(dir, rel)
 		if err != nil {

@@ -32,6 +32,8 @@ func (c *Controller) StageRun(ctx context.Context, pipeline, release, stage stri
 		return knit.RunRequest{}, fmt.Errorf("%w: pipeline %s has no release %s", store.ErrNotFound, pipeline, release)
 	case i < 0:
 		return knit.RunRequest{}, fmt.Errorf("%w: pipeline %s has no stage %s", store.ErrNotFound, pipeline, stage)
+	case f.IsFleet(stage):
+		return knit.RunRequest{}, fmt.Errorf("stage %s is a fleet stage: its environments are not planned here (knit fleet status %s shows its rollout)", stage, f.Envs[stage])
 	}
 	req, _, _, err := c.stageRun(ctx, f, f.Def.Spec.Stages[i], file, *r, f.Envs[stage])
 	return req, err
