@@ -72,9 +72,16 @@ func TestAFleetStageRollsAReleaseInWavesAndHaltsAfterMaxFailed(t *testing.T) {
 		}
 		files[fmt.Sprintf("fleet/f%02d.yaml", i)] = fleetEnv(fmt.Sprintf("f%02d", i), ring, "1")
 	}
-	w.write(files)
+	// The fleet goes live before the server starts, applied from a local
+	// copy (a local file's template stays inside its folder).
+	local := map[string]string{"local/modules/app/main.tf": files["modules/app/main.tf"], "local/templates/app.yaml": files["templates/app.yaml"]}
 	for i := 1; i <= 7; i++ {
-		w.ok("apply", "-f", fmt.Sprintf("fleet/f%02d.yaml", i), "--auto-approve")
+		name := fmt.Sprintf("f%02d", i)
+		local["local/"+name+".yaml"] = strings.Replace(files["fleet/"+name+".yaml"], "../templates/", "templates/", 1)
+	}
+	w.write(local)
+	for i := 1; i <= 7; i++ {
+		w.ok("apply", "-f", fmt.Sprintf("local/f%02d.yaml", i), "--auto-approve")
 	}
 	repo := newGitRepo(t, files)
 	s := w.startServer(gitServerArgs(repo, "--pipeline", "pipelines/web.yaml", "--pipeline-tick", "100ms")...)
