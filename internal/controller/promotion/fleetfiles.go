@@ -32,17 +32,17 @@ type envFiles struct {
 }
 
 // envFile is the file declaring environment id in commit's tree dir.
-func (c *Controller) envFile(dir, commit, id string) (string, error) {
-	c.fleets.mu.Lock()
-	defer c.fleets.mu.Unlock()
-	if c.fleets.files.commit != commit {
+func (fs *fleetStages) envFile(dir, commit, id string) (string, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.files.commit != commit {
 		byID, err := scanEnvFiles(dir)
 		if err != nil {
 			return "", err
 		}
-		c.fleets.files = envFiles{commit: commit, byID: byID}
+		fs.files = envFiles{commit: commit, byID: byID}
 	}
-	rel, ok := c.fleets.files.byID[id]
+	rel, ok := fs.files.byID[id]
 	switch {
 	case !ok:
 		return "", fmt.Errorf("no file of commit %s declares environment %s (kind: Environment with its teamName and envName)", short(commit), id)
@@ -97,7 +97,8 @@ func scanEnvFiles(dir string) (map[string]string, error) {
 
 // fleetRun is the run applying release r to environment env of fleet
 // stage st of pipeline f.
-func (c *Controller) fleetRun(ctx context.Context, f *knit.PipelineFacts, st spec.Stage, r view.ReleaseRecord, env string) (knit.RunRequest, error) {
+func (fs *fleetStages) fleetRun(ctx context.Context, f *knit.PipelineFacts, st spec.Stage, r view.ReleaseRecord, env string) (knit.RunRequest, error) {
+	c := fs.c
 	dir, err := c.w.Checkout(ctx, r.Commit)
 	if err != nil {
 		return knit.RunRequest{}, err
@@ -106,7 +107,7 @@ func (c *Controller) fleetRun(ctx context.Context, f *knit.PipelineFacts, st spe
 	if err != nil {
 		return knit.RunRequest{}, err
 	}
-	rel, err := c.envFile(dir, r.Commit, env)
+	rel, err := fs.envFile(dir, r.Commit, env)
 	if err != nil {
 		return knit.RunRequest{}, err
 	}

@@ -42,7 +42,7 @@ func TestAFleetEnvironmentsFileIsTheOneThatDeclaresIt(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "linked")); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{}
+	c := &fleetStages{}
 	for id, want := range map[string]string{"shop/f01": "fleet/f01.yaml", "shop/f02": "fleet/eu/f02.yml"} {
 		if got, err := c.envFile(dir, "c1", id); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %s", id, got, err, want)

@@ -30,6 +30,7 @@ import (
 // environment is asked for again), and the environment files of the last
 // commit read.
 type fleetStages struct {
+	c      *Controller
 	mu     sync.Mutex
 	queued map[string]bool
 	files  envFiles
@@ -57,7 +58,8 @@ func (fs *fleetStages) isQueued(runID string) bool {
 // startFleet starts the rollout of release r into fleet stage i of
 // pipeline f: its members are the live environments the selector matches
 // now, planned into waves.
-func (c *Controller) startFleet(ctx context.Context, f *knit.PipelineFacts, i int, r view.ReleaseRecord) error {
+func (fs *fleetStages) startFleet(ctx context.Context, f *knit.PipelineFacts, i int, r view.ReleaseRecord) error {
+	c := fs.c
 	st, team, name := f.Def.Spec.Stages[i], f.Record.Team, f.Record.Name
 	id := spec.FleetID(team, name, st.Name)
 	live, err := knit.NewFleet(c.k).Live(ctx, team)
@@ -95,13 +97,14 @@ func (c *Controller) startFleet(ctx context.Context, f *knit.PipelineFacts, i in
 	if err := c.k.SetStage(ctx, s, "", id); err != nil {
 		return err
 	}
-	return c.stepFleet(ctx, f, s)
+	return fs.stepFleet(ctx, f, s)
 }
 
 // stepFleet moves the rollout of s's fleet stage on: it follows the runs
 // of its environments, starts those fleet.Next asks for, and records the
 // stage's end once the rollout has one.
-func (c *Controller) stepFleet(ctx context.Context, f *knit.PipelineFacts, s view.StageState) error {
+func (fs *fleetStages) stepFleet(ctx context.Context, f *knit.PipelineFacts, s view.StageState) error {
+	c := fs.c
 	i := f.StageIndex(s.Stage)
 	r := f.ReleaseByID(s.Release)
 	id := spec.FleetID(f.Record.Team, f.Record.Name, s.Stage)
@@ -109,11 +112,11 @@ func (c *Controller) stepFleet(ctx context.Context, f *knit.PipelineFacts, s vie
 		return nil
 	}
 	var start []string
-	ro, err := c.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
+	ro, err := fs.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
 		now := c.clock.Now()
 		for j := range ro.Envs {
 			if e := &ro.Envs[j]; e.State == view.WaveEnvApplying {
-				if err := c.followFleetRun(ctx, ro, e); err != nil {
+				if err := fs.followFleetRun(ctx, ro, e); err != nil {
 					return err
 				}
 			}
@@ -128,25 +131,26 @@ func (c *Controller) stepFleet(ctx context.Context, f *knit.PipelineFacts, s vie
 		return err
 	}
 	if ro.Release != s.Release {
-		return c.endStage(ctx, s, id, store.StageFailed, fmt.Sprintf("its rollout was replaced by release %s's", ro.Release))
+		return fs.endStage(ctx, s, id, store.StageFailed, fmt.Sprintf("its rollout was replaced by release %s's", ro.Release))
 	}
 	for _, env := range start {
-		if err := c.startFleetEnv(ctx, f, f.Def.Spec.Stages[i], *r, id, env); err != nil {
+		if err := fs.startFleetEnv(ctx, f, f.Def.Spec.Stages[i], *r, id, env); err != nil {
 			return err
 		}
 	}
-	return c.fleetOutcome(ctx, s, id, ro)
+	return fs.fleetOutcome(ctx, s, id, ro)
 }
 
 // fleetOutcome records in the stage what the rollout ro came to.
-func (c *Controller) fleetOutcome(ctx context.Context, s view.StageState, id string, ro *view.WaveRollout) error {
+func (fs *fleetStages) fleetOutcome(ctx context.Context, s view.StageState, id string, ro *view.WaveRollout) error {
+	c := fs.c
 	why := fleet.Why(ro, c.clock.Now())
 	switch ro.Status {
 	case view.FleetDone:
-		return c.endStage(ctx, s, id, store.StageSucceeded, fmt.Sprintf("%d environments verified, %d failed, %d skipped",
+		return fs.endStage(ctx, s, id, store.StageSucceeded, fmt.Sprintf("%d environments verified, %d failed, %d skipped",
 			countState(ro, view.WaveEnvVerified), ro.Failed(), countState(ro, view.WaveEnvSkipped)))
 	case view.FleetAborted:
-		return c.endStage(ctx, s, id, store.StageFailed, why)
+		return fs.endStage(ctx, s, id, store.StageFailed, why)
 	}
 	reason := ""
 	if ro.Status == view.FleetHalted {
@@ -161,7 +165,8 @@ func (c *Controller) fleetOutcome(ctx context.Context, s view.StageState, id str
 }
 
 // endStage records the end of s's rollout: state, with msg.
-func (c *Controller) endStage(ctx context.Context, s view.StageState, id, state, msg string) error {
+func (fs *fleetStages) endStage(ctx context.Context, s view.StageState, id, state, msg string) error {
+	c := fs.c
 	next := s
 	next.State, next.Message, next.Actor, next.ChangedAt = state, msg, c.cfg.Actor, c.clock.Now()
 	next.Reason = ""
@@ -178,7 +183,8 @@ func (c *Controller) endStage(ctx context.Context, s view.StageState, id, state,
 }
 
 // followFleetRun records what became of the run applying e.
-func (c *Controller) followFleetRun(ctx context.Context, ro *view.WaveRollout, e *view.WaveEnv) error {
+func (fs *fleetStages) followFleetRun(ctx context.Context, ro *view.WaveRollout, e *view.WaveEnv) error {
+	c := fs.c
 	now := c.clock.Now()
 	if e.RunID == "" { // marked, never queued: the controller stopped between the two
 		fleet.Unstarted(ro, e.ID, "its run was not queued before the server stopped: asked for again", now)
@@ -186,7 +192,7 @@ func (c *Controller) followFleetRun(ctx context.Context, ro *view.WaveRollout, e
 	}
 	run, err := c.k.RunRecord(ctx, e.RunID)
 	if errors.Is(err, store.ErrNotFound) {
-		if !c.fleets.isQueued(e.RunID) && !c.inQueue(e.RunID) {
+		if !fs.isQueued(e.RunID) && !fs.inQueue(e.RunID) {
 			fleet.Unstarted(ro, e.ID, fmt.Sprintf("run %s was lost before it started (a restart): asked for again", e.RunID), now)
 		}
 		return nil
@@ -216,7 +222,8 @@ func (c *Controller) followFleetRun(ctx context.Context, ro *view.WaveRollout, e
 
 // inQueue reports whether the queue still holds run id (River's keeps
 // its jobs across restarts).
-func (c *Controller) inQueue(id string) bool {
+func (fs *fleetStages) inQueue(id string) bool {
+	c := fs.c
 	q, ok := c.q.(interface{ Queued(string) (string, bool) })
 	if !ok {
 		return false
@@ -228,10 +235,11 @@ func (c *Controller) inQueue(id string) bool {
 // startFleetEnv queues the run applying release r to environment env of
 // fleet stage st and records it in the rollout id; a run that cannot be
 // built fails env in its wave.
-func (c *Controller) startFleetEnv(ctx context.Context, f *knit.PipelineFacts, st spec.Stage, r view.ReleaseRecord, id, env string) error {
-	req, berr := c.fleetRun(ctx, f, st, r, env)
+func (fs *fleetStages) startFleetEnv(ctx context.Context, f *knit.PipelineFacts, st spec.Stage, r view.ReleaseRecord, id, env string) error {
+	c := fs.c
+	req, berr := fs.fleetRun(ctx, f, st, r, env)
 	if berr != nil {
-		_, err := c.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
+		_, err := fs.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
 			fleet.Ended(ro, env, false, "its release cannot be built: "+berr.Error(), c.clock.Now())
 			return nil
 		})
@@ -239,15 +247,15 @@ func (c *Controller) startFleetEnv(ctx context.Context, f *knit.PipelineFacts, s
 	}
 	runID, err := c.q.EnqueueWith(req, env, func(error) {})
 	if err != nil {
-		_, perr := c.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
+		_, perr := fs.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
 			fleet.Unstarted(ro, env, "its run did not start: "+err.Error(), c.clock.Now())
 			return nil
 		})
 		return perr
 	}
-	c.fleets.mark(runID, true)
+	fs.mark(runID, true)
 	c.log.Info("pipelines: applying in its wave", "pipeline", f.Record.Name, "release", r.ID, "stage", st.Name, "env", env, "run", runID)
-	_, err = c.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
+	_, err = fs.patchFleet(ctx, id, func(ro *view.WaveRollout) error {
 		if e := ro.Env(env); e != nil && e.State == view.WaveEnvApplying && e.RunID == "" {
 			e.RunID = runID
 		}
@@ -259,7 +267,8 @@ func (c *Controller) startFleetEnv(ctx context.Context, f *knit.PipelineFacts, s
 // patchFleet reads rollout id, lets fn change it and writes it back when
 // it changed, over the version read (an operator's action meanwhile is
 // read again and fn applied to it).
-func (c *Controller) patchFleet(ctx context.Context, id string, fn func(*view.WaveRollout) error) (*view.WaveRollout, error) {
+func (fs *fleetStages) patchFleet(ctx context.Context, id string, fn func(*view.WaveRollout) error) (*view.WaveRollout, error) {
+	c := fs.c
 	for try := 0; ; try++ {
 		ro, ver, err := c.k.State().WaveRollout(ctx, id)
 		if err != nil || ro == nil {

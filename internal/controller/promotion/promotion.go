@@ -88,7 +88,9 @@ func New(k *knit.Knit, q Queue, cfg Config) *Controller {
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Minute
 	}
-	return &Controller{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock)}
+	c := &Controller{k: k, q: q, cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock)}
+	c.fleets.c = c
+	return c
 }
 
 // Run follows the repository and judges the rules every tick until ctx
@@ -314,7 +316,7 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 	for _, s := range f.States {
 		switch {
 		case s.State == store.StageApplying && f.IsFleet(s.Stage):
-			if err := c.stepFleet(ctx, f, s); err != nil {
+			if err := c.fleets.stepFleet(ctx, f, s); err != nil {
 				return err
 			}
 		case s.State == store.StageApplying:
@@ -354,7 +356,7 @@ func (c *Controller) judge(ctx context.Context, name string) error {
 		}
 		apply := func() error { return c.apply(ctx, name, f.Def.Spec.Stages[i], file, r, st.Env) }
 		if f.Def.Spec.Stages[i].IsFleet() {
-			apply = func() error { return c.startFleet(ctx, f, i, r) }
+			apply = func() error { return c.fleets.startFleet(ctx, f, i, r) }
 		}
 		if err := apply(); err != nil {
 			return err
