@@ -23,12 +23,13 @@ const (
 
 // Phases of a rollout's runs (RolloutStep.Phase).
 const (
-	PhaseUp       = "up"      // the canary instances come up at weight 0
-	PhaseStep     = "step"    // a setWeight or analysis step
-	PhasePromote  = "promote" // the stable instances take the new revision, weight 0
-	PhaseFinish   = "finish"  // the new revision as the file says: the canary destroyed
-	PhaseAbort    = "abort"   // weight 0 with the canary still up
-	PhaseAborted  = "aborted" // the stable revision as it was: the canary destroyed
+	PhaseUp       = "up"       // the canary instances come up at weight 0
+	PhaseStep     = "step"     // a setWeight or analysis step
+	PhaseHandover = "handover" // a canary ending below 100: it takes all traffic before the stable instances are replaced
+	PhasePromote  = "promote"  // the stable instances take the new revision, weight 0
+	PhaseFinish   = "finish"   // the new revision as the file says: the canary destroyed
+	PhaseAbort    = "abort"    // weight 0 with the canary still up
+	PhaseAborted  = "aborted"  // the stable revision as it was: the canary destroyed
 	auditRollout  = "rollout-step"
 	auditStart    = "rollout-start"
 	auditAbort    = "rollout-aborted"

@@ -84,6 +84,8 @@ func (a *Rollouts) Next(ctx context.Context, req RunRequest, res *engine.Result)
 		return a.run(ctx, r, PhaseAborted)
 	case PhaseAborted:
 		return a.end(ctx, r, RolloutAborted, r.detail.Reason)
+	case PhaseHandover:
+		return a.run(ctx, r, PhasePromote)
 	case PhasePromote:
 		return a.run(ctx, r, PhaseFinish)
 	case PhaseFinish:
@@ -103,6 +105,12 @@ func (a *Rollouts) advance(ctx context.Context, r *rollout) (RolloutAction, erro
 	}
 	steps := rolloutSteps(next)
 	if r.rec.Step >= len(steps) {
+		// Replacing a stable instance restarts it: it must serve nothing
+		// then. A canary's last weight of 100 sees to it; below that, a
+		// run of its own hands all traffic to the canary first.
+		if next.Spec.Strategy().BlueGreen == nil && r.rec.Weight < 100 {
+			return a.run(ctx, r, PhaseHandover)
+		}
 		return a.run(ctx, r, PhasePromote)
 	}
 	s := steps[r.rec.Step]
@@ -231,6 +239,9 @@ func canaryRun(r *rollout, phase string, stable, next *spec.Environment, steps [
 			r.rec.Weight = *s.SetWeight
 		}
 		env, err = canaryForm(stable, next, false, r.rec.Weight, s.Analysis)
+	case PhaseHandover:
+		r.rec.Weight = 100
+		env, err = canaryForm(stable, next, false, 100, nil)
 	case PhasePromote:
 		r.rec.Weight = 0
 		env, err = canaryForm(stable, next, true, 0, nil)
@@ -252,6 +263,8 @@ func describeStep(phase string, step, weight, steps int, blueGreen bool) string 
 		return "the canary comes up at weight 0"
 	case PhaseStep:
 		return fmt.Sprintf("step %d of %d at weight %d", step+1, steps, weight)
+	case PhaseHandover:
+		return "the canary takes all traffic (weight 100) before the stable instances are replaced"
 	case PhasePromote:
 		return "the stable instances take the new revision, weight 0"
 	case PhaseFinish:

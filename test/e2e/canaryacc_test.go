@@ -329,3 +329,36 @@ func TestCanaryNginxFailingAbortsOnPrometheus(t *testing.T) {
 		t.Errorf("the canary instance is left:\n%s", st)
 	}
 }
+
+// TestCanaryEndingBelow100HandsOverBeforeTheStableIsReplaced: a canary
+// whose last step is 50. The stable app takes the new revision at the
+// end, and its replacement restarts it: while it serves half the traffic
+// that would fail requests. The rollout hands everything to the canary
+// (weight 100, a run of its own) before the stable app is replaced, so
+// no request fails, and ends on v2 with the canary gone.
+func TestCanaryEndingBelow100HandsOverBeforeTheStableIsReplaced(t *testing.T) {
+	t.Parallel()
+	w, _, file := canaryExample(t, "          - setWeight: 10\n          - setWeight: 50\n")
+	w.ok("apply", "-f", file) // the first apply is plain: v1
+	load := routertest.StartLoad(t, w.output(exampleEnv, "router", "url"), routertest.LoadOptions{Workers: 2, Gap: 5 * time.Millisecond})
+	w.setApp(file, "v2", 0)
+	w.ok("apply", "-f", file)
+	end := load.Mark()
+	if c := load.Await(t, end, 200); c.Share("v2") != 100 {
+		t.Errorf("after the rollout: %+v, want every request on v2", c)
+	}
+	if all := load.Stop(); all.Failed+all.Errors != 0 {
+		t.Errorf("requests failed during the rollout: %+v", all)
+	}
+	s := w.rolloutOf(exampleEnv)
+	var phases []string
+	for _, e := range s.Evidence {
+		phases = append(phases, fmt.Sprintf("%s@%d", e.Phase, e.Weight))
+	}
+	if s.State != "succeeded" || strings.Join(phases, " ") != "up@0 step@10 step@50 handover@100 promote@0 finish@0" {
+		t.Errorf("the rollout: %s, its runs %v, want succeeded through up@0 step@10 step@50 handover@100 promote@0 finish@0", s.State, phases)
+	}
+	if st := w.ok("status", exampleEnv).stdout; strings.Contains(st, "app-canary") {
+		t.Errorf("the canary instance is left:\n%s", st)
+	}
+}
