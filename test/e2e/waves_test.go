@@ -250,10 +250,16 @@ func TestASetRollsATemplateChangeInWavesAndHaltsAtTheSecondFailure(t *testing.T)
 			t.Errorf("%s is %s in the rollout, want %s", env, got, want)
 		}
 	}
+	// Release 2 in wave order: c05, then c01 and c02, then c03. c02's
+	// rollback is a run of its own after its failed one: the next wave
+	// may start beside it, so it lands anywhere after c02's first apply.
 	applied := w.applies()
-	want := []string{"c05", "c01", "c02", "c02", "c03", "c03"} // c02 and c03: release 2, then the rollback
-	if strings.Join(applied, " ") != strings.Join(want, " ") {
-		t.Errorf("tofu applied %v, want exactly %v, in that order", applied, want)
+	var rest []string
+	if len(applied) > 3 {
+		rest = slices.Sorted(slices.Values(applied[3:]))
+	}
+	if len(applied) != 6 || strings.Join(applied[:3], " ") != "c05 c01 c02" || strings.Join(rest, " ") != "c02 c03 c03" {
+		t.Errorf("tofu applied %v, want exactly c05 c01 c02 (release 2, wave by wave), then c02's rollback and c03 twice (release 2, its rollback)", applied)
 	}
 	for env, rel := range map[string]string{"c05": "2", "c01": "2", "c04": "1", "c06": "1", "c12": "1"} {
 		if got := w.appRelease(env); got != rel {
