@@ -37,15 +37,27 @@ func (s *session) settleBroken(op string, cr *ComponentResult, vr dag.VertexResu
 	_ = s.record(op, cr, nil, nil)
 }
 
+// causeOf is the named component's cause so far, read under the
+// session's lock: a walk that plans ahead settles components while
+// others are added and set.
+func (s *session) causeOf(name string) (store.Cause, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.result.Component(name); c != nil {
+		return c.Cause, true
+	}
+	return store.Cause{}, false
+}
+
 // defaultSettle says, for machines and people, why a component never ran:
 // from the walk's blocking vertex, never from its sentence.
 func (s *session) defaultSettle(_ string, vr dag.VertexResult) (Status, store.Cause, string, string) {
 	switch vr.Status {
 	case dag.Waiting:
 		held := vr.Blocker
-		if b := s.result.Component(held); b != nil && b.Cause.ReasonCode == string(ReasonUpstreamEnvironmentNotReady) {
-			return Waiting, b.Cause, "waiting: upstream " + held + " waits for another environment",
-				fmt.Sprintf("waiting: %s waits for %s", held, b.Cause.Upstream)
+		if cause, ok := s.causeOf(held); ok && cause.ReasonCode == string(ReasonUpstreamEnvironmentNotReady) {
+			return Waiting, cause, "waiting: upstream " + held + " waits for another environment",
+				fmt.Sprintf("waiting: %s waits for %s", held, cause.Upstream)
 		}
 		if s.kind == KindTeardown {
 			// The walk is reversed: what holds a component back is a
